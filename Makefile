@@ -1,0 +1,54 @@
+# The README's two commands (`make demo`, `make test`) set everything up themselves.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+DEMO_QUESTION ?= How does EnvelopeCodec offload large fields, and where is max_agent_hops enforced?
+ENV ?= dev
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION = 20
+
+.PHONY: demo test test-fast bench asl lint venv node clean help
+
+help:
+	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
+	@echo "make test    run the whole test suite"
+	@echo "make bench   run the benchmarks (writes .bench/results.json)"
+	@echo "make asl     print the compiled state machine of CAPABILITY (default code_analysis)"
+	@echo "make lint    ruff and the import-layering contracts"
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	touch $(NODE_STAMP)
+
+venv: $(STAMP)
+node: $(NODE_STAMP)
+
+demo: venv
+	$(BIN)/missions run code_analysis "$(DEMO_QUESTION)" --repo .
+
+test: venv node
+	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+test-fast: venv
+	$(BIN)/python -m pytest tests/unit tests/conformance -n 2
+
+bench: venv
+	$(BIN)/python -m bench.run
+
+CAPABILITY ?= code_analysis
+asl: venv
+	$(BIN)/missions asl $(CAPABILITY)
+
+lint: venv
+	$(BIN)/ruff check shared functions capabilities tests bench
+	$(BIN)/lint-imports
+
+clean:
+	rm -rf $(VENV) node_modules .bench cdk.out .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Mission types. Each sub-package exposes CAPABILITY; the registry discovers them."""

@@ -1,0 +1,295 @@
+"""`missions`: run missions on the embedded emulation, list capabilities, print compiled ASL."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from missions import capability as registry
+from missions.compiler import compile_json
+from missions.envelope import InterruptKind, InterruptResponse
+from missions.events import Event, EventType
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Run long-running LLM missions on a local emulation of their AWS deployment.")
+out = Console()
+err = Console(stderr=True)
+BOUND_REASONS = ("max_", "edge_limit:")
+
+
+class CliError(Exception):
+    """A user-facing problem: printed as one line, exit code 2."""
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    raise typer.Exit(code)
+
+
+def _capability(name: str) -> registry.Capability:
+    try:
+        return registry.load(name)
+    except registry.UnknownCapability as exc:
+        fail(str(exc))
+
+
+@app.command("capabilities")
+def capabilities(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the installed capabilities."""
+    found = [c.describe() for c in registry.load_all()]
+    if as_json:
+        out.print_json(data=found)
+        return
+    table = Table("capability", "stages", "LLM stages", "tools", "description")
+    for c in found:
+        table.add_row(c["name"], " → ".join(c["stages"]), str(len(c["llm_stages"])), str(len(c["tools"])),
+                      c["description"])
+    out.print(table)
+
+
+@app.command("asl")
+def asl(capability: str = typer.Argument(..., help="Capability name."),
+        output: str | None = typer.Option(None, "--out", "-o", help="Write to this file instead of stdout.")) -> None:
+    """Print a capability's compiled Amazon States Language definition."""
+    text = compile_json(_capability(capability).pipeline)
+    if output:
+        with open(output, "w") as handle:
+            handle.write(text + "\n")
+        err.print(f"wrote {output}")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+@app.command("run")
+def run(
+    capability: str = typer.Argument(..., help="Capability to run, e.g. code_analysis."),
+    goal: str = typer.Argument(..., help="What the mission should achieve."),
+    repo: str | None = typer.Option(None, "--repo", help="Repository root (code_analysis)."),
+    context: str | None = typer.Option(None, "--context", help="Extra mission context as a JSON object."),
+    max_agent_hops: int | None = typer.Option(None, min=2, help="Bound: stages a mission may run."),
+    max_llm_calls: int | None = typer.Option(None, min=0, help="Bound: LLM calls."),
+    max_iterations: int | None = typer.Option(None, min=1, help="Bound: planning iterations."),
+    max_tool_calls: int | None = typer.Option(None, min=0, help="Bound: tool calls."),
+    max_cost_usd: float | None = typer.Option(None, min=0.0, help="Bound: model spend in USD."),
+    answers: list[str] = typer.Option([], "--answer", help="Answer the next interrupt with this (repeatable)."),
+    offline: bool = typer.Option(False, "--offline", help="Use the scripted model even if OPENAI_API_KEY is set."),
+    timeout: float = typer.Option(600.0, min=1.0, help="Seconds to wait for the mission."),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON, no progress."),
+) -> None:
+    """Run a mission on the embedded emulation, showing its progress, and print the answer."""
+    _capability(capability)
+    ctx = _parse_context(context)
+    if repo is not None:
+        ctx["repo"] = repo
+    bounds = {k: v for k, v in {"max_agent_hops": max_agent_hops, "max_llm_calls": max_llm_calls,
+                                 "max_iterations": max_iterations, "max_tool_calls": max_tool_calls,
+                                 "max_cost_usd": max_cost_usd}.items() if v is not None}
+    from missions.local.emulation import LocalCloud
+    from missions.starter import MissionRequestError
+
+    llm = {} if offline else _llm_settings()
+    started = time.perf_counter()
+    with LocalCloud([capability], settings=llm) as cloud:
+        try:
+            mission_id = cloud.start(capability, goal, context=ctx, bounds=bounds)
+        except MissionRequestError as exc:
+            fail(str(exc))
+        if not as_json:
+            model = llm.get("openai_default_model", "an OpenAI-compatible model") if llm else "the offline scripted model"
+            out.print(f"[bold]mission[/] {mission_id} · [cyan]{capability}[/] · {model}", highlight=False)
+        status = _follow(cloud, mission_id, list(answers), timeout, quiet=as_json)
+        outcome = cloud.outcome(mission_id)
+        record = cloud.runtime.missions.get(mission_id)
+    elapsed = time.perf_counter() - started
+    summary = _summary(outcome, record, elapsed)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+    else:
+        _print_summary(summary)
+    reason = summary["terminal_reason"] or ""
+    ok = status == "SUCCEEDED" and (reason == "completed" or reason.startswith(BOUND_REASONS))
+    raise typer.Exit(0 if ok else 1)
+
+
+def _parse_context(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        fail(f"--context is not valid JSON: {exc.msg}")
+    if not isinstance(value, dict):
+        fail("--context must be a JSON object")
+    return value
+
+
+def _llm_settings() -> dict[str, Any]:
+    """OPENAI_API_KEY or OPENAI_BASE_URL switches the runtime to the OpenAI provider."""
+    key, base = os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL")
+    if not key and not base:
+        return {}
+    settings: dict[str, Any] = {"llm_provider": "openai", "openai_api_key": key, "openai_base_url": base}
+    if os.environ.get("MISSIONS_OPENAI_DEFAULT_MODEL"):
+        settings["openai_default_model"] = os.environ["MISSIONS_OPENAI_DEFAULT_MODEL"]
+    if os.environ.get("MISSIONS_OPENAI_MODELS"):
+        try:
+            settings["openai_models"] = json.loads(os.environ["MISSIONS_OPENAI_MODELS"])
+        except json.JSONDecodeError:
+            fail("MISSIONS_OPENAI_MODELS must be a JSON object of role -> model")
+    return settings
+
+
+def _follow(cloud: Any, mission_id: str, answers: list[str], timeout: float, quiet: bool) -> str:
+    """Stream events until the execution ends, answering interrupts as they come."""
+    cursor: str | None = None
+    deadline = time.monotonic() + timeout
+    answered: set[str] = set()
+    while True:
+        events, cursor = cloud.events(mission_id, after=cursor)
+        if not quiet:
+            for event in events:
+                _render(event)
+        status = cloud.status(mission_id)
+        if status in ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"):
+            events, cursor = cloud.events(mission_id, after=cursor)
+            if not quiet:
+                for event in events:
+                    _render(event)
+            return status
+        for record in cloud.runtime.interrupts.pending(mission_id):
+            if record.interrupt_id not in answered:
+                response = _ask(record, answers, quiet)
+                cloud.answer(mission_id, record.interrupt_id, response)
+                answered.add(record.interrupt_id)
+        if time.monotonic() > deadline:
+            fail(f"mission {mission_id} did not finish within {timeout:.0f}s", code=1)
+        time.sleep(0.05)
+
+
+def _ask(record: Any, answers: list[str], quiet: bool) -> InterruptResponse:
+    kind = InterruptKind(record.kind)
+    if answers:
+        text = answers.pop(0)
+    elif not sys.stdin.isatty() and quiet:
+        fail(f"the mission asks: {record.question!r}; pass --answer to answer it non-interactively")
+    else:
+        options = f" [{'/'.join(record.options)}]" if record.options else ""
+        hint = " [y/n]" if kind in (InterruptKind.CONFIRMATION, InterruptKind.AGENT_REVIEW) else options
+        try:
+            text = typer.prompt(f"? {record.question}{hint}", err=True)
+        except (typer.Abort, EOFError):
+            fail(f"the mission asks: {record.question!r}; no answer was given (use --answer)")
+    return _response(kind, text, record.options)
+
+
+def _response(kind: InterruptKind, text: str, options: list[str]) -> InterruptResponse:
+    text = text.strip()
+    if kind is InterruptKind.CONFIRMATION:
+        return InterruptResponse(approved=text.lower() in ("y", "yes", "true", "approve", "ok"), text=text)
+    if kind is InterruptKind.AGENT_REVIEW:
+        if text.lower() in ("y", "yes", "approve", "ok"):
+            return InterruptResponse(approved=True)
+        return InterruptResponse(approved=False, decision="revise", text=text)
+    if kind is InterruptKind.CHOICE:
+        if text.isdigit() and 1 <= int(text) <= len(options):
+            text = options[int(text) - 1]
+        return InterruptResponse(decision=text)
+    return InterruptResponse(text=text)
+
+
+def _render(event: Event) -> None:
+    p, stage = event.payload, event.stage
+    kind = event.type
+    if kind is EventType.AGENT_STARTED:
+        out.print(f"[bold cyan]▶ {stage}[/] [dim](hop {p.get('hop', '?')})[/]", highlight=False)
+    elif kind is EventType.TOOL_STARTED:
+        out.print(f"   ↳ [magenta]{p['tool']}[/] [dim]{escape(json.dumps(p.get('params', {}))[:110])}[/]", highlight=False)
+    elif kind is EventType.TOOL_COMPLETED:
+        mark = "[green]✓[/]" if p["status"] == "success" else f"[red]✗ {p['status']}[/]"
+        detail = escape(p.get("error") or f"{p.get('citations', 0)} citation(s)")
+        out.print(f"     {mark} [dim]{detail} · {p.get('duration_ms', 0):.0f} ms[/]", highlight=False)
+    elif kind is EventType.CRITIC_DECISION:
+        out.print(f"   ⚖  [yellow]{p.get('decision')}[/] {escape(str(p.get('reason', '')))}", highlight=False)
+    elif kind is EventType.STAGE_TRANSITION:
+        out.print(f"   [dim]→ {p.get('to_stage')}[/]", highlight=False)
+    elif kind is EventType.BOUND_REACHED:
+        out.print(f"[bold yellow]⚠ bound reached: {p.get('reason')}[/]", highlight=False)
+    elif kind is EventType.INTERRUPT_RAISED:
+        out.print(f"[bold]⏸ waiting for you:[/] {escape(str(p.get('question')))}", highlight=False)
+    elif kind is EventType.INTERRUPT_ANSWERED:
+        out.print(f"[bold]▶ resumed[/] [dim]{escape(json.dumps(p.get('response')))}[/]", highlight=False)
+    elif kind is EventType.FLOW_ERROR:
+        detail = escape(str(p.get("message") or p.get("cause") or ""))
+        out.print(f"[bold red]✗ {stage}: {escape(str(p.get('error') or p.get('reason')))}[/] {detail}", highlight=False)
+
+
+def _summary(outcome: Any, record: Any, elapsed: float) -> dict[str, Any]:
+    envelope = outcome.envelope
+    final = envelope.output(envelope.history[-1].stage) if envelope and envelope.history else {}
+    counters = envelope.counters.model_dump() if envelope else record.counters
+    return {
+        "mission_id": outcome.mission_id,
+        "status": outcome.status,
+        "mission_status": record.status,
+        "terminal_reason": envelope.terminal_reason if envelope else record.terminal_reason,
+        "answer": final.get("answer"),
+        "citations": final.get("citations", []),
+        "counters": counters,
+        "stages": [h.stage for h in envelope.history] if envelope else [],
+        "errors": [e.model_dump() for e in envelope.errors] if envelope else [],
+        "error": outcome.error,
+        "cause": outcome.cause,
+        "wall_seconds": round(elapsed, 3),
+    }
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    answer = summary["answer"] or "(no answer)"
+    out.print(Panel(Text(answer), title="answer", expand=False))
+    reason = summary["terminal_reason"]
+    style = "green" if reason == "completed" else "yellow" if str(reason).startswith(BOUND_REASONS) else "red"
+    c = summary["counters"]
+    table = Table(show_header=False, box=None)
+    table.add_row("terminal reason", f"[{style}]{reason}[/]")
+    table.add_row("stages", f"{c.get('agent_hops')} ({' → '.join(summary['stages'])})")
+    table.add_row("LLM calls", str(c.get("llm_calls")))
+    table.add_row("tokens", f"{c.get('tokens_in')} in / {c.get('tokens_out')} out")
+    table.add_row("tool calls", str(c.get("tool_calls")))
+    table.add_row("citations", str(len(summary["citations"])))
+    table.add_row("cost", f"${c.get('cost_usd', 0):.6f} (model)")
+    table.add_row("wall time", f"{summary['wall_seconds']:.2f} s")
+    out.print(table, highlight=False)
+    for error in summary["errors"]:
+        out.print(f"[red]error[/] {escape(error['stage'])}: {escape(error['kind'])}: {escape(error['message'])}",
+                  highlight=False)
+    if summary["error"]:
+        out.print(f"[red]execution {summary['status']}[/]: {escape(str(summary['error']))} "
+                  f"{escape(str(summary['cause'] or ''))}", highlight=False)
+
+
+def main() -> None:
+    """Entry point: user errors are one line; unexpected ones too unless MISSIONS_DEBUG is set."""
+    try:
+        app()
+    except SystemExit:
+        raise
+    except Exception as exc:  # last resort: never a traceback for a user
+        if os.environ.get("MISSIONS_DEBUG"):
+            raise
+        err.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))} (set MISSIONS_DEBUG=1 for details)",
+                  highlight=False)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

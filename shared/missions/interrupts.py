@@ -1,0 +1,73 @@
+"""Answering a human-in-the-loop interrupt: validate, record once, resume the execution."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from missions.envelope import InterruptResponse, Resume
+from missions.events import Event, EventType
+from missions.store.ports import ConflictError, EventStore, InterruptRecord, InterruptStore, MissionStore
+
+
+class AnswerRejected(ValueError):
+    """The answer does not fit the interrupt (wrong shape, unknown option): nothing changed."""
+
+
+def answer_interrupt(
+    *,
+    interrupts: InterruptStore,
+    missions: MissionStore,
+    events: EventStore,
+    sfn: Any,
+    mission_id: str,
+    interrupt_id: str,
+    response: InterruptResponse | dict[str, Any],
+) -> InterruptRecord:
+    """Raises NotFound (no such interrupt), AnswerRejected (bad shape) or ConflictError (answered)."""
+    record = interrupts.get(mission_id, interrupt_id)
+    try:
+        answer = response if isinstance(response, InterruptResponse) else InterruptResponse.model_validate(response)
+        answer.check_shape(record.kind, record.options)
+    except ValueError as exc:
+        raise AnswerRejected(str(exc)) from exc
+    if record.status != "pending":
+        raise ConflictError(f"interrupt {interrupt_id} is already {record.status}")
+    record = interrupts.answer(mission_id, interrupt_id, answer)
+    resume = Resume(interrupt_id=interrupt_id, response=answer)
+    try:
+        sfn.send_task_success(taskToken=record.task_token, output=json.dumps(resume.model_dump(mode="json")))
+    except Exception as exc:
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+        if code in ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken"):
+            raise ConflictError(f"interrupt {interrupt_id} can no longer be answered ({code})") from exc
+        raise
+    events.append(mission_id, f"{record.checkpoint_id or '0000'}~answer-{interrupt_id}", [
+        Event(type=EventType.INTERRUPT_ANSWERED, mission_id=mission_id, stage=record.stage,
+              payload={"interrupt_id": interrupt_id, "kind": record.kind.value,
+                       "response": answer.model_dump(exclude_none=True)})
+    ])
+    missions.update(mission_id, status="running", pending_interrupt=None)
+    return record
+
+
+def record_interrupt(event: dict[str, Any], interrupts: InterruptStore) -> InterruptRecord:
+    """What the waitForTaskToken Lambda does: keep the token beside the interrupt it belongs to."""
+    envelope = event.get("envelope") or {}
+    interrupt = envelope.get("interrupt")
+    token = event.get("task_token")
+    if not interrupt or not token:
+        raise ValueError("an interrupt request needs envelope.interrupt and task_token")
+    record = InterruptRecord(
+        mission_id=envelope["mission_id"],
+        interrupt_id=interrupt["id"],
+        kind=interrupt["kind"],
+        stage=interrupt["stage"],
+        question=interrupt["question"],
+        options=interrupt.get("options", []),
+        data=interrupt.get("data", {}),
+        task_token=token,
+        checkpoint_id=envelope.get("checkpoint_id"),
+    )
+    interrupts.put(record)
+    return record

@@ -1,0 +1,261 @@
+"""AWS on a laptop: moto with Step Functions execution, the real handlers called in-process.
+
+Resources come from the same specs the CDK stack deploys (missions.specs) and the state
+machines from the same compiler output, so what runs here is what runs in AWS.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import os
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from missions import capability as registry
+from missions.compiler import compile_pipeline, placeholders
+from missions.envelope import Envelope, InterruptResponse
+from missions.events import Event
+from missions.interrupts import answer_interrupt
+from missions.llm.base import LLMProvider
+from missions.local import patches
+from missions.settings import RuntimeSettings
+from missions.specs import (
+    CHECKPOINTS,
+    EVENTS,
+    INTERRUPT_FUNCTION,
+    INTERRUPTS,
+    MISSIONS,
+    STAGE_FUNCTION,
+    TABLES,
+    FunctionSpec,
+    stage_function_name,
+    state_machine_name,
+)
+from missions.starter import MissionRequest, start_mission
+from missions.store.dynamodb import table_definition, time_to_live
+from missions.wiring import Runtime
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+FAKE_ENV = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+    "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",  # DynamoDB Streams reads with current botocore
+    "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+}
+TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
+
+
+@dataclass
+class MissionOutcome:
+    mission_id: str
+    status: str  # the execution's status
+    envelope: Envelope | None
+    error: str | None = None
+    cause: str | None = None
+
+
+class LocalCloud:
+    """Use as a context manager; everything lives in memory and vanishes on exit."""
+
+    def __init__(
+        self,
+        capabilities: list[str] | None = None,
+        *,
+        llm: LLMProvider | None = None,
+        prefix: str = "missions-local",
+        offload_threshold: int | None = None,
+        settings: dict[str, Any] | None = None,
+    ):
+        self.capabilities = capabilities or registry.available()
+        self.prefix = prefix
+        self._llm = llm
+        self._settings_overrides = dict(settings or {})
+        if offload_threshold:
+            self._settings_overrides["offload_threshold"] = offload_threshold
+        self._mock: Any = None
+        self._saved_env: dict[str, str | None] = {}
+        self.functions: dict[str, str] = {}  # function name -> arn
+        self.state_machines: dict[str, str] = {}  # capability -> arn
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def __enter__(self) -> LocalCloud:
+        for key, value in FAKE_ENV.items():
+            self._saved_env[key] = os.environ.get(key)
+            os.environ[key] = value
+        from moto import mock_aws
+
+        self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+        self._mock.start()
+        patches.install()
+        import boto3
+
+        self.dynamodb = boto3.client("dynamodb", region_name=REGION)
+        self.s3 = boto3.client("s3", region_name=REGION)
+        self.sfn = boto3.client("stepfunctions", region_name=REGION)
+        self.lambda_ = boto3.client("lambda", region_name=REGION)
+        self.iam = boto3.client("iam", region_name=REGION)
+        self.settings = RuntimeSettings(**{
+            "missions_table": f"{self.prefix}-{MISSIONS.id}",
+            "checkpoints_table": f"{self.prefix}-{CHECKPOINTS.id}",
+            "events_table": f"{self.prefix}-{EVENTS.id}",
+            "interrupts_table": f"{self.prefix}-{INTERRUPTS.id}",
+            "blob_bucket": f"{self.prefix}-blobs",
+            **self._settings_overrides,
+        })
+        self.runtime = Runtime(self.settings, dynamodb=self.dynamodb, s3=self.s3, llm=self._llm)
+        self._provision()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for name in self.functions:
+            patches.unregister(name)
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+        for key, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+    # -- provisioning from the shared specs ------------------------------------------------
+
+    def _provision(self) -> None:
+        for spec in TABLES:
+            name = getattr(self.settings, f"{spec.id}_table")
+            self.dynamodb.create_table(**table_definition(spec, name))
+            ttl = time_to_live(spec, name)
+            if ttl:
+                self.dynamodb.update_time_to_live(**ttl)
+        self.s3.create_bucket(Bucket=self.settings.blob_bucket)
+        role = self.iam.create_role(RoleName=f"{self.prefix}-role", AssumeRolePolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]},
+                           "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+        self._role = role
+        interrupt_arn = self._function(f"{self.prefix}-interrupt", INTERRUPT_FUNCTION, 128)
+        for name in self.capabilities:
+            capability = registry.load(name)
+            substitutions = {"fn_interrupt": interrupt_arn}
+            for agent in capability.pipeline.agents:
+                function = stage_function_name(self.prefix, name, agent.name)
+                substitutions[f"fn_{agent.name}"] = self._function(function, STAGE_FUNCTION, agent.memory_mb)
+            missing = set(placeholders(capability.pipeline)) - set(substitutions)
+            assert not missing, missing
+            definition = json.dumps(compile_pipeline(capability.pipeline))
+            for key, value in substitutions.items():
+                definition = definition.replace("${" + key + "}", value)
+            self.state_machines[name] = self.sfn.create_state_machine(
+                name=state_machine_name(self.prefix, name), definition=definition, roleArn=role,
+            )["stateMachineArn"]
+
+    def _function(self, name: str, spec: FunctionSpec, memory: int) -> str:
+        arn = self.lambda_.create_function(
+            FunctionName=name, Runtime="python3.12", Role=self._role, Handler=spec.handler,
+            Code={"ZipFile": _placeholder_zip()}, MemorySize=memory, Timeout=300,
+        )["FunctionArn"]
+        self.functions[name] = arn
+        handler = getattr(__import__(spec.module, fromlist=[spec.attribute]), spec.attribute)
+        patches.register(name, functools.partial(handler, runtime=self.runtime))
+        return arn
+
+    # -- missions ----------------------------------------------------------------------
+
+    def start(self, capability: str, goal: str, *, context: dict[str, Any] | None = None,
+              user_id: str = "local", bounds: dict[str, Any] | None = None,
+              mission_id: str | None = None) -> str:
+        request = MissionRequest(capability=capability, goal=goal, user_id=user_id, context=context or {},
+                                 bounds=bounds or {}, mission_id=mission_id)
+        envelope = start_mission(request, missions=self.runtime.missions, codec=self.runtime.codec,
+                                 sfn=self.sfn, state_machine_arn=self.state_machines.__getitem__)
+        return envelope.mission_id
+
+    def execution_arn(self, mission_id: str) -> str:
+        arn = self.runtime.missions.get(mission_id).execution_arn
+        assert arn, f"mission {mission_id} has no execution"
+        return arn
+
+    def status(self, mission_id: str) -> str:
+        return self.sfn.describe_execution(executionArn=self.execution_arn(mission_id))["status"]
+
+    def wait(self, mission_id: str, timeout: float = 120.0, until_interrupt: bool = False) -> str:
+        """Poll until the execution ends (or, optionally, until it waits for a human)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.status(mission_id)
+            if status in TERMINAL:
+                return status
+            if until_interrupt and self.runtime.interrupts.pending(mission_id):
+                return "INTERRUPTED"
+            time.sleep(0.02)
+        raise TimeoutError(f"mission {mission_id} still {status} after {timeout}s")
+
+    def outcome(self, mission_id: str) -> MissionOutcome:
+        described = self.sfn.describe_execution(executionArn=self.execution_arn(mission_id))
+        envelope = None
+        if described.get("output"):
+            envelope = self.runtime.codec.decode(json.loads(described["output"])["envelope"])
+        return MissionOutcome(mission_id, described["status"], envelope, described.get("error"),
+                              described.get("cause"))
+
+    def run(self, capability: str, goal: str, timeout: float = 120.0, **kwargs: Any) -> MissionOutcome:
+        mission_id = self.start(capability, goal, **kwargs)
+        self.wait(mission_id, timeout)
+        return self.outcome(mission_id)
+
+    def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]) -> None:
+        answer_interrupt(interrupts=self.runtime.interrupts, missions=self.runtime.missions,
+                         events=self.runtime.events, sfn=self.sfn, mission_id=mission_id,
+                         interrupt_id=interrupt_id, response=response)
+
+    def events(self, mission_id: str, after: str | None = None) -> tuple[list[Event], str | None]:
+        return self.runtime.events.read(mission_id, after=after, limit=500)
+
+    def history(self, mission_id: str) -> list[dict[str, Any]]:
+        pages: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"executionArn": self.execution_arn(mission_id), "maxResults": 1000}
+        while True:
+            page = self.sfn.get_execution_history(**kwargs)
+            pages += page["events"]
+            if not page.get("nextToken"):
+                return pages
+            kwargs["nextToken"] = page["nextToken"]
+
+    def largest_state_bytes(self, mission_id: str) -> int:
+        """The biggest state any Step Functions state entered or left with in this execution."""
+        largest = 0
+        for event in self.history(mission_id):
+            for details in event.values():
+                if isinstance(details, dict):
+                    for key in ("input", "output"):
+                        if isinstance(details.get(key), str):
+                            largest = max(largest, len(details[key].encode()))
+        return largest
+
+    def iter_states(self, mission_id: str) -> Iterator[str]:
+        for event in self.history(mission_id):
+            if event["type"].endswith("StateEntered"):
+                yield next(v for v in event.values() if isinstance(v, dict))["name"]
+
+
+@functools.lru_cache(maxsize=1)
+def _placeholder_zip() -> bytes:
+    """moto wants a code package; the handler really runs in-process from functions/."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "def lambda_handler(event, context):\n    raise RuntimeError('runs in-process')\n")
+    return buffer.getvalue()

@@ -1,0 +1,155 @@
+"""Every patch of moto the local emulation needs, in one place (moto is pinned exactly).
+
+1. Lambda: moto runs functions only in Docker. `LambdaFunction._invoke_lambda` is replaced
+   so a function registered here is called in-process. This one patch serves Step
+   Functions Lambda tasks, waitForTaskToken, boto3 `invoke` and event source mappings.
+2. EventBridge: stock moto raises NotImplementedError for Lambda and Step Functions
+   targets; `Rule.send_to_targets` delivers those itself and leaves the rest to moto.
+
+tests/integration/test_patches.py fails loudly if a moto upgrade breaks either.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import traceback
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+_FUNCTIONS: dict[str, Handler] = {}
+_LOCK = threading.Lock()
+_INSTALLED = False
+_ORIGINAL: dict[str, Any] = {}
+
+
+@dataclass
+class LocalContext:
+    """The parts of the Lambda context object handlers and Powertools read."""
+
+    function_name: str
+    memory_limit_in_mb: int = 256
+    function_version: str = "$LATEST"
+    aws_request_id: str = ""
+    invoked_function_arn: str = ""
+    log_group_name: str = ""
+    log_stream_name: str = ""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 300_000
+
+
+def register(function_name: str, handler: Handler) -> None:
+    with _LOCK:
+        _FUNCTIONS[function_name] = handler
+
+
+def unregister(function_name: str) -> None:
+    with _LOCK:
+        _FUNCTIONS.pop(function_name, None)
+
+
+def registered(function_name: str) -> bool:
+    return function_name in _FUNCTIONS
+
+
+def install() -> None:
+    """Apply the patches (idempotent)."""
+    global _INSTALLED
+    with _LOCK:
+        if _INSTALLED:
+            return
+        from moto.awslambda.models import LambdaFunction
+        from moto.events.models import Rule
+
+        _ORIGINAL["invoke"] = LambdaFunction._invoke_lambda
+        _ORIGINAL["send_to_targets"] = Rule.send_to_targets
+        LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
+        Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
+        _INSTALLED = True
+
+
+def uninstall() -> None:
+    global _INSTALLED
+    with _LOCK:
+        if not _INSTALLED:
+            return
+        from moto.awslambda.models import LambdaFunction
+        from moto.events.models import Rule
+
+        LambdaFunction._invoke_lambda = _ORIGINAL["invoke"]  # type: ignore[method-assign]
+        Rule.send_to_targets = _ORIGINAL["send_to_targets"]  # type: ignore[method-assign]
+        _INSTALLED = False
+
+
+def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
+    """moto's contract: return (payload json, errored, logs)."""
+    handler = _FUNCTIONS.get(self.function_name)
+    if handler is None:
+        error = {"errorType": "FunctionNotRegistered",
+                 "errorMessage": f"no in-process handler registered for '{self.function_name}'"}
+        return json.dumps(error), True, ""
+    payload = json.loads(event) if isinstance(event, (str, bytes)) else (event or {})
+    context = LocalContext(
+        function_name=self.function_name,
+        memory_limit_in_mb=int(getattr(self, "memory_size", 256) or 256),
+        aws_request_id=str(uuid.uuid4()),
+        invoked_function_arn=getattr(self, "function_arn", ""),
+    )
+    try:
+        result = handler(payload, context)
+    except Exception as exc:  # a function error, as Lambda reports it
+        error = {"errorType": type(exc).__name__, "errorMessage": str(exc),
+                 "stackTrace": traceback.format_exception(exc)[-5:]}
+        return json.dumps(error), True, ""
+    return json.dumps(result), False, ""
+
+
+def _send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:
+    if self.scheduled_expression and not self.event_pattern.get_pattern():
+        return  # schedules never fire in moto; the dev server's clock drives them
+    if not self.event_pattern.matches_event(original_event):
+        return
+    others = []
+    for target in self.targets:
+        arn = target["Arn"]
+        if ":lambda:" in arn:
+            _deliver_lambda(arn, target, original_event)
+        elif ":states:" in arn:
+            _deliver_state_machine(arn, target, original_event)
+        else:
+            others.append(target)
+    if others:
+        saved = self.targets
+        self.targets = others
+        try:
+            _ORIGINAL["send_to_targets"](self, original_event, transform_input)
+        finally:
+            self.targets = saved
+
+
+def _target_input(target: dict[str, Any], event: Any) -> Any:
+    if "Input" in target:
+        return json.loads(target["Input"])
+    return event
+
+
+def _deliver_lambda(arn: str, target: dict[str, Any], event: Any) -> None:
+    name = arn.split(":function:")[-1].split(":")[0]
+    handler = _FUNCTIONS.get(name)
+    if handler is None:
+        raise LookupError(f"EventBridge target {arn} has no in-process handler")
+    handler(_target_input(target, event), LocalContext(function_name=name, aws_request_id=str(uuid.uuid4())))
+
+
+def _deliver_state_machine(arn: str, target: dict[str, Any], event: Any) -> None:
+    import boto3
+
+    region = arn.split(":")[3]
+    boto3.client("stepfunctions", region_name=region).start_execution(
+        stateMachineArn=arn, name=str(uuid.uuid4()), input=json.dumps(_target_input(target, event))
+    )

@@ -1,0 +1,65 @@
+"""Runtime settings: read from the environment once, validated, then passed around."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from missions.offload import DEFAULT_THRESHOLD
+
+
+class SettingsError(ValueError):
+    pass
+
+
+class RuntimeSettings(BaseModel):
+    """What a stage, interrupt or starter function needs to know about its environment."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    missions_table: str = Field(min_length=3)
+    checkpoints_table: str = Field(min_length=3)
+    events_table: str = Field(min_length=3)
+    interrupts_table: str = Field(min_length=3)
+    blob_bucket: str = Field(min_length=3)
+    capability: str | None = None  # a stage function serves exactly one capability
+    llm_provider: Literal["scripted", "openai"] = "scripted"
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    openai_default_model: str = "gpt-4o-mini"
+    openai_fallback_model: str | None = None
+    openai_models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
+    offload_threshold: int = Field(DEFAULT_THRESHOLD, ge=4096, le=200_000)
+    checkpoint_ttl_days: int | None = Field(None, ge=1)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
+        """Settings from MISSIONS_* variables (and OPENAI_API_KEY / OPENAI_BASE_URL)."""
+        env = os.environ if environ is None else environ
+        values: dict[str, object] = {
+            key[len("MISSIONS_"):].lower(): value for key, value in env.items() if key.startswith("MISSIONS_")
+        }
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            if env.get(name):
+                values.setdefault(name.lower(), env[name])
+        if isinstance(values.get("openai_models"), str):
+            import json
+
+            values["openai_models"] = json.loads(str(values["openai_models"]))
+        if "llm_provider" not in values and (values.get("openai_api_key") or values.get("openai_base_url")):
+            values["llm_provider"] = "openai"
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(f"MISSIONS_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+            raise SettingsError(f"invalid runtime settings: {problems}") from exc
+
+
+@lru_cache(maxsize=1)
+def settings_from_env() -> RuntimeSettings:
+    """Validated once per process (a Lambda container), on first use, never at import."""
+    return RuntimeSettings.from_env()

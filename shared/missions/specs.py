@@ -1,0 +1,81 @@
+"""Resource specifications: the one source of truth for tables, shared by the local
+emulation (which creates them in moto) and the CDK stack (which deploys them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition_key: str
+    sort_key: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    id: str  # logical id, also the settings field that carries the physical name
+    partition_key: str
+    sort_key: str | None = None
+    ttl_attribute: str | None = None
+    stream: bool = False
+    indexes: tuple[Index, ...] = field(default_factory=tuple)
+
+    def key_schema(self) -> list[dict[str, str]]:
+        schema = [{"AttributeName": self.partition_key, "KeyType": "HASH"}]
+        if self.sort_key:
+            schema.append({"AttributeName": self.sort_key, "KeyType": "RANGE"})
+        return schema
+
+    def attributes(self) -> list[str]:
+        names = [self.partition_key] + ([self.sort_key] if self.sort_key else [])
+        for index in self.indexes:
+            names += [index.partition_key] + ([index.sort_key] if index.sort_key else [])
+        return list(dict.fromkeys(names))
+
+
+MISSIONS = TableSpec(
+    "missions",
+    partition_key="mission_id",
+    indexes=(Index("by_user", "user_id", "created_at"),),
+)
+CHECKPOINTS = TableSpec("checkpoints", partition_key="thread_id", sort_key="checkpoint_id", ttl_attribute="expires_at")
+EVENTS = TableSpec("events", partition_key="mission_id", sort_key="position", ttl_attribute="expires_at")
+INTERRUPTS = TableSpec("interrupts", partition_key="mission_id", sort_key="interrupt_id", ttl_attribute="expires_at")
+
+TABLES: tuple[TableSpec, ...] = (MISSIONS, CHECKPOINTS, EVENTS, INTERRUPTS)
+
+# Blobs of offloaded envelope fields: compressed blobs up to this size live in the
+# checkpoints table, bigger ones in the bucket (a DynamoDB item is capped at 400 KB).
+BLOB_INLINE_LIMIT = 350 * 1024
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A Lambda function: its code folder under functions/ and its handler."""
+
+    id: str
+    code_dir: str
+    handler: str = "handler.lambda_handler"
+
+    @property
+    def module(self) -> str:
+        """The importable module of the handler when run in-process (local emulation, tests)."""
+        return f"functions.{self.code_dir}.{self.handler.rsplit('.', 1)[0]}"
+
+    @property
+    def attribute(self) -> str:
+        return self.handler.rsplit(".", 1)[1]
+
+
+STAGE_FUNCTION = FunctionSpec("stage", "stage")
+INTERRUPT_FUNCTION = FunctionSpec("interrupt", "interrupt")
+
+
+def stage_function_name(prefix: str, capability: str, stage: str) -> str:
+    return f"{prefix}-{capability}-{stage}".replace("_", "-")[:64]
+
+
+def state_machine_name(prefix: str, capability: str) -> str:
+    return f"{prefix}-{capability}".replace("_", "-")[:80]

@@ -1,0 +1,83 @@
+"""Starting a mission: validate the request, record the mission, start its execution.
+
+The execution name is the mission id, so starting the same mission twice cannot run it twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import Field, ValidationError
+
+from missions import capability as registry
+from missions.compiler import initial_state
+from missions.envelope import Bounds, Envelope, Model, new_id
+from missions.offload import EnvelopeCodec
+from missions.store.ports import ConflictError, MissionRecord, MissionStore
+
+
+class MissionRequestError(ValueError):
+    """The request cannot start a mission; the message says why. Nothing was changed."""
+
+
+class MissionRequest(Model):
+    capability: str = Field(min_length=1, max_length=64)
+    goal: str = Field(min_length=1, max_length=10_000)
+    user_id: str = Field("local", min_length=1, max_length=128)
+    context: dict[str, Any] = Field(default_factory=dict)
+    bounds: dict[str, Any] = Field(default_factory=dict)  # overrides of the pipeline's bounds
+    mission_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,80}$")
+
+
+def build_envelope(request: MissionRequest) -> Envelope:
+    try:
+        capability = registry.load(request.capability)
+    except registry.UnknownCapability as exc:
+        raise MissionRequestError(str(exc)) from None
+    try:
+        bounds = Bounds.model_validate({**capability.pipeline.bounds.model_dump(), **request.bounds})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise MissionRequestError(f"invalid bounds: {problems}") from None
+    context = dict(request.context)
+    if capability.prepare_context is not None:
+        try:
+            context = capability.prepare_context(context)
+        except ValueError as exc:
+            raise MissionRequestError(str(exc)) from None
+    return Envelope(
+        mission_id=request.mission_id or new_id("m_"),
+        capability=capability.name,
+        user_id=request.user_id,
+        raw_input=request.goal.strip(),
+        context=context,
+        bounds=bounds,
+    )
+
+
+def start_mission(
+    request: MissionRequest,
+    *,
+    missions: MissionStore,
+    codec: EnvelopeCodec,
+    sfn: Any,
+    state_machine_arn: Callable[[str], str],
+) -> Envelope:
+    envelope = build_envelope(request)
+    missions.create(MissionRecord(mission_id=envelope.mission_id, user_id=envelope.user_id,
+                                  capability=envelope.capability, goal=envelope.raw_input,
+                                  status="running"))
+    state = initial_state(codec.encode(envelope), envelope.bounds.max_agent_hops)
+    try:
+        response = sfn.start_execution(stateMachineArn=state_machine_arn(envelope.capability),
+                                       name=envelope.mission_id, input=json.dumps(state))
+    except Exception as exc:
+        missions.update(envelope.mission_id, status="failed", terminal_reason=f"start_failed: {exc}"[:500])
+        raise
+    missions.update(envelope.mission_id, execution_arn=response["executionArn"])
+    return envelope
+
+
+__all__ = ["ConflictError", "MissionRequest", "MissionRequestError", "build_envelope", "start_mission"]

@@ -1,0 +1,505 @@
+"""DynamoDB adapters of the store ports (and the blob store of `missions.offload`).
+
+Clients are injected (or created lazily in the constructor, never at import time) and only
+the low-level client is used, with boto3's TypeSerializer/TypeDeserializer. DynamoDB has no
+float type: floats are written as Decimal (through their shortest repr, so they round-trip
+exactly) and read back as float, integral numbers as int.
+
+Table layouts follow `missions.specs` (the same specs the CDK stack deploys).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+import boto3
+from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+from pydantic import TypeAdapter
+
+from missions.envelope import InterruptResponse, utcnow
+from missions.events import Event
+from missions.specs import BLOB_INLINE_LIMIT, TableSpec
+from missions.store.ports import (
+    Checkpoint,
+    ConflictError,
+    InterruptRecord,
+    MissionRecord,
+    NotFound,
+)
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+_BATCH_SIZE = 25
+_BATCH_ATTEMPTS = 8
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def table_definition(spec: TableSpec, name: str) -> dict[str, Any]:
+    """CreateTable kwargs for a spec (all key attributes are strings)."""
+    definition: dict[str, Any] = {
+        "TableName": name,
+        "KeySchema": spec.key_schema(),
+        "AttributeDefinitions": [{"AttributeName": attr, "AttributeType": "S"} for attr in spec.attributes()],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+    if spec.indexes:
+        definition["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": index.name,
+                "KeySchema": [{"AttributeName": index.partition_key, "KeyType": "HASH"}]
+                + ([{"AttributeName": index.sort_key, "KeyType": "RANGE"}] if index.sort_key else []),
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for index in spec.indexes
+        ]
+    if spec.stream:
+        definition["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    return definition
+
+
+def time_to_live(spec: TableSpec, name: str) -> dict[str, Any] | None:
+    """UpdateTimeToLive kwargs for a spec, or None when the table has no TTL attribute."""
+    if not spec.ttl_attribute:
+        return None
+    return {
+        "TableName": name,
+        "TimeToLiveSpecification": {"Enabled": True, "AttributeName": spec.ttl_attribute},
+    }
+
+
+# --------------------------------------------------------------------------- (de)serialization
+
+
+def _to_dynamo(value: Any) -> Any:
+    """JSON-plain Python -> values TypeSerializer accepts (floats become Decimal)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int, bytes, Binary, Decimal)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"DynamoDB cannot store the number {value!r}")
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {str(k): _to_dynamo(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_dynamo(v) for v in value]
+    raise TypeError(f"cannot store {type(value).__name__} in DynamoDB")
+
+
+def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        if value == value.to_integral_value() and value.as_tuple().exponent >= 0:
+            return int(value)
+        return float(value)
+    if isinstance(value, Binary):
+        return bytes(value.value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_from_dynamo(v) for v in value]
+    if isinstance(value, set):  # never written by these adapters; be lenient on read
+        return [_from_dynamo(v) for v in value]
+    return value
+
+
+def _serialize(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(_to_dynamo(v)) for k, v in item.items()}
+
+
+def _value(value: Any) -> dict[str, Any]:
+    return _serializer.serialize(_to_dynamo(value))
+
+
+def _deserialize(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _from_dynamo(_deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == _CONDITION_FAILED
+
+
+def _expires_at(ttl_seconds: int | None) -> int | None:
+    return int(time.time()) + int(ttl_seconds) if ttl_seconds else None
+
+
+def _query_all(client: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    while True:
+        page = client.query(**kwargs)
+        items.extend(page.get("Items", []))
+        last = page.get("LastEvaluatedKey")
+        if not last:
+            return items
+        kwargs["ExclusiveStartKey"] = last
+
+
+@lru_cache(maxsize=None)
+def _mission_field_adapter(name: str) -> TypeAdapter[Any]:
+    return TypeAdapter(MissionRecord.model_fields[name].annotation)
+
+
+# --------------------------------------------------------------------------- missions
+
+
+class DynamoMissionStore:
+    """Missions table: key mission_id, GSI "by_user" (user_id, created_at)."""
+
+    INDEX = "by_user"
+
+    def __init__(self, table_name: str, client: Any = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+
+    def create(self, record: MissionRecord) -> None:
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=_serialize(record.model_dump(mode="json")),
+                ConditionExpression="attribute_not_exists(mission_id)",
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                raise ConflictError(f"mission {record.mission_id} exists") from None
+            raise
+
+    def get(self, mission_id: str) -> MissionRecord:
+        response = self._client.get_item(
+            TableName=self.table_name, Key={"mission_id": {"S": mission_id}}, ConsistentRead=True
+        )
+        if "Item" not in response:
+            raise NotFound(f"mission {mission_id}")
+        return MissionRecord.model_validate(_deserialize(response["Item"]))
+
+    def update(self, mission_id: str, **fields: Any) -> None:
+        fields.pop("updated_at", None)
+        unknown = set(fields) - set(MissionRecord.model_fields)
+        if unknown:
+            raise ValueError(f"unknown mission fields: {sorted(unknown)}")
+        if "mission_id" in fields:
+            raise ValueError("mission_id cannot be updated")
+        values = {name: _mission_field_adapter(name).validate_python(v) for name, v in fields.items()}
+        values = {name: _mission_field_adapter(name).dump_python(v, mode="json") for name, v in values.items()}
+        values["updated_at"] = utcnow()
+        names = {f"#f{i}": name for i, name in enumerate(values)}
+        attr_values = {f":v{i}": _value(value) for i, value in enumerate(values.values())}
+        expression = "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(values)))
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key={"mission_id": {"S": mission_id}},
+                UpdateExpression=expression,
+                ConditionExpression="attribute_exists(#pk)",
+                ExpressionAttributeNames={**names, "#pk": "mission_id"},
+                ExpressionAttributeValues=attr_values,
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                raise NotFound(f"mission {mission_id}") from None
+            raise
+
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
+        if limit <= 0:
+            return []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": self.INDEX,
+            "KeyConditionExpression": "user_id = :u",
+            "ExpressionAttributeValues": {":u": {"S": user_id}},
+            "ScanIndexForward": False,
+        }
+        records: list[MissionRecord] = []
+        while len(records) < limit:
+            page = self._client.query(**kwargs, Limit=limit - len(records))
+            records += [MissionRecord.model_validate(_deserialize(item)) for item in page.get("Items", [])]
+            if not page.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return records
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+class DynamoCheckpointStore:
+    """Checkpoints table: thread_id / checkpoint_id. The envelope is a compact JSON string."""
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+        self.ttl_seconds = ttl_seconds
+
+    def put(self, checkpoint: Checkpoint) -> Checkpoint:
+        item = checkpoint.model_dump(mode="json", exclude={"envelope"})
+        item["envelope"] = json.dumps(checkpoint.envelope, separators=(",", ":"), ensure_ascii=False)
+        expires = _expires_at(self.ttl_seconds)
+        if expires is not None:
+            item["expires_at"] = expires
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=_serialize(item),
+                ConditionExpression="attribute_not_exists(checkpoint_id)",
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):  # a retried stage: history does not fork
+                return self.get(checkpoint.thread_id, checkpoint.checkpoint_id)
+            raise
+        return checkpoint
+
+    def get(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
+        response = self._client.get_item(
+            TableName=self.table_name,
+            Key={"thread_id": {"S": thread_id}, "checkpoint_id": {"S": checkpoint_id}},
+            ConsistentRead=True,
+        )
+        if "Item" not in response:
+            raise NotFound(f"checkpoint {thread_id}/{checkpoint_id}")
+        return self._decode(response["Item"])
+
+    def list(self, thread_id: str) -> list[Checkpoint]:
+        items = _query_all(
+            self._client,
+            TableName=self.table_name,
+            KeyConditionExpression="thread_id = :t",
+            ExpressionAttributeValues={":t": {"S": thread_id}},
+            ConsistentRead=True,
+        )
+        return [self._decode(item) for item in items]
+
+    def latest(self, thread_id: str) -> Checkpoint | None:
+        page = self._client.query(
+            TableName=self.table_name,
+            KeyConditionExpression="thread_id = :t",
+            ExpressionAttributeValues={":t": {"S": thread_id}},
+            ConsistentRead=True,
+            ScanIndexForward=False,
+            Limit=1,
+        )
+        items = page.get("Items", [])
+        return self._decode(items[0]) if items else None
+
+    @staticmethod
+    def _decode(raw: dict[str, Any]) -> Checkpoint:
+        item = _deserialize(raw)
+        item.pop("expires_at", None)
+        item["envelope"] = json.loads(item["envelope"])
+        return Checkpoint.model_validate(item)
+
+
+# --------------------------------------------------------------------------- events
+
+
+class DynamoEventStore:
+    """Events table: mission_id / position, position = f"{prefix}#{index:04d}"."""
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+        self.ttl_seconds = ttl_seconds
+
+    def append(self, mission_id: str, prefix: str, events: list[Event]) -> None:
+        expires = _expires_at(self.ttl_seconds)
+        requests = []
+        for index, event in enumerate(events):
+            item = event.model_dump(mode="json")
+            item["mission_id"] = mission_id
+            item["position"] = f"{prefix}#{index:04d}"
+            if expires is not None:
+                item["expires_at"] = expires
+            requests.append({"PutRequest": {"Item": _serialize(item)}})
+        for start in range(0, len(requests), _BATCH_SIZE):
+            self._write_batch(requests[start : start + _BATCH_SIZE])
+
+    def _write_batch(self, requests: list[dict[str, Any]]) -> None:
+        pending: dict[str, list[dict[str, Any]]] = {self.table_name: requests}
+        for attempt in range(_BATCH_ATTEMPTS):
+            response = self._client.batch_write_item(RequestItems=pending)
+            pending = {k: v for k, v in (response.get("UnprocessedItems") or {}).items() if v}
+            if not pending:
+                return
+            time.sleep(min(0.05 * 2**attempt, 2.0))
+        left = sum(len(v) for v in pending.values())
+        raise RuntimeError(f"{left} events still unprocessed after {_BATCH_ATTEMPTS} attempts")
+
+    def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
+        if limit <= 0:
+            return [], after
+        kwargs: dict[str, Any] = {"TableName": self.table_name, "ConsistentRead": True}
+        if after is None:
+            kwargs["KeyConditionExpression"] = "mission_id = :m"
+            kwargs["ExpressionAttributeValues"] = {":m": {"S": mission_id}}
+        else:
+            kwargs["KeyConditionExpression"] = "mission_id = :m AND #p > :after"
+            kwargs["ExpressionAttributeNames"] = {"#p": "position"}
+            kwargs["ExpressionAttributeValues"] = {":m": {"S": mission_id}, ":after": {"S": after}}
+        events: list[Event] = []
+        while len(events) < limit:
+            page = self._client.query(**kwargs, Limit=limit - len(events))
+            for raw in page.get("Items", []):
+                item = _deserialize(raw)
+                item.pop("expires_at", None)
+                events.append(Event.model_validate(item))
+            if not page.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return events, (events[-1].position if events else after)
+
+
+# --------------------------------------------------------------------------- interrupts
+
+
+class DynamoInterruptStore:
+    """Interrupts table: mission_id / interrupt_id."""
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+        self.ttl_seconds = ttl_seconds
+
+    def put(self, record: InterruptRecord) -> None:
+        item = record.model_dump(mode="json")
+        expires = _expires_at(self.ttl_seconds)
+        if expires is not None:
+            item["expires_at"] = expires
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=_serialize(item),
+                ConditionExpression="attribute_not_exists(interrupt_id) OR #s = :pending",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":pending": {"S": "pending"}},
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                raise ConflictError(f"interrupt {record.interrupt_id} is no longer pending") from None
+            raise
+
+    def get(self, mission_id: str, interrupt_id: str) -> InterruptRecord:
+        response = self._client.get_item(
+            TableName=self.table_name, Key=self._key(mission_id, interrupt_id), ConsistentRead=True
+        )
+        if "Item" not in response:
+            raise NotFound(f"interrupt {mission_id}/{interrupt_id}")
+        return self._decode(response["Item"])
+
+    def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse) -> InterruptRecord:
+        try:
+            result = self._client.update_item(
+                TableName=self.table_name,
+                Key=self._key(mission_id, interrupt_id),
+                UpdateExpression="SET #s = :answered, #r = :response, answered_at = :now",
+                ConditionExpression="#s = :pending",
+                ExpressionAttributeNames={"#s": "status", "#r": "response"},
+                ExpressionAttributeValues={
+                    ":answered": {"S": "answered"},
+                    ":pending": {"S": "pending"},
+                    ":response": _value(response.model_dump(mode="json")),
+                    ":now": {"S": utcnow()},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            current = self.get(mission_id, interrupt_id)  # NotFound when it never existed
+            raise ConflictError(f"interrupt {interrupt_id} is already {current.status}") from None
+        return self._decode(result["Attributes"])
+
+    def pending(self, mission_id: str) -> list[InterruptRecord]:
+        items = _query_all(
+            self._client,
+            TableName=self.table_name,
+            KeyConditionExpression="mission_id = :m",
+            FilterExpression="#s = :pending",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":m": {"S": mission_id}, ":pending": {"S": "pending"}},
+            ConsistentRead=True,
+        )
+        return [self._decode(item) for item in items]
+
+    @staticmethod
+    def _key(mission_id: str, interrupt_id: str) -> dict[str, Any]:
+        return {"mission_id": {"S": mission_id}, "interrupt_id": {"S": interrupt_id}}
+
+    @staticmethod
+    def _decode(raw: dict[str, Any]) -> InterruptRecord:
+        item = _deserialize(raw)
+        item.pop("expires_at", None)
+        return InterruptRecord.model_validate(item)
+
+
+# --------------------------------------------------------------------------- blobs
+
+
+class DynamoBlobStore:
+    """Content-addressed blobs: small ones inline in the checkpoints table, big ones in S3.
+
+    Items live under thread_id f"blob#{key}", checkpoint_id "blob". A blob bigger than
+    `inline_limit` goes to s3://{bucket}/blobs/{key[:2]}/{key} first, then a pointer item is
+    written, so a pointer never leads nowhere.
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        bucket: str,
+        client: Any = None,
+        s3_client: Any = None,
+        inline_limit: int = BLOB_INLINE_LIMIT,
+    ):
+        self.table_name = table_name
+        self.bucket = bucket
+        self._client = client or boto3.client("dynamodb")
+        self._s3 = s3_client or boto3.client("s3")
+        self.inline_limit = inline_limit
+
+    @staticmethod
+    def s3_key(key: str) -> str:
+        return f"blobs/{key[:2]}/{key}"
+
+    @staticmethod
+    def _item_key(key: str) -> dict[str, Any]:
+        return {"thread_id": {"S": f"blob#{key}"}, "checkpoint_id": {"S": "blob"}}
+
+    def put(self, key: str, data: bytes) -> None:
+        item = self._item_key(key)
+        if len(data) <= self.inline_limit:
+            item["data"] = {"B": bytes(data)}
+            item["size"] = {"N": str(len(data))}
+        else:
+            s3_key = self.s3_key(key)
+            self._s3.put_object(Bucket=self.bucket, Key=s3_key, Body=bytes(data))
+            item["s3_key"] = {"S": s3_key}
+            item["size"] = {"N": str(len(data))}
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression="attribute_not_exists(checkpoint_id)",
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):  # same key means same content: nothing to do
+                raise
+
+    def get(self, key: str) -> bytes:
+        response = self._client.get_item(TableName=self.table_name, Key=self._item_key(key), ConsistentRead=True)
+        item = response.get("Item")
+        if item is None:
+            raise KeyError(key)
+        if "data" in item:
+            return bytes(item["data"]["B"])
+        try:
+            obj = self._s3.get_object(Bucket=self.bucket, Key=item["s3_key"]["S"])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                raise KeyError(key) from None
+            raise
+        return obj["Body"].read()

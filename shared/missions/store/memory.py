@@ -1,0 +1,138 @@
+"""In-memory adapters: the fakes unit tests use, and the reference for the conformance suite."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from missions.envelope import InterruptResponse, utcnow
+from missions.events import Event
+from missions.store.ports import (
+    Checkpoint,
+    ConflictError,
+    InterruptRecord,
+    MissionRecord,
+    NotFound,
+)
+
+
+class MemoryMissionStore:
+    def __init__(self) -> None:
+        self._items: dict[str, MissionRecord] = {}
+        self._lock = threading.Lock()
+
+    def create(self, record: MissionRecord) -> None:
+        with self._lock:
+            if record.mission_id in self._items:
+                raise ConflictError(f"mission {record.mission_id} exists")
+            self._items[record.mission_id] = record.model_copy(deep=True)
+
+    def get(self, mission_id: str) -> MissionRecord:
+        try:
+            return self._items[mission_id].model_copy(deep=True)
+        except KeyError:
+            raise NotFound(f"mission {mission_id}") from None
+
+    def update(self, mission_id: str, **fields: Any) -> None:
+        with self._lock:
+            if mission_id not in self._items:
+                raise NotFound(f"mission {mission_id}")
+            current = self._items[mission_id].model_dump()
+            current.update(fields, updated_at=utcnow())
+            self._items[mission_id] = MissionRecord.model_validate(current)
+
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
+        found = [m for m in self._items.values() if m.user_id == user_id]
+        return sorted(found, key=lambda m: m.created_at, reverse=True)[:limit]
+
+
+class MemoryCheckpointStore:
+    def __init__(self) -> None:
+        self._items: dict[tuple[str, str], Checkpoint] = {}
+        self._lock = threading.Lock()
+
+    def put(self, checkpoint: Checkpoint) -> Checkpoint:
+        key = (checkpoint.thread_id, checkpoint.checkpoint_id)
+        with self._lock:
+            existing = self._items.get(key)
+            if existing is not None:
+                return existing.model_copy(deep=True)
+            self._items[key] = checkpoint.model_copy(deep=True)
+            return checkpoint
+
+    def get(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
+        try:
+            return self._items[(thread_id, checkpoint_id)].model_copy(deep=True)
+        except KeyError:
+            raise NotFound(f"checkpoint {thread_id}/{checkpoint_id}") from None
+
+    def list(self, thread_id: str) -> list[Checkpoint]:
+        found = [c for (t, _), c in self._items.items() if t == thread_id]
+        return sorted(found, key=lambda c: c.checkpoint_id)
+
+    def latest(self, thread_id: str) -> Checkpoint | None:
+        found = self.list(thread_id)
+        return found[-1] if found else None
+
+
+class MemoryEventStore:
+    def __init__(self) -> None:
+        self._items: dict[str, dict[str, Event]] = {}
+        self._lock = threading.Lock()
+
+    def append(self, mission_id: str, prefix: str, events: list[Event]) -> None:
+        with self._lock:
+            bucket = self._items.setdefault(mission_id, {})
+            for index, event in enumerate(events):
+                position = f"{prefix}#{index:04d}"
+                bucket[position] = event.model_copy(update={"position": position})
+
+    def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
+        bucket = self._items.get(mission_id, {})
+        keys = sorted(k for k in bucket if after is None or k > after)[:limit]
+        events = [bucket[k] for k in keys]
+        return events, (keys[-1] if keys else after)
+
+
+class MemoryInterruptStore:
+    def __init__(self) -> None:
+        self._items: dict[tuple[str, str], InterruptRecord] = {}
+        self._lock = threading.Lock()
+
+    def put(self, record: InterruptRecord) -> None:
+        with self._lock:
+            existing = self._items.get((record.mission_id, record.interrupt_id))
+            if existing is not None and existing.status != "pending":
+                raise ConflictError(f"interrupt {record.interrupt_id} is already {existing.status}")
+            self._items[(record.mission_id, record.interrupt_id)] = record.model_copy(deep=True)
+
+    def get(self, mission_id: str, interrupt_id: str) -> InterruptRecord:
+        try:
+            return self._items[(mission_id, interrupt_id)].model_copy(deep=True)
+        except KeyError:
+            raise NotFound(f"interrupt {mission_id}/{interrupt_id}") from None
+
+    def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse) -> InterruptRecord:
+        with self._lock:
+            record = self._items.get((mission_id, interrupt_id))
+            if record is None:
+                raise NotFound(f"interrupt {mission_id}/{interrupt_id}")
+            if record.status != "pending":
+                raise ConflictError(f"interrupt {interrupt_id} is already {record.status}")
+            record = record.model_copy(update={"status": "answered", "response": response, "answered_at": utcnow()})
+            self._items[(mission_id, interrupt_id)] = record
+            return record.model_copy(deep=True)
+
+    def pending(self, mission_id: str) -> list[InterruptRecord]:
+        return [r for (m, _), r in self._items.items() if m == mission_id and r.status == "pending"]
+
+
+class MemoryBlobStore:
+    def __init__(self) -> None:
+        self.items: dict[str, bytes] = {}
+
+    def put(self, key: str, data: bytes) -> None:
+        self.items.setdefault(key, data)
+
+    def get(self, key: str) -> bytes:
+        return self.items[key]

@@ -1,0 +1,115 @@
+"""What the runtime needs from storage, independent of any backend.
+
+Every backend runs the same conformance suite (tests/conformance), in memory and on DynamoDB.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from pydantic import Field
+
+from missions.envelope import InterruptKind, InterruptResponse, Model, utcnow
+from missions.events import Event
+
+
+class NotFound(LookupError):
+    pass
+
+
+class ConflictError(RuntimeError):
+    """A conditional write lost: the thing already exists or changed state."""
+
+
+class MissionStatus:
+    CREATED = "created"
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TERMINAL = frozenset({"completed", "failed", "cancelled"})
+
+
+class MissionRecord(Model):
+    mission_id: str
+    user_id: str
+    capability: str
+    goal: str
+    status: str = MissionStatus.CREATED
+    stage: str | None = None
+    execution_arn: str | None = None
+    created_at: str = Field(default_factory=utcnow)
+    updated_at: str = Field(default_factory=utcnow)
+    terminal_reason: str | None = None
+    result: dict[str, Any] | None = None
+    counters: dict[str, Any] = Field(default_factory=dict)
+    pending_interrupt: str | None = None
+
+
+class Checkpoint(Model):
+    thread_id: str
+    checkpoint_id: str
+    parent_id: str | None
+    stage: str
+    created_at: str = Field(default_factory=utcnow)
+    envelope: dict[str, Any]  # the encoded envelope (may hold blob references)
+
+
+class InterruptRecord(Model):
+    mission_id: str
+    interrupt_id: str
+    kind: InterruptKind
+    stage: str
+    question: str
+    options: list[str] = Field(default_factory=list)
+    data: dict[str, Any] = Field(default_factory=dict)
+    task_token: str
+    checkpoint_id: str | None = None
+    status: str = "pending"  # pending | answered | expired
+    response: InterruptResponse | None = None
+    created_at: str = Field(default_factory=utcnow)
+    answered_at: str | None = None
+
+
+class MissionStore(Protocol):
+    def create(self, record: MissionRecord) -> None:
+        """Create; ConflictError if the mission id exists."""
+
+    def get(self, mission_id: str) -> MissionRecord: ...
+
+    def update(self, mission_id: str, **fields: Any) -> None:
+        """Set fields on an existing mission (NotFound if missing)."""
+
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]: ...
+
+
+class CheckpointStore(Protocol):
+    def put(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Write once. If that checkpoint id exists, return the stored one unchanged."""
+
+    def get(self, thread_id: str, checkpoint_id: str) -> Checkpoint: ...
+
+    def list(self, thread_id: str) -> list[Checkpoint]:
+        """Oldest first."""
+
+    def latest(self, thread_id: str) -> Checkpoint | None: ...
+
+
+class EventStore(Protocol):
+    def append(self, mission_id: str, prefix: str, events: list[Event]) -> None: ...
+
+    def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
+        """Events strictly after the cursor, in order; returns (events, cursor of the last one)."""
+
+
+class InterruptStore(Protocol):
+    def put(self, record: InterruptRecord) -> None:
+        """Idempotent for the same interrupt id (a retried Lambda keeps the newest token)."""
+
+    def get(self, mission_id: str, interrupt_id: str) -> InterruptRecord: ...
+
+    def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse) -> InterruptRecord:
+        """Mark answered exactly once; ConflictError when it is not pending."""
+
+    def pending(self, mission_id: str) -> list[InterruptRecord]: ...

@@ -1,0 +1,158 @@
+"""Composition root: the runtime's ports bound to AWS adapters, built once per process.
+
+Handlers call `Runtime.handle_*`; tests and the local emulation pass their own clients.
+Nothing here creates a client or reads the environment at import time.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from missions import capability as registry
+from missions.capability import Capability
+from missions.interrupts import record_interrupt
+from missions.llm.base import LLMProvider
+from missions.llm.scripted import ScriptedProvider
+from missions.offload import EnvelopeCodec
+from missions.runner import StageRequestError, StageRunner, StageServices
+from missions.settings import RuntimeSettings
+from missions.store.dynamodb import (
+    DynamoBlobStore,
+    DynamoCheckpointStore,
+    DynamoEventStore,
+    DynamoInterruptStore,
+    DynamoMissionStore,
+)
+
+
+class Runtime:
+    def __init__(
+        self,
+        settings: RuntimeSettings,
+        *,
+        dynamodb: Any = None,
+        s3: Any = None,
+        llm: LLMProvider | None = None,
+    ):
+        self.settings = settings
+        self._dynamodb = dynamodb
+        self._s3 = s3
+        self._llm = llm
+        self._runners: dict[str, StageRunner] = {}
+
+    # -- clients and adapters (lazy: a cold start pays only for what it uses) ----------
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        if self._dynamodb is None:
+            import boto3
+
+            self._dynamodb = boto3.client("dynamodb")
+        return self._dynamodb
+
+    @cached_property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            import boto3
+
+            self._s3 = boto3.client("s3")
+        return self._s3
+
+    @cached_property
+    def missions(self) -> DynamoMissionStore:
+        return DynamoMissionStore(self.settings.missions_table, client=self.dynamodb)
+
+    @cached_property
+    def checkpoints(self) -> DynamoCheckpointStore:
+        return DynamoCheckpointStore(self.settings.checkpoints_table, client=self.dynamodb, ttl_seconds=self._ttl)
+
+    @cached_property
+    def events(self) -> DynamoEventStore:
+        return DynamoEventStore(self.settings.events_table, client=self.dynamodb, ttl_seconds=self._ttl)
+
+    @cached_property
+    def interrupts(self) -> DynamoInterruptStore:
+        return DynamoInterruptStore(self.settings.interrupts_table, client=self.dynamodb)
+
+    @cached_property
+    def codec(self) -> EnvelopeCodec:
+        blobs = DynamoBlobStore(self.settings.checkpoints_table, self.settings.blob_bucket,
+                                client=self.dynamodb, s3_client=LazyClient(lambda: self.s3))
+        return EnvelopeCodec(blobs, threshold=self.settings.offload_threshold)
+
+    @property
+    def _ttl(self) -> int | None:
+        days = self.settings.checkpoint_ttl_days
+        return days * 86400 if days else None
+
+    # -- LLM ------------------------------------------------------------------------------
+
+    def llm_for(self, capability: Capability) -> LLMProvider:
+        if self._llm is not None:
+            return self._llm
+        if self.settings.llm_provider == "scripted":
+            return ScriptedProvider(capability.offline_policy)
+        self._llm = self._openai()
+        return self._llm
+
+    def _openai(self) -> LLMProvider:
+        from missions.llm.openai_provider import OpenAIProvider  # only LLM stages pay for openai
+
+        key = self.settings.openai_api_key
+        return OpenAIProvider(
+            api_key=key.get_secret_value() if key else "not-needed",
+            base_url=self.settings.openai_base_url,
+            models=self.settings.openai_models,
+            default_model=self.settings.openai_default_model,
+            fallback_model=self.settings.openai_fallback_model,
+        )
+
+    # -- handlers ---------------------------------------------------------------------------
+
+    def runner(self, capability_name: str) -> StageRunner:
+        allowed = self.settings.capability
+        if allowed and capability_name != allowed:
+            raise StageRequestError(f"this function serves '{allowed}', not '{capability_name}'")
+        if capability_name not in self._runners:
+            capability = registry.load(capability_name)
+            services = StageServices(checkpoints=self.checkpoints, events=self.events, codec=self.codec,
+                                     llm=self.llm_for, missions=self.missions)
+            self._runners[capability_name] = StageRunner(capability, services)
+        return self._runners[capability_name]
+
+    def handle_stage(self, event: dict[str, Any]) -> dict[str, Any]:
+        envelope = event.get("envelope")
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("capability"), str):
+            raise StageRequestError("stage request without an envelope naming its capability")
+        return self.runner(envelope["capability"]).handle(event)
+
+    def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:
+        record = record_interrupt(event, self.interrupts)
+        return {"interrupt_id": record.interrupt_id, "status": record.status}
+
+
+class LazyClient:
+    """Defers creating a client until first used (S3 is only needed for huge blobs)."""
+
+    def __init__(self, factory: Any):
+        self._factory = factory
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = self._factory()
+        return getattr(self._client, name)
+
+
+_RUNTIME: Runtime | None = None
+
+
+def default_runtime() -> Runtime:
+    """The process-wide runtime of a Lambda container, built on first invocation."""
+    global _RUNTIME
+    if _RUNTIME is None:
+        from missions.settings import settings_from_env
+
+        _RUNTIME = Runtime(settings_from_env())
+    return _RUNTIME

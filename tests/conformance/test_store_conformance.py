@@ -1,0 +1,427 @@
+"""One conformance suite for every storage backend: in memory, and DynamoDB (+ S3) in moto.
+
+Every case runs against each backend; a backend conforms when it behaves exactly like the
+in-memory reference adapters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from missions.envelope import InterruptKind, InterruptResponse
+from missions.events import Event, EventType
+from missions.specs import BLOB_INLINE_LIMIT, CHECKPOINTS, TABLES
+from missions.store.memory import (
+    MemoryBlobStore,
+    MemoryCheckpointStore,
+    MemoryEventStore,
+    MemoryInterruptStore,
+    MemoryMissionStore,
+)
+from missions.store.ports import Checkpoint, ConflictError, InterruptRecord, MissionRecord, NotFound
+
+REGION = "us-east-1"
+BUCKET = "missions-blobs-test"
+
+
+@dataclass
+class Backend:
+    name: str
+    missions: Any
+    checkpoints: Any
+    events: Any
+    interrupts: Any
+    blobs: Any
+    s3: Any = None
+
+
+def _table_name(spec_id: str) -> str:
+    return f"test-{spec_id}"
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def backend(request, monkeypatch):
+    if request.param == "memory":
+        yield Backend(
+            "memory",
+            MemoryMissionStore(),
+            MemoryCheckpointStore(),
+            MemoryEventStore(),
+            MemoryInterruptStore(),
+            MemoryBlobStore(),
+        )
+        return
+
+    import boto3
+    from moto import mock_aws
+
+    from missions.store.dynamodb import (
+        DynamoBlobStore,
+        DynamoCheckpointStore,
+        DynamoEventStore,
+        DynamoInterruptStore,
+        DynamoMissionStore,
+        table_definition,
+        time_to_live,
+    )
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        s3 = boto3.client("s3", region_name=REGION)
+        for spec in TABLES:
+            ddb.create_table(**table_definition(spec, _table_name(spec.id)))
+            ttl = time_to_live(spec, _table_name(spec.id))
+            if ttl:
+                ddb.update_time_to_live(**ttl)
+        s3.create_bucket(Bucket=BUCKET)
+        yield Backend(
+            "dynamodb",
+            DynamoMissionStore(_table_name("missions"), client=ddb),
+            DynamoCheckpointStore(_table_name("checkpoints"), client=ddb, ttl_seconds=3600),
+            DynamoEventStore(_table_name("events"), client=ddb, ttl_seconds=3600),
+            DynamoInterruptStore(_table_name("interrupts"), client=ddb),
+            DynamoBlobStore(_table_name(CHECKPOINTS.id), BUCKET, client=ddb, s3_client=s3),
+            s3=s3,
+        )
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def mission(mission_id: str, user_id: str = "u1", created_at: str = "2025-01-01T00:00:00.000+00:00") -> MissionRecord:
+    return MissionRecord(
+        mission_id=mission_id,
+        user_id=user_id,
+        capability="code_qa",
+        goal="explain the repo",
+        created_at=created_at,
+        updated_at=created_at,
+    )
+
+
+def checkpoint(thread_id: str, checkpoint_id: str, parent_id: str | None = None, **envelope: Any) -> Checkpoint:
+    return Checkpoint(
+        thread_id=thread_id,
+        checkpoint_id=checkpoint_id,
+        parent_id=parent_id,
+        stage="plan",
+        envelope=envelope or {"goal": "g", "outputs": {}},
+    )
+
+
+def event(mission_id: str, n: int, **payload: Any) -> Event:
+    return Event(type=EventType.AGENT_COMPLETED, mission_id=mission_id, stage="plan", payload={"n": n, **payload})
+
+
+def interrupt(mission_id: str, interrupt_id: str, token: str = "token-1") -> InterruptRecord:
+    return InterruptRecord(
+        mission_id=mission_id,
+        interrupt_id=interrupt_id,
+        kind=InterruptKind.CHOICE,
+        stage="review",
+        question="which one?",
+        options=["a", "b"],
+        data={"score": 0.75, "nested": {"items": [1, 2.5, "x"], "flag": True, "none": None}},
+        task_token=token,
+    )
+
+
+# --------------------------------------------------------------------------- missions
+
+
+def test_mission_create_get(backend):
+    record = mission("m1")
+    backend.missions.create(record)
+    assert backend.missions.get("m1") == record
+
+
+def test_mission_duplicate_create_conflicts(backend):
+    backend.missions.create(mission("m1"))
+    with pytest.raises(ConflictError):
+        backend.missions.create(mission("m1", user_id="someone-else"))
+    assert backend.missions.get("m1").user_id == "u1"
+
+
+def test_mission_get_missing(backend):
+    with pytest.raises(NotFound):
+        backend.missions.get("nope")
+
+
+def test_mission_update(backend):
+    record = mission("m1")
+    backend.missions.create(record)
+    counters = {"llm_calls": 3, "tokens_in": 1200, "cost_usd": 0.1 + 0.2, "tiny": 1.5e-7}
+    result = {"answer": "42", "confidence": 0.875, "citations": [{"file": "a.py", "line": 3}], "empty": {}}
+    backend.missions.update(
+        "m1", status="running", stage="analyze", counters=counters, result=result, execution_arn="arn:x"
+    )
+    got = backend.missions.get("m1")
+    assert got.status == "running"
+    assert got.stage == "analyze"
+    assert got.execution_arn == "arn:x"
+    assert got.counters == counters
+    assert got.counters["cost_usd"] == 0.1 + 0.2  # exact, not approximately
+    assert isinstance(got.counters["llm_calls"], int)
+    assert got.result == result
+    assert got.updated_at > record.updated_at
+    assert got.created_at == record.created_at
+    assert (got.user_id, got.capability, got.goal) == (record.user_id, record.capability, record.goal)
+
+    backend.missions.update("m1", stage=None, status="completed")
+    got = backend.missions.get("m1")
+    assert got.stage is None
+    assert got.status == "completed"
+    assert got.counters == counters
+
+
+def test_mission_update_missing_is_not_found(backend):
+    with pytest.raises(NotFound):
+        backend.missions.update("nope", status="running")
+    with pytest.raises(NotFound):
+        backend.missions.get("nope")  # and the update did not create it
+
+
+def test_mission_list_for_user_newest_first(backend):
+    backend.missions.create(mission("m-old", created_at="2025-01-01T00:00:00.000+00:00"))
+    backend.missions.create(mission("m-new", created_at="2025-03-01T00:00:00.000+00:00"))
+    backend.missions.create(mission("m-mid", created_at="2025-02-01T00:00:00.000+00:00"))
+    backend.missions.create(mission("m-other", user_id="u2", created_at="2025-02-15T00:00:00.000+00:00"))
+
+    found = backend.missions.list_for_user("u1")
+    assert [m.mission_id for m in found] == ["m-new", "m-mid", "m-old"]
+    assert [m.mission_id for m in backend.missions.list_for_user("u1", limit=2)] == ["m-new", "m-mid"]
+    assert [m.mission_id for m in backend.missions.list_for_user("u2")] == ["m-other"]
+    assert backend.missions.list_for_user("nobody") == []
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+def test_checkpoint_put_is_write_once(backend):
+    first = checkpoint("t1", "0001", goal="first")
+    assert backend.checkpoints.put(first) == first
+    retried = checkpoint("t1", "0001", goal="forked?")
+    stored = backend.checkpoints.put(retried)
+    assert stored == first
+    assert backend.checkpoints.get("t1", "0001") == first
+    assert backend.checkpoints.list("t1") == [first]
+
+
+def test_checkpoint_list_latest_oldest_first(backend):
+    assert backend.checkpoints.list("t1") == []
+    assert backend.checkpoints.latest("t1") is None
+    c2 = checkpoint("t1", "0002", parent_id="0001", step=2)
+    c1 = checkpoint("t1", "0001", step=1)
+    c3 = checkpoint("t1", "0003", parent_id="0002", step=3)
+    other = checkpoint("t2", "0009", step=9)
+    for c in (c2, c1, c3, other):
+        backend.checkpoints.put(c)
+    assert backend.checkpoints.list("t1") == [c1, c2, c3]
+    assert backend.checkpoints.latest("t1") == c3
+    assert backend.checkpoints.latest("t2") == other
+    assert backend.checkpoints.get("t1", "0002").parent_id == "0001"
+
+
+def test_checkpoint_get_missing(backend):
+    with pytest.raises(NotFound):
+        backend.checkpoints.get("t1", "0001")
+    backend.checkpoints.put(checkpoint("t1", "0001"))
+    with pytest.raises(NotFound):
+        backend.checkpoints.get("t1", "0002")
+
+
+def test_checkpoint_envelope_round_trip(backend):
+    envelope = {
+        "goal": "naïve ✓",
+        "counters": {"cost_usd": 0.1 + 0.2, "llm_calls": 7, "whole_float": 2.0, "tiny": 5e-324, "big": 1e300},
+        "outputs": {"plan": {"steps": [1, 2.25, None, True, ""]}},
+        "refs": {"context": "ab" * 32},
+        "history": [{"$ref": "cd" * 32, "bytes": 1234}],
+        "empty": {},
+    }
+    c = Checkpoint(thread_id="t1", checkpoint_id="0001", parent_id=None, stage="s", envelope=envelope)
+    backend.checkpoints.put(c)
+    got = backend.checkpoints.get("t1", "0001")
+    assert got.envelope == envelope
+    assert isinstance(got.envelope["counters"]["whole_float"], float)
+    assert got.envelope["counters"]["cost_usd"] == 0.1 + 0.2
+    assert got == c
+
+
+# --------------------------------------------------------------------------- events
+
+
+def test_events_append_and_read_in_order(backend):
+    backend.events.append("m1", "0001-plan", [event("m1", 0), event("m1", 1, cost_usd=0.015)])
+    backend.events.append("m1", "0002-analyze", [event("m1", 2), event("m1", 3), event("m1", 4)])
+    backend.events.append("m2", "0001-plan", [event("m2", 99)])
+
+    events, cursor = backend.events.read("m1")
+    assert [e.payload["n"] for e in events] == [0, 1, 2, 3, 4]
+    assert [e.position for e in events] == [
+        "0001-plan#0000",
+        "0001-plan#0001",
+        "0002-analyze#0000",
+        "0002-analyze#0001",
+        "0002-analyze#0002",
+    ]
+    assert cursor == "0002-analyze#0002"
+    assert all(e.mission_id == "m1" for e in events)
+    assert events[1].payload["cost_usd"] == 0.015
+    assert events[0].type is EventType.AGENT_COMPLETED
+
+
+def test_events_read_after_cursor(backend):
+    backend.events.append("m1", "0001-plan", [event("m1", 0), event("m1", 1)])
+    _, cursor = backend.events.read("m1")
+    backend.events.append("m1", "0002-analyze", [event("m1", 2), event("m1", 3)])
+    later, cursor2 = backend.events.read("m1", after=cursor)
+    assert [e.payload["n"] for e in later] == [2, 3]
+    assert cursor2 == "0002-analyze#0001"
+    nothing, cursor3 = backend.events.read("m1", after=cursor2)
+    assert nothing == []
+    assert cursor3 == cursor2  # unchanged when nothing new
+    empty, none_cursor = backend.events.read("unknown")
+    assert empty == [] and none_cursor is None
+
+
+def test_events_paginate_without_loss(backend):
+    # 60 events over three prefixes (the middle one crosses a 25-item batch boundary)
+    n = 0
+    for prefix, count in (("0001-a", 10), ("0002-b", 40), ("0003-c", 10)):
+        batch = []
+        for _ in range(count):
+            batch.append(event("m1", n))
+            n += 1
+        backend.events.append("m1", prefix, batch)
+
+    seen: list[int] = []
+    positions: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        page, cursor = backend.events.read("m1", after=cursor, limit=7)
+        if not page:
+            break
+        assert len(page) <= 7
+        seen += [e.payload["n"] for e in page]
+        positions += [e.position for e in page]
+        pages += 1
+    assert seen == list(range(60))
+    assert positions == sorted(positions)
+    assert pages == 9  # ceil(60 / 7)
+
+
+def test_events_reappend_is_idempotent(backend):
+    batch = [event("m1", 0), event("m1", 1), event("m1", 2)]
+    backend.events.append("m1", "0001-plan", batch)
+    backend.events.append("m1", "0001-plan", batch)  # a retried stage writes the same events again
+    events, _ = backend.events.read("m1")
+    assert [e.payload["n"] for e in events] == [0, 1, 2]
+    assert [e.position for e in events] == ["0001-plan#0000", "0001-plan#0001", "0001-plan#0002"]
+
+
+# --------------------------------------------------------------------------- interrupts
+
+
+def test_interrupt_put_get(backend):
+    record = interrupt("m1", "int_1")
+    backend.interrupts.put(record)
+    assert backend.interrupts.get("m1", "int_1") == record
+    with pytest.raises(NotFound):
+        backend.interrupts.get("m1", "int_2")
+    # a retried put while pending keeps the newest token
+    backend.interrupts.put(interrupt("m1", "int_1", token="token-2"))
+    assert backend.interrupts.get("m1", "int_1").task_token == "token-2"
+
+
+def test_interrupt_answer_exactly_once(backend):
+    backend.interrupts.put(interrupt("m1", "int_1"))
+    response = InterruptResponse(decision="a", data={"weight": 0.5})
+    answered = backend.interrupts.answer("m1", "int_1", response)
+    assert answered.status == "answered"
+    assert answered.response == response
+    assert answered.answered_at
+    assert answered.task_token == "token-1"
+    assert backend.interrupts.get("m1", "int_1") == answered
+
+    with pytest.raises(ConflictError):
+        backend.interrupts.answer("m1", "int_1", InterruptResponse(decision="b"))
+    assert backend.interrupts.get("m1", "int_1").response == response
+
+
+def test_interrupt_answer_missing_is_not_found(backend):
+    with pytest.raises(NotFound):
+        backend.interrupts.answer("m1", "nope", InterruptResponse(decision="a"))
+
+
+def test_interrupt_put_after_answer_conflicts(backend):
+    backend.interrupts.put(interrupt("m1", "int_1"))
+    backend.interrupts.answer("m1", "int_1", InterruptResponse(decision="a"))
+    with pytest.raises(ConflictError):
+        backend.interrupts.put(interrupt("m1", "int_1", token="late-retry"))
+    got = backend.interrupts.get("m1", "int_1")
+    assert got.status == "answered"
+    assert got.task_token == "token-1"
+
+
+def test_interrupt_pending(backend):
+    backend.interrupts.put(interrupt("m1", "int_1"))
+    backend.interrupts.put(interrupt("m1", "int_2"))
+    backend.interrupts.put(interrupt("m1", "int_3"))
+    backend.interrupts.put(interrupt("m2", "int_9"))
+    backend.interrupts.answer("m1", "int_2", InterruptResponse(decision="a"))
+    pending = backend.interrupts.pending("m1")
+    assert sorted(r.interrupt_id for r in pending) == ["int_1", "int_3"]
+    assert all(r.status == "pending" and r.mission_id == "m1" for r in pending)
+    assert backend.interrupts.pending("nobody") == []
+
+
+# --------------------------------------------------------------------------- blobs
+
+
+def _key(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_blob_small_round_trip(backend):
+    data = b"x\x00\xff" * 100
+    key = _key(data)
+    backend.blobs.put(key, data)
+    backend.blobs.put(key, data)  # same key, same content: harmless
+    assert backend.blobs.get(key) == data
+
+
+def test_blob_large_round_trip(backend):
+    data = os.urandom(400 * 1024)  # incompressible and over DynamoDB's item cap
+    key = _key(data)
+    backend.blobs.put(key, data)
+    backend.blobs.put(key, data)
+    assert backend.blobs.get(key) == data
+    if backend.name == "dynamodb":
+        obj = backend.s3.get_object(Bucket=BUCKET, Key=f"blobs/{key[:2]}/{key}")
+        assert obj["Body"].read() == data
+
+
+def test_blob_at_inline_limit_stays_inline(backend):
+    data = os.urandom(BLOB_INLINE_LIMIT)
+    key = _key(data)
+    backend.blobs.put(key, data)
+    assert backend.blobs.get(key) == data
+    if backend.name == "dynamodb":
+        listed = backend.s3.list_objects_v2(Bucket=BUCKET)
+        assert listed.get("KeyCount", 0) == 0
+
+
+def test_blob_missing(backend):
+    with pytest.raises(KeyError):
+        backend.blobs.get(_key(b"never written"))
