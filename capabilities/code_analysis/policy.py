@@ -28,7 +28,8 @@ explain find for from get has have how i if in into is it its me my of on or our
 should show so tell that the their them then there these this those to use used uses using was
 what when where which who why will with work works would you your project file files function
 functions class classes method methods defined define implemented implement happen happens handle
-handled handles""".split())
+handled handles help please something anything stuff thing things look need want know question
+""".split())
 IDENTIFIER = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|"
                         r"\b([a-z]+_[a-z0-9_]+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]*)\b")
 GOAL_SPLIT = re.compile(r"\?|;|,\s*and\s+|\band also\b|\bas well as\b")

@@ -25,7 +25,7 @@ def new_id(prefix: str = "") -> str:
 class Model(BaseModel):
     """Base for runtime models: unknown fields are rejected so typos fail loudly."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Bounds(Model):

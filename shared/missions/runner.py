@@ -60,18 +60,6 @@ class Clock(Protocol):
 
 
 @dataclass
-class StageServices:
-    """Everything a stage touches outside itself; injected so tests can use fakes."""
-
-    checkpoints: CheckpointStore
-    events: EventStore
-    codec: EnvelopeCodec
-    llm: Callable[[Capability], LLMProvider]
-    missions: MissionStore | None = None
-    clock: Callable[[], float] = time.perf_counter
-
-
-@dataclass
 class StageTimings:
     """Where a stage's time went; the overhead is what the runtime itself costs."""
 
@@ -82,6 +70,19 @@ class StageTimings:
     @property
     def overhead_ms(self) -> float:
         return self.total_ms - self.llm_ms - self.tools_ms
+
+
+@dataclass
+class StageServices:
+    """Everything a stage touches outside itself; injected so tests can use fakes."""
+
+    checkpoints: CheckpointStore
+    events: EventStore
+    codec: EnvelopeCodec
+    llm: Callable[[Capability], LLMProvider]
+    missions: MissionStore | None = None
+    clock: Callable[[], float] = time.perf_counter
+    on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 
 
 @dataclass
@@ -117,6 +118,8 @@ class StageRunner:
             return self._run(envelope, stage, mode)
         finally:
             self.last_timings.total_ms = (self.services.clock() - started) * 1000
+            if self.services.on_timings is not None:
+                self.services.on_timings(stage, self.last_timings)
 
     # -- a whole stage --------------------------------------------------------------
 
@@ -127,8 +130,8 @@ class StageRunner:
         hop = envelope.counters.agent_hops + 1
         checkpoint_id = f"{hop:04d}-{stage}"
 
-        def emit(kind: EventType, **payload: Any) -> None:
-            events.append(Event(type=kind, mission_id=envelope.mission_id, stage=stage, payload=payload))
+        def emit(event_type: EventType, /, **payload: Any) -> None:
+            events.append(Event(type=event_type, mission_id=envelope.mission_id, stage=stage, payload=payload))
 
         if not envelope.history and envelope.counters.agent_hops == 0:
             emit(EventType.FLOW_STARTED, capability=envelope.capability, goal=envelope.raw_input[:500])
@@ -439,8 +442,8 @@ class StageRunner:
         agent = self.pipeline.agent(stage)
         events: list[Event] = []
 
-        def emit(kind: EventType, **payload: Any) -> None:
-            events.append(Event(type=kind, mission_id=envelope.mission_id, stage=stage, payload=payload))
+        def emit(event_type: EventType, /, **payload: Any) -> None:
+            events.append(Event(type=event_type, mission_id=envelope.mission_id, stage=stage, payload=payload))
 
         before = envelope.counters.model_copy()
         citations_before = len(envelope.citations)

@@ -34,12 +34,14 @@ class Runtime:
         dynamodb: Any = None,
         s3: Any = None,
         llm: LLMProvider | None = None,
+        on_timings: Any = None,
     ):
         self.settings = settings
         self._dynamodb = dynamodb
         self._s3 = s3
         self._llm = llm
         self._runners: dict[str, StageRunner] = {}
+        self._on_timings = on_timings
 
     # -- clients and adapters (lazy: a cold start pays only for what it uses) ----------
 
@@ -117,7 +119,7 @@ class Runtime:
         if capability_name not in self._runners:
             capability = registry.load(capability_name)
             services = StageServices(checkpoints=self.checkpoints, events=self.events, codec=self.codec,
-                                     llm=self.llm_for, missions=self.missions)
+                                     llm=self.llm_for, missions=self.missions, on_timings=self._on_timings)
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]
 

@@ -75,10 +75,12 @@ class LocalCloud:
         prefix: str = "missions-local",
         offload_threshold: int | None = None,
         settings: dict[str, Any] | None = None,
+        on_timings: Any = None,
     ):
         self.capabilities = capabilities or registry.available()
         self.prefix = prefix
         self._llm = llm
+        self._on_timings = on_timings
         self._settings_overrides = dict(settings or {})
         if offload_threshold:
             self._settings_overrides["offload_threshold"] = offload_threshold
@@ -113,7 +115,8 @@ class LocalCloud:
             "blob_bucket": f"{self.prefix}-blobs",
             **self._settings_overrides,
         })
-        self.runtime = Runtime(self.settings, dynamodb=self.dynamodb, s3=self.s3, llm=self._llm)
+        self.runtime = Runtime(self.settings, dynamodb=self.dynamodb, s3=self.s3, llm=self._llm,
+                               on_timings=self._on_timings)
         self._provision()
         return self
 

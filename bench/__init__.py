@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): measured figures, reported as ratios to baselines taken in the same run."""

@@ -1,0 +1,173 @@
+"""`make bench`: stage overhead, Step Functions state sizes, import times, peak memory.
+
+Times are noisy on shared machines, so import times are medians of repeated fresh
+processes and are reported as ratios to `import boto3` measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / ".bench" / "results.json"
+DEMO = "How does EnvelopeCodec offload large fields, and where is max_agent_hops enforced?"
+IMPORT_RUNS = 7
+TARGETS = {"largest_state_kb": 64, "non_llm_import_ratio": 1.6, "peak_rss_mb": 200}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def missions_on_emulation() -> dict:
+    from missions import capability as registry
+    from missions.local.emulation import LocalCloud
+
+    from bench import bulky
+
+    registry.register(bulky.CAPABILITY)
+    timings: list[tuple[str, float, float, float]] = []
+
+    def record(stage, t):  # noqa: ANN001
+        timings.append((stage, t.total_ms, t.overhead_ms, t.llm_ms + t.tools_ms))
+
+    with LocalCloud(["code_analysis", "bench_bulky"], on_timings=record) as cloud:
+        started = time.perf_counter()
+        demo = cloud.run("code_analysis", DEMO, context={"repo": str(ROOT)})
+        demo_wall = time.perf_counter() - started
+        demo_timings = list(timings)
+        bulky_run = cloud.run("bench_bulky", "fetch a big document")
+        assert demo.status == "SUCCEEDED" and bulky_run.status == "SUCCEEDED"
+        overheads = [t[2] for t in demo_timings]
+        return {
+            "demo": {
+                "stages": len(demo_timings),
+                "wall_s": round(demo_wall, 3),
+                "terminal_reason": demo.envelope.terminal_reason,
+                "stage_overhead_ms_median": round(statistics.median(overheads), 2),
+                "stage_overhead_ms_p95": round(percentile(overheads, 0.95), 2),
+                "stage_total_ms_median": round(statistics.median(t[1] for t in demo_timings), 2),
+                "largest_state_bytes": cloud.largest_state_bytes(demo.mission_id),
+                "state_transitions": sum(1 for _ in cloud.iter_states(demo.mission_id)),
+            },
+            "bulky_2mb": {
+                "tool_output_bytes": bulky_run.envelope.output("report")["bytes"],
+                "largest_state_bytes": cloud.largest_state_bytes(bulky_run.mission_id),
+            },
+        }
+
+
+IMPORTS = {
+    "boto3": "import boto3",
+    # what the runtime must import whatever its own code does: the AWS SDK, pydantic, Powertools
+    "dependency_floor": "import boto3, pydantic; from pydantic import BaseModel; from aws_lambda_powertools import Logger",
+    "non_llm_stage": "import functions.stage.handler, capabilities.code_analysis",
+    "llm_stage": "import functions.stage.handler, capabilities.code_analysis, missions.llm.openai_provider",
+}
+
+
+def import_times() -> dict:
+    """Median of fresh processes, the statements interleaved so background noise hits all alike."""
+    runs: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    for _ in range(IMPORT_RUNS):
+        for name, statement in IMPORTS.items():
+            code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
+            result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+            runs[name].append(float(result.stdout.strip()))
+    median = {name: statistics.median(values) for name, values in runs.items()}
+    base = median["boto3"]
+    return {
+        "boto3_ms": round(base * 1000, 1),
+        "dependency_floor_ms": round(median["dependency_floor"] * 1000, 1),
+        "non_llm_stage_ms": round(median["non_llm_stage"] * 1000, 1),
+        "llm_stage_ms": round(median["llm_stage"] * 1000, 1),
+        "dependency_floor_ratio": round(median["dependency_floor"] / base, 2),
+        "non_llm_import_ratio": round(median["non_llm_stage"] / base, 2),
+        "llm_import_ratio": round(median["llm_stage"] / base, 2),
+        "own_code_ms": round((median["non_llm_stage"] - median["dependency_floor"]) * 1000, 1),
+    }
+
+
+PEAK_SCRIPT = """
+import sys
+import functions.stage.handler as handler
+from missions import capability as registry
+from missions.llm.scripted import ScriptedProvider
+from missions.offload import EnvelopeCodec
+from missions.runner import StageRunner, StageServices
+from missions.starter import MissionRequest, build_envelope
+from missions.store.memory import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore
+from missions.local.patches import LocalContext
+
+class Runtime:  # the handler's runtime, on in-memory stores (no moto in this process)
+    def __init__(self):
+        cap = registry.load("code_analysis")
+        self.codec = EnvelopeCodec(MemoryBlobStore())
+        self.runner = StageRunner(cap, StageServices(MemoryCheckpointStore(), MemoryEventStore(), self.codec,
+                                                     llm=lambda c: ScriptedProvider(c.offline_policy)))
+    def handle_stage(self, event):
+        return self.runner.handle(event)
+
+runtime = Runtime()
+envelope = build_envelope(MissionRequest(capability="code_analysis", goal=sys.argv[1], context={"repo": sys.argv[2]}))
+encoded = runtime.codec.encode(envelope)
+for stage in ("perception", "intent"):
+    encoded = handler.lambda_handler({"stage": stage, "mode": "run", "envelope": encoded}, LocalContext(stage), runtime=runtime)
+# VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across fork and exec
+print(next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024)
+"""
+
+
+def peak_memory_mb() -> float:
+    result = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, DEMO, str(ROOT)], cwd=ROOT,
+                            capture_output=True, text=True, check=True)
+    return round(float(result.stdout.strip().splitlines()[-1]), 1)
+
+
+def main() -> None:
+    console = Console()
+    results = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": sys.version.split()[0]}
+    results["emulation"] = missions_on_emulation()
+    results["imports"] = import_times()
+    results["peak_rss_mb"] = peak_memory_mb()
+    demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
+    checks = {
+        "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
+        "largest state (2 MB tool) <= 64 KB": bulky["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
+        "non-LLM handler import <= 1.6x boto3": imports["non_llm_import_ratio"] <= TARGETS["non_llm_import_ratio"],
+        "peak memory <= 200 MB": results["peak_rss_mb"] <= TARGETS["peak_rss_mb"],
+    }
+    results["checks"] = checks
+    table = Table("measure", "value")
+    table.add_row("demo: stages / wall", f"{demo['stages']} / {demo['wall_s']} s")
+    table.add_row("stage overhead (excl. LLM and tools) median / p95",
+                  f"{demo['stage_overhead_ms_median']} / {demo['stage_overhead_ms_p95']} ms")
+    table.add_row("demo: state transitions", str(demo["state_transitions"]))
+    table.add_row("largest state: demo", f"{demo['largest_state_bytes'] / 1024:.1f} KB")
+    table.add_row("largest state: 2 MB tool output", f"{bulky['largest_state_bytes'] / 1024:.1f} KB "
+                  f"(tool returned {bulky['tool_output_bytes'] / 1e6:.1f} MB)")
+    table.add_row("import boto3 (baseline)", f"{imports['boto3_ms']} ms")
+    table.add_row("import boto3 + pydantic + Powertools (floor)",
+                  f"{imports['dependency_floor_ms']} ms ({imports['dependency_floor_ratio']}x)")
+    table.add_row("import non-LLM stage handler", f"{imports['non_llm_stage_ms']} ms ({imports['non_llm_import_ratio']}x; own code {imports['own_code_ms']} ms)")
+    table.add_row("import LLM stage handler", f"{imports['llm_stage_ms']} ms ({imports['llm_import_ratio']}x)")
+    table.add_row("peak RSS: import + run 2 stages", f"{results['peak_rss_mb']} MB")
+    for name, ok in checks.items():
+        table.add_row(name, "[green]yes[/]" if ok else "[red]NO[/]")
+    console.print(table)
+    OUT.parent.mkdir(exist_ok=True)
+    OUT.write_text(json.dumps(results, indent=2))
+    console.print(f"wrote {OUT.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
