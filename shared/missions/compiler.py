@@ -105,11 +105,12 @@ class _Compiler:
             self._await(kind)
         self._guards()
         self._finalize()
+        start = self.entry(self.p.start)
         return {
             "Comment": comment or f"Mission pipeline '{self.p.name}' (compiled by missions)",
-            "StartAt": self.entry(self.p.start),
+            "StartAt": start,
             "TimeoutSeconds": self._machine_timeout(),
-            "States": self.states,
+            "States": _reachable(self.states, start),
         }
 
     def _machine_timeout(self) -> int:
@@ -175,7 +176,7 @@ class _Compiler:
         }
         self.states[f"{name}.route"] = {
             "Type": "Choice",
-            "Choices": self._choices(agent.targets()),
+            "Choices": self._choices(self.p.targets_of(agent.name)),
             "Default": UNROUTABLE,
         }
 
@@ -200,8 +201,15 @@ class _Compiler:
         return choices
 
     def _final_stage(self, agent: AgentConfig) -> None:
-        self.states[agent.name] = self._task(agent, "run", DONE)
+        """The final stage ends the mission, unless it asks a human first."""
+        self.states[agent.name] = self._task(agent, "run", f"{agent.name}.route")
         self._failed_pass(agent.name, "stage_failed")
+        self.states[f"{agent.name}.route"] = {
+            "Type": "Choice",
+            "Choices": [{"Variable": "$.envelope.next_stage", "StringEquals": f"await:{kind.value}",
+                         "Next": f"await.{kind.value}"} for kind in InterruptKind],
+            "Default": DONE,
+        }
         self.states[DONE] = {"Type": "Succeed"}
 
     def _parallel(self, group: list[str]) -> None:
@@ -222,9 +230,15 @@ class _Compiler:
             "Retry": [{"ErrorEquals": TRANSIENT_LAMBDA_ERRORS, "IntervalSeconds": self.p.retry_interval_seconds,
                        "MaxAttempts": 2, "BackoffRate": 2.0}],
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure", "Next": f"{name}.failed"}],
-            "Next": self.entry(join),
+            "Next": f"{name}.count",
         }
         self._failed_pass(name, "stage_failed")
+        self.states[f"{name}.count"] = {  # each branch is a hop, as the runner counts it
+            "Type": "Pass",
+            "Parameters": {"hops.$": f"States.MathAdd($.asl.hops, {len(group)})", "max_hops.$": "$.asl.max_hops"},
+            "ResultPath": "$.asl",
+            "Next": self.entry(join),
+        }
 
     def _map(self, agent: AgentConfig) -> dict[str, Any]:
         assert agent.fan_out is not None
@@ -314,3 +328,18 @@ class _Compiler:
         self.states[FINALIZE] = self._task(final, "finalize", DONE)
         self.states[FAILED] = {"Type": "Fail", "Error": "MissionFailed",
                                "Cause": "the final stage failed on the failure path"}
+
+
+def _reachable(states: dict[str, Any], start: str) -> dict[str, Any]:
+    """Only the states a transition can reach (Step Functions rejects unreachable ones)."""
+    seen, frontier = {start}, [start]
+    while frontier:
+        state = states[frontier.pop()]
+        targets = [state.get("Next"), state.get("Default")]
+        targets += [c.get("Next") for c in state.get("Choices", [])]
+        targets += [c.get("Next") for c in state.get("Catch", [])]
+        for target in targets:
+            if target and target not in seen:
+                seen.add(target)
+                frontier.append(target)
+    return {name: state for name, state in states.items() if name in seen}

@@ -183,6 +183,12 @@ class PipelineConfig(Model):
                 return group
         return None
 
+    def targets_of(self, stage: str) -> list[str]:
+        """Every stage `stage` can hand over to: its routes and the reroutes of its edge limits."""
+        found = self.agent(stage).targets()
+        found += [lim.on_exceeded for lim in self.edge_limits if lim.from_stage == stage and lim.on_exceeded]
+        return list(dict.fromkeys(found))
+
     def edges(self) -> list[tuple[str, str]]:
         return [(agent.name, target) for agent in self.agents for target in agent.targets()]
 
@@ -300,7 +306,4 @@ def _validate_cycles(pipeline: PipelineConfig, where: str) -> None:
 
 
 def _adjacency(pipeline: PipelineConfig) -> dict[str, list[str]]:
-    adjacency: dict[str, list[str]] = {name: [] for name in pipeline.stage_names()}
-    for source, target in pipeline.edges():
-        adjacency[source].append(target)
-    return adjacency
+    return {name: pipeline.targets_of(name) for name in pipeline.stage_names()}

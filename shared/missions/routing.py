@@ -46,11 +46,25 @@ def _follow(pipeline: PipelineConfig, envelope: Envelope, source: str, target: s
                 return Decision(final, terminal_reason=f"edge_limit:{edge}", rule=rule)
             target, rule = limit.on_exceeded, f"edge_limit:{edge}->on_exceeded"
             continue
-        reason = exhausted(envelope.bounds, envelope.counters, pipeline.agent(target))
+        reason = _exhausted(pipeline, envelope, target)
         if reason is not None:
             return Decision(final, terminal_reason=reason, rule=rule)
         return Decision(target, edge=edge, rule=rule)
     return Decision(final, terminal_reason="routing_loop", rule=rule)
+
+
+def _exhausted(pipeline: PipelineConfig, envelope: Envelope, target: str) -> str | None:
+    """Bounds for entering `target`; a parallel group is entered whole, then its join stage runs."""
+    group = pipeline.group_of(target)
+    if not group:
+        return exhausted(envelope.bounds, envelope.counters, pipeline.agent(target))
+    join = pipeline.agent(group[0]).default_next
+    extra = len(group) - 1 + (0 if join == pipeline.final else 1)
+    for member in group:
+        reason = exhausted(envelope.bounds, envelope.counters, pipeline.agent(member), extra)
+        if reason is not None:
+            return reason
+    return None
 
 
 def apply(envelope: Envelope, decision: Decision) -> None:

@@ -138,6 +138,10 @@ class StageRunner:
         failure = self._absorb_failure(envelope)
         if mode == "finalize" and failure is None:
             failure = {"reason": "stage_failed", "state": None, "error": "unknown", "cause": ""}
+        if mode == "finalize" and envelope.interrupt is not None and envelope.resume is None:
+            envelope.record_error(envelope.interrupt.stage, "interrupt",
+                                  f"interrupt {envelope.interrupt.id} ended unanswered")
+            envelope.interrupt = None
         item_results = self._absorb_branches(envelope, stage, mode, emit)
         resume = self._absorb_resume(envelope, emit)
 
@@ -187,6 +191,9 @@ class StageRunner:
         )
         emit(EventType.AGENT_COMPLETED, status=status, duration_ms=round(elapsed, 3),
              next_stage=envelope.next_stage)
+        if final and status != "interrupted":
+            emit(EventType.FLOW_COMPLETED, terminal_reason=envelope.terminal_reason,
+                 counters=envelope.counters.model_dump())
         if mode == "finalize":
             status = "failed"
         return self._commit(envelope, stage, checkpoint_id, events, status)
@@ -355,8 +362,6 @@ class StageRunner:
             emit(EventType.FLOW_ERROR, reason=envelope.terminal_reason, error=failure.get("error"),
                  cause=(failure.get("cause") or "")[:1000])
         envelope.terminal_reason = envelope.terminal_reason or "completed"
-        emit(EventType.FLOW_COMPLETED, terminal_reason=envelope.terminal_reason,
-             counters=envelope.counters.model_dump())
 
     def _finalize_output(self, ctx: StageContext, failure: dict[str, Any]) -> dict[str, Any]:
         """The final stage on the failure path: its hooks without the LLM, and never a crash."""

@@ -1,0 +1,138 @@
+"""A pure-Python stand-in for the compiled state machine, for unit and property tests.
+
+It walks a *sequential* pipeline the way the ASL does: run a stage, follow
+`envelope.next_stage`, wait at `await:<kind>` for the next scripted answer, and on any
+stage failure go through the final stage in "finalize" mode with `envelope.failure` set
+as a Step Functions Catch would set it. It does not model Parallel/Map states, retries,
+or the state machine's own hop/counter guards (the runner must keep the bounds itself), and it
+follows a `next_stage` naming any stage, where the compiled ASL only has routes to the stage's
+own targets. It is not a replacement for the moto integration tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from missions import capability as registry
+from missions.capability import Capability
+from missions.envelope import Envelope, InterruptKind
+from missions.llm.base import LLMProvider
+from missions.llm.scripted import ScriptedProvider
+from missions.offload import DEFAULT_THRESHOLD, EnvelopeCodec
+from missions.runner import AWAIT_PREFIX, StageRunner, StageServices
+from missions.starter import MissionRequest, build_envelope
+from missions.store.memory import (
+    MemoryBlobStore,
+    MemoryCheckpointStore,
+    MemoryEventStore,
+    MemoryMissionStore,
+)
+from missions.store.ports import MissionRecord
+
+MAX_STEPS = 10_000
+
+
+@dataclass
+class Stores:
+    checkpoints: MemoryCheckpointStore = field(default_factory=MemoryCheckpointStore)
+    events: MemoryEventStore = field(default_factory=MemoryEventStore)
+    missions: MemoryMissionStore = field(default_factory=MemoryMissionStore)
+    blobs: MemoryBlobStore = field(default_factory=MemoryBlobStore)
+
+
+@dataclass
+class Step:
+    """One state-machine step the driver took: which stage, in which mode, what it chose."""
+
+    stage: str
+    mode: str
+    next_stage: str | None = None
+    error: str | None = None
+
+
+class DirectDriver:
+    def __init__(self, capability: Capability, llm: LLMProvider | None = None, threshold: int | None = None):
+        self.capability = capability
+        self.stores = Stores()
+        self.codec = EnvelopeCodec(self.stores.blobs, threshold or DEFAULT_THRESHOLD)
+        self.services = StageServices(
+            checkpoints=self.stores.checkpoints,
+            events=self.stores.events,
+            codec=self.codec,
+            llm=lambda cap: llm or ScriptedProvider(cap.offline_policy),
+            missions=self.stores.missions,
+        )
+        self.runner = StageRunner(capability, self.services)
+        self.steps: list[Step] = []
+        self.last_state: dict[str, Any] | None = None  # the last encoded envelope
+
+    @property
+    def pipeline(self):  # noqa: ANN201 - PipelineConfig
+        return self.capability.pipeline
+
+    def run(
+        self,
+        goal: str,
+        context: dict[str, Any] | None = None,
+        bounds: dict[str, Any] | None = None,
+        answers: list[dict[str, Any]] | None = None,
+    ) -> Envelope:
+        registry.register(self.capability)
+        envelope = build_envelope(MissionRequest(capability=self.capability.name, goal=goal,
+                                                 context=context or {}, bounds=bounds or {}))
+        self.stores.missions.create(MissionRecord(
+            mission_id=envelope.mission_id, user_id=envelope.user_id, capability=envelope.capability,
+            goal=envelope.raw_input, status="running"))
+        pending = list(answers or [])
+        state = self.codec.encode(envelope)
+        stage: str = self.pipeline.start
+
+        for _ in range(MAX_STEPS):
+            try:
+                state = self._handle(stage, "run", state)
+            except Exception as exc:  # the ASL's Catch: States.ALL -> <stage>.failed -> finalize
+                failure = {"Error": type(exc).__name__, "Cause": str(exc),
+                           "at": {"state": stage, "reason": "stage_failed"}}
+                return self._finalize(state, failure)
+            next_stage = state.get("next_stage")
+            if next_stage is None:
+                return self._done(state)
+            if next_stage.startswith(AWAIT_PREFIX):
+                kind = InterruptKind(next_stage[len(AWAIT_PREFIX):])
+                if not pending:
+                    failure = {"Error": "States.Timeout", "Cause": "",
+                               "at": {"state": f"await.{kind.value}", "reason": "interrupt_timeout"}}
+                    return self._finalize(state, failure)
+                interrupt = state["interrupt"]
+                state = {**state, "resume": {"interrupt_id": interrupt["id"], "response": pending.pop(0)}}
+                stage = self.pipeline.resume_stage(kind) or interrupt["stage"]
+                continue
+            if next_stage not in self.pipeline.stage_names():  # the ASL's Default: guard.unroutable
+                failure = {"Error": "Unroutable", "Cause": f"no route to '{next_stage}'",
+                           "at": {"state": "guard.unroutable", "reason": "unroutable"}}
+                return self._finalize(state, failure)
+            stage = next_stage
+        raise AssertionError(f"mission did not terminate within {MAX_STEPS} steps: {self.steps[-5:]}")
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _handle(self, stage: str, mode: str, state: dict[str, Any]) -> dict[str, Any]:
+        step = Step(stage, mode)
+        self.steps.append(step)
+        try:
+            result = self.runner.handle({"stage": stage, "mode": mode, "envelope": state})
+        except Exception as exc:
+            step.error = f"{type(exc).__name__}: {exc}"
+            raise
+        step.next_stage = result.get("next_stage")
+        self.last_state = result
+        return result
+
+    def _finalize(self, state: dict[str, Any], failure: dict[str, Any]) -> Envelope:
+        # the Catch writes the error into the failing stage's *input*, as ResultPath does
+        result = self._handle(self.pipeline.final, "finalize", {**state, "failure": failure})
+        return self._done(result)
+
+    def _done(self, state: dict[str, Any]) -> Envelope:
+        return self.codec.decode(state)

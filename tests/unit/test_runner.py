@@ -1,0 +1,522 @@
+"""The stage runner, driven stage by stage by the DirectDriver (the state machine's stand-in)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from missions import capability as registry
+from missions.capability import Capability, StageContext, StageHooks
+from missions.envelope import Envelope, InterruptKind
+from missions.events import EventType
+from missions.llm.base import LLMRequest
+from missions.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule, ToolAccess
+from missions.runner import StageRequestError
+from missions.starter import MissionRequest, build_envelope
+from missions.store.ports import MissionRecord
+from missions.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
+from tests.support.driver import DirectDriver
+
+Hook = Callable[[StageContext], Any]
+
+
+class Note(BaseModel):
+    text: str = ""
+    decision: str | None = None
+
+
+class Hooks(StageHooks):
+    """Stage hooks from plain functions."""
+
+    def __init__(self, *, pre: Hook | None = None, act: Hook | None = None, post: Hook | None = None,
+                 llm: bool = False):
+        self._pre, self._act, self._post = pre, act, post
+        if llm:
+            self.output_model = Note
+
+    def pre(self, ctx: StageContext) -> None:
+        if self._pre:
+            self._pre(ctx)
+
+    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
+        return [{"role": "user", "content": f"{ctx.agent.name}: {ctx.goal}"}]
+
+    def act(self, ctx: StageContext) -> None:
+        if self._act:
+            self._act(ctx)
+
+    def post(self, ctx: StageContext) -> dict[str, Any]:
+        return self._post(ctx) if self._post else super().post(ctx)
+
+
+def policy(request: LLMRequest) -> dict[str, Any]:
+    return {"text": f"{request.stage} thought about {request.envelope.raw_input}"}
+
+
+def answer(ctx: StageContext) -> dict[str, Any]:
+    return {"answer": f"done after {ctx.envelope.counters.agent_hops} hops"}
+
+
+class Param(BaseModel):
+    path: str
+
+
+def catalog(ran: list[str]) -> ToolCatalog:
+    tools = ToolCatalog()
+
+    @tools.register("t.echo", "echo", Param)
+    def echo(p: Param) -> ToolResult:
+        ran.append(f"echo:{p.path}")
+        return ToolResult.ok({"path": p.path})
+
+    @tools.register("fs.write", "write a file", Param, category=ToolCategory.WRITE, risk=RiskLevel.WRITE)
+    def write(p: Param) -> ToolResult:
+        ran.append(f"write:{p.path}")
+        return ToolResult.ok({"wrote": p.path})
+
+    return tools
+
+
+def make(name: str, agents: list[AgentConfig], hooks: dict[str, StageHooks], *,
+         tools: ToolCatalog | None = None, **pipeline: Any) -> Capability:
+    return Capability(name=name, description="unit-test capability",
+                      pipeline=PipelineConfig(name=name, agents=agents, **pipeline),
+                      hooks=hooks, offline_policy=policy, catalog=tools or ToolCatalog())
+
+
+def stages(envelope: Envelope) -> list[str]:
+    return [record.stage for record in envelope.history]
+
+
+def event_types(driver: DirectDriver, envelope: Envelope) -> list[str]:
+    events, _ = driver.stores.events.read(envelope.mission_id, limit=10_000)
+    return [event.type.value for event in events]
+
+
+# -- a three-stage mission: tools, then an LLM, then the answer -------------------------------
+
+
+def gather_think_done(ran: list[str]) -> Capability:
+    def gather(ctx: StageContext) -> None:
+        ctx.tools.execute("t.echo", {"path": "a"})
+        ctx.tools.execute("t.echo", {"path": "b"})
+
+    return make(
+        "t_counters",
+        [
+            AgentConfig(name="gather", has_tools=True, tool_access=ToolAccess.READ, default_next="think"),
+            AgentConfig(name="think", has_llm=True, counts_iteration=True, default_next="done"),
+            AgentConfig(name="done"),
+        ],
+        {"gather": Hooks(act=gather, post=lambda ctx: {"gathered": 2}), "think": Hooks(llm=True),
+         "done": Hooks(post=answer)},
+        tools=catalog(ran),
+    )
+
+
+def test_counters_follow_the_work_done():
+    # Given a tool stage, an LLM stage and a final stage
+    ran: list[str] = []
+    driver = DirectDriver(gather_think_done(ran))
+    # When
+    env = driver.run("count things")
+    # Then
+    c = env.counters
+    assert (c.llm_calls, c.tool_calls, c.agent_hops, c.iterations) == (1, 2, 3, 1)
+    assert c.tokens_in > 0 and c.tokens_out > 0 and c.cost_usd == 0
+    assert ran == ["echo:a", "echo:b"]
+    assert [(r.stage, r.status, r.llm_calls, r.tool_calls) for r in env.history] == [
+        ("gather", "ok", 0, 2), ("think", "ok", 1, 0), ("done", "ok", 0, 0)]
+    assert env.outputs["think"] == {"text": "think thought about count things", "decision": None}
+    assert env.terminal_reason == "completed" and env.next_stage is None
+    # and the mission record agrees
+    record = driver.stores.missions.get(env.mission_id)
+    assert (record.status, record.terminal_reason, record.counters["agent_hops"]) == ("completed", "completed", 3)
+    assert record.result["answer"] == "done after 3 hops"
+
+
+def test_llm_budget_refuses_the_next_llm_stage():
+    # Given two LLM stages and a budget of one call
+    cap = make("t_llm_budget",
+               [AgentConfig(name="one", has_llm=True, default_next="two"),
+                AgentConfig(name="two", has_llm=True, default_next="done"), AgentConfig(name="done")],
+               {"one": Hooks(llm=True), "two": Hooks(llm=True), "done": Hooks(post=answer)})
+    # When
+    env = DirectDriver(cap).run("think twice", bounds={"max_llm_calls": 1})
+    # Then
+    assert stages(env) == ["one", "done"]
+    assert env.terminal_reason == "max_llm_calls"
+    assert env.counters.llm_calls == 1
+
+
+# -- clarification -------------------------------------------------------------------------------
+
+
+def clarifying(resume_stage: str | None) -> Capability:
+    def ask_once(ctx: StageContext) -> None:
+        if not any(a["kind"] == "clarification" for a in ctx.envelope.answers):
+            ctx.ask(InterruptKind.CLARIFICATION, "Which one?")
+
+    def heard(ctx: StageContext) -> dict[str, Any]:
+        return {"heard": ctx.envelope.answers[-1]["response"]["text"],
+                "resumed_here": ctx.resume.text if ctx.resume else None}
+
+    return make(
+        "t_clarify",
+        [AgentConfig(name="intake", default_next="ask"), AgentConfig(name="ask", default_next="done"),
+         AgentConfig(name="done")],
+        {"intake": Hooks(post=lambda ctx: {"resumed_here": ctx.resume.text if ctx.resume else None}),
+         "ask": Hooks(pre=ask_once, post=heard), "done": Hooks(post=answer)},
+        clarification_resume_stage=resume_stage,
+    )
+
+
+def test_clarification_resumes_at_the_configured_stage_with_the_answer():
+    # Given a stage that asks once, with clarifications resuming at 'intake'
+    driver = DirectDriver(clarifying("intake"))
+    # When the human answers
+    env = driver.run("do the thing", answers=[{"text": "the blue one"}])
+    # Then the mission resumed at intake, which saw the answer first
+    assert stages(env) == ["intake", "ask", "intake", "ask", "done"]
+    assert [r.status for r in env.history] == ["ok", "interrupted", "ok", "ok", "ok"]
+    assert env.history[1].next_stage == "await:clarification"
+    assert env.outputs["intake"]["resumed_here"] == "the blue one"
+    assert env.outputs["ask"]["heard"] == "the blue one"
+    # and the answer is kept in the envelope
+    assert len(env.answers) == 1
+    assert env.answers[0]["kind"] == "clarification"
+    assert env.answers[0]["stage"] == "ask"
+    assert env.answers[0]["question"] == "Which one?"
+    assert env.answers[0]["response"] == {"text": "the blue one"}
+    assert env.interrupt is None and env.resume is None
+    assert env.terminal_reason == "completed"
+
+
+def test_without_a_resume_stage_the_asking_stage_resumes():
+    env = DirectDriver(clarifying(None)).run("do the thing", answers=[{"text": "red"}])
+    assert stages(env) == ["intake", "ask", "ask", "done"]
+    assert env.outputs["ask"] == {"heard": "red", "resumed_here": "red"}
+
+
+def test_unanswered_interrupt_times_out_through_the_final_stage():
+    # Given nobody answers
+    driver = DirectDriver(clarifying("intake"))
+    env = driver.run("do the thing", answers=[])
+    # Then the mission ends through finalize with the timeout recorded
+    assert stages(env) == ["intake", "ask", "done"]
+    assert env.terminal_reason == "interrupt_timeout"
+    assert [e.kind for e in env.errors] == ["States.Timeout", "interrupt"]  # and the interrupt is closed
+    assert env.interrupt is None
+    assert driver.steps[-1].mode == "finalize"
+    assert driver.stores.missions.get(env.mission_id).status == "failed"
+
+
+# -- confirmation of a risky tool ------------------------------------------------------------------
+
+
+def writer(ran: list[str]) -> Capability:
+    def write(ctx: StageContext) -> None:
+        ctx.scratch["result"] = ctx.tools.execute("fs.write", {"path": "notes.txt"})
+
+    def report(ctx: StageContext) -> dict[str, Any]:
+        result = ctx.scratch["result"]
+        return {"status": result.status, "error": result.error}
+
+    return make(
+        "t_confirm",
+        [AgentConfig(name="prep", default_next="apply"),
+         AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
+         AgentConfig(name="done")],
+        {"apply": Hooks(act=write, post=report), "done": Hooks(post=answer)},
+        tools=catalog(ran),
+    )
+
+
+def test_write_tool_asks_and_runs_once_approved():
+    # Given a stage that writes
+    ran: list[str] = []
+    driver = DirectDriver(writer(ran))
+    # When the human approves
+    env = driver.run("write notes", answers=[{"approved": True}])
+    # Then the tool ran exactly once, after the approval
+    assert ran == ["write:notes.txt"]
+    assert stages(env) == ["prep", "apply", "apply", "done"]
+    assert env.outputs["apply"] == {"status": "success", "error": None}
+    assert env.approvals == {call_id("fs.write", {"path": "notes.txt"}): True}
+    assert env.answers[0]["kind"] == "confirmation"
+    assert env.counters.tool_calls == 1
+    # and the interrupt said what would run
+    asked = driver.stores.checkpoints.get(env.mission_id, "0002-apply").envelope["interrupt"]
+    assert asked["kind"] == "confirmation"
+    assert asked["data"]["tool_id"] == "fs.write" and asked["data"]["risk"] == "write"
+
+
+def test_declined_write_tool_is_denied_and_never_runs():
+    ran: list[str] = []
+    env = DirectDriver(writer(ran)).run("write notes", answers=[{"approved": False}])
+    assert ran == []
+    assert env.outputs["apply"] == {"status": "denied", "error": "declined by the user"}
+    assert env.counters.tool_calls == 0
+    assert env.terminal_reason == "completed"
+
+
+# -- loops, bounds and edge limits ---------------------------------------------------------------
+
+
+def ping_pong(max_count: int = 1000, on_exceeded: str | None = None) -> Capability:
+    """a -> b -> a ... forever (b never says stop), bounded by an edge limit on b -> a."""
+    return make(
+        "t_loop",
+        [AgentConfig(name="a", default_next="b"),
+         AgentConfig(name="b", routing_rules=[RoutingRule(field="stop", value=False, target="a")],
+                     default_next="end"),
+         AgentConfig(name="end")],
+        {"b": Hooks(post=lambda ctx: {"stop": False}), "end": Hooks(post=answer)},
+        edge_limits=[EdgeLimit(from_stage="b", to_stage="a", max_count=max_count, on_exceeded=on_exceeded)],
+        bounds={"max_agent_hops": 50},
+    )
+
+
+@pytest.mark.parametrize("max_hops", [2, 3, 5, 6, 9])
+def test_max_agent_hops_ends_through_the_final_stage(max_hops: int):
+    # Given an endless loop
+    env = DirectDriver(ping_pong()).run("loop", bounds={"max_agent_hops": max_hops})
+    # Then the hop bound ends it through the final stage, within the bound
+    assert env.terminal_reason == "max_agent_hops"
+    assert env.counters.agent_hops <= max_hops
+    assert env.counters.agent_hops == len(env.history)
+    assert env.history[-1].stage == "end"
+    assert env.next_stage is None
+
+
+def test_max_agent_hops_uses_every_hop_it_may():
+    env = DirectDriver(ping_pong()).run("loop", bounds={"max_agent_hops": 6})
+    assert stages(env) == ["a", "b", "a", "b", "a", "end"]
+
+
+def test_edge_limit_ends_the_loop():
+    env = DirectDriver(ping_pong(max_count=2)).run("loop")
+    assert env.terminal_reason == "edge_limit:b->a"
+    assert env.edge_counts["b->a"] == 2
+    assert stages(env) == ["a", "b", "a", "b", "a", "b", "end"]
+
+
+def test_edge_limit_on_exceeded_sends_the_runner_to_that_stage():
+    # Given b -> a allowed once, after which the limit sends the mission to 'side'
+    cap = make(
+        "t_on_exceeded",
+        [AgentConfig(name="a", routing_rules=[RoutingRule(field="aside", value=True, target="side")],
+                     default_next="b"),
+         AgentConfig(name="b", routing_rules=[RoutingRule(field="again", value=True, target="a")],
+                     default_next="end"),
+         AgentConfig(name="side", default_next="end"),
+         AgentConfig(name="end")],
+        {"b": Hooks(post=lambda ctx: {"again": True}), "end": Hooks(post=answer)},
+        edge_limits=[EdgeLimit(from_stage="b", to_stage="a", max_count=1, on_exceeded="side")],
+    )
+    # When
+    env = DirectDriver(cap).run("loop")
+    # Then the runner follows on_exceeded (the compiled ASL has no route for it: see test_compiler)
+    assert stages(env) == ["a", "b", "a", "b", "side", "end"]
+    assert env.history[3].next_stage == "side"
+    assert env.terminal_reason == "completed"
+
+
+# -- failures ------------------------------------------------------------------------------------
+
+
+def test_a_stage_that_always_raises_ends_through_finalize():
+    # Given a stage that always fails
+    def explode(ctx: StageContext) -> dict[str, Any]:
+        raise RuntimeError("kaboom")
+
+    seen: dict[str, Any] = {}
+
+    def final(ctx: StageContext) -> dict[str, Any]:
+        seen["failure"] = ctx.scratch.get("failure")
+        return {"answer": "partial"}
+
+    cap = make("t_boom",
+               [AgentConfig(name="ok", default_next="boom"), AgentConfig(name="boom", default_next="done"),
+                AgentConfig(name="done")],
+               {"boom": Hooks(post=explode), "done": Hooks(post=final)})
+    driver = DirectDriver(cap)
+    # When
+    env = driver.run("fail please")
+    # Then
+    assert env.terminal_reason == "stage_failed:boom"
+    assert stages(env) == ["ok", "done"]
+    assert [(s.stage, s.mode) for s in driver.steps] == [("ok", "run"), ("boom", "run"), ("done", "finalize")]
+    assert [(e.stage, e.kind, e.message) for e in env.errors] == [("boom", "RuntimeError", "kaboom")]
+    assert seen["failure"] == {"reason": "stage_failed", "state": "boom", "error": "RuntimeError", "cause": "kaboom"}
+    assert env.outputs["done"] == {"answer": "partial"}
+    record = driver.stores.missions.get(env.mission_id)
+    assert (record.status, record.terminal_reason) == ("failed", "stage_failed:boom")
+    # and the failed attempt's events were kept, under a prefix of their own
+    types = event_types(driver, env)
+    assert EventType.FLOW_ERROR.value in types
+    assert types[-2:] == [EventType.AGENT_COMPLETED.value, EventType.FLOW_COMPLETED.value]
+
+
+def test_missing_required_output_fields_fail_the_stage():
+    cap = make("t_required",
+               [AgentConfig(name="a", required_output_fields=["verdict"], default_next="done"),
+                AgentConfig(name="done")],
+               {"a": Hooks(post=lambda ctx: {"other": 1}), "done": Hooks(post=answer)})
+    driver = DirectDriver(cap)
+    env = driver.run("go")
+    assert env.terminal_reason == "stage_failed:a"
+    assert driver.steps[1].mode == "finalize"
+    assert env.errors[0].kind == "StageOutputError"
+    assert "['verdict']" in env.errors[0].message
+
+
+# -- checkpoints -------------------------------------------------------------------------------
+
+
+def test_one_checkpoint_per_stage_chained_to_its_parent():
+    driver = DirectDriver(gather_think_done([]))
+    env = driver.run("checkpoint me")
+    checkpoints = driver.stores.checkpoints.list(env.mission_id)
+    assert [c.checkpoint_id for c in checkpoints] == ["0001-gather", "0002-think", "0003-done"]
+    assert [c.stage for c in checkpoints] == ["gather", "think", "done"]
+    assert [c.parent_id for c in checkpoints] == [None, "0001-gather", "0002-think"]
+    assert [c.envelope["next_stage"] for c in checkpoints] == ["think", "done", None]
+    assert env.checkpoint_id == "0003-done"
+
+
+def test_rerunning_a_stage_with_the_same_input_returns_the_stored_checkpoint():
+    # Given a finished mission
+    ran: list[str] = []
+    driver = DirectDriver(gather_think_done(ran))
+    env = driver.run("idempotent")
+    checkpoints = driver.stores.checkpoints.list(env.mission_id)
+    events_before = event_types(driver, env)
+    record_before = driver.stores.missions.get(env.mission_id)
+    # When 'think' runs again on the very input it had (a retried Lambda)
+    again = driver.runner.handle({"stage": "think", "mode": "run", "envelope": checkpoints[0].envelope})
+    # Then the stored result comes back: no fork, no extra events, no mission update
+    assert again == checkpoints[1].envelope
+    assert driver.stores.checkpoints.list(env.mission_id) == checkpoints
+    assert event_types(driver, env) == events_before
+    assert driver.stores.missions.get(env.mission_id) == record_before
+
+
+# -- events -------------------------------------------------------------------------------------
+
+
+def test_events_tell_the_story_in_order():
+    # Given tools, a judging stage with a decision, and the final stage
+    cap = make(
+        "t_events",
+        [AgentConfig(name="gather", has_tools=True, tool_access=ToolAccess.READ, default_next="judge"),
+         AgentConfig(name="judge", default_next="done"), AgentConfig(name="done")],
+        {"gather": Hooks(act=lambda ctx: ctx.tools.execute("t.echo", {"path": "x"}), post=lambda ctx: {}),
+         "judge": Hooks(post=lambda ctx: {"decision": "ACCEPT", "reason": "looks right"}),
+         "done": Hooks(post=answer)},
+        tools=catalog([]),
+    )
+    driver = DirectDriver(cap)
+    env = driver.run("tell me")
+    # Then
+    assert event_types(driver, env) == [
+        "orchestrator.started",
+        "agent_started", "executor.tool_started", "executor.tool_completed",
+        "orchestrator.stage_transition", "agent_completed",
+        "agent_started", "critic.decision", "orchestrator.stage_transition", "agent_completed",
+        "agent_started", "agent_completed", "orchestrator.completed",
+    ]
+    events, _ = driver.stores.events.read(env.mission_id, limit=100)
+    transitions = [(e.payload["from_stage"], e.payload["to_stage"]) for e in events
+                   if e.type is EventType.STAGE_TRANSITION]
+    assert transitions == [("gather", "judge"), ("judge", "done")]
+    decision = next(e for e in events if e.type is EventType.CRITIC_DECISION)
+    assert decision.payload == {"decision": "ACCEPT", "reason": "looks right"}
+    assert all(e.mission_id == env.mission_id and e.position for e in events)
+
+
+def test_interrupt_is_an_event():
+    driver = DirectDriver(clarifying("intake"))
+    env = driver.run("ask me", answers=[{"text": "x"}])
+    assert event_types(driver, env).count("interrupt.raised") == 1
+
+
+# -- bad requests ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def started() -> tuple[DirectDriver, dict[str, Any]]:
+    driver = DirectDriver(gather_think_done([]))
+    env = driver.run("requests")
+    return driver, driver.stores.checkpoints.list(env.mission_id)[0].envelope
+
+
+@pytest.mark.parametrize(
+    ("request_", "message"),
+    [
+        ({"stage": "nope", "mode": "run"}, "has no stage 'nope'"),
+        ({"stage": "think", "mode": "sideways"}, "unknown mode 'sideways'"),
+        ({"stage": "think", "mode": "run", "envelope": None}, "request has no envelope"),
+    ],
+)
+def test_bad_requests_are_stage_request_errors(started, request_, message):
+    driver, envelope = started
+    with pytest.raises(StageRequestError, match=message):
+        driver.runner.handle({"envelope": envelope, **request_})
+
+
+def test_an_envelope_of_another_capability_is_refused(started):
+    driver, envelope = started
+    with pytest.raises(StageRequestError, match="envelope belongs to 'someone_else'"):
+        driver.runner.handle({"stage": "think", "mode": "run", "envelope": {**envelope, "capability": "someone_else"}})
+
+
+# -- regressions ---------------------------------------------------------------------------------
+
+
+def test_a_timed_out_interrupt_is_not_left_pending_on_the_finished_mission():
+    # Given a question nobody answers
+    driver = DirectDriver(clarifying("intake"))
+    env = driver.run("do the thing", answers=[])
+    # Then the failed mission has no pending interrupt
+    record = driver.stores.missions.get(env.mission_id)
+    assert record.status == "failed"
+    assert record.pending_interrupt is None
+
+
+def _parallel_capability():
+    return make("t_parallel_hops",
+                [AgentConfig(name="a", default_next="b"), AgentConfig(name="b", requires=["a"], default_next="d"),
+                 AgentConfig(name="c", requires=["a"], default_next="d"), AgentConfig(name="d")],
+                {"d": Hooks(post=answer)})
+
+
+def _start(driver, cap, max_hops):
+    registry.register(cap)
+    start = build_envelope(MissionRequest(capability=cap.name, goal="g", bounds={"max_agent_hops": max_hops}))
+    driver.stores.missions.create(MissionRecord(mission_id=start.mission_id, user_id="u",
+                                                capability=cap.name, goal="g"))
+    return driver.runner.handle({"stage": "a", "mode": "run", "envelope": driver.codec.encode(start)})
+
+
+@pytest.mark.parametrize("max_hops", [3, 4])
+def test_a_parallel_group_stays_within_max_agent_hops(max_hops):
+    # Given a -> {b, c} -> d (final): the whole mission needs 4 hops
+    cap = _parallel_capability()
+    driver = DirectDriver(cap)
+    # When a has run (the driver has no Parallel state: the test plays the state machine itself)
+    state = _start(driver, cap, max_hops)
+    if max_hops == 3:
+        # Then with too few hops left the group does not start: the mission goes to its final stage
+        assert state["next_stage"] == "d" and state["terminal_reason"] == "max_agent_hops"
+        return
+    assert state["next_stage"] == "b"
+    deltas = [driver.runner.handle({"stage": m, "mode": "branch", "envelope": state}) for m in ("b", "c")]
+    state = driver.runner.handle({"stage": "d", "mode": "run", "envelope": {**state, "branch_results": deltas}})
+    env = driver.codec.decode(state)
+    # Then with enough hops the group and its join run, within the bound
+    assert [r.stage for r in env.history] == ["a", "b", "c", "d"]
+    assert env.counters.agent_hops <= env.bounds.max_agent_hops

@@ -1,0 +1,118 @@
+"""Property: every valid sequential pipeline terminates through its final stage within its bounds."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from missions.capability import Capability, StageContext, StageHooks
+from missions.envelope import Bounds
+from missions.llm.base import LLMRequest
+from missions.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
+from tests.support.driver import DirectDriver
+
+TERMINAL_REASONS = {"completed", "max_agent_hops", "max_iterations", "max_llm_calls"}
+
+
+class V(BaseModel):
+    v: int
+
+
+class ValueHooks(StageHooks):
+    """Outputs {"v": n}: from the model for LLM stages, from the same random stream otherwise."""
+
+    def __init__(self, rng: random.Random, llm: bool):
+        self.rng = rng
+        self.output_model = V if llm else None
+
+    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
+        return [{"role": "user", "content": ctx.agent.name}]
+
+    def post(self, ctx: StageContext) -> dict[str, Any]:
+        if ctx.agent.has_llm:
+            return ctx.llm_output.model_dump() if ctx.llm_output is not None else {}
+        return {"v": self.rng.randint(0, 3)}
+
+
+class Final(StageHooks):
+    def post(self, ctx: StageContext) -> dict[str, Any]:
+        return {"answer": ctx.envelope.terminal_reason}
+
+
+@st.composite
+def pipelines(draw: st.DrawFn) -> PipelineConfig:
+    n = draw(st.integers(3, 7))
+    names = [f"s{i}" for i in range(n)]
+    agents: list[AgentConfig] = []
+    limits: list[EdgeLimit] = []
+    for i in range(n - 1):
+        # any target; leaning forward keeps most examples reachable
+        default = draw(st.one_of(st.just(i + 1), st.integers(0, n - 1)))
+        rules = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, n - 1)), max_size=2))
+        agents.append(AgentConfig(
+            name=names[i],
+            has_llm=draw(st.booleans()),
+            counts_iteration=draw(st.integers(0, 2)) == 0,
+            routing_rules=[RoutingRule(field="v", value=value, target=names[t]) for value, t in rules],
+            default_next=names[default],
+        ))
+        for target in sorted({default, *(t for _, t in rules)}):
+            if target <= i:  # a back edge (or a self loop): bound it
+                limits.append(EdgeLimit(from_stage=names[i], to_stage=names[target],
+                                        max_count=draw(st.integers(0, 3))))
+    agents.append(AgentConfig(name=names[-1]))
+    try:
+        return PipelineConfig(name="prop", agents=agents, edge_limits=limits)
+    except ValueError:  # pydantic wraps PipelineError: unreachable stages
+        assume(False)
+        raise
+
+
+BOUNDS = st.builds(
+    dict,
+    max_agent_hops=st.integers(2, 30),
+    max_iterations=st.integers(1, 5),
+    max_llm_calls=st.integers(0, 20),
+)
+
+
+def capability(pipeline: PipelineConfig, seed: int) -> Capability:
+    rng = random.Random(seed)
+
+    def policy(request: LLMRequest) -> dict[str, Any]:
+        return {"v": rng.randint(0, 3)}
+
+    hooks: dict[str, StageHooks] = {a.name: ValueHooks(rng, a.has_llm) for a in pipeline.agents[:-1]}
+    hooks[pipeline.final] = Final()
+    return Capability(name="t_termination", description="property", pipeline=pipeline, hooks=hooks,
+                      offline_policy=policy)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(pipeline=pipelines(), bounds=BOUNDS, seed=st.integers(0, 2**32 - 1))
+def test_every_mission_terminates_through_its_final_stage_within_bounds(pipeline, bounds, seed):
+    # Given a random valid pipeline, random bounds and a random model
+    driver = DirectDriver(capability(pipeline, seed))
+    # When (the driver raises AssertionError if the mission never ends)
+    env = driver.run("go", bounds=bounds)
+    event(f"ended by {env.terminal_reason.split(':')[0]}")
+    event(f"hops {'<=5' if env.counters.agent_hops <= 5 else '6-15' if env.counters.agent_hops <= 15 else '>15'}")
+    # Then it ended through the final stage ...
+    assert env.next_stage is None
+    assert env.history[-1].stage == pipeline.final
+    assert [r.stage for r in env.history].count(pipeline.final) == 1
+    assert all(step.mode == "run" and step.error is None for step in driver.steps)
+    # ... for a known reason ...
+    assert env.terminal_reason in TERMINAL_REASONS or env.terminal_reason.startswith("edge_limit:")
+    # ... within every bound
+    limit = Bounds(**{**pipeline.bounds.model_dump(), **bounds})
+    assert env.counters.agent_hops <= limit.max_agent_hops
+    assert env.counters.agent_hops == len(env.history)
+    assert env.counters.iterations <= limit.max_iterations
+    assert env.counters.llm_calls <= limit.max_llm_calls
+    for edge in pipeline.edge_limits:
+        assert env.edge_counts.get(f"{edge.from_stage}->{edge.to_stage}", 0) <= edge.max_count
