@@ -40,6 +40,7 @@ def answer_interrupt(
     except Exception as exc:
         code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
         if code in ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken"):
+            interrupts.expire(mission_id, interrupt_id)  # the answer was refused: do not keep it
             raise ConflictError(f"interrupt {interrupt_id} can no longer be answered ({code})") from exc
         raise
     events.append(mission_id, f"{record.checkpoint_id or '0000'}~answer-{interrupt_id}", [

@@ -40,7 +40,7 @@ from missions.events import Event, EventType
 from missions.llm.base import LLMProvider, LLMRequest
 from missions.offload import EnvelopeCodec
 from missions.routing import Decision, apply, decide, on_error
-from missions.store.ports import Checkpoint, CheckpointStore, EventStore, MissionStore
+from missions.store.ports import Checkpoint, CheckpointStore, EventStore, InterruptStore, MissionStore, NotFound
 from missions.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor
 
 MODES = ("run", "join", "branch", "item", "finalize")
@@ -81,6 +81,7 @@ class StageServices:
     codec: EnvelopeCodec
     llm: Callable[[Capability], LLMProvider]
     missions: MissionStore | None = None
+    interrupts: InterruptStore | None = None  # to expire interrupts that ended unanswered
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 
@@ -141,6 +142,7 @@ class StageRunner:
         if mode == "finalize" and envelope.interrupt is not None and envelope.resume is None:
             envelope.record_error(envelope.interrupt.stage, "interrupt",
                                   f"interrupt {envelope.interrupt.id} ended unanswered")
+            self._expire(envelope.mission_id, envelope.interrupt.id)
             envelope.interrupt = None
         item_results = self._absorb_branches(envelope, stage, mode, emit)
         resume = self._absorb_resume(envelope, emit)
@@ -278,6 +280,13 @@ class StageRunner:
         missing = [f for f in self.pipeline.agent(stage).required_output_fields if f not in output]
         if missing:
             raise StageOutputError(f"stage '{stage}' output lacks required field(s) {missing}")
+
+    def _expire(self, mission_id: str, interrupt_id: str) -> None:
+        if self.services.interrupts is not None:
+            try:
+                self.services.interrupts.expire(mission_id, interrupt_id)
+            except NotFound:
+                pass  # it timed out before its token was even stored
 
     # -- absorbing what the state machine brought back --------------------------------
 

@@ -119,7 +119,8 @@ class Runtime:
         if capability_name not in self._runners:
             capability = registry.load(capability_name)
             services = StageServices(checkpoints=self.checkpoints, events=self.events, codec=self.codec,
-                                     llm=self.llm_for, missions=self.missions, on_timings=self._on_timings)
+                                     llm=self.llm_for, missions=self.missions, interrupts=self.interrupts,
+                                     on_timings=self._on_timings)
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]
 

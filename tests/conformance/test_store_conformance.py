@@ -374,6 +374,22 @@ def test_interrupt_put_after_answer_conflicts(backend):
     assert got.task_token == "token-1"
 
 
+def test_interrupt_expire_drops_an_undelivered_answer(backend):
+    # Given an answer that Step Functions then refused (the token had timed out)
+    backend.interrupts.put(interrupt("m1", "int_1"))
+    backend.interrupts.answer("m1", "int_1", InterruptResponse(decision="late"))
+    # When it is expired
+    backend.interrupts.expire("m1", "int_1")
+    # Then it is neither pending nor answered, and cannot be answered again
+    got = backend.interrupts.get("m1", "int_1")
+    assert (got.status, got.response, got.answered_at) == ("expired", None, None)
+    assert backend.interrupts.pending("m1") == []
+    with pytest.raises(ConflictError):
+        backend.interrupts.answer("m1", "int_1", InterruptResponse(decision="again"))
+    with pytest.raises(NotFound):
+        backend.interrupts.expire("m1", "missing")
+
+
 def test_interrupt_pending(backend):
     backend.interrupts.put(interrupt("m1", "int_1"))
     backend.interrupts.put(interrupt("m1", "int_2"))

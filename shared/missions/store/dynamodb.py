@@ -413,6 +413,21 @@ class DynamoInterruptStore:
             raise ConflictError(f"interrupt {interrupt_id} is already {current.status}") from None
         return self._decode(result["Attributes"])
 
+    def expire(self, mission_id: str, interrupt_id: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key=self._key(mission_id, interrupt_id),
+                UpdateExpression="SET #s = :expired REMOVE #r, answered_at",
+                ConditionExpression="attribute_exists(interrupt_id)",
+                ExpressionAttributeNames={"#s": "status", "#r": "response"},
+                ExpressionAttributeValues={":expired": {"S": "expired"}},
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            raise NotFound(f"interrupt {mission_id}/{interrupt_id}") from None
+
     def pending(self, mission_id: str) -> list[InterruptRecord]:
         items = _query_all(
             self._client,

@@ -123,6 +123,14 @@ class MemoryInterruptStore:
             self._items[(mission_id, interrupt_id)] = record
             return record.model_copy(deep=True)
 
+    def expire(self, mission_id: str, interrupt_id: str) -> None:
+        with self._lock:
+            record = self._items.get((mission_id, interrupt_id))
+            if record is None:
+                raise NotFound(f"interrupt {mission_id}/{interrupt_id}")
+            self._items[(mission_id, interrupt_id)] = record.model_copy(
+                update={"status": "expired", "response": None, "answered_at": None})
+
     def pending(self, mission_id: str) -> list[InterruptRecord]:
         return [r for (m, _), r in self._items.items() if m == mission_id and r.status == "pending"]
 

@@ -112,4 +112,7 @@ class InterruptStore(Protocol):
     def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse) -> InterruptRecord:
         """Mark answered exactly once; ConflictError when it is not pending."""
 
+    def expire(self, mission_id: str, interrupt_id: str) -> None:
+        """Mark it expired (timed out, or its answer could not be delivered); NotFound if missing."""
+
     def pending(self, mission_id: str) -> list[InterruptRecord]: ...

@@ -1,0 +1,161 @@
+"""Shared helpers of the integration tests: small test capabilities and the `integration` marker.
+
+Every test in this folder runs against moto (see shared/missions/local), so every test here is
+marked `integration` (`-m "not integration"` skips them).
+
+Test capabilities are built with `make_capability`: a PipelineConfig from a few AgentConfigs,
+hooks from plain functions (`FnHooks`) and a deterministic offline policy (`offline_policy`)
+for stages that have an LLM. Register them with `missions.capability.register` before entering
+a LocalCloud; `registered(...)` does that for a block and unregisters them afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from missions import capability as registry
+from missions.capability import Capability, StageContext, StageHooks
+from missions.compiler import FINALIZE
+from missions.llm.base import LLMRequest
+from missions.pipeline import AgentConfig, PipelineConfig
+from missions.tools import ToolCatalog
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parents[1]  # tests/integration -> tests -> the repository
+
+
+# --------------------------------------------------------------------------- marker
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test collected from this folder (and only those) as `integration`."""
+    for item in items:
+        if HERE in Path(item.path).resolve().parents:
+            item.add_marker(pytest.mark.integration)
+
+
+# --------------------------------------------------------------------------- capabilities
+
+Hook = Callable[[StageContext], Any]
+
+
+class Note(BaseModel):
+    """What the scripted model of a test capability answers."""
+
+    text: str
+
+
+def offline_policy(request: LLMRequest) -> Note:
+    """The test capabilities' model: names the stage and the latest human answer, if any."""
+    answers = getattr(request.envelope, "answers", None) or []
+    heard = answers[-1]["response"].get("text") if answers else None
+    return Note(text=f"{request.stage} heard {heard!r}")
+
+
+class FnHooks(StageHooks):
+    """Stage hooks from plain functions; any hook left out keeps StageHooks' default."""
+
+    def __init__(self, *, pre: Hook | None = None, act: Hook | None = None, post: Hook | None = None,
+                 llm: bool = False):
+        self._pre, self._act, self._post = pre, act, post
+        if llm:
+            self.output_model = Note
+
+    def pre(self, ctx: StageContext) -> None:
+        if self._pre is not None:
+            self._pre(ctx)
+
+    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
+        return [{"role": "user", "content": f"{ctx.agent.name}: {ctx.goal}"}]
+
+    def act(self, ctx: StageContext) -> None:
+        if self._act is not None:
+            self._act(ctx)
+
+    def post(self, ctx: StageContext) -> dict[str, Any]:
+        if self._post is not None:
+            return self._post(ctx)
+        return super().post(ctx)
+
+
+def answer_hooks(text: str = "done") -> FnHooks:
+    """Hooks of a final stage: an answer (the runner's mission result reads `answer`)."""
+    return FnHooks(post=lambda ctx: {"answer": text})
+
+
+def chain(*names: str, **overrides: dict[str, Any]) -> list[AgentConfig]:
+    """A linear pipeline names[0] -> names[1] -> ... ; overrides[name] adds AgentConfig fields."""
+    agents = []
+    for index, name in enumerate(names):
+        fields: dict[str, Any] = {"name": name}
+        if index + 1 < len(names):
+            fields["default_next"] = names[index + 1]
+        fields.update(overrides.get(name, {}))
+        agents.append(AgentConfig(**fields))
+    return agents
+
+
+def make_capability(
+    name: str,
+    agents: Iterable[AgentConfig | dict[str, Any]],
+    hooks: dict[str, StageHooks] | None = None,
+    *,
+    catalog: ToolCatalog | None = None,
+    policy: Callable[[LLMRequest], Any] = offline_policy,
+    **pipeline: Any,
+) -> Capability:
+    """A small capability; `pipeline` holds PipelineConfig fields (bounds, resume stages, ...).
+
+    Retries wait the minimum (1 s: moto really sleeps on Retry intervals).
+    """
+    pipeline.setdefault("retry_interval_seconds", 1)
+    config = PipelineConfig(
+        name=name,
+        agents=[a if isinstance(a, AgentConfig) else AgentConfig(**a) for a in agents],
+        **pipeline,
+    )
+    return Capability(
+        name=name,
+        description=f"integration-test capability '{name}'",
+        pipeline=config,
+        hooks=dict(hooks or {}),
+        offline_policy=policy,
+        catalog=catalog or ToolCatalog(),
+    )
+
+
+def register_all(capabilities: Iterable[Capability]) -> list[str]:
+    """Register capabilities (before a LocalCloud is entered) and return their names."""
+    names = []
+    for capability in capabilities:
+        registry.register(capability)
+        names.append(capability.name)
+    return names
+
+
+@contextmanager
+def registered(capabilities: Iterable[Capability]) -> Iterator[list[str]]:
+    """register_all for the duration of a block, so test capabilities do not leak into
+    registry.available() for later tests (the registry has no public unregister)."""
+    capabilities = list(capabilities)
+    saved = {c.name: registry._CACHE.get(c.name) for c in capabilities}
+    try:
+        yield register_all(capabilities)
+    finally:
+        for name, previous in saved.items():
+            if previous is None:
+                registry._CACHE.pop(name, None)
+            else:
+                registry._CACHE[name] = previous
+
+
+def stage_tasks(states: Iterable[str], capability: Capability) -> list[str]:
+    """The stage Task states among states entered: one per stage run (plus `finalize`)."""
+    stages = set(capability.pipeline.stage_names()) | {FINALIZE}
+    return [state for state in states if state in stages]

@@ -1,0 +1,375 @@
+"""The moto patches of shared/missions/local/patches.py, tested against moto itself.
+
+moto is pinned exactly because the local emulation replaces two of its internals
+(`LambdaFunction._invoke_lambda` and `Rule.send_to_targets`). If a moto upgrade renames,
+re-signs or bypasses either, these tests fail loudly instead of the emulation silently
+running nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import uuid
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from missions.local import patches
+
+REGION = "us-east-1"
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_DEFAULT_REGION": REGION,
+}
+
+
+def _code_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "def lambda_handler(event, context):\n    raise RuntimeError('in-process only')\n")
+    return buffer.getvalue()
+
+
+def _eventually(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"{what} not reached within {timeout}s")
+
+
+@dataclass
+class Aws:
+    """moto clients plus helpers to create functions whose handlers run in-process."""
+
+    lambda_: Any
+    sfn: Any
+    events: Any
+    sqs: Any
+    role: str
+    registered: list[str] = field(default_factory=list)
+
+    def function(self, handler: Callable[[dict[str, Any], Any], Any] | None) -> tuple[str, str]:
+        """Create a Lambda function (registering `handler` unless None); return (name, arn)."""
+        name = f"fn-{uuid.uuid4().hex[:10]}"
+        arn = self.lambda_.create_function(
+            FunctionName=name, Runtime="python3.12", Role=self.role, Handler="handler.lambda_handler",
+            Code={"ZipFile": _code_zip()},
+        )["FunctionArn"]
+        if handler is not None:
+            patches.register(name, handler)
+            self.registered.append(name)
+        return name, arn
+
+    def state_machine(self, definition: dict[str, Any]) -> str:
+        return self.sfn.create_state_machine(
+            name=f"sm-{uuid.uuid4().hex[:10]}", definition=json.dumps(definition), roleArn=self.role,
+        )["stateMachineArn"]
+
+    def finished(self, execution_arn: str, timeout: float = 10.0) -> dict[str, Any]:
+        def done() -> dict[str, Any] | None:
+            described = self.sfn.describe_execution(executionArn=execution_arn)
+            return described if described["status"] != "RUNNING" else None
+
+        return _eventually(done, timeout, f"end of {execution_arn}")
+
+
+def _patched() -> bool:
+    from moto.awslambda.models import LambdaFunction
+    from moto.events.models import Rule
+
+    return (LambdaFunction._invoke_lambda is patches._invoke_lambda
+            and Rule.send_to_targets is patches._send_to_targets)
+
+
+@pytest.fixture
+def keep_patch_state() -> Iterator[None]:
+    """Whatever a test does to the patches, leave them as they were (another module may use them)."""
+    was_installed = _patched()
+    yield
+    if was_installed:
+        patches.install()
+    else:
+        patches.uninstall()
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch, keep_patch_state: None) -> Iterator[Aws]:
+    for key, value in FAKE_CREDENTIALS.items():
+        monkeypatch.setenv(key, value)
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        patches.install()
+        iam = boto3.client("iam", region_name=REGION)
+        role = iam.create_role(RoleName="patches-test", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        clients = Aws(
+            lambda_=boto3.client("lambda", region_name=REGION),
+            sfn=boto3.client("stepfunctions", region_name=REGION),
+            events=boto3.client("events", region_name=REGION),
+            sqs=boto3.client("sqs", region_name=REGION),
+            role=role,
+        )
+        try:
+            yield clients
+        finally:
+            for name in clients.registered:
+                patches.unregister(name)
+
+
+def _payload(response: dict[str, Any]) -> Any:
+    return json.loads(response["Payload"].read())
+
+
+# --------------------------------------------------------------------------- the patch points
+
+
+def test_the_patched_moto_internals_still_exist() -> None:
+    # Given the pinned moto
+    from moto.awslambda.models import LambdaFunction
+    from moto.events.models import Rule
+
+    # Then the two internals the emulation replaces are still there, with the arguments it passes
+    assert callable(getattr(LambdaFunction, "_invoke_lambda", None)), "moto renamed LambdaFunction._invoke_lambda"
+    assert callable(getattr(Rule, "send_to_targets", None)), "moto renamed Rule.send_to_targets"
+    import inspect
+
+    assert "event" in inspect.signature(LambdaFunction._invoke_lambda).parameters
+    assert list(inspect.signature(Rule.send_to_targets).parameters)[:3] == ["self", "original_event", "transform_input"]
+
+
+# --------------------------------------------------------------------------- Lambda
+
+
+def test_boto3_invoke_calls_the_registered_handler_and_round_trips_the_payload(aws: Aws) -> None:
+    # Given a function whose handler echoes what it got
+    calls: list[tuple[dict[str, Any], Any]] = []
+
+    def echo(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        calls.append((event, context))
+        return {"got": event, "function": context.function_name}
+
+    name, arn = aws.function(echo)
+    payload = {"text": "héllo", "numbers": [1, 2.5, -3], "nested": {"none": None, "flag": True}}
+
+    # When it is invoked through the Lambda API
+    response = aws.lambda_.invoke(FunctionName=name, Payload=json.dumps(payload))
+
+    # Then the handler ran in-process once, with the payload and a Lambda-like context
+    assert "FunctionError" not in response
+    assert _payload(response) == {"got": payload, "function": name}
+    [(event, context)] = calls
+    assert event == payload
+    assert context.function_name == name and context.aws_request_id
+    assert context.get_remaining_time_in_millis() > 0
+
+
+def test_a_raising_handler_is_a_function_error_named_after_the_exception(aws: Aws) -> None:
+    # Given a handler that raises an exception of its own class
+    class LedgerUnbalanced(Exception):
+        pass
+
+    def broken(event: dict[str, Any], context: Any) -> None:
+        raise LedgerUnbalanced("off by one")
+
+    name, _ = aws.function(broken)
+
+    # When it is invoked
+    response = aws.lambda_.invoke(FunctionName=name, Payload=b"{}")
+
+    # Then Lambda reports a function error whose type is the exception's class name
+    assert response.get("FunctionError"), response
+    error = _payload(response)
+    assert error["errorType"] == "LedgerUnbalanced"
+    assert error["errorMessage"] == "off by one"
+    assert error["stackTrace"]
+
+
+def test_an_unregistered_function_errors_with_function_not_registered(aws: Aws) -> None:
+    # Given a function that exists in moto but has no in-process handler
+    name, _ = aws.function(None)
+
+    # When it is invoked
+    response = aws.lambda_.invoke(FunctionName=name, Payload=b"{}")
+
+    # Then the error says so, instead of moto trying Docker
+    assert response.get("FunctionError"), response
+    error = _payload(response)
+    assert error["errorType"] == "FunctionNotRegistered"
+    assert name in error["errorMessage"]
+
+
+# --------------------------------------------------------------------------- Step Functions
+
+
+def test_a_step_functions_task_with_a_function_arn_calls_the_handler(aws: Aws) -> None:
+    # Given a state machine whose only Task is the function's ARN
+    _, arn = aws.function(lambda event, context: {"doubled": event["n"] * 2, "seen": event})
+    machine = aws.state_machine({"StartAt": "Double", "States": {
+        "Double": {"Type": "Task", "Resource": arn, "End": True}}})
+
+    # When an execution runs
+    execution = aws.sfn.start_execution(stateMachineArn=machine, input=json.dumps({"n": 21}))["executionArn"]
+    described = aws.finished(execution)
+
+    # Then the handler's result is the execution's output
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == {"doubled": 42, "seen": {"n": 21}}
+
+
+def test_wait_for_task_token_calls_the_handler_and_resumes_on_send_task_success(aws: Aws) -> None:
+    # Given a waitForTaskToken Task whose handler keeps the token
+    received: list[dict[str, Any]] = []
+    _, arn = aws.function(lambda event, context: received.append(event) or {"stored": True})
+    machine = aws.state_machine({"StartAt": "Wait", "States": {"Wait": {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {"FunctionName": arn, "Payload": {"token.$": "$$.Task.Token", "question.$": "$.question"}},
+        "TimeoutSeconds": 60,
+        "End": True,
+    }}})
+
+    # When an execution starts, the handler gets the token and the execution waits
+    execution = aws.sfn.start_execution(stateMachineArn=machine, input=json.dumps({"question": "which?"}))["executionArn"]
+    [event] = _eventually(lambda: received, what="the waitForTaskToken handler call")
+    assert event["question"] == "which?" and event["token"]
+    time.sleep(0.1)
+    assert aws.sfn.describe_execution(executionArn=execution)["status"] == "RUNNING"
+
+    # And the token is answered
+    aws.sfn.send_task_success(taskToken=event["token"], output=json.dumps({"answer": "the blue one"}))
+
+    # Then the execution resumes and ends with the answer
+    described = aws.finished(execution)
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == {"answer": "the blue one"}
+
+
+# --------------------------------------------------------------------------- EventBridge
+
+
+def test_an_eventbridge_rule_with_a_lambda_target_delivers_to_the_handler(aws: Aws) -> None:
+    # Given a rule matching one source with a Lambda target
+    delivered: list[dict[str, Any]] = []
+    _, arn = aws.function(lambda event, context: delivered.append(event))
+    aws.events.put_rule(Name="to-lambda", EventPattern=json.dumps({"source": ["tests.app"]}))
+    aws.events.put_targets(Rule="to-lambda", Targets=[{"Id": "fn", "Arn": arn}])
+
+    # When a matching and a non-matching event are put
+    result = aws.events.put_events(Entries=[
+        {"Source": "tests.app", "DetailType": "mission.finished", "Detail": json.dumps({"mission": "m_1"})},
+        {"Source": "tests.other", "DetailType": "mission.finished", "Detail": json.dumps({"mission": "m_2"})},
+    ])
+
+    # Then only the matching event reached the handler, as an EventBridge event
+    assert result["FailedEntryCount"] == 0
+    [event] = _eventually(lambda: delivered, what="delivery to the Lambda target")
+    assert event["source"] == "tests.app"
+    assert event["detail-type"] == "mission.finished"
+    assert event["detail"] == {"mission": "m_1"}
+
+
+def test_an_eventbridge_rule_with_a_step_functions_target_starts_an_execution(aws: Aws) -> None:
+    # Given a state machine and a rule targeting it
+    _, arn = aws.function(lambda event, context: {"source": event["source"], "detail": event["detail"]})
+    machine = aws.state_machine({"StartAt": "T", "States": {"T": {"Type": "Task", "Resource": arn, "End": True}}})
+    aws.events.put_rule(Name="to-sfn", EventPattern=json.dumps({"source": ["tests.sfn"]}))
+    aws.events.put_targets(Rule="to-sfn", Targets=[{"Id": "sm", "Arn": machine, "RoleArn": aws.role}])
+
+    # When a matching event is put
+    aws.events.put_events(Entries=[{"Source": "tests.sfn", "DetailType": "go", "Detail": json.dumps({"n": 1})}])
+
+    # Then one execution started, with the event as its input
+    [execution] = _eventually(lambda: aws.sfn.list_executions(stateMachineArn=machine)["executions"],
+                              what="an execution started by EventBridge")
+    described = aws.finished(execution["executionArn"])
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == {"source": "tests.sfn", "detail": {"n": 1}}
+
+
+def test_a_schedule_only_rule_is_skipped_without_error(aws: Aws) -> None:
+    # Given a schedule-only rule (no event pattern, so moto would match every event) with a Lambda target
+    ticks: list[dict[str, Any]] = []
+    _, arn = aws.function(lambda event, context: ticks.append(event))
+    aws.events.put_rule(Name="every-five-minutes", ScheduleExpression="rate(5 minutes)")
+    aws.events.put_targets(Rule="every-five-minutes", Targets=[{"Id": "tick", "Arn": arn}])
+
+    # When any event is put
+    result = aws.events.put_events(Entries=[{"Source": "tests.app", "DetailType": "x", "Detail": "{}"}])
+
+    # Then nothing fails and the schedule's target was not called
+    assert result["FailedEntryCount"] == 0
+    time.sleep(0.1)
+    assert ticks == []
+
+
+def test_targets_the_patch_does_not_handle_are_left_to_moto(aws: Aws) -> None:
+    # Given a rule with a Lambda target and an SQS target
+    delivered: list[dict[str, Any]] = []
+    _, arn = aws.function(lambda event, context: delivered.append(event))
+    queue_url = aws.sqs.create_queue(QueueName="mission-events")["QueueUrl"]
+    queue_arn = aws.sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    aws.events.put_rule(Name="mixed", EventPattern=json.dumps({"source": ["tests.mixed"]}))
+    aws.events.put_targets(Rule="mixed", Targets=[{"Id": "fn", "Arn": arn}, {"Id": "q", "Arn": queue_arn}])
+
+    # When a matching event is put
+    aws.events.put_events(Entries=[{"Source": "tests.mixed", "DetailType": "x", "Detail": json.dumps({"k": 1})}])
+
+    # Then the handler got it and moto still delivered to SQS
+    assert len(delivered) == 1
+    messages = aws.sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)["Messages"]
+    assert [json.loads(m["Body"])["detail"] for m in messages] == [{"k": 1}]
+
+
+# --------------------------------------------------------------------------- install / uninstall
+
+
+def test_install_is_idempotent_and_uninstall_restores_the_originals(keep_patch_state: None) -> None:
+    from moto.awslambda.models import LambdaFunction
+    from moto.events.models import Rule
+
+    # Given moto without the patches
+    patches.uninstall()
+    original_invoke, original_send = LambdaFunction._invoke_lambda, Rule.send_to_targets
+    assert not _patched()
+
+    # When the patches are installed twice
+    patches.install()
+    patches.install()
+
+    # Then they are in place, and the second install did not record the patch as "the original"
+    assert _patched()
+    assert patches._ORIGINAL["invoke"] is original_invoke
+    assert patches._ORIGINAL["send_to_targets"] is original_send
+
+    # When they are uninstalled (twice: also idempotent)
+    patches.uninstall()
+    patches.uninstall()
+
+    # Then moto's own methods are back
+    assert LambdaFunction._invoke_lambda is original_invoke
+    assert Rule.send_to_targets is original_send
+
+
+def test_registration_is_by_function_name() -> None:
+    # Given a handler registered under a name
+    name = f"fn-{uuid.uuid4().hex[:10]}"
+    patches.register(name, lambda event, context: None)
+    try:
+        # Then it is known until unregistered (unregistering twice is harmless)
+        assert patches.registered(name)
+    finally:
+        patches.unregister(name)
+        patches.unregister(name)
+    assert not patches.registered(name)
