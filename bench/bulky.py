@@ -46,14 +46,20 @@ class Report(StageHooks):
 CAPABILITY = Capability(
     name="bench_bulky",
     description="benchmark: a 2 MB tool output",
-    pipeline=PipelineConfig(name="bench_bulky", agents=[
-        AgentConfig(name="fetch", has_tools=True, tool_access=ToolAccess.READ, allowed_tools=["bulk.dump"],
-                    default_next="report"),
-        AgentConfig(name="report"),
-    ]),
+    pipeline=PipelineConfig(
+        name="bench_bulky",
+        agents=[
+            AgentConfig(
+                name="fetch",
+                has_tools=True,
+                tool_access=ToolAccess.READ,
+                allowed_tools=["bulk.dump"],
+                default_next="report",
+            ),
+            AgentConfig(name="report"),
+        ],
+    ),
     hooks={"fetch": Fetch(), "report": Report()},
     offline_policy=lambda request: {},
     catalog=CATALOG,
 )
-
-

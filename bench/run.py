@@ -29,15 +29,14 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def missions_on_emulation() -> dict:
+    from bench import bulky
     from missions import capability as registry
     from missions.local.emulation import LocalCloud
-
-    from bench import bulky
 
     registry.register(bulky.CAPABILITY)
     timings: list[tuple[str, float, float, float]] = []
 
-    def record(stage, t):  # noqa: ANN001
+    def record(stage, t):
         timings.append((stage, t.total_ms, t.overhead_ms, t.llm_ms + t.tools_ms))
 
     with LocalCloud(["code_analysis", "bench_bulky"], on_timings=record) as cloud:
@@ -69,7 +68,8 @@ def missions_on_emulation() -> dict:
 IMPORTS = {
     "boto3": "import boto3",
     # what the runtime must import whatever its own code does: the AWS SDK, pydantic, Powertools
-    "dependency_floor": "import boto3, pydantic; from pydantic import BaseModel; from aws_lambda_powertools import Logger",
+    "dependency_floor": "import boto3, pydantic; from pydantic import BaseModel; "
+    "from aws_lambda_powertools import Logger",
     "non_llm_stage": "import functions.stage.handler, capabilities.code_analysis",
     "llm_stage": "import functions.stage.handler, capabilities.code_analysis, missions.llm.openai_provider",
 }
@@ -121,15 +121,17 @@ runtime = Runtime()
 envelope = build_envelope(MissionRequest(capability="code_analysis", goal=sys.argv[1], context={"repo": sys.argv[2]}))
 encoded = runtime.codec.encode(envelope)
 for stage in ("perception", "intent"):
-    encoded = handler.lambda_handler({"stage": stage, "mode": "run", "envelope": encoded}, LocalContext(stage), runtime=runtime)
+    request = {"stage": stage, "mode": "run", "envelope": encoded}
+    encoded = handler.lambda_handler(request, LocalContext(stage), runtime=runtime)
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the parent across fork and exec
 print(next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024)
 """
 
 
 def peak_memory_mb() -> float:
-    result = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, DEMO, str(ROOT)], cwd=ROOT,
-                            capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", PEAK_SCRIPT, DEMO, str(ROOT)], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     return round(float(result.stdout.strip().splitlines()[-1]), 1)
 
 
@@ -149,16 +151,25 @@ def main() -> None:
     results["checks"] = checks
     table = Table("measure", "value")
     table.add_row("demo: stages / wall", f"{demo['stages']} / {demo['wall_s']} s")
-    table.add_row("stage overhead (excl. LLM and tools) median / p95",
-                  f"{demo['stage_overhead_ms_median']} / {demo['stage_overhead_ms_p95']} ms")
+    table.add_row(
+        "stage overhead (excl. LLM and tools) median / p95",
+        f"{demo['stage_overhead_ms_median']} / {demo['stage_overhead_ms_p95']} ms",
+    )
     table.add_row("demo: state transitions", str(demo["state_transitions"]))
     table.add_row("largest state: demo", f"{demo['largest_state_bytes'] / 1024:.1f} KB")
-    table.add_row("largest state: 2 MB tool output", f"{bulky['largest_state_bytes'] / 1024:.1f} KB "
-                  f"(tool returned {bulky['tool_output_bytes'] / 1e6:.1f} MB)")
+    table.add_row(
+        "largest state: 2 MB tool output",
+        f"{bulky['largest_state_bytes'] / 1024:.1f} KB (tool returned {bulky['tool_output_bytes'] / 1e6:.1f} MB)",
+    )
     table.add_row("import boto3 (baseline)", f"{imports['boto3_ms']} ms")
-    table.add_row("import boto3 + pydantic + Powertools (floor)",
-                  f"{imports['dependency_floor_ms']} ms ({imports['dependency_floor_ratio']}x)")
-    table.add_row("import non-LLM stage handler", f"{imports['non_llm_stage_ms']} ms ({imports['non_llm_import_ratio']}x; own code {imports['own_code_ms']} ms)")
+    table.add_row(
+        "import boto3 + pydantic + Powertools (floor)",
+        f"{imports['dependency_floor_ms']} ms ({imports['dependency_floor_ratio']}x)",
+    )
+    table.add_row(
+        "import non-LLM stage handler",
+        f"{imports['non_llm_stage_ms']} ms ({imports['non_llm_import_ratio']}x; own code {imports['own_code_ms']} ms)",
+    )
     table.add_row("import LLM stage handler", f"{imports['llm_stage_ms']} ms ({imports['llm_import_ratio']}x)")
     table.add_row("peak RSS: import + run 2 stages", f"{results['peak_rss_mb']} MB")
     for name, ok in checks.items():

@@ -9,39 +9,72 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from missions.capability import Capability
-from missions.envelope import Bounds
-from missions.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule, ToolAccess
-
 from capabilities.code_analysis import stages
 from capabilities.code_analysis.policy import offline_policy
 from capabilities.code_analysis.repo_tools import CATALOG
+from missions.capability import Capability
+from missions.envelope import Bounds
+from missions.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule, ToolAccess
 
 READ_TOOLS = ["code.list_files", "code.grep", "code.read_lines", "code.find_symbol"]
 
 PIPELINE = PipelineConfig(
     name="code_analysis",
     agents=[
-        AgentConfig(name="perception", description="normalize the question, survey the repository",
-                    has_tools=True, tool_access=ToolAccess.READ, allowed_tools=["code.list_files"],
-                    default_next="intent", memory_mb=256),
-        AgentConfig(name="intent", description="split the question into goals", has_llm=True,
-                    model_role="classifier", required_output_fields=["goals"], default_next="planner"),
-        AgentConfig(name="planner", description="plan tool calls for the current goal", has_llm=True,
-                    model_role="planner", counts_iteration=True, default_next="traverser"),
-        AgentConfig(name="traverser", description="run the plan's tools and collect cited evidence",
-                    has_tools=True, tool_access=ToolAccess.READ, allowed_tools=READ_TOOLS,
-                    default_next="synthesizer", timeout_seconds=120),
-        AgentConfig(name="synthesizer", description="turn evidence into cited findings", has_llm=True,
-                    model_role="synthesizer", default_next="critic"),
-        AgentConfig(name="critic", description="judge the findings against the goals", has_llm=True,
-                    model_role="critic", required_output_fields=["decision"],
-                    routing_rules=[
-                        RoutingRule(field="decision", value="REPLAN", target="planner"),
-                        RoutingRule(field="decision", value="NEXT_STAGE", target="planner"),
-                        RoutingRule(field="decision", value="COMPLETE", target="integration"),
-                    ],
-                    default_next="integration"),
+        AgentConfig(
+            name="perception",
+            description="normalize the question, survey the repository",
+            has_tools=True,
+            tool_access=ToolAccess.READ,
+            allowed_tools=["code.list_files"],
+            default_next="intent",
+            memory_mb=256,
+        ),
+        AgentConfig(
+            name="intent",
+            description="split the question into goals",
+            has_llm=True,
+            model_role="classifier",
+            required_output_fields=["goals"],
+            default_next="planner",
+        ),
+        AgentConfig(
+            name="planner",
+            description="plan tool calls for the current goal",
+            has_llm=True,
+            model_role="planner",
+            counts_iteration=True,
+            default_next="traverser",
+        ),
+        AgentConfig(
+            name="traverser",
+            description="run the plan's tools and collect cited evidence",
+            has_tools=True,
+            tool_access=ToolAccess.READ,
+            allowed_tools=READ_TOOLS,
+            default_next="synthesizer",
+            timeout_seconds=120,
+        ),
+        AgentConfig(
+            name="synthesizer",
+            description="turn evidence into cited findings",
+            has_llm=True,
+            model_role="synthesizer",
+            default_next="critic",
+        ),
+        AgentConfig(
+            name="critic",
+            description="judge the findings against the goals",
+            has_llm=True,
+            model_role="critic",
+            required_output_fields=["decision"],
+            routing_rules=[
+                RoutingRule(field="decision", value="REPLAN", target="planner"),
+                RoutingRule(field="decision", value="NEXT_STAGE", target="planner"),
+                RoutingRule(field="decision", value="COMPLETE", target="integration"),
+            ],
+            default_next="integration",
+        ),
         AgentConfig(name="integration", description="format the cited answer"),
     ],
     bounds=Bounds(max_iterations=4, max_llm_calls=16, max_agent_hops=24, max_tool_calls=120, max_cost_usd=1.0),

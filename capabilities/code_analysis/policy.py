@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from missions.llm.base import LLMRequest
-
 from capabilities.code_analysis.models import (
     CriticOutput,
     Finding,
@@ -21,17 +19,22 @@ from capabilities.code_analysis.models import (
     SynthesisOutput,
 )
 from capabilities.code_analysis.stages import current_goal, question
+from missions.llm.base import LLMRequest
 
-STOPWORDS = set("""
+STOPWORDS = frozenset(
+    """
 a about after all also an and any are as at be been by can code could do does doing done each
 explain find for from get has have how i if in into is it its me my of on or our repo repository
-should show so tell that the their them then there these this those to use used uses using was
-what when where which who why will with work works would you your project file files function
-functions class classes method methods defined define implemented implement happen happens handle
-handled handles help please something anything stuff thing things look need want know question
-""".split())
-IDENTIFIER = re.compile(r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|"
-                        r"\b([a-z]+_[a-z0-9_]+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]*)\b")
+should show so tell that the their them then there these this those to use used uses using was what
+when where which who why will with work works would you your project file files function functions
+class classes method methods defined define implemented implement happen happens handle handled
+handles help please something anything stuff thing things look need want know question
+""".split()
+)
+IDENTIFIER = re.compile(
+    r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|"
+    r"\b([a-z]+_[a-z0-9_]+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]*)\b"
+)
 GOAL_SPLIT = re.compile(r"\?|;|,\s*and\s+|\band also\b|\bas well as\b")
 MAX_FINDINGS = 8
 
@@ -61,11 +64,17 @@ def _intent(request: LLMRequest) -> IntentOutput:
     goals = [p for p in parts if identifiers(p) or keywords(p)][:3]
     terms = (identifiers(text) + keywords(text))[:12]
     if not terms:
-        return IntentOutput(goals=[text or "?"], clarification_needed=True,
-                            clarification_question="Which function, class, file or behaviour should I look into?")
+        return IntentOutput(
+            goals=[text or "?"],
+            clarification_needed=True,
+            clarification_question="Which function, class, file or behaviour should I look into?",
+        )
     lowered = text.lower()
-    kind = "locate" if lowered.startswith(("where", "which file", "find")) else (
-        "trace" if "flow" in lowered or "call" in lowered else "explain")
+    kind = (
+        "locate"
+        if lowered.startswith(("where", "which file", "find"))
+        else ("trace" if "flow" in lowered or "call" in lowered else "explain")
+    )
     return IntentOutput(intent_type=kind, goals=goals or [text], search_terms=terms)
 
 
@@ -74,23 +83,53 @@ def _plan(request: LLMRequest) -> PlanOutput:
     idents, words = identifiers(goal), keywords(goal)
     steps: list[PlanStep] = []
     for ident in idents[:3]:
-        steps.append(PlanStep(tool="code.find_symbol", params={"name": ident.split(".")[-1] if "." in ident and ident[0].islower() else ident},
-                              why=f"find where {ident} is defined"))
-        steps.append(PlanStep(tool="code.grep", params={"pattern": re.escape(ident.split(".")[-1]), "glob": "*.py", "max_matches": 20},
-                              why=f"find where {ident} is used"))
+        steps.append(
+            PlanStep(
+                tool="code.find_symbol",
+                params={"name": ident.split(".")[-1] if "." in ident and ident[0].islower() else ident},
+                why=f"find where {ident} is defined",
+            )
+        )
+        steps.append(
+            PlanStep(
+                tool="code.grep",
+                params={"pattern": re.escape(ident.split(".")[-1]), "glob": "*.py", "max_matches": 20},
+                why=f"find where {ident} is used",
+            )
+        )
     stems = [stem(w) for w in words]
     if attempt:  # broaden: identifier parts too
         stems += [stem(p) for i in idents for p in re.split(r"[_.]|(?<=[a-z])(?=[A-Z])", i) if len(p) > 3]
     for word in list(dict.fromkeys(stems))[: 3 if not idents else 2]:
-        steps.append(PlanStep(tool="code.grep", params={"pattern": rf"^\s*(async def|def|class) \w*{re.escape(word)}",
-                                                        "glob": "*.py", "ignore_case": True, "max_matches": 20},
-                              why=f"find definitions named after '{word}'"))
-        steps.append(PlanStep(tool="code.grep", params={"pattern": re.escape(word), "glob": "*.py", "ignore_case": True,
-                                                        "max_matches": 20}, why=f"find code mentioning '{word}'"))
+        steps.append(
+            PlanStep(
+                tool="code.grep",
+                params={
+                    "pattern": rf"^\s*(async def|def|class) \w*{re.escape(word)}",
+                    "glob": "*.py",
+                    "ignore_case": True,
+                    "max_matches": 20,
+                },
+                why=f"find definitions named after '{word}'",
+            )
+        )
+        steps.append(
+            PlanStep(
+                tool="code.grep",
+                params={"pattern": re.escape(word), "glob": "*.py", "ignore_case": True, "max_matches": 20},
+                why=f"find code mentioning '{word}'",
+            )
+        )
     if not steps:
-        steps.append(PlanStep(tool="code.list_files", params={"pattern": "*.py"}, why="nothing specific to search: survey"))
-    return PlanOutput(goal=goal, steps=steps[:8], reasoning=f"search definitions of {idents[:3]} and mentions of {stems[:4]}"
-                      + (" (broadened after an empty first attempt)" if attempt else ""))
+        steps.append(
+            PlanStep(tool="code.list_files", params={"pattern": "*.py"}, why="nothing specific to search: survey")
+        )
+    return PlanOutput(
+        goal=goal,
+        steps=steps[:8],
+        reasoning=f"search definitions of {idents[:3]} and mentions of {stems[:4]}"
+        + (" (broadened after an empty first attempt)" if attempt else ""),
+    )
 
 
 def _synthesize(request: LLMRequest) -> SynthesisOutput:
@@ -115,8 +154,11 @@ def _synthesize(request: LLMRequest) -> SynthesisOutput:
     hit = " ".join(f.claim.lower() for f in chosen)
     gaps = [f"nothing found for '{t}'" for t in terms if t not in hit][:3]
     files = sorted({f.citations[0].rsplit(":", 1)[0] for f in chosen})
-    summary = (f"{len(chosen)} piece(s) of evidence across {len(files)} file(s), chiefly {', '.join(files[:3])}."
-               if chosen else "The searches found no evidence for this goal.")
+    summary = (
+        f"{len(chosen)} piece(s) of evidence across {len(files)} file(s), chiefly {', '.join(files[:3])}."
+        if chosen
+        else "The searches found no evidence for this goal."
+    )
     return SynthesisOutput(summary=summary, findings=chosen, gaps=gaps)
 
 
@@ -139,7 +181,9 @@ def _line_finding(file: str, line: int, text: str, terms: list[str], goal: str) 
         score += 1 + 2 * any(t in name for t in terms)  # a definition named after the question
     elif code.startswith(("if ", "raise ", "return ", "while ", "for ")):
         score += 1
-    if not file.startswith("tests"):
+    if file.startswith("tests") or "/tests/" in file:
+        score -= 1.5  # tests are evidence too, but the code under test answers the question
+    else:
         score += 0.5
     finding = Finding(claim=f"{file} line {line} reads `{code[:200]}`", citations=[f"{file}:{line}"])
     return score, finding
@@ -171,15 +215,24 @@ def _critique(request: LLMRequest) -> CriticOutput:
     goal = synthesis.get("goal")
     attempts = int(envelope.output("planner").get("attempt", 1))
     if not synthesis.get("findings") and attempts < 2:
-        return CriticOutput(decision="REPLAN", verdict=f"no evidence yet for '{goal}'; broaden the search",
-                            remaining_goals=[g for g in goals if g not in done])
+        return CriticOutput(
+            decision="REPLAN",
+            verdict=f"no evidence yet for '{goal}'; broaden the search",
+            remaining_goals=[g for g in goals if g not in done],
+        )
     tried = {s["goal"] for s in synthesis.get("stages", [])}
     remaining = [g for g in goals if g not in tried]
     if remaining:
-        return CriticOutput(decision="NEXT_STAGE", verdict=f"'{goal}' is covered as far as the code shows",
-                            remaining_goals=remaining)
-    return CriticOutput(decision="COMPLETE", verdict="every goal has cited evidence" if len(done) == len(goals)
-                        else "every goal was searched; gaps are reported", remaining_goals=[])
+        return CriticOutput(
+            decision="NEXT_STAGE", verdict=f"'{goal}' is covered as far as the code shows", remaining_goals=remaining
+        )
+    return CriticOutput(
+        decision="COMPLETE",
+        verdict="every goal has cited evidence"
+        if len(done) == len(goals)
+        else "every goal was searched; gaps are reported",
+        remaining_goals=[],
+    )
 
 
 POLICIES: dict[str, Any] = {

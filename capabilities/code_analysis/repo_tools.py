@@ -304,15 +304,21 @@ def find_symbol(params: FindSymbolParams) -> ToolResult:
         rel = _rel(base, path)
         for node, qualname in _definitions(tree):
             kind = "class" if isinstance(node, ast.ClassDef) else "function"
-            if params.kind not in ("any", kind) or qualname.split(".")[-len(wanted):] != wanted:
+            if params.kind not in ("any", kind) or qualname.split(".")[-len(wanted) :] != wanted:
                 continue
             doc = (ast.get_docstring(node) or "").strip()  # type: ignore[arg-type]
-            symbols.append({
-                "file": rel, "line": node.lineno,  # type: ignore[attr-defined]
-                "end_line": node.end_lineno,  # type: ignore[attr-defined]
-                "kind": kind, "name": node.name, "qualname": qualname,  # type: ignore[attr-defined]
-                "signature": _signature(node), "docstring": doc.splitlines()[0] if doc else None,
-            })
+            symbols.append(
+                {
+                    "file": rel,
+                    "line": node.lineno,  # type: ignore[attr-defined]
+                    "end_line": node.end_lineno,  # type: ignore[attr-defined]
+                    "kind": kind,
+                    "name": node.name,
+                    "qualname": qualname,  # type: ignore[attr-defined]
+                    "signature": _signature(node),
+                    "docstring": doc.splitlines()[0] if doc else None,
+                }
+            )
     truncated = len(symbols) > MAX_SYMBOLS
     symbols = symbols[:MAX_SYMBOLS]
     citations = [Citation(file=s["file"], line=s["line"], end_line=s["end_line"]) for s in symbols]

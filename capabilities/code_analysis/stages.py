@@ -6,11 +6,10 @@ import json
 import re
 from typing import Any
 
-from missions.capability import EvidenceChainViolation, StageContext, StageHooks
-from missions.envelope import Envelope, InterruptKind
-
 from capabilities.code_analysis import evidence
 from capabilities.code_analysis.models import CriticOutput, IntentOutput, PlanOutput, SynthesisOutput
+from missions.capability import EvidenceChainViolation, StageContext, StageHooks
+from missions.envelope import Envelope, InterruptKind
 
 EVIDENCE_CHARS = 12_000
 FOLLOW_SYMBOLS = 3
@@ -58,7 +57,9 @@ class Perception(StageHooks):
     def act(self, ctx: StageContext) -> None:
         assert ctx.tools is not None
         repo = ctx.envelope.context["repo"]
-        ctx.scratch["listing"] = ctx.tools.execute("code.list_files", {"repo": repo, "pattern": "*", "max_results": 2000})
+        ctx.scratch["listing"] = ctx.tools.execute(
+            "code.list_files", {"repo": repo, "pattern": "*", "max_results": 2000}
+        )
 
     def post(self, ctx: StageContext) -> dict[str, Any]:
         listing = ctx.scratch["listing"]
@@ -79,20 +80,28 @@ class Intent(StageHooks):
     def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
         overview = ctx.output_of("perception")
         return [
-            {"role": "system", "content": (
-                "You classify questions about a code repository. Split the question into 1-3 goals "
-                "that can each be answered from the code, list identifiers and keywords worth searching, "
-                "and ask for clarification only when the question cannot be searched at all.")},
-            {"role": "user", "content": f"Repository top-level folders: {overview.get('top_dirs')}\n"
-                                        f"Question: {question(ctx.envelope)}"},
+            {
+                "role": "system",
+                "content": (
+                    "You classify questions about a code repository. Split the question into 1-3 goals "
+                    "that can each be answered from the code, list identifiers and keywords worth searching, "
+                    "and ask for clarification only when the question cannot be searched at all."
+                ),
+            },
+            {
+                "role": "user",
+                "content": f"Repository top-level folders: {overview.get('top_dirs')}\n"
+                f"Question: {question(ctx.envelope)}",
+            },
         ]
 
     def post(self, ctx: StageContext) -> dict[str, Any]:
         output = ctx.llm_output
         assert isinstance(output, IntentOutput)
         if output.clarification_needed and not ctx.resume:
-            ctx.ask(InterruptKind.CLARIFICATION,
-                    output.clarification_question or "Which part of the code should I look at?")
+            ctx.ask(
+                InterruptKind.CLARIFICATION, output.clarification_question or "Which part of the code should I look at?"
+            )
         return output.model_dump(mode="json")
 
 
@@ -104,11 +113,17 @@ class Planner(StageHooks):
         tools = "\n".join(f"- {spec.id}: {spec.description}" for spec in ctx.scratch.get("catalog", []))
         note = " A previous plan for this goal found nothing: search more broadly." if attempt else ""
         return [
-            {"role": "system", "content": (
-                "You plan read-only searches over a repository. Use only these tools (params are JSON; "
-                f"never pass 'repo'):\n{tools or _tool_list()}\nReturn 1-8 steps.")},
-            {"role": "user", "content": f"Goal: {goal}.{note}\nSearch terms: "
-                                        f"{ctx.output_of('intent').get('search_terms')}"},
+            {
+                "role": "system",
+                "content": (
+                    "You plan read-only searches over a repository. Use only these tools (params are JSON; "
+                    f"never pass 'repo'):\n{tools or _tool_list()}\nReturn 1-8 steps."
+                ),
+            },
+            {
+                "role": "user",
+                "content": f"Goal: {goal}.{note}\nSearch terms: {ctx.output_of('intent').get('search_terms')}",
+            },
         ]
 
     def post(self, ctx: StageContext) -> dict[str, Any]:
@@ -130,9 +145,17 @@ class Traverser(StageHooks):
         def run(tool: str, params: dict[str, Any], why: str) -> None:
             params = {k: v for k, v in params.items() if k != "repo"}
             result = ctx.tools.execute(tool, {**params, "repo": repo})  # type: ignore[union-attr]
-            results.append({"tool": tool, "params": params, "why": why, "status": result.status,
-                            "error": result.error, "data": result.data,
-                            "citations": [c.ref for c in result.citations]})
+            results.append(
+                {
+                    "tool": tool,
+                    "params": params,
+                    "why": why,
+                    "status": result.status,
+                    "error": result.error,
+                    "data": result.data,
+                    "citations": [c.ref for c in result.citations],
+                }
+            )
 
         for step in plan.get("steps", []):
             run(step["tool"], dict(step.get("params") or {}), step.get("why", ""))
@@ -173,10 +196,17 @@ class Synthesizer(StageHooks):
     def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
         traversal = ctx.output_of("traverser")
         return [
-            {"role": "system", "content": (
-                "Answer the goal from the evidence only. Every finding must cite one or more 'file:line' "
-                "references copied from the evidence lines; never cite anything else. Name gaps honestly.")},
-            {"role": "user", "content": f"Goal: {traversal.get('goal')}\nEvidence:\n{digest(traversal.get('results', []))}"},
+            {
+                "role": "system",
+                "content": (
+                    "Answer the goal from the evidence only. Every finding must cite one or more 'file:line' "
+                    "references copied from the evidence lines; never cite anything else. Name gaps honestly."
+                ),
+            },
+            {
+                "role": "user",
+                "content": f"Goal: {traversal.get('goal')}\nEvidence:\n{digest(traversal.get('results', []))}",
+            },
         ]
 
     def post(self, ctx: StageContext) -> dict[str, Any]:
@@ -198,12 +228,24 @@ class Critic(StageHooks):
         goals = ctx.output_of("intent").get("goals", [])
         done = [s["goal"] for s in synthesis.get("stages", [])]
         return [
-            {"role": "system", "content": (
-                "You judge, you do not add content. Decide COMPLETE when every goal is answered, NEXT_STAGE "
-                "when this goal is answered and others remain (list them, verbatim), REPLAN when the findings "
-                "do not answer this goal.")},
-            {"role": "user", "content": json.dumps({"goals": goals, "answered_so_far": done,
-                                                    "current": {k: synthesis.get(k) for k in ("goal", "summary", "findings", "gaps")}})},
+            {
+                "role": "system",
+                "content": (
+                    "You judge, you do not add content. Decide COMPLETE when every goal is answered, NEXT_STAGE "
+                    "when this goal is answered and others remain (list them, verbatim), REPLAN when the findings "
+                    "do not answer this goal."
+                ),
+            },
+            {
+                "role": "user",
+                "content": json.dumps(
+                    {
+                        "goals": goals,
+                        "answered_so_far": done,
+                        "current": {k: synthesis.get(k) for k in ("goal", "summary", "findings", "gaps")},
+                    }
+                ),
+            },
         ]
 
     def post(self, ctx: StageContext) -> dict[str, Any]:
@@ -250,5 +292,6 @@ class Integration(StageHooks):
 def _tool_list() -> str:
     from capabilities.code_analysis.repo_tools import CATALOG
 
-    return "\n".join(f"- {spec.id}: {spec.description} params={list(spec.parameters.model_fields)}"
-                     for spec in CATALOG.list())
+    return "\n".join(
+        f"- {spec.id}: {spec.description} params={list(spec.parameters.model_fields)}" for spec in CATALOG.list()
+    )

@@ -20,8 +20,12 @@ from missions.compiler import compile_json
 from missions.envelope import InterruptKind, InterruptResponse
 from missions.events import Event, EventType
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="Run long-running LLM missions on a local emulation of their AWS deployment.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="Run long-running LLM missions on a local emulation of their AWS deployment.",
+)
 out = Console()
 err = Console(stderr=True)
 BOUND_REASONS = ("max_", "edge_limit:")
@@ -52,14 +56,17 @@ def capabilities(as_json: bool = typer.Option(False, "--json", help="Print JSON.
         return
     table = Table("capability", "stages", "LLM stages", "tools", "description")
     for c in found:
-        table.add_row(c["name"], " → ".join(c["stages"]), str(len(c["llm_stages"])), str(len(c["tools"])),
-                      c["description"])
+        table.add_row(
+            c["name"], " → ".join(c["stages"]), str(len(c["llm_stages"])), str(len(c["tools"])), c["description"]
+        )
     out.print(table)
 
 
 @app.command("asl")
-def asl(capability: str = typer.Argument(..., help="Capability name."),
-        output: str | None = typer.Option(None, "--out", "-o", help="Write to this file instead of stdout.")) -> None:
+def asl(
+    capability: str = typer.Argument(..., help="Capability name."),
+    output: str | None = typer.Option(None, "--out", "-o", help="Write to this file instead of stdout."),
+) -> None:
     """Print a capability's compiled Amazon States Language definition."""
     text = compile_json(_capability(capability).pipeline)
     if output:
@@ -91,9 +98,17 @@ def run(
     ctx = _parse_context(context)
     if repo is not None:
         ctx["repo"] = repo
-    bounds = {k: v for k, v in {"max_agent_hops": max_agent_hops, "max_llm_calls": max_llm_calls,
-                                 "max_iterations": max_iterations, "max_tool_calls": max_tool_calls,
-                                 "max_cost_usd": max_cost_usd}.items() if v is not None}
+    bounds = {
+        k: v
+        for k, v in {
+            "max_agent_hops": max_agent_hops,
+            "max_llm_calls": max_llm_calls,
+            "max_iterations": max_iterations,
+            "max_tool_calls": max_tool_calls,
+            "max_cost_usd": max_cost_usd,
+        }.items()
+        if v is not None
+    }
     from missions.local.emulation import LocalCloud
     from missions.starter import MissionRequestError
 
@@ -105,7 +120,9 @@ def run(
         except MissionRequestError as exc:
             fail(str(exc))
         if not as_json:
-            model = llm.get("openai_default_model", "an OpenAI-compatible model") if llm else "the offline scripted model"
+            model = (
+                llm.get("openai_default_model", "an OpenAI-compatible model") if llm else "the offline scripted model"
+            )
             out.print(f"[bold]mission[/] {mission_id} · [cyan]{capability}[/] · {model}", highlight=False)
         status = _follow(cloud, mission_id, list(answers), timeout, quiet=as_json)
         outcome = cloud.outcome(mission_id)
@@ -213,7 +230,9 @@ def _render(event: Event) -> None:
     if kind is EventType.AGENT_STARTED:
         out.print(f"[bold cyan]▶ {stage}[/] [dim](hop {p.get('hop', '?')})[/]", highlight=False)
     elif kind is EventType.TOOL_STARTED:
-        out.print(f"   ↳ [magenta]{p['tool']}[/] [dim]{escape(json.dumps(p.get('params', {}))[:110])}[/]", highlight=False)
+        out.print(
+            f"   ↳ [magenta]{p['tool']}[/] [dim]{escape(json.dumps(p.get('params', {}))[:110])}[/]", highlight=False
+        )
     elif kind is EventType.TOOL_COMPLETED:
         mark = "[green]✓[/]" if p["status"] == "success" else f"[red]✗ {p['status']}[/]"
         detail = escape(p.get("error") or f"{p.get('citations', 0)} citation(s)")
@@ -270,11 +289,16 @@ def _print_summary(summary: dict[str, Any]) -> None:
     table.add_row("wall time", f"{summary['wall_seconds']:.2f} s")
     out.print(table, highlight=False)
     for error in summary["errors"]:
-        out.print(f"[red]error[/] {escape(error['stage'])}: {escape(error['kind'])}: {escape(error['message'])}",
-                  highlight=False)
+        out.print(
+            f"[red]error[/] {escape(error['stage'])}: {escape(error['kind'])}: {escape(error['message'])}",
+            highlight=False,
+        )
     if summary["error"]:
-        out.print(f"[red]execution {summary['status']}[/]: {escape(str(summary['error']))} "
-                  f"{escape(str(summary['cause'] or ''))}", highlight=False)
+        out.print(
+            f"[red]execution {summary['status']}[/]: {escape(str(summary['error']))} "
+            f"{escape(str(summary['cause'] or ''))}",
+            highlight=False,
+        )
 
 
 def main() -> None:
@@ -286,8 +310,10 @@ def main() -> None:
     except Exception as exc:  # last resort: never a traceback for a user
         if os.environ.get("MISSIONS_DEBUG"):
             raise
-        err.print(f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))} (set MISSIONS_DEBUG=1 for details)",
-                  highlight=False)
+        err.print(
+            f"[bold red]error:[/] {type(exc).__name__}: {escape(str(exc))} (set MISSIONS_DEBUG=1 for details)",
+            highlight=False,
+        )
         sys.exit(1)
 
 

@@ -120,8 +120,16 @@ class _Compiler:
         waits = self.p.interrupt_timeout_seconds * min(b.max_agent_hops, 10)
         return min(per_stage * (b.max_agent_hops + 2) + waits, 365 * 24 * 3600)
 
-    def _task(self, agent: AgentConfig, mode: str, next_state: str | None, *, result_path: str = "$.envelope",
-              parameters: dict[str, Any] | None = None, catch: bool = True) -> dict[str, Any]:
+    def _task(
+        self,
+        agent: AgentConfig,
+        mode: str,
+        next_state: str | None,
+        *,
+        result_path: str = "$.envelope",
+        parameters: dict[str, Any] | None = None,
+        catch: bool = True,
+    ) -> dict[str, Any]:
         state: dict[str, Any] = {
             "Type": "Task",
             "Resource": function_placeholder(agent.name),
@@ -131,8 +139,13 @@ class _Compiler:
             "Retry": self._retry(agent),
         }
         if catch:
-            state["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure",
-                               "Next": f"{agent.name}.failed" if mode != "finalize" else FAILED}]
+            state["Catch"] = [
+                {
+                    "ErrorEquals": ["States.ALL"],
+                    "ResultPath": "$.envelope.failure",
+                    "Next": f"{agent.name}.failed" if mode != "finalize" else FAILED,
+                }
+            ]
         if next_state:
             state["Next"] = next_state
         else:
@@ -142,13 +155,18 @@ class _Compiler:
     def _retry(self, agent: AgentConfig) -> list[dict[str, Any]]:
         interval = self.p.retry_interval_seconds
         retry = [
-            {"ErrorEquals": TRANSIENT_LAMBDA_ERRORS, "IntervalSeconds": interval, "MaxAttempts": 3,
-             "BackoffRate": 2.0},
+            {"ErrorEquals": TRANSIENT_LAMBDA_ERRORS, "IntervalSeconds": interval, "MaxAttempts": 3, "BackoffRate": 2.0},
             {"ErrorEquals": NON_RETRYABLE_ERRORS, "MaxAttempts": 0},
         ]
         if agent.max_retries:
-            retry.append({"ErrorEquals": ["States.TaskFailed", "States.Timeout"], "IntervalSeconds": interval,
-                          "MaxAttempts": agent.max_retries, "BackoffRate": 2.0})
+            retry.append(
+                {
+                    "ErrorEquals": ["States.TaskFailed", "States.Timeout"],
+                    "IntervalSeconds": interval,
+                    "MaxAttempts": agent.max_retries,
+                    "BackoffRate": 2.0,
+                }
+            )
         return retry
 
     def _failed_pass(self, state: str, reason: str, next_state: str = FINALIZE) -> None:
@@ -184,20 +202,33 @@ class _Compiler:
         final = self.p.final
         choices: list[dict[str, Any]] = [
             {"Variable": "$.envelope.next_stage", "StringEquals": final, "Next": final},
-            {"Variable": "$.asl.hops", "NumericGreaterThanEqualsPath": "$.asl.max_hops",
-             "Next": "guard.max_agent_hops"},
+            {
+                "Variable": "$.asl.hops",
+                "NumericGreaterThanEqualsPath": "$.asl.max_hops",
+                "Next": "guard.max_agent_hops",
+            },
         ]
         for bound, counter in COUNTER_GUARDS:
-            choices.append({"Variable": f"$.envelope.counters.{counter}",
-                            "NumericGreaterThanPath": f"$.envelope.bounds.{bound}",
-                            "Next": f"guard.{bound}"})
+            choices.append(
+                {
+                    "Variable": f"$.envelope.counters.{counter}",
+                    "NumericGreaterThanPath": f"$.envelope.bounds.{bound}",
+                    "Next": f"guard.{bound}",
+                }
+            )
         for kind in InterruptKind:
-            choices.append({"Variable": "$.envelope.next_stage", "StringEquals": f"await:{kind.value}",
-                            "Next": f"await.{kind.value}"})
+            choices.append(
+                {
+                    "Variable": "$.envelope.next_stage",
+                    "StringEquals": f"await:{kind.value}",
+                    "Next": f"await.{kind.value}",
+                }
+            )
         for target in targets:
             if target != final:
-                choices.append({"Variable": "$.envelope.next_stage", "StringEquals": target,
-                                "Next": self.entry(target)})
+                choices.append(
+                    {"Variable": "$.envelope.next_stage", "StringEquals": target, "Next": self.entry(target)}
+                )
         return choices
 
     def _final_stage(self, agent: AgentConfig) -> None:
@@ -206,8 +237,14 @@ class _Compiler:
         self._failed_pass(agent.name, "stage_failed")
         self.states[f"{agent.name}.route"] = {
             "Type": "Choice",
-            "Choices": [{"Variable": "$.envelope.next_stage", "StringEquals": f"await:{kind.value}",
-                         "Next": f"await.{kind.value}"} for kind in InterruptKind],
+            "Choices": [
+                {
+                    "Variable": "$.envelope.next_stage",
+                    "StringEquals": f"await:{kind.value}",
+                    "Next": f"await.{kind.value}",
+                }
+                for kind in InterruptKind
+            ],
             "Default": DONE,
         }
         self.states[DONE] = {"Type": "Succeed"}
@@ -219,16 +256,24 @@ class _Compiler:
         branches = []
         for member in group:
             agent = self.p.agent(member)
-            branches.append({
-                "StartAt": f"{member}.branch",
-                "States": {f"{member}.branch": self._task(agent, "branch", None, result_path="$", catch=False)},
-            })
+            branches.append(
+                {
+                    "StartAt": f"{member}.branch",
+                    "States": {f"{member}.branch": self._task(agent, "branch", None, result_path="$", catch=False)},
+                }
+            )
         self.states[name] = {
             "Type": "Parallel",
             "Branches": branches,
             "ResultPath": "$.envelope.branch_results",
-            "Retry": [{"ErrorEquals": TRANSIENT_LAMBDA_ERRORS, "IntervalSeconds": self.p.retry_interval_seconds,
-                       "MaxAttempts": 2, "BackoffRate": 2.0}],
+            "Retry": [
+                {
+                    "ErrorEquals": TRANSIENT_LAMBDA_ERRORS,
+                    "IntervalSeconds": self.p.retry_interval_seconds,
+                    "MaxAttempts": 2,
+                    "BackoffRate": 2.0,
+                }
+            ],
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure", "Next": f"{name}.failed"}],
             "Next": f"{name}.count",
         }
@@ -257,14 +302,27 @@ class _Compiler:
             "ItemProcessor": {
                 "ProcessorConfig": {"Mode": "INLINE"},
                 "StartAt": item,
-                "States": {item: self._task(agent, "item", None, result_path="$", catch=False,
-                                            parameters={"stage.$": "$.stage", "mode.$": "$.mode",
-                                                        "envelope.$": "$.envelope", "item.$": "$.item",
-                                                        "index.$": "$.index"})},
+                "States": {
+                    item: self._task(
+                        agent,
+                        "item",
+                        None,
+                        result_path="$",
+                        catch=False,
+                        parameters={
+                            "stage.$": "$.stage",
+                            "mode.$": "$.mode",
+                            "envelope.$": "$.envelope",
+                            "item.$": "$.item",
+                            "index.$": "$.index",
+                        },
+                    )
+                },
             },
             "ResultPath": "$.envelope.branch_results",
-            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure",
-                       "Next": f"{agent.name}.failed"}],
+            "Catch": [
+                {"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure", "Next": f"{agent.name}.failed"}
+            ],
             "Next": agent.name,
         }
 
@@ -279,8 +337,14 @@ class _Compiler:
             },
             "TimeoutSeconds": self.p.interrupt_timeout_seconds,
             "ResultPath": "$.envelope.resume",
-            "Retry": [{"ErrorEquals": TRANSIENT_LAMBDA_ERRORS, "IntervalSeconds": self.p.retry_interval_seconds,
-                       "MaxAttempts": 3, "BackoffRate": 2.0}],
+            "Retry": [
+                {
+                    "ErrorEquals": TRANSIENT_LAMBDA_ERRORS,
+                    "IntervalSeconds": self.p.retry_interval_seconds,
+                    "MaxAttempts": 3,
+                    "BackoffRate": 2.0,
+                }
+            ],
             "Catch": [
                 {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.envelope.failure", "Next": f"{name}.timeout"},
                 {"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure", "Next": f"{name}.failed"},
@@ -301,8 +365,11 @@ class _Compiler:
         # resume where the human was asked
         self.states[f"{name}.resume"] = {
             "Type": "Choice",
-            "Choices": [{"Variable": "$.envelope.interrupt.stage", "StringEquals": stage, "Next": self.entry(stage)}
-                        for stage in self.p.stage_names() if not self.p.group_of(stage)],
+            "Choices": [
+                {"Variable": "$.envelope.interrupt.stage", "StringEquals": stage, "Next": self.entry(stage)}
+                for stage in self.p.stage_names()
+                if not self.p.group_of(stage)
+            ],
             "Default": UNROUTABLE,
         }
 
@@ -310,15 +377,21 @@ class _Compiler:
         for bound in ["max_agent_hops"] + [b for b, _ in COUNTER_GUARDS]:
             self.states[f"guard.{bound}"] = {
                 "Type": "Pass",
-                "Result": {"Error": "BoundReached", "Cause": f"the state machine stopped the mission at {bound}",
-                           "at": {"state": f"guard.{bound}", "reason": bound}},
+                "Result": {
+                    "Error": "BoundReached",
+                    "Cause": f"the state machine stopped the mission at {bound}",
+                    "at": {"state": f"guard.{bound}", "reason": bound},
+                },
                 "ResultPath": "$.envelope.failure",
                 "Next": FINALIZE,
             }
         self.states[UNROUTABLE] = {
             "Type": "Pass",
-            "Result": {"Error": "Unroutable", "Cause": "the stage chose a next stage it has no route to",
-                       "at": {"state": UNROUTABLE, "reason": "unroutable"}},
+            "Result": {
+                "Error": "Unroutable",
+                "Cause": "the stage chose a next stage it has no route to",
+                "at": {"state": UNROUTABLE, "reason": "unroutable"},
+            },
             "ResultPath": "$.envelope.failure",
             "Next": FINALIZE,
         }
@@ -326,8 +399,11 @@ class _Compiler:
     def _finalize(self) -> None:
         final = self.p.agent(self.p.final)
         self.states[FINALIZE] = self._task(final, "finalize", DONE)
-        self.states[FAILED] = {"Type": "Fail", "Error": "MissionFailed",
-                               "Cause": "the final stage failed on the failure path"}
+        self.states[FAILED] = {
+            "Type": "Fail",
+            "Error": "MissionFailed",
+            "Cause": "the final stage failed on the failure path",
+        }
 
 
 def _reachable(states: dict[str, Any], start: str) -> dict[str, Any]:

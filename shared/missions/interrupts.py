@@ -43,11 +43,22 @@ def answer_interrupt(
             interrupts.expire(mission_id, interrupt_id)  # the answer was refused: do not keep it
             raise ConflictError(f"interrupt {interrupt_id} can no longer be answered ({code})") from exc
         raise
-    events.append(mission_id, f"{record.checkpoint_id or '0000'}~answer-{interrupt_id}", [
-        Event(type=EventType.INTERRUPT_ANSWERED, mission_id=mission_id, stage=record.stage,
-              payload={"interrupt_id": interrupt_id, "kind": record.kind.value,
-                       "response": answer.model_dump(exclude_none=True)})
-    ])
+    events.append(
+        mission_id,
+        f"{record.checkpoint_id or '0000'}~answer-{interrupt_id}",
+        [
+            Event(
+                type=EventType.INTERRUPT_ANSWERED,
+                mission_id=mission_id,
+                stage=record.stage,
+                payload={
+                    "interrupt_id": interrupt_id,
+                    "kind": record.kind.value,
+                    "response": answer.model_dump(exclude_none=True),
+                },
+            )
+        ],
+    )
     missions.update(mission_id, status="running", pending_interrupt=None)
     return record
 

@@ -205,16 +205,12 @@ def validate_pipeline(pipeline: PipelineConfig) -> None:
     for agent in pipeline.agents:
         for target in agent.targets():
             if target not in names:
-                raise PipelineError(
-                    f"{where}: stage '{agent.name}' routes to unknown stage '{target}'"
-                )
+                raise PipelineError(f"{where}: stage '{agent.name}' routes to unknown stage '{target}'")
         for dep in agent.requires:
             if dep not in names:
                 raise PipelineError(f"{where}: stage '{agent.name}' requires unknown stage '{dep}'")
         if agent.name != final and not agent.default_next:
-            raise PipelineError(
-                f"{where}: stage '{agent.name}' has no default_next (only the final stage may end)"
-            )
+            raise PipelineError(f"{where}: stage '{agent.name}' has no default_next (only the final stage may end)")
         if agent.name == final and agent.targets():
             raise PipelineError(f"{where}: the final stage '{final}' must not route anywhere")
         if agent.allowed_tools and not agent.has_tools:
@@ -290,7 +286,7 @@ def _validate_cycles(pipeline: PipelineConfig, where: str) -> None:
         stack.append(node)
         for target in adjacency.get(node, []):
             if state.get(target) == 1:
-                return stack[stack.index(target):] + [target]
+                return stack[stack.index(target) :] + [target]
             if target not in state and (cycle := visit(target)):
                 return cycle
         stack.pop()
@@ -300,9 +296,7 @@ def _validate_cycles(pipeline: PipelineConfig, where: str) -> None:
     for node in adjacency:
         if node not in state and (cycle := visit(node)):
             path = " -> ".join(cycle)
-            raise PipelineError(
-                f"{where}: cycle {path} has no edge limit and no stage with counts_iteration"
-            )
+            raise PipelineError(f"{where}: cycle {path} has no edge limit and no stage with counts_iteration")
 
 
 def _adjacency(pipeline: PipelineConfig) -> dict[str, list[str]]:

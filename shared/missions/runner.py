@@ -39,7 +39,7 @@ from missions.envelope import (
 from missions.events import Event, EventType
 from missions.llm.base import LLMProvider, LLMRequest
 from missions.offload import EnvelopeCodec
-from missions.routing import Decision, apply, decide, on_error
+from missions.routing import Decision, apply, decide
 from missions.store.ports import Checkpoint, CheckpointStore, EventStore, InterruptStore, MissionStore, NotFound
 from missions.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor
 
@@ -93,7 +93,7 @@ class StageRunner:
     last_timings: StageTimings = field(default_factory=StageTimings)
 
     @property
-    def pipeline(self):  # noqa: ANN201 - PipelineConfig
+    def pipeline(self):
         return self.capability.pipeline
 
     # -- entry point ----------------------------------------------------------------
@@ -110,9 +110,7 @@ class StageRunner:
             raise StageRequestError("request has no envelope")
         envelope = self.services.codec.decode(request["envelope"])
         if envelope.capability != self.capability.name:
-            raise StageRequestError(
-                f"envelope belongs to '{envelope.capability}', not '{self.capability.name}'"
-            )
+            raise StageRequestError(f"envelope belongs to '{envelope.capability}', not '{self.capability.name}'")
         try:
             if mode in ("branch", "item"):
                 return self._run_partial(envelope, stage, mode, request)
@@ -140,8 +138,9 @@ class StageRunner:
         if mode == "finalize" and failure is None:
             failure = {"reason": "stage_failed", "state": None, "error": "unknown", "cause": ""}
         if mode == "finalize" and envelope.interrupt is not None and envelope.resume is None:
-            envelope.record_error(envelope.interrupt.stage, "interrupt",
-                                  f"interrupt {envelope.interrupt.id} ended unanswered")
+            envelope.record_error(
+                envelope.interrupt.stage, "interrupt", f"interrupt {envelope.interrupt.id} ended unanswered"
+            )
             self._expire(envelope.mission_id, envelope.interrupt.id)
             envelope.interrupt = None
         item_results = self._absorb_branches(envelope, stage, mode, emit)
@@ -175,8 +174,12 @@ class StageRunner:
             interrupt = self._interrupt_from(asked, stage)
             envelope.interrupt = interrupt
             envelope.next_stage = f"{AWAIT_PREFIX}{interrupt.kind.value}"
-            emit(EventType.INTERRUPT_RAISED, interrupt_id=interrupt.id, kind=interrupt.kind.value,
-                 question=interrupt.question)
+            emit(
+                EventType.INTERRUPT_RAISED,
+                interrupt_id=interrupt.id,
+                kind=interrupt.kind.value,
+                question=interrupt.question,
+            )
         except Exception as exc:
             self._fail(envelope, stage, checkpoint_id, exc, events)
             raise
@@ -185,17 +188,22 @@ class StageRunner:
         elapsed = (self.services.clock() - t0) * 1000
         envelope.history.append(
             StageRecord(
-                stage=stage, started_at=started_at, duration_ms=round(elapsed, 3), status=status,
+                stage=stage,
+                started_at=started_at,
+                duration_ms=round(elapsed, 3),
+                status=status,
                 next_stage=envelope.next_stage,
                 llm_calls=delta.llm_calls - before.llm_calls,
                 tool_calls=delta.tool_calls - before.tool_calls,
             )
         )
-        emit(EventType.AGENT_COMPLETED, status=status, duration_ms=round(elapsed, 3),
-             next_stage=envelope.next_stage)
+        emit(EventType.AGENT_COMPLETED, status=status, duration_ms=round(elapsed, 3), next_stage=envelope.next_stage)
         if final and status != "interrupted":
-            emit(EventType.FLOW_COMPLETED, terminal_reason=envelope.terminal_reason,
-                 counters=envelope.counters.model_dump())
+            emit(
+                EventType.FLOW_COMPLETED,
+                terminal_reason=envelope.terminal_reason,
+                counters=envelope.counters.model_dump(),
+            )
         if mode == "finalize":
             status = "failed"
         return self._commit(envelope, stage, checkpoint_id, events, status)
@@ -260,9 +268,15 @@ class StageRunner:
         def completed(record: ToolCallRecord) -> None:
             result = record.result
             envelope.add_citations(result.citations)
-            emit(EventType.TOOL_COMPLETED, tool=record.tool_id, status=result.status,
-                 error=result.error, citations=len(result.citations), attempts=record.attempts,
-                 duration_ms=round(record.duration_ms, 3))
+            emit(
+                EventType.TOOL_COMPLETED,
+                tool=record.tool_id,
+                status=result.status,
+                error=result.error,
+                citations=len(result.citations),
+                attempts=record.attempts,
+                duration_ms=round(record.duration_ms, 3),
+            )
 
         return ToolExecutor(
             catalog=self.capability.catalog,
@@ -329,47 +343,73 @@ class StageRunner:
             envelope.outputs[self.pipeline.agent(delta["stage"]).key] = delta["output"]
         return None
 
-    def _absorb_resume(self, envelope: Envelope, emit: Callable[..., None]):  # noqa: ANN202
+    def _absorb_resume(self, envelope: Envelope, emit: Callable[..., None]):
         resume, interrupt = envelope.resume, envelope.interrupt
         envelope.resume = None
         if resume is None:
             return None
         if interrupt is None or resume.interrupt_id != interrupt.id:
-            envelope.record_error(envelope.current_stage or "?", "resume",
-                                  f"answer for unknown interrupt {resume.interrupt_id}")
+            envelope.record_error(
+                envelope.current_stage or "?", "resume", f"answer for unknown interrupt {resume.interrupt_id}"
+            )
             return None
         envelope.interrupt = None
         response = resume.response
         if interrupt.kind is InterruptKind.CONFIRMATION and "call_id" in interrupt.data:
             envelope.approvals[interrupt.data["call_id"]] = bool(response.approved)
-        envelope.answers.append({
-            "interrupt_id": interrupt.id, "kind": interrupt.kind.value, "stage": interrupt.stage,
-            "question": interrupt.question, "response": response.model_dump(exclude_none=True),
-        })
+        envelope.answers.append(
+            {
+                "interrupt_id": interrupt.id,
+                "kind": interrupt.kind.value,
+                "stage": interrupt.stage,
+                "question": interrupt.question,
+                "response": response.model_dump(exclude_none=True),
+            }
+        )
         return response
 
     # -- routing, finishing, committing ---------------------------------------------
 
-    def _route(self, envelope: Envelope, stage: str, decision: Decision, output: dict[str, Any],
-               emit: Callable[..., None]) -> None:
+    def _route(
+        self, envelope: Envelope, stage: str, decision: Decision, output: dict[str, Any], emit: Callable[..., None]
+    ) -> None:
         apply(envelope, decision)
         if "decision" in output:
-            emit(EventType.CRITIC_DECISION, decision=output.get("decision"),
-                 reason=str(output.get("reason") or output.get("verdict") or "")[:500])
+            emit(
+                EventType.CRITIC_DECISION,
+                decision=output.get("decision"),
+                reason=str(output.get("reason") or output.get("verdict") or "")[:500],
+            )
         if decision.terminal_reason:
             emit(EventType.BOUND_REACHED, reason=decision.terminal_reason)
-        emit(EventType.STAGE_TRANSITION, from_stage=stage, to_stage=decision.next_stage,
-             rule=decision.rule, edge_count=envelope.edge_counts.get(decision.edge or "", 0))
+        emit(
+            EventType.STAGE_TRANSITION,
+            from_stage=stage,
+            to_stage=decision.next_stage,
+            rule=decision.rule,
+            edge_count=envelope.edge_counts.get(decision.edge or "", 0),
+        )
 
-    def _finish(self, envelope: Envelope, stage: str, output: dict[str, Any], mode: str,
-                failure: dict[str, Any] | None, emit: Callable[..., None]) -> None:
+    def _finish(
+        self,
+        envelope: Envelope,
+        stage: str,
+        output: dict[str, Any],
+        mode: str,
+        failure: dict[str, Any] | None,
+        emit: Callable[..., None],
+    ) -> None:
         envelope.next_stage = None
         if failure is not None:
             state = failure.get("state")
             reason = failure["reason"]
             envelope.terminal_reason = f"{reason}:{state}" if reason == "stage_failed" and state else reason
-            emit(EventType.FLOW_ERROR, reason=envelope.terminal_reason, error=failure.get("error"),
-                 cause=(failure.get("cause") or "")[:1000])
+            emit(
+                EventType.FLOW_ERROR,
+                reason=envelope.terminal_reason,
+                error=failure.get("error"),
+                cause=(failure.get("cause") or "")[:1000],
+            )
         envelope.terminal_reason = envelope.terminal_reason or "completed"
 
     def _finalize_output(self, ctx: StageContext, failure: dict[str, Any]) -> dict[str, Any]:
@@ -388,24 +428,34 @@ class StageRunner:
     def _interrupt_from(self, asked: Exception, stage: str) -> Interrupt:
         if isinstance(asked, ConfirmationRequired):
             return Interrupt(
-                kind=InterruptKind.CONFIRMATION, stage=stage,
+                kind=InterruptKind.CONFIRMATION,
+                stage=stage,
                 question=f"Allow {asked.tool_id} ({asked.risk.value}) with {_preview(asked.params)}?",
-                data={"call_id": asked.call_id, "tool_id": asked.tool_id, "params": asked.params,
-                      "risk": asked.risk.value},
+                data={
+                    "call_id": asked.call_id,
+                    "tool_id": asked.tool_id,
+                    "params": asked.params,
+                    "risk": asked.risk.value,
+                },
             )
         assert isinstance(asked, InterruptRequested)
-        return Interrupt(kind=asked.kind, stage=stage, question=asked.question,
-                         options=asked.options, data=asked.data)
+        return Interrupt(kind=asked.kind, stage=stage, question=asked.question, options=asked.options, data=asked.data)
 
-    def _commit(self, envelope: Envelope, stage: str, checkpoint_id: str, events: list[Event],
-                status: str) -> dict[str, Any]:
+    def _commit(
+        self, envelope: Envelope, stage: str, checkpoint_id: str, events: list[Event], status: str
+    ) -> dict[str, Any]:
         parent = envelope.checkpoint_id
         envelope.checkpoint_id = checkpoint_id
         encoded = self.services.codec.encode(envelope)
         self.services.events.append(envelope.mission_id, checkpoint_id, events)
         stored = self.services.checkpoints.put(
-            Checkpoint(thread_id=envelope.mission_id, checkpoint_id=checkpoint_id,
-                       parent_id=parent, stage=stage, envelope=encoded)
+            Checkpoint(
+                thread_id=envelope.mission_id,
+                checkpoint_id=checkpoint_id,
+                parent_id=parent,
+                stage=stage,
+                envelope=encoded,
+            )
         )
         if stored.envelope != encoded:
             # an earlier attempt of this very stage already committed: keep its history
@@ -439,12 +489,20 @@ class StageRunner:
             "terminal_reason": envelope.terminal_reason,
         }
 
-    def _fail(self, envelope: Envelope, stage: str, checkpoint_id: str, exc: Exception,
-              events: list[Event]) -> None:
+    def _fail(self, envelope: Envelope, stage: str, checkpoint_id: str, exc: Exception, events: list[Event]) -> None:
         """Record a failing attempt's events under a unique prefix, then let it raise."""
-        events.append(Event(type=EventType.FLOW_ERROR, mission_id=envelope.mission_id, stage=stage,
-                            payload={"error": type(exc).__name__, "message": str(exc)[:1000],
-                                     "retryable": not isinstance(exc, NON_RETRYABLE)}))
+        events.append(
+            Event(
+                type=EventType.FLOW_ERROR,
+                mission_id=envelope.mission_id,
+                stage=stage,
+                payload={
+                    "error": type(exc).__name__,
+                    "message": str(exc)[:1000],
+                    "retryable": not isinstance(exc, NON_RETRYABLE),
+                },
+            )
+        )
         try:
             self.services.events.append(envelope.mission_id, f"{checkpoint_id}!{uuid.uuid4().hex[:8]}", events)
         except Exception:  # the original error matters more than its audit record
@@ -485,10 +543,16 @@ class StageRunner:
             "citations": [c.model_dump() for c in envelope.citations[citations_before:]],
             "errors": [e.model_dump() for e in envelope.errors[errors_before:]],
             "events": [{"type": e.type.value, "payload": e.payload} for e in events],
-            "history": StageRecord(stage=stage, started_at=started_at, duration_ms=round(elapsed, 3),
-                                   status="ok", llm_calls=delta_counters["llm_calls"],
-                                   tool_calls=delta_counters["tool_calls"]).model_dump()
-            if mode == "branch" else None,
+            "history": StageRecord(
+                stage=stage,
+                started_at=started_at,
+                duration_ms=round(elapsed, 3),
+                status="ok",
+                llm_calls=delta_counters["llm_calls"],
+                tool_calls=delta_counters["tool_calls"],
+            ).model_dump()
+            if mode == "branch"
+            else None,
         }
         return self.services.codec.pack(delta)
 

@@ -41,7 +41,7 @@ class RuntimeSettings(BaseModel):
         """Settings from MISSIONS_* variables (and OPENAI_API_KEY / OPENAI_BASE_URL)."""
         env = os.environ if environ is None else environ
         values: dict[str, object] = {
-            key[len("MISSIONS_"):].lower(): value for key, value in env.items() if key.startswith("MISSIONS_")
+            key[len("MISSIONS_") :].lower(): value for key, value in env.items() if key.startswith("MISSIONS_")
         }
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
             if env.get(name):

@@ -66,13 +66,20 @@ def start_mission(
     state_machine_arn: Callable[[str], str],
 ) -> Envelope:
     envelope = build_envelope(request)
-    missions.create(MissionRecord(mission_id=envelope.mission_id, user_id=envelope.user_id,
-                                  capability=envelope.capability, goal=envelope.raw_input,
-                                  status="running"))
+    missions.create(
+        MissionRecord(
+            mission_id=envelope.mission_id,
+            user_id=envelope.user_id,
+            capability=envelope.capability,
+            goal=envelope.raw_input,
+            status="running",
+        )
+    )
     state = initial_state(codec.encode(envelope), envelope.bounds.max_agent_hops)
     try:
-        response = sfn.start_execution(stateMachineArn=state_machine_arn(envelope.capability),
-                                       name=envelope.mission_id, input=json.dumps(state))
+        response = sfn.start_execution(
+            stateMachineArn=state_machine_arn(envelope.capability), name=envelope.mission_id, input=json.dumps(state)
+        )
     except Exception as exc:
         missions.update(envelope.mission_id, status="failed", terminal_reason=f"start_failed: {exc}"[:500])
         raise

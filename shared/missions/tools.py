@@ -235,9 +235,7 @@ class ToolExecutor:
             raise TypeError(f"tool '{spec.id}' returned {type(result).__name__}, not ToolResult")
         return result
 
-    def _finish(
-        self, tool_id: str, params: dict[str, Any], result: ToolResult, attempts: int, ms: float
-    ) -> ToolResult:
+    def _finish(self, tool_id: str, params: dict[str, Any], result: ToolResult, attempts: int, ms: float) -> ToolResult:
         record = ToolCallRecord(tool_id, params, result, attempts, ms)
         self.calls.append(record)
         if self.on_complete:

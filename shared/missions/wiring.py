@@ -79,8 +79,12 @@ class Runtime:
 
     @cached_property
     def codec(self) -> EnvelopeCodec:
-        blobs = DynamoBlobStore(self.settings.checkpoints_table, self.settings.blob_bucket,
-                                client=self.dynamodb, s3_client=LazyClient(lambda: self.s3))
+        blobs = DynamoBlobStore(
+            self.settings.checkpoints_table,
+            self.settings.blob_bucket,
+            client=self.dynamodb,
+            s3_client=LazyClient(lambda: self.s3),
+        )
         return EnvelopeCodec(blobs, threshold=self.settings.offload_threshold)
 
     @property
@@ -118,9 +122,15 @@ class Runtime:
             raise StageRequestError(f"this function serves '{allowed}', not '{capability_name}'")
         if capability_name not in self._runners:
             capability = registry.load(capability_name)
-            services = StageServices(checkpoints=self.checkpoints, events=self.events, codec=self.codec,
-                                     llm=self.llm_for, missions=self.missions, interrupts=self.interrupts,
-                                     on_timings=self._on_timings)
+            services = StageServices(
+                checkpoints=self.checkpoints,
+                events=self.events,
+                codec=self.codec,
+                llm=self.llm_for,
+                missions=self.missions,
+                interrupts=self.interrupts,
+                on_timings=self._on_timings,
+            )
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]
 

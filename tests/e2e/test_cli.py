@@ -14,8 +14,15 @@ pytestmark = pytest.mark.e2e
 
 def missions(*args: str, stdin: str | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AWS_"))}
-    return subprocess.run([sys.executable, "-m", "missions.cli", *args], cwd=ROOT, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "missions.cli", *args],
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +32,7 @@ def repo(tmp_path_factory):
     (root / "billing" / "invoice.py").write_text(
         '"""Invoices."""\n\n\nclass InvoiceBuilder:\n    """Builds invoices from orders."""\n\n'
         "    def add_line(self, sku, quantity):\n        self.lines.append((sku, quantity))\n\n\n"
-        "def compute_tax(amount, rate=0.2):\n    \"\"\"Tax owed on an amount.\"\"\"\n    return round(amount * rate, 2)\n"
+        'def compute_tax(amount, rate=0.2):\n    """Tax owed on an amount."""\n    return round(amount * rate, 2)\n'
     )
     (root / "app.py").write_text("from billing.invoice import compute_tax\n\nprint(compute_tax(10))\n")
     return root
@@ -34,8 +41,14 @@ def repo(tmp_path_factory):
 def test_demo_question_answers_with_real_citations(repo):
     # Given a repository and a two-part question
     # When the user runs a mission with --json
-    result = missions("run", "code_analysis", "Where is compute_tax defined, and how does InvoiceBuilder add lines?",
-                      "--repo", str(repo), "--json")
+    result = missions(
+        "run",
+        "code_analysis",
+        "Where is compute_tax defined, and how does InvoiceBuilder add lines?",
+        "--repo",
+        str(repo),
+        "--json",
+    )
     # Then it completes with an answer whose citations point at lines that say what is claimed
     assert result.returncode == 0, result.stderr
     outcome = json.loads(result.stdout)
@@ -77,8 +90,9 @@ def test_interrupt_answered_with_flag_in_json_mode(repo):
 
 def test_a_bound_ends_the_mission_cleanly_with_its_reason(repo):
     # When the user caps the stages at 5
-    result = missions("run", "code_analysis", "Where is compute_tax defined?", "--repo", str(repo),
-                      "--max-agent-hops", "5", "--json")
+    result = missions(
+        "run", "code_analysis", "Where is compute_tax defined?", "--repo", str(repo), "--max-agent-hops", "5", "--json"
+    )
     # Then the mission ends through integration with terminal reason max_agent_hops
     outcome = json.loads(result.stdout)
     assert result.returncode == 0

@@ -16,27 +16,55 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture()
 def repo(tmp_path):
-    (tmp_path / "tax.py").write_text('def compute_tax(amount, rate=0.2):\n    """Tax owed."""\n    return amount * rate\n')
+    (tmp_path / "tax.py").write_text(
+        'def compute_tax(amount, rate=0.2):\n    """Tax owed."""\n    return amount * rate\n'
+    )
     return tmp_path
 
 
 def run_cli(server: FakeOpenAI, repo: Path, goal: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AWS_"))}
-    env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-test",
-               MISSIONS_OPENAI_MODELS=json.dumps({"planner": "gpt-4o", "critic": "gpt-4o"}))
-    return subprocess.run([sys.executable, "-m", "missions.cli", "run", "code_analysis", goal, "--repo", str(repo),
-                           "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    env.update(
+        OPENAI_BASE_URL=server.base_url,
+        OPENAI_API_KEY="sk-test",
+        MISSIONS_OPENAI_MODELS=json.dumps({"planner": "gpt-4o", "critic": "gpt-4o"}),
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "missions.cli", "run", "code_analysis", goal, "--repo", str(repo), "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 def script(server: FakeOpenAI, synthesis_citation: str) -> None:
-    server.enqueue(content=json.dumps({"intent_type": "locate", "goals": ["where is compute_tax defined"],
-                                       "search_terms": ["compute_tax"]}), prompt_tokens=1000, completion_tokens=500)
-    server.enqueue(content="Here is the plan:\n```json\n" + json.dumps({
-        "goal": "where is compute_tax defined",
-        "steps": [{"tool": "code.find_symbol", "params": {"name": "compute_tax"}, "why": "definition"}]}) + "\n```")
-    server.enqueue(content=json.dumps({"summary": "compute_tax is defined in tax.py",
-                                       "findings": [{"claim": "compute_tax is defined here",
-                                                     "citations": [synthesis_citation]}]}))
+    server.enqueue(
+        content=json.dumps(
+            {"intent_type": "locate", "goals": ["where is compute_tax defined"], "search_terms": ["compute_tax"]}
+        ),
+        prompt_tokens=1000,
+        completion_tokens=500,
+    )
+    server.enqueue(
+        content="Here is the plan:\n```json\n"
+        + json.dumps(
+            {
+                "goal": "where is compute_tax defined",
+                "steps": [{"tool": "code.find_symbol", "params": {"name": "compute_tax"}, "why": "definition"}],
+            }
+        )
+        + "\n```"
+    )
+    server.enqueue(
+        content=json.dumps(
+            {
+                "summary": "compute_tax is defined in tax.py",
+                "findings": [{"claim": "compute_tax is defined here", "citations": [synthesis_citation]}],
+            }
+        )
+    )
     server.enqueue(content=json.dumps({"decision": "COMPLETE", "verdict": "answered"}))
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
 from missions import capability as registry
 from missions.capability import Capability, StageContext, StageHooks
@@ -25,6 +24,7 @@ from missions.compiler import FINALIZE
 from missions.llm.base import LLMRequest
 from missions.pipeline import AgentConfig, PipelineConfig
 from missions.tools import ToolCatalog
+from tests.support.hooks import FnHooks, Note
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]  # tests/integration -> tests -> the repository
@@ -45,43 +45,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 Hook = Callable[[StageContext], Any]
 
 
-class Note(BaseModel):
-    """What the scripted model of a test capability answers."""
-
-    text: str
-
-
 def offline_policy(request: LLMRequest) -> Note:
     """The test capabilities' model: names the stage and the latest human answer, if any."""
     answers = getattr(request.envelope, "answers", None) or []
     heard = answers[-1]["response"].get("text") if answers else None
     return Note(text=f"{request.stage} heard {heard!r}")
-
-
-class FnHooks(StageHooks):
-    """Stage hooks from plain functions; any hook left out keeps StageHooks' default."""
-
-    def __init__(self, *, pre: Hook | None = None, act: Hook | None = None, post: Hook | None = None,
-                 llm: bool = False):
-        self._pre, self._act, self._post = pre, act, post
-        if llm:
-            self.output_model = Note
-
-    def pre(self, ctx: StageContext) -> None:
-        if self._pre is not None:
-            self._pre(ctx)
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        return [{"role": "user", "content": f"{ctx.agent.name}: {ctx.goal}"}]
-
-    def act(self, ctx: StageContext) -> None:
-        if self._act is not None:
-            self._act(ctx)
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        if self._post is not None:
-            return self._post(ctx)
-        return super().post(ctx)
 
 
 def answer_hooks(text: str = "done") -> FnHooks:

@@ -27,7 +27,6 @@ from missions.local.emulation import LocalCloud, MissionOutcome
 from missions.pipeline import AgentConfig, EdgeLimit, FanOut, RoutingRule, ToolAccess
 from missions.store.ports import ConflictError
 from missions.tools import ToolCatalog, ToolResult
-
 from tests.integration.conftest import (
     REPO_ROOT,
     FnHooks,
@@ -73,9 +72,11 @@ def _clarifying(name: str, **pipeline: Any) -> Capability:
     return make_capability(
         name,
         chain("ask", "work", "final", work={"has_llm": True}),
-        {"ask": FnHooks(pre=_ask_unless_resumed, post=_resumed_with),
-         "work": FnHooks(post=_resumed_with, llm=True),
-         "final": answer_hooks("painted")},
+        {
+            "ask": FnHooks(pre=_ask_unless_resumed, post=_resumed_with),
+            "work": FnHooks(post=_resumed_with, llm=True),
+            "final": answer_hooks("painted"),
+        },
         **pipeline,
     )
 
@@ -83,24 +84,28 @@ def _clarifying(name: str, **pipeline: Any) -> Capability:
 CLARIFY_AT_WORK = _clarifying("t_clarify_work", clarification_resume_stage="work")
 CLARIFY_AT_ASKER = _clarifying("t_clarify_asker")
 TIMEOUT = make_capability(
-    "t_timeout", chain("ask", "final"),
+    "t_timeout",
+    chain("ask", "final"),
     {"ask": FnHooks(pre=_ask_unless_resumed), "final": answer_hooks("nobody answered")},
     interrupt_timeout_seconds=2,
 )
 
 _flaky_hook, FLAKY_CALLS = _counted(lambda n: RuntimeError("first call fails") if n == 1 else None)
 FLAKY = make_capability(
-    "t_flaky", chain("start", "flaky", "final", flaky={"max_retries": 1}),
+    "t_flaky",
+    chain("start", "flaky", "final", flaky={"max_retries": 1}),
     {"flaky": FnHooks(pre=_flaky_hook, post=lambda ctx: {"ok": True}), "final": answer_hooks()},
 )
 _broken_hook, BROKEN_CALLS = _counted(lambda n: RuntimeError(f"always broken (call {n})"))
 BROKEN = make_capability(
-    "t_broken", chain("start", "broken", "final", broken={"max_retries": 1}),
+    "t_broken",
+    chain("start", "broken", "final", broken={"max_retries": 1}),
     {"broken": FnHooks(pre=_broken_hook), "final": answer_hooks("partial")},
 )
 _misdefined_hook, MISDEFINED_CALLS = _counted(lambda n: StageDefinitionError("stage wired wrongly"))
 MISDEFINED = make_capability(
-    "t_misdefined", chain("start", "misdefined", "final", misdefined={"max_retries": 1}),
+    "t_misdefined",
+    chain("start", "misdefined", "final", misdefined={"max_retries": 1}),
     {"misdefined": FnHooks(pre=_misdefined_hook), "final": answer_hooks("partial")},
 )
 
@@ -128,25 +133,37 @@ def _fetch_act(ctx: StageContext) -> None:
 
 BULKY = make_capability(
     "t_bulky",
-    chain("fetch", "report", fetch={"has_tools": True, "tool_access": ToolAccess.READ,
-                                    "allowed_tools": ["data.fetch_bulk"]}),
-    {"fetch": FnHooks(act=_fetch_act, post=lambda ctx: {"status": ctx.scratch["fetched"].status,
-                                                         "blob": ctx.scratch["fetched"].data["blob"]}),
-     "report": FnHooks(post=lambda ctx: {"answer": "measured",
-                                         "blob_len": len(ctx.output_of("fetch").get("blob", ""))})},
+    chain(
+        "fetch",
+        "report",
+        fetch={"has_tools": True, "tool_access": ToolAccess.READ, "allowed_tools": ["data.fetch_bulk"]},
+    ),
+    {
+        "fetch": FnHooks(
+            act=_fetch_act,
+            post=lambda ctx: {"status": ctx.scratch["fetched"].status, "blob": ctx.scratch["fetched"].data["blob"]},
+        ),
+        "report": FnHooks(
+            post=lambda ctx: {"answer": "measured", "blob_len": len(ctx.output_of("fetch").get("blob", ""))}
+        ),
+    },
     catalog=_BULKY_TOOLS,
 )
 
 PARALLEL = make_capability(
     "t_parallel",
-    [AgentConfig(name="a", default_next="b"),
-     AgentConfig(name="b", requires=["a"], default_next="d"),
-     AgentConfig(name="c", requires=["a"], default_next="d"),
-     AgentConfig(name="d")],
-    {"a": FnHooks(post=lambda ctx: {"base": 1}),
-     "b": FnHooks(post=lambda ctx: {"from": "b", "value": ctx.output_of("a")["base"] + 10}),
-     "c": FnHooks(post=lambda ctx: {"from": "c", "value": ctx.output_of("a")["base"] + 20}),
-     "d": FnHooks(post=lambda ctx: {"answer": "joined", "seen": {s: ctx.output_of(s) for s in ("b", "c")}})},
+    [
+        AgentConfig(name="a", default_next="b"),
+        AgentConfig(name="b", requires=["a"], default_next="d"),
+        AgentConfig(name="c", requires=["a"], default_next="d"),
+        AgentConfig(name="d"),
+    ],
+    {
+        "a": FnHooks(post=lambda ctx: {"base": 1}),
+        "b": FnHooks(post=lambda ctx: {"from": "b", "value": ctx.output_of("a")["base"] + 10}),
+        "c": FnHooks(post=lambda ctx: {"from": "c", "value": ctx.output_of("a")["base"] + 20}),
+        "d": FnHooks(post=lambda ctx: {"answer": "joined", "seen": {s: ctx.output_of(s) for s in ("b", "c")}}),
+    },
 )
 
 _fan_lock = threading.Lock()
@@ -174,10 +191,19 @@ def _each(ctx: StageContext) -> dict[str, Any]:
 
 
 FAN_OUT = make_capability(
-    "t_fan_out", chain("plan", "each", "total", each={"fan_out": FanOut(max_concurrency=2)}),
-    {"plan": FnHooks(post=_plan), "each": FnHooks(post=_each),
-     "total": FnHooks(post=lambda ctx: {"answer": "summed", "sum": ctx.output_of("each")["sum"],
-                                        "work_items_left": ctx.envelope.work_items})},
+    "t_fan_out",
+    chain("plan", "each", "total", each={"fan_out": FanOut(max_concurrency=2)}),
+    {
+        "plan": FnHooks(post=_plan),
+        "each": FnHooks(post=_each),
+        "total": FnHooks(
+            post=lambda ctx: {
+                "answer": "summed",
+                "sum": ctx.output_of("each")["sum"],
+                "work_items_left": ctx.envelope.work_items,
+            }
+        ),
+    },
 )
 
 
@@ -185,10 +211,16 @@ def _looping(name: str, hooks: dict[str, FnHooks]) -> Capability:
     """a <-> b forever: the edge limit is far away and no stage counts iterations."""
     return make_capability(
         name,
-        [AgentConfig(name="a", default_next="b", counts_iteration=False),
-         AgentConfig(name="b", default_next="a", counts_iteration=False,
-                     routing_rules=[RoutingRule(field="done", value=True, target="final")]),  # never true
-         AgentConfig(name="final")],
+        [
+            AgentConfig(name="a", default_next="b", counts_iteration=False),
+            AgentConfig(
+                name="b",
+                default_next="a",
+                counts_iteration=False,
+                routing_rules=[RoutingRule(field="done", value=True, target="final")],
+            ),  # never true
+            AgentConfig(name="final"),
+        ],
         {**hooks, "final": answer_hooks("stopped")},
         edge_limits=[EdgeLimit(from_stage="a", to_stage="b", max_count=1000)],
         bounds=Bounds(max_agent_hops=6),
@@ -203,8 +235,19 @@ def _loosen_bounds(ctx: StageContext) -> None:
 LOOP_RUNNER_BOUND = _looping("t_loop", {})
 LOOP_ASL_ONLY = _looping("t_loop_asl", {"a": FnHooks(pre=_loosen_bounds), "b": FnHooks(pre=_loosen_bounds)})
 
-TEST_CAPABILITIES = [CLARIFY_AT_WORK, CLARIFY_AT_ASKER, TIMEOUT, FLAKY, BROKEN, MISDEFINED, BULKY, PARALLEL,
-                     FAN_OUT, LOOP_RUNNER_BOUND, LOOP_ASL_ONLY]
+TEST_CAPABILITIES = [
+    CLARIFY_AT_WORK,
+    CLARIFY_AT_ASKER,
+    TIMEOUT,
+    FLAKY,
+    BROKEN,
+    MISDEFINED,
+    BULKY,
+    PARALLEL,
+    FAN_OUT,
+    LOOP_RUNNER_BOUND,
+    LOOP_ASL_ONLY,
+]
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +262,7 @@ def _run(cloud: LocalCloud, capability: str, goal: str = "go", **kwargs: Any) ->
 
 def _states_after(states: list[str], state: str) -> list[str]:
     assert state in states, states
-    return states[states.index(state) + 1:]
+    return states[states.index(state) + 1 :]
 
 
 # =========================================================================== a. code_analysis
@@ -303,8 +346,7 @@ def test_code_analysis_events_read_back_in_order(cloud: LocalCloud, analysis: Mi
     assert started == stage_tasks(cloud.iter_states(analysis.mission_id), capability)
 
 
-def test_code_analysis_records_the_mission_and_a_checkpoint_chain(cloud: LocalCloud,
-                                                                  analysis: MissionOutcome) -> None:
+def test_code_analysis_records_the_mission_and_a_checkpoint_chain(cloud: LocalCloud, analysis: MissionOutcome) -> None:
     envelope = analysis.envelope
     assert envelope is not None
     # Then the mission record is completed and holds the result
@@ -321,7 +363,7 @@ def test_code_analysis_records_the_mission_and_a_checkpoint_chain(cloud: LocalCl
     ids = [c.checkpoint_id for c in checkpoints]
     assert ids == sorted(ids) and len(ids) == envelope.counters.agent_hops
     assert checkpoints[0].parent_id is None
-    for parent, child in zip(checkpoints, checkpoints[1:]):
+    for parent, child in zip(checkpoints, checkpoints[1:], strict=False):
         assert child.parent_id == parent.checkpoint_id
     assert checkpoints[0].stage == "perception" and checkpoints[-1].stage == "integration"
     assert cloud.runtime.checkpoints.latest(analysis.mission_id).checkpoint_id == ids[-1]
@@ -332,27 +374,37 @@ def test_code_analysis_records_the_mission_and_a_checkpoint_chain(cloud: LocalCl
 # =========================================================================== b. interrupts
 
 
-def _wait_for_interrupt(cloud: LocalCloud, mission_id: str):  # noqa: ANN202 - InterruptRecord
+def _wait_for_interrupt(cloud: LocalCloud, mission_id: str):
     status = cloud.wait(mission_id, timeout=WAIT, until_interrupt=True)
     if status != "INTERRUPTED":
         outcome = cloud.outcome(mission_id)
-        pytest.fail(f"the mission never waited for a human: {status}, "
-                    f"{outcome.envelope and (outcome.envelope.terminal_reason, outcome.envelope.errors)}")
+        pytest.fail(
+            f"the mission never waited for a human: {status}, "
+            f"{outcome.envelope and (outcome.envelope.terminal_reason, outcome.envelope.errors)}"
+        )
     [record] = cloud.runtime.interrupts.pending(mission_id)
     return record
 
 
-@pytest.mark.parametrize(("capability", "resumed_stage", "stages_after_answer"), [
-    pytest.param(CLARIFY_AT_WORK, "work", ["work", "final"], id="configured-resume-stage"),
-    pytest.param(CLARIFY_AT_ASKER, "ask", ["ask", "work", "final"], id="resume-at-the-asking-stage"),
-])
+@pytest.mark.parametrize(
+    ("capability", "resumed_stage", "stages_after_answer"),
+    [
+        pytest.param(CLARIFY_AT_WORK, "work", ["work", "final"], id="configured-resume-stage"),
+        pytest.param(CLARIFY_AT_ASKER, "ask", ["ask", "work", "final"], id="resume-at-the-asking-stage"),
+    ],
+)
 def test_a_clarification_answered_through_send_task_success_resumes_at_the_right_stage(
-        cloud: LocalCloud, capability: Capability, resumed_stage: str, stages_after_answer: list[str]) -> None:
+    cloud: LocalCloud, capability: Capability, resumed_stage: str, stages_after_answer: list[str]
+) -> None:
     # Given a mission whose "ask" stage asked a clarification and waits for a human
     mission_id = cloud.start(capability.name, "Paint the fence")
     record = _wait_for_interrupt(cloud, mission_id)
     assert (record.kind, record.stage, record.question, record.status) == (
-        InterruptKind.CLARIFICATION, "ask", "which?", "pending")
+        InterruptKind.CLARIFICATION,
+        "ask",
+        "which?",
+        "pending",
+    )
     mission = cloud.runtime.missions.get(mission_id)
     assert mission.status == "interrupted" and mission.pending_interrupt == record.interrupt_id
 
@@ -419,7 +471,8 @@ def timed_out(cloud: LocalCloud) -> MissionOutcome:
 
 
 def test_an_unanswered_interrupt_times_out_and_ends_the_mission_through_finalize(
-        cloud: LocalCloud, timed_out: MissionOutcome) -> None:
+    cloud: LocalCloud, timed_out: MissionOutcome
+) -> None:
     # Then the execution itself succeeds, through the final stage in finalize mode
     assert timed_out.status == "SUCCEEDED", (timed_out.error, timed_out.cause)
     assert timed_out.envelope is not None
@@ -434,7 +487,8 @@ def test_an_unanswered_interrupt_times_out_and_ends_the_mission_through_finalize
 
 
 def test_a_late_answer_after_the_timeout_is_refused_and_not_recorded(
-        cloud: LocalCloud, timed_out: MissionOutcome) -> None:
+    cloud: LocalCloud, timed_out: MissionOutcome
+) -> None:
     # Given the interrupt of a mission that timed out: the finalize path expired it
     assert timed_out.envelope is not None and timed_out.envelope.terminal_reason == "interrupt_timeout"
     assert cloud.runtime.interrupts.pending(timed_out.mission_id) == []
@@ -531,8 +585,12 @@ def test_two_megabytes_from_a_tool_never_swell_the_state_machine_state(cloud: Lo
     assert envelope.output("report")["blob_len"] == 2_000_000
     assert envelope.output("fetch")["status"] == "success"
     assert envelope.output("fetch")["blob"] == BLOB
-    assert "outputs.fetch" in json.loads(cloud.sfn.describe_execution(
-        executionArn=cloud.execution_arn(outcome.mission_id))["output"])["envelope"]["refs"]
+    assert (
+        "outputs.fetch"
+        in json.loads(cloud.sfn.describe_execution(executionArn=cloud.execution_arn(outcome.mission_id))["output"])[
+            "envelope"
+        ]["refs"]
+    )
     # too big even compressed for a DynamoDB item: the blob went to S3
     assert cloud.s3.list_objects_v2(Bucket=cloud.settings.blob_bucket, Prefix="blobs/").get("KeyCount", 0) >= 1
     assert cloud.runtime.missions.get(outcome.mission_id).result["answer"] == "measured"
@@ -584,10 +642,13 @@ def test_a_fan_out_stage_maps_over_work_items_and_its_join_folds_them(cloud: Loc
 # =========================================================================== h. the hop guard
 
 
-@pytest.mark.parametrize(("capability", "asl_guard"), [
-    pytest.param(LOOP_RUNNER_BOUND, False, id="the-runner-stops-first"),
-    pytest.param(LOOP_ASL_ONLY, True, id="a-stage-lifts-its-bound-and-the-asl-guard-stops-it"),
-])
+@pytest.mark.parametrize(
+    ("capability", "asl_guard"),
+    [
+        pytest.param(LOOP_RUNNER_BOUND, False, id="the-runner-stops-first"),
+        pytest.param(LOOP_ASL_ONLY, True, id="a-stage-lifts-its-bound-and-the-asl-guard-stops-it"),
+    ],
+)
 def test_the_hop_bound_ends_an_endless_loop(cloud: LocalCloud, capability: Capability, asl_guard: bool) -> None:
     # Given a <-> b with an edge limit of 1000, no iteration counting, and max_agent_hops=6
     assert capability.pipeline.bounds.max_agent_hops == 6

@@ -34,7 +34,9 @@ FAKE_CREDENTIALS = {
 def _code_zip() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("handler.py", "def lambda_handler(event, context):\n    raise RuntimeError('in-process only')\n")
+        archive.writestr(
+            "handler.py", "def lambda_handler(event, context):\n    raise RuntimeError('in-process only')\n"
+        )
     return buffer.getvalue()
 
 
@@ -63,7 +65,10 @@ class Aws:
         """Create a Lambda function (registering `handler` unless None); return (name, arn)."""
         name = f"fn-{uuid.uuid4().hex[:10]}"
         arn = self.lambda_.create_function(
-            FunctionName=name, Runtime="python3.12", Role=self.role, Handler="handler.lambda_handler",
+            FunctionName=name,
+            Runtime="python3.12",
+            Role=self.role,
+            Handler="handler.lambda_handler",
             Code={"ZipFile": _code_zip()},
         )["FunctionArn"]
         if handler is not None:
@@ -73,7 +78,9 @@ class Aws:
 
     def state_machine(self, definition: dict[str, Any]) -> str:
         return self.sfn.create_state_machine(
-            name=f"sm-{uuid.uuid4().hex[:10]}", definition=json.dumps(definition), roleArn=self.role,
+            name=f"sm-{uuid.uuid4().hex[:10]}",
+            definition=json.dumps(definition),
+            roleArn=self.role,
         )["stateMachineArn"]
 
     def finished(self, execution_arn: str, timeout: float = 10.0) -> dict[str, Any]:
@@ -88,8 +95,7 @@ def _patched() -> bool:
     from moto.awslambda.models import LambdaFunction
     from moto.events.models import Rule
 
-    return (LambdaFunction._invoke_lambda is patches._invoke_lambda
-            and Rule.send_to_targets is patches._send_to_targets)
+    return LambdaFunction._invoke_lambda is patches._invoke_lambda and Rule.send_to_targets is patches._send_to_targets
 
 
 @pytest.fixture
@@ -216,8 +222,9 @@ def test_an_unregistered_function_errors_with_function_not_registered(aws: Aws) 
 def test_a_step_functions_task_with_a_function_arn_calls_the_handler(aws: Aws) -> None:
     # Given a state machine whose only Task is the function's ARN
     _, arn = aws.function(lambda event, context: {"doubled": event["n"] * 2, "seen": event})
-    machine = aws.state_machine({"StartAt": "Double", "States": {
-        "Double": {"Type": "Task", "Resource": arn, "End": True}}})
+    machine = aws.state_machine(
+        {"StartAt": "Double", "States": {"Double": {"Type": "Task", "Resource": arn, "End": True}}}
+    )
 
     # When an execution runs
     execution = aws.sfn.start_execution(stateMachineArn=machine, input=json.dumps({"n": 21}))["executionArn"]
@@ -232,16 +239,28 @@ def test_wait_for_task_token_calls_the_handler_and_resumes_on_send_task_success(
     # Given a waitForTaskToken Task whose handler keeps the token
     received: list[dict[str, Any]] = []
     _, arn = aws.function(lambda event, context: received.append(event) or {"stored": True})
-    machine = aws.state_machine({"StartAt": "Wait", "States": {"Wait": {
-        "Type": "Task",
-        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
-        "Parameters": {"FunctionName": arn, "Payload": {"token.$": "$$.Task.Token", "question.$": "$.question"}},
-        "TimeoutSeconds": 60,
-        "End": True,
-    }}})
+    machine = aws.state_machine(
+        {
+            "StartAt": "Wait",
+            "States": {
+                "Wait": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                    "Parameters": {
+                        "FunctionName": arn,
+                        "Payload": {"token.$": "$$.Task.Token", "question.$": "$.question"},
+                    },
+                    "TimeoutSeconds": 60,
+                    "End": True,
+                }
+            },
+        }
+    )
 
     # When an execution starts, the handler gets the token and the execution waits
-    execution = aws.sfn.start_execution(stateMachineArn=machine, input=json.dumps({"question": "which?"}))["executionArn"]
+    execution = aws.sfn.start_execution(stateMachineArn=machine, input=json.dumps({"question": "which?"}))[
+        "executionArn"
+    ]
     [event] = _eventually(lambda: received, what="the waitForTaskToken handler call")
     assert event["question"] == "which?" and event["token"]
     time.sleep(0.1)
@@ -267,10 +286,12 @@ def test_an_eventbridge_rule_with_a_lambda_target_delivers_to_the_handler(aws: A
     aws.events.put_targets(Rule="to-lambda", Targets=[{"Id": "fn", "Arn": arn}])
 
     # When a matching and a non-matching event are put
-    result = aws.events.put_events(Entries=[
-        {"Source": "tests.app", "DetailType": "mission.finished", "Detail": json.dumps({"mission": "m_1"})},
-        {"Source": "tests.other", "DetailType": "mission.finished", "Detail": json.dumps({"mission": "m_2"})},
-    ])
+    result = aws.events.put_events(
+        Entries=[
+            {"Source": "tests.app", "DetailType": "mission.finished", "Detail": json.dumps({"mission": "m_1"})},
+            {"Source": "tests.other", "DetailType": "mission.finished", "Detail": json.dumps({"mission": "m_2"})},
+        ]
+    )
 
     # Then only the matching event reached the handler, as an EventBridge event
     assert result["FailedEntryCount"] == 0
@@ -291,8 +312,10 @@ def test_an_eventbridge_rule_with_a_step_functions_target_starts_an_execution(aw
     aws.events.put_events(Entries=[{"Source": "tests.sfn", "DetailType": "go", "Detail": json.dumps({"n": 1})}])
 
     # Then one execution started, with the event as its input
-    [execution] = _eventually(lambda: aws.sfn.list_executions(stateMachineArn=machine)["executions"],
-                              what="an execution started by EventBridge")
+    [execution] = _eventually(
+        lambda: aws.sfn.list_executions(stateMachineArn=machine)["executions"],
+        what="an execution started by EventBridge",
+    )
     described = aws.finished(execution["executionArn"])
     assert described["status"] == "SUCCEEDED", described
     assert json.loads(described["output"]) == {"source": "tests.sfn", "detail": {"n": 1}}

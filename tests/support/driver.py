@@ -68,7 +68,7 @@ class DirectDriver:
         self.last_state: dict[str, Any] | None = None  # the last encoded envelope
 
     @property
-    def pipeline(self):  # noqa: ANN201 - PipelineConfig
+    def pipeline(self):
         return self.capability.pipeline
 
     def run(
@@ -79,11 +79,18 @@ class DirectDriver:
         answers: list[dict[str, Any]] | None = None,
     ) -> Envelope:
         registry.register(self.capability)
-        envelope = build_envelope(MissionRequest(capability=self.capability.name, goal=goal,
-                                                 context=context or {}, bounds=bounds or {}))
-        self.stores.missions.create(MissionRecord(
-            mission_id=envelope.mission_id, user_id=envelope.user_id, capability=envelope.capability,
-            goal=envelope.raw_input, status="running"))
+        envelope = build_envelope(
+            MissionRequest(capability=self.capability.name, goal=goal, context=context or {}, bounds=bounds or {})
+        )
+        self.stores.missions.create(
+            MissionRecord(
+                mission_id=envelope.mission_id,
+                user_id=envelope.user_id,
+                capability=envelope.capability,
+                goal=envelope.raw_input,
+                status="running",
+            )
+        )
         pending = list(answers or [])
         state = self.codec.encode(envelope)
         stage: str = self.pipeline.start
@@ -92,25 +99,34 @@ class DirectDriver:
             try:
                 state = self._handle(stage, "run", state)
             except Exception as exc:  # the ASL's Catch: States.ALL -> <stage>.failed -> finalize
-                failure = {"Error": type(exc).__name__, "Cause": str(exc),
-                           "at": {"state": stage, "reason": "stage_failed"}}
+                failure = {
+                    "Error": type(exc).__name__,
+                    "Cause": str(exc),
+                    "at": {"state": stage, "reason": "stage_failed"},
+                }
                 return self._finalize(state, failure)
             next_stage = state.get("next_stage")
             if next_stage is None:
                 return self._done(state)
             if next_stage.startswith(AWAIT_PREFIX):
-                kind = InterruptKind(next_stage[len(AWAIT_PREFIX):])
+                kind = InterruptKind(next_stage[len(AWAIT_PREFIX) :])
                 if not pending:
-                    failure = {"Error": "States.Timeout", "Cause": "",
-                               "at": {"state": f"await.{kind.value}", "reason": "interrupt_timeout"}}
+                    failure = {
+                        "Error": "States.Timeout",
+                        "Cause": "",
+                        "at": {"state": f"await.{kind.value}", "reason": "interrupt_timeout"},
+                    }
                     return self._finalize(state, failure)
                 interrupt = state["interrupt"]
                 state = {**state, "resume": {"interrupt_id": interrupt["id"], "response": pending.pop(0)}}
                 stage = self.pipeline.resume_stage(kind) or interrupt["stage"]
                 continue
             if next_stage not in self.pipeline.stage_names():  # the ASL's Default: guard.unroutable
-                failure = {"Error": "Unroutable", "Cause": f"no route to '{next_stage}'",
-                           "at": {"state": "guard.unroutable", "reason": "unroutable"}}
+                failure = {
+                    "Error": "Unroutable",
+                    "Cause": f"no route to '{next_stage}'",
+                    "at": {"state": "guard.unroutable", "reason": "unroutable"},
+                }
                 return self._finalize(state, failure)
             stage = next_stage
         raise AssertionError(f"mission did not terminate within {MAX_STEPS} steps: {self.steps[-5:]}")

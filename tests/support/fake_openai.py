@@ -132,9 +132,7 @@ class FakeOpenAI:
             self.request_headers.append(headers)
             if self._queue:
                 return self._queue.popleft()
-        return ScriptedResponse(
-            status=500, body=error_body(500, "FakeOpenAI: no scripted response left")
-        )
+        return ScriptedResponse(status=500, body=error_body(500, "FakeOpenAI: no scripted response left"))
 
     @staticmethod
     def _completion(request: dict[str, Any], scripted: ScriptedResponse) -> dict[str, Any]:
@@ -169,7 +167,7 @@ class FakeOpenAI:
             def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 if self.path.split("?")[0] != CHAT_COMPLETIONS_PATH:
@@ -191,7 +189,7 @@ class FakeOpenAI:
                     body = error_body(scripted.status, f"FakeOpenAI scripted {scripted.status}")
                 self._send(scripted.status, body, scripted.headers)
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._send(404, error_body(404, f"FakeOpenAI: no route {self.path}"), {})
 
             def _send(self, status: int, body: Any, headers: dict[str, str]) -> None:

@@ -55,20 +55,27 @@ def test_synthesizer_refuses_a_citation_no_tool_returned():
     # Given evidence for pkg/a.py:10-20 only
     ctx = context("synthesizer", citations=READ, outputs={"traverser": {"goal": "g"}})
     # and a model output citing one real line and one invented line
-    ctx.llm_output = SynthesisOutput(summary="s", findings=[
-        Finding(claim="real", citations=["pkg/a.py:12"]),
-        Finding(claim="made up", citations=["pkg/a.py:99"]),
-    ])
+    ctx.llm_output = SynthesisOutput(
+        summary="s",
+        findings=[
+            Finding(claim="real", citations=["pkg/a.py:12"]),
+            Finding(claim="made up", citations=["pkg/a.py:99"]),
+        ],
+    )
     # When / Then
     with pytest.raises(EvidenceChainViolation, match=r"\['pkg/a.py:99'\]"):
         Synthesizer().post(ctx)
 
 
 def test_synthesizer_keeps_cited_findings_per_goal():
-    ctx = context("synthesizer", citations=READ, outputs={
-        "traverser": {"goal": "g2"},
-        "synthesizer": {"stages": [{"goal": "g1", "summary": "x", "findings": [], "gaps": []}]},
-    })
+    ctx = context(
+        "synthesizer",
+        citations=READ,
+        outputs={
+            "traverser": {"goal": "g2"},
+            "synthesizer": {"stages": [{"goal": "g1", "summary": "x", "findings": [], "gaps": []}]},
+        },
+    )
     ctx.llm_output = SynthesisOutput(summary="s", findings=[Finding(claim="c", citations=["pkg/b.py:3"])])
     output = Synthesizer().post(ctx)
     assert output["goal"] == "g2"
@@ -99,8 +106,9 @@ def test_critic_keeps_a_legitimate_next_stage():
 
 def intent(question: str) -> IntentOutput:
     envelope = Envelope(capability="code_analysis", raw_input=question)
-    return offline_policy(LLMRequest(stage="intent", role="classifier", messages=[], output_model=IntentOutput,
-                                     envelope=envelope))
+    return offline_policy(
+        LLMRequest(stage="intent", role="classifier", messages=[], output_model=IntentOutput, envelope=envelope)
+    )
 
 
 def test_two_questions_become_two_goals():
@@ -144,9 +152,9 @@ class Ledger:
         self.balance += amount
         return self.balance
 '''
-RULES = '''def check_limit(balance, max_balance) -> bool:
+RULES = """def check_limit(balance, max_balance) -> bool:
     return balance <= max_balance
-'''
+"""
 DEFINITION = re.compile(r"^`(?P<qualname>[^`]+)` is a (?:function|class) defined as `(?P<signature>[^`]+)`")
 
 
@@ -201,8 +209,10 @@ def test_a_mission_answers_with_citations_that_point_at_real_lines(repo: Path):
     assert "pkg/ledger.py" in cited_files
     assert "[pkg/ledger.py:" in result["answer"]
     # and the second goal is answered by a line that really uses max_balance
-    lines = {ref: (repo / evidence.parse(ref)[0]).read_text().split("\n")[evidence.parse(ref)[1] - 1]
-             for ref in result["citations"]}
+    lines = {
+        ref: (repo / evidence.parse(ref)[0]).read_text().split("\n")[evidence.parse(ref)[1] - 1]
+        for ref in result["citations"]
+    }
     assert any("max_balance" in text and not text.strip().startswith("def ") for text in lines.values())
 
 

@@ -112,8 +112,9 @@ def stage_agents(pipeline: PipelineConfig) -> list[AgentConfig]:
 def test_start_at_is_the_first_stage_entry():
     assert compile_pipeline(CODE_ANALYSIS)["StartAt"] == "perception"
     assert compile_pipeline(PARALLEL)["StartAt"] == "a"
-    fan_first = PipelineConfig(name="f", agents=[AgentConfig(name="x", fan_out=FanOut(), default_next="y"),
-                                                 AgentConfig(name="y")])
+    fan_first = PipelineConfig(
+        name="f", agents=[AgentConfig(name="x", fan_out=FanOut(), default_next="y"), AgentConfig(name="y")]
+    )
     assert compile_pipeline(fan_first)["StartAt"] == "x.map"
 
 
@@ -163,8 +164,9 @@ def test_every_stage_failure_goes_to_its_failed_state_then_finalize(compiled):
     states = definition["States"]
     for agent in stage_agents(pipeline):
         catch = states[agent.name]["Catch"]
-        assert catch == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure",
-                          "Next": f"{agent.name}.failed"}]
+        assert catch == [
+            {"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure", "Next": f"{agent.name}.failed"}
+        ]
         failed = states[f"{agent.name}.failed"]
         assert failed["Type"] == "Pass"
         assert failed["Result"] == {"state": agent.name, "reason": "stage_failed"}
@@ -173,8 +175,14 @@ def test_every_stage_failure_goes_to_its_failed_state_then_finalize(compiled):
 
 
 def test_error_next_sends_failures_to_that_stage():
-    p = PipelineConfig(name="e", agents=[AgentConfig(name="a", default_next="c", error_next="b"),
-                                         AgentConfig(name="b", default_next="c"), AgentConfig(name="c")])
+    p = PipelineConfig(
+        name="e",
+        agents=[
+            AgentConfig(name="a", default_next="c", error_next="b"),
+            AgentConfig(name="b", default_next="c"),
+            AgentConfig(name="c"),
+        ],
+    )
     assert compile_pipeline(p)["States"]["a.failed"]["Next"] == "b"
 
 
@@ -205,20 +213,28 @@ def test_route_choice_order_final_then_guards_then_awaits_then_targets(compiled)
         assert states[f"{agent.name}.count"]["Next"] == f"{agent.name}.route"
         choices = states[f"{agent.name}.route"]["Choices"]
         # Then the final stage comes first ...
-        assert choices[0] == {"Variable": "$.envelope.next_stage", "StringEquals": pipeline.final,
-                              "Next": pipeline.final}
+        assert choices[0] == {
+            "Variable": "$.envelope.next_stage",
+            "StringEquals": pipeline.final,
+            "Next": pipeline.final,
+        }
         # ... then the hop guard against the state machine's own count ...
-        assert choices[1] == {"Variable": "$.asl.hops", "NumericGreaterThanEqualsPath": "$.asl.max_hops",
-                              "Next": "guard.max_agent_hops"}
+        assert choices[1] == {
+            "Variable": "$.asl.hops",
+            "NumericGreaterThanEqualsPath": "$.asl.max_hops",
+            "Next": "guard.max_agent_hops",
+        }
         # ... then one guard per counter the stages report ...
-        guards = choices[2:2 + len(COUNTER_GUARDS)]
+        guards = choices[2 : 2 + len(COUNTER_GUARDS)]
         assert [(g["Variable"], g["NumericGreaterThanPath"], g["Next"]) for g in guards] == [
             (f"$.envelope.counters.{counter}", f"$.envelope.bounds.{bound}", f"guard.{bound}")
-            for bound, counter in COUNTER_GUARDS]
+            for bound, counter in COUNTER_GUARDS
+        ]
         # ... then an await state per interrupt kind ...
-        awaits = choices[2 + len(COUNTER_GUARDS):2 + len(COUNTER_GUARDS) + len(InterruptKind)]
+        awaits = choices[2 + len(COUNTER_GUARDS) : 2 + len(COUNTER_GUARDS) + len(InterruptKind)]
         assert [(a["StringEquals"], a["Next"]) for a in awaits] == [
-            (f"await:{k.value}", f"await.{k.value}") for k in InterruptKind]
+            (f"await:{k.value}", f"await.{k.value}") for k in InterruptKind
+        ]
         # ... and every routing target is reachable
         chosen = {c["StringEquals"]: c["Next"] for c in choices if c["Variable"] == "$.envelope.next_stage"}
         for target in agent.targets():
@@ -285,7 +301,8 @@ def test_configured_resume_stage_is_entered_after_the_answer():
     resume = states["await.confirmation.resume"]
     assert resume["Type"] == "Choice"
     assert {(c["Variable"], c["StringEquals"], c["Next"]) for c in resume["Choices"]} == {
-        ("$.envelope.interrupt.stage", name, name) for name in CODE_ANALYSIS.stage_names()}
+        ("$.envelope.interrupt.stage", name, name) for name in CODE_ANALYSIS.stage_names()
+    }
 
 
 def test_resume_into_a_fan_out_stage_enters_its_map():
@@ -354,8 +371,11 @@ def test_no_jsonata_and_no_assign(compiled):
 def test_no_indexed_json_paths(compiled):
     _, definition = compiled
     for key, value in strings(definition):
-        if key.endswith(".$") or key in ("Variable", "ItemsPath", "ResultPath", "InputPath", "OutputPath") \
-                or key.endswith("Path"):
+        if (
+            key.endswith(".$")
+            or key in ("Variable", "ItemsPath", "ResultPath", "InputPath", "OutputPath")
+            or key.endswith("Path")
+        ):
             assert not re.search(r"\[\s*[\d*]", value), (key, value)
 
 
@@ -410,10 +430,14 @@ def test_on_exceeded_target_is_a_route_of_the_limited_stage():
     p = PipelineConfig(
         name="limits",
         agents=[
-            AgentConfig(name="work", routing_rules=[RoutingRule(field="aside", value=True, target="side")],
-                        default_next="review"),
-            AgentConfig(name="review", routing_rules=[RoutingRule(field="redo", value=True, target="work")],
-                        default_next="done"),
+            AgentConfig(
+                name="work",
+                routing_rules=[RoutingRule(field="aside", value=True, target="side")],
+                default_next="review",
+            ),
+            AgentConfig(
+                name="review", routing_rules=[RoutingRule(field="redo", value=True, target="work")], default_next="done"
+            ),
             AgentConfig(name="side", default_next="done"),
             AgentConfig(name="done"),
         ],
@@ -427,12 +451,16 @@ def test_on_exceeded_target_is_a_route_of_the_limited_stage():
 
 def test_final_stage_that_can_ask_a_human_routes_to_the_await_states():
     # Given a final stage with write tools (a write tool raises ConfirmationRequired)
-    p = PipelineConfig(name="w", agents=[
-        AgentConfig(name="plan", default_next="apply"),
-        AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE),
-    ])
+    p = PipelineConfig(
+        name="w",
+        agents=[
+            AgentConfig(name="plan", default_next="apply"),
+            AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE),
+        ],
+    )
     definition = compile_pipeline(p)
     # Then an interrupt raised by the final stage can reach await.confirmation
     reachable_from_final = set(transitions(definition["States"]["apply"]))
     assert "await.confirmation" in reachable_from_final or any(
-        "await.confirmation" in transitions(definition["States"][t]) for t in reachable_from_final)
+        "await.confirmation" in transitions(definition["States"][t]) for t in reachable_from_final
+    )

@@ -56,7 +56,7 @@ def envelope(**kwargs: Any) -> Envelope:
 def noise(size: int, seed: int = 0) -> str:
     """Text that does not compress to nothing (so sizes are honest), with JSON-escaped characters."""
     rng = random.Random(seed)
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 \n\"\\é€"
+    alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789 \n"\\é€'
     return "".join(rng.choices(alphabet, k=size))
 
 
@@ -79,8 +79,9 @@ def test_envelope_defaults():
     # Then identity is generated and every counter starts at zero
     assert env.mission_id.startswith("m_") and env.request_id.startswith("req_")
     assert env.counters == Counters()
-    assert env.bounds == Bounds(max_iterations=3, max_llm_calls=10, max_agent_hops=21, max_tool_calls=50,
-                                max_cost_usd=1.0)
+    assert env.bounds == Bounds(
+        max_iterations=3, max_llm_calls=10, max_agent_hops=21, max_tool_calls=50, max_cost_usd=1.0
+    )
     assert (env.next_stage, env.interrupt, env.failure, env.terminal_reason) == (None, None, None, None)
     assert env.outputs == {} and env.refs == {} and env.history == [] and env.edge_counts == {}
 
@@ -109,8 +110,9 @@ def test_raw_input_is_capped():
 
 def test_add_citations_deduplicates_by_file_and_line():
     env = envelope()
-    env.add_citations([Citation(file="a.py", line=1), Citation(file="a.py", line=1, end_line=9),
-                       Citation(file="a.py", line=2)])
+    env.add_citations(
+        [Citation(file="a.py", line=1), Citation(file="a.py", line=1, end_line=9), Citation(file="a.py", line=2)]
+    )
     assert [c.ref for c in env.citations] == ["a.py:1", "a.py:2"]
 
 

@@ -24,7 +24,8 @@ def test_importing_the_library_reads_no_environment_and_creates_no_client():
         "import os, sys\n"
         "for k in list(os.environ):\n"
         "    if k.startswith(('AWS_', 'MISSIONS_')): del os.environ[k]\n"
-        "import missions.wiring, missions.runner, missions.compiler, functions.stage.handler, functions.interrupt.handler\n"
+        "import missions.wiring, missions.runner, missions.compiler\n"
+        "import functions.stage.handler, functions.interrupt.handler\n"
         "import capabilities.code_analysis\n"
         "assert 'openai' not in sys.modules, 'openai imported at import time'\n"
         "print('ok')\n"
@@ -33,3 +34,16 @@ def test_importing_the_library_reads_no_environment_and_creates_no_client():
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     # Then nothing fails for want of settings or credentials
     assert result.returncode == 0, result.stderr
+
+
+def test_ruff_finds_nothing():
+    # Given the lint rules in pyproject.toml / When ruff checks the code / Then it is clean
+    ruff = Path(sys.executable).parent / "ruff"
+    result = subprocess.run(
+        [str(ruff), "check", "shared", "functions", "capabilities", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -293,9 +293,7 @@ def test_connection_errors_become_transient(sleeps):
     # Given an endpoint where nothing listens any more
     with FakeOpenAI() as gone:
         base_url = gone.base_url
-    provider = OpenAIProvider(
-        api_key="test-key", base_url=base_url, timeout=5.0, max_retries=1, sleep=sleeps.append
-    )
+    provider = OpenAIProvider(api_key="test-key", base_url=base_url, timeout=5.0, max_retries=1, sleep=sleeps.append)
 
     # When a completion is requested
     with pytest.raises(TransientLLMError) as caught:
@@ -313,8 +311,7 @@ def test_json_schema_rejection_falls_back_to_json_object(fake, sleeps):
     # Given a server that rejects response_format json_schema but supports JSON mode
     rejection = error_body(
         400,
-        "Invalid parameter: 'response_format' of type 'json_schema' is not supported "
-        "with this model.",
+        "Invalid parameter: 'response_format' of type 'json_schema' is not supported with this model.",
         param="response_format",
     )
     fake.enqueue(status=400, body=rejection)
@@ -344,9 +341,7 @@ def test_json_schema_rejection_falls_back_to_json_object(fake, sleeps):
 def test_json_object_rejection_is_final(fake, sleeps):
     # Given a server rejecting both structured-output modes
     for _ in range(2):
-        fake.enqueue(
-            status=400, body=error_body(400, "bad response_format", param="response_format")
-        )
+        fake.enqueue(status=400, body=error_body(400, "bad response_format", param="response_format"))
     provider = make_provider(fake, sleeps)
 
     # When a completion is requested
@@ -364,9 +359,7 @@ def test_fallback_model_is_used_when_the_primary_keeps_failing(fake, sleeps):
     # Given a primary model failing on every retry, and a fallback model that answers
     enqueue_failures(fake, 503, 2)
     fake.enqueue(content=VALID)
-    provider = make_provider(
-        fake, sleeps, default_model="gpt-4o", fallback_model="gpt-4o-mini", max_retries=1
-    )
+    provider = make_provider(fake, sleeps, default_model="gpt-4o", fallback_model="gpt-4o-mini", max_retries=1)
 
     # When a completion is requested
     result = provider.complete(request())
@@ -411,9 +404,7 @@ def test_fallback_model_is_not_used_for_non_transient_errors(fake, sleeps):
 def test_circuit_opens_after_threshold_and_closes_after_cooldown(fake, sleeps):
     # Given a breaker opening after 2 failed calls, with a 30s cooldown on a fake clock
     clock = FakeClock()
-    provider = make_provider(
-        fake, sleeps, max_retries=0, breaker_threshold=2, breaker_cooldown_s=30.0, clock=clock
-    )
+    provider = make_provider(fake, sleeps, max_retries=0, breaker_threshold=2, breaker_cooldown_s=30.0, clock=clock)
     enqueue_failures(fake, 500, 2)
 
     # When two calls fail
@@ -445,9 +436,7 @@ def test_circuit_opens_after_threshold_and_closes_after_cooldown(fake, sleeps):
 def test_failed_half_open_trial_reopens_the_circuit(fake, sleeps):
     # Given an open circuit whose cooldown has passed
     clock = FakeClock()
-    provider = make_provider(
-        fake, sleeps, max_retries=0, breaker_threshold=1, breaker_cooldown_s=10.0, clock=clock
-    )
+    provider = make_provider(fake, sleeps, max_retries=0, breaker_threshold=1, breaker_cooldown_s=10.0, clock=clock)
     fake.enqueue(status=500)
     with pytest.raises(TransientLLMError):
         provider.complete(request())
@@ -501,9 +490,7 @@ def test_tokens_and_dollars_are_accounted(fake, sleeps):
 
 def test_the_served_model_name_is_reported_and_priced(fake, sleeps):
     # Given a server answering with a dated snapshot of the requested model
-    fake.enqueue(
-        content=VALID, model="gpt-4o-2024-08-06", prompt_tokens=2000, completion_tokens=100
-    )
+    fake.enqueue(content=VALID, model="gpt-4o-2024-08-06", prompt_tokens=2000, completion_tokens=100)
     provider = make_provider(fake, sleeps, default_model="gpt-4o")
 
     # When a completion is made

@@ -18,7 +18,7 @@ from missions.pipeline import (
 )
 
 
-def A(name: str, **kwargs: Any) -> AgentConfig:  # noqa: N802 - reads like a table row
+def A(name: str, **kwargs: Any) -> AgentConfig:
     return AgentConfig(name=name, **kwargs)
 
 
@@ -55,10 +55,16 @@ def test_a_linear_pipeline_is_accepted_with_first_and_last_as_start_and_final():
 
 def test_validate_pipeline_itself_raises_pipeline_error():
     # Given a pipeline built without validation that routes nowhere sensible
-    bad = PipelineConfig.model_construct(name="p", agents=[A("a", default_next="zz"), A("b")], edge_limits=[],
-                                         final_stage=None, clarification_resume_stage=None,
-                                         confirmation_resume_stage=None, agent_review_resume_stage=None,
-                                         choice_resume_stage=None)
+    bad = PipelineConfig.model_construct(
+        name="p",
+        agents=[A("a", default_next="zz"), A("b")],
+        edge_limits=[],
+        final_stage=None,
+        clarification_resume_stage=None,
+        confirmation_resume_stage=None,
+        agent_review_resume_stage=None,
+        choice_resume_stage=None,
+    )
     # When / Then the validator raises the library's own error type
     with pytest.raises(PipelineError, match="unknown stage 'zz'"):
         validate_pipeline(bad)
@@ -70,7 +76,8 @@ def test_validate_pipeline_itself_raises_pipeline_error():
 def test_unknown_routing_target_is_named():
     # Given a routing rule to a stage that does not exist
     message = rejection(
-        A("a", routing_rules=[RoutingRule(field="x", value=1, target="nowhere")], default_next="b"), A("b"))
+        A("a", routing_rules=[RoutingRule(field="x", value=1, target="nowhere")], default_next="b"), A("b")
+    )
     # Then the message names the stage and the unknown target
     assert "stage 'a' routes to unknown stage 'nowhere'" in message
 
@@ -96,7 +103,8 @@ def test_cycle_without_limit_or_iteration_counter_is_named():
 
 def test_self_loop_is_a_cycle_too():
     message = rejection(
-        A("a", routing_rules=[RoutingRule(field="again", value=True, target="a")], default_next="b"), A("b"))
+        A("a", routing_rules=[RoutingRule(field="again", value=True, target="a")], default_next="b"), A("b")
+    )
     assert "cycle a -> a" in message
 
 
@@ -167,14 +175,21 @@ def test_non_final_stage_without_default_next_is_named():
 
 def test_edge_limit_on_a_non_edge_is_named():
     # Given a limit on a -> c when a only goes to b
-    message = rejection(A("a", default_next="b"), A("b", default_next="c"), A("c"),
-                        edge_limits=[EdgeLimit(from_stage="a", to_stage="c", max_count=1)])
+    message = rejection(
+        A("a", default_next="b"),
+        A("b", default_next="c"),
+        A("c"),
+        edge_limits=[EdgeLimit(from_stage="a", to_stage="c", max_count=1)],
+    )
     assert "edge limit a->c is not an edge of the pipeline" in message
 
 
 def test_edge_limit_naming_an_unknown_stage_is_named():
-    message = rejection(A("a", default_next="b"), A("b"),
-                        edge_limits=[EdgeLimit(from_stage="a", to_stage="b", max_count=1, on_exceeded="nope")])
+    message = rejection(
+        A("a", default_next="b"),
+        A("b"),
+        edge_limits=[EdgeLimit(from_stage="a", to_stage="b", max_count=1, on_exceeded="nope")],
+    )
     assert "edge limit names unknown stage 'nope'" in message
 
 
@@ -221,8 +236,12 @@ def test_parallel_groups_are_stages_sharing_requires_and_join():
 
 
 def test_stages_with_different_join_targets_are_not_a_group():
-    p = pipeline(A("a", default_next="b"), A("b", requires=["a"], default_next="c"),
-                 A("c", requires=["a"], default_next="d"), A("d"))
+    p = pipeline(
+        A("a", default_next="b"),
+        A("b", requires=["a"], default_next="c"),
+        A("c", requires=["a"], default_next="d"),
+        A("d"),
+    )
     assert p.parallel_groups() == []
 
 

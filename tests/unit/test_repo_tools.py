@@ -168,9 +168,7 @@ def test_grep_honours_glob_ignore_case_and_max_matches(repo):
     # Given the repo / When grepping case-insensitively in markdown only
     result = call("code.grep", repo=str(repo), pattern="HELPER", glob="*.md", ignore_case=True)
     # Then the README line is found
-    assert result.data["matches"] == [
-        {"file": "README.md", "line": 2, "text": "The helper lives in src/app.py"}
-    ]
+    assert result.data["matches"] == [{"file": "README.md", "line": 2, "text": "The helper lives in src/app.py"}]
     # When the match cap is 1 for a pattern matching many lines
     capped = call("code.grep", repo=str(repo), pattern="helper", max_matches=1)
     # Then one match comes back and truncation is reported
@@ -259,9 +257,7 @@ def test_find_symbol_function_with_signature_docstring_and_def_line_citation(rep
     assert result.data["skipped"] == 1
     # And each citation's first line is the def line and spans the body
     for symbol, citation in zip(result.data["symbols"], result.citations, strict=True):
-        assert (citation.file, citation.line, citation.end_line) == (
-            symbol["file"], symbol["line"], symbol["end_line"]
-        )
+        assert (citation.file, citation.line, citation.end_line) == (symbol["file"], symbol["line"], symbol["end_line"])
         assert line_of(repo, citation.file, citation.line).lstrip().startswith("def helper(")
     assert helper["end_line"] == helper["line"] + 5
 
@@ -388,9 +384,7 @@ def test_symlink_inside_the_root_is_allowed(repo):
 SEGMENTS = st.sampled_from(["..", ".", "a", "b", "/", "x.py"])
 
 
-@settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(parts=st.lists(SEGMENTS, max_size=8), sep=st.sampled_from(["/", ""]))
 def test_resolve_inside_never_returns_a_path_outside_the_root(tmp_path, parts, sep):
     # Given a root with a real dir `a` and a symlink `b` pointing outside it

@@ -22,11 +22,15 @@ def review_pipeline(*, limit: EdgeLimit | None = None, **bounds: Any) -> Pipelin
         name="p",
         agents=[
             AgentConfig(name="work", default_next="review"),
-            AgentConfig(name="review", routing_rules=[
-                RoutingRule(field="verdict.kind", value="redo", target="work"),
-                RoutingRule(field="verdict.kind", value="alt", target="side"),
-                RoutingRule(field="flag", value=True, target="side"),
-            ], default_next="done"),
+            AgentConfig(
+                name="review",
+                routing_rules=[
+                    RoutingRule(field="verdict.kind", value="redo", target="work"),
+                    RoutingRule(field="verdict.kind", value="alt", target="side"),
+                    RoutingRule(field="flag", value=True, target="side"),
+                ],
+                default_next="done",
+            ),
             AgentConfig(name="side", default_next="done"),
             AgentConfig(name="done"),
         ],
@@ -84,8 +88,14 @@ def test_decide_is_pure_and_apply_commits():
 
 
 def test_on_error_follows_error_next_or_returns_none():
-    p = PipelineConfig(name="p", agents=[AgentConfig(name="a", default_next="c", error_next="b"),
-                                         AgentConfig(name="b", default_next="c"), AgentConfig(name="c")])
+    p = PipelineConfig(
+        name="p",
+        agents=[
+            AgentConfig(name="a", default_next="c", error_next="b"),
+            AgentConfig(name="b", default_next="c"),
+            AgentConfig(name="c"),
+        ],
+    )
     assert routing.on_error(p, envelope(), "a").next_stage == "b"
     assert routing.on_error(p, envelope(), "b") is None
 
@@ -148,11 +158,19 @@ PLAIN = AgentConfig(name="plain")
     ("agent", "counters", "bounds", "reason"),
     [
         (PLAIN, Counters(agent_hops=4), Bounds(max_agent_hops=5), "max_agent_hops"),
-        (AgentConfig(name="loop", counts_iteration=True), Counters(iterations=3), Bounds(max_iterations=3),
-         "max_iterations"),
+        (
+            AgentConfig(name="loop", counts_iteration=True),
+            Counters(iterations=3),
+            Bounds(max_iterations=3),
+            "max_iterations",
+        ),
         (AgentConfig(name="llm", has_llm=True), Counters(llm_calls=10), Bounds(max_llm_calls=10), "max_llm_calls"),
-        (AgentConfig(name="tool", has_tools=True, tool_access="read"), Counters(tool_calls=7),
-         Bounds(max_tool_calls=7), "max_tool_calls"),
+        (
+            AgentConfig(name="tool", has_tools=True, tool_access="read"),
+            Counters(tool_calls=7),
+            Bounds(max_tool_calls=7),
+            "max_tool_calls",
+        ),
         (PLAIN, Counters(cost_usd=0.51), Bounds(max_cost_usd=0.5), "max_cost_usd"),
     ],
 )
@@ -178,11 +196,16 @@ def test_hop_bound_leaves_room_for_the_final_stage():
     # Given max_agent_hops=5
     p = review_pipeline(max_agent_hops=5)
     # When 3 hops are spent, a non-final stage is still allowed
-    assert routing.decide(p, envelope(bounds=p.bounds, counters=Counters(agent_hops=3)), "review",
-                          {"verdict": {"kind": "alt"}}).next_stage == "side"
+    assert (
+        routing.decide(
+            p, envelope(bounds=p.bounds, counters=Counters(agent_hops=3)), "review", {"verdict": {"kind": "alt"}}
+        ).next_stage
+        == "side"
+    )
     # When 4 hops are spent, the non-final stage is refused: only the final stage (hop 5) fits
-    refused = routing.decide(p, envelope(bounds=p.bounds, counters=Counters(agent_hops=4)), "review",
-                             {"verdict": {"kind": "alt"}})
+    refused = routing.decide(
+        p, envelope(bounds=p.bounds, counters=Counters(agent_hops=4)), "review", {"verdict": {"kind": "alt"}}
+    )
     assert (refused.next_stage, refused.terminal_reason) == ("done", "max_agent_hops")
     # and the final stage itself is never refused
     direct = routing.decide(p, envelope(bounds=p.bounds, counters=Counters(agent_hops=4)), "review", {})
@@ -191,8 +214,9 @@ def test_hop_bound_leaves_room_for_the_final_stage():
 
 def test_on_exceeded_target_is_still_checked_against_bounds():
     # Given the edge limit reroutes to 'side' but the hops are spent
-    p = review_pipeline(limit=EdgeLimit(from_stage="review", to_stage="work", max_count=0, on_exceeded="side"),
-                        max_agent_hops=5)
+    p = review_pipeline(
+        limit=EdgeLimit(from_stage="review", to_stage="work", max_count=0, on_exceeded="side"), max_agent_hops=5
+    )
     env = envelope(bounds=p.bounds, counters=Counters(agent_hops=4))
     # Then the bound wins
     decision = routing.decide(p, env, "review", {"verdict": {"kind": "redo"}})

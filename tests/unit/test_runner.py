@@ -19,37 +19,9 @@ from missions.starter import MissionRequest, build_envelope
 from missions.store.ports import MissionRecord
 from missions.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
 from tests.support.driver import DirectDriver
+from tests.support.hooks import FnHooks as Hooks
 
 Hook = Callable[[StageContext], Any]
-
-
-class Note(BaseModel):
-    text: str = ""
-    decision: str | None = None
-
-
-class Hooks(StageHooks):
-    """Stage hooks from plain functions."""
-
-    def __init__(self, *, pre: Hook | None = None, act: Hook | None = None, post: Hook | None = None,
-                 llm: bool = False):
-        self._pre, self._act, self._post = pre, act, post
-        if llm:
-            self.output_model = Note
-
-    def pre(self, ctx: StageContext) -> None:
-        if self._pre:
-            self._pre(ctx)
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        return [{"role": "user", "content": f"{ctx.agent.name}: {ctx.goal}"}]
-
-    def act(self, ctx: StageContext) -> None:
-        if self._act:
-            self._act(ctx)
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        return self._post(ctx) if self._post else super().post(ctx)
 
 
 def policy(request: LLMRequest) -> dict[str, Any]:
@@ -80,11 +52,22 @@ def catalog(ran: list[str]) -> ToolCatalog:
     return tools
 
 
-def make(name: str, agents: list[AgentConfig], hooks: dict[str, StageHooks], *,
-         tools: ToolCatalog | None = None, **pipeline: Any) -> Capability:
-    return Capability(name=name, description="unit-test capability",
-                      pipeline=PipelineConfig(name=name, agents=agents, **pipeline),
-                      hooks=hooks, offline_policy=policy, catalog=tools or ToolCatalog())
+def make(
+    name: str,
+    agents: list[AgentConfig],
+    hooks: dict[str, StageHooks],
+    *,
+    tools: ToolCatalog | None = None,
+    **pipeline: Any,
+) -> Capability:
+    return Capability(
+        name=name,
+        description="unit-test capability",
+        pipeline=PipelineConfig(name=name, agents=agents, **pipeline),
+        hooks=hooks,
+        offline_policy=policy,
+        catalog=tools or ToolCatalog(),
+    )
 
 
 def stages(envelope: Envelope) -> list[str]:
@@ -111,8 +94,11 @@ def gather_think_done(ran: list[str]) -> Capability:
             AgentConfig(name="think", has_llm=True, counts_iteration=True, default_next="done"),
             AgentConfig(name="done"),
         ],
-        {"gather": Hooks(act=gather, post=lambda ctx: {"gathered": 2}), "think": Hooks(llm=True),
-         "done": Hooks(post=answer)},
+        {
+            "gather": Hooks(act=gather, post=lambda ctx: {"gathered": 2}),
+            "think": Hooks(llm=True),
+            "done": Hooks(post=answer),
+        },
         tools=catalog(ran),
     )
 
@@ -129,7 +115,10 @@ def test_counters_follow_the_work_done():
     assert c.tokens_in > 0 and c.tokens_out > 0 and c.cost_usd == 0
     assert ran == ["echo:a", "echo:b"]
     assert [(r.stage, r.status, r.llm_calls, r.tool_calls) for r in env.history] == [
-        ("gather", "ok", 0, 2), ("think", "ok", 1, 0), ("done", "ok", 0, 0)]
+        ("gather", "ok", 0, 2),
+        ("think", "ok", 1, 0),
+        ("done", "ok", 0, 0),
+    ]
     assert env.outputs["think"] == {"text": "think thought about count things", "decision": None}
     assert env.terminal_reason == "completed" and env.next_stage is None
     # and the mission record agrees
@@ -140,10 +129,15 @@ def test_counters_follow_the_work_done():
 
 def test_llm_budget_refuses_the_next_llm_stage():
     # Given two LLM stages and a budget of one call
-    cap = make("t_llm_budget",
-               [AgentConfig(name="one", has_llm=True, default_next="two"),
-                AgentConfig(name="two", has_llm=True, default_next="done"), AgentConfig(name="done")],
-               {"one": Hooks(llm=True), "two": Hooks(llm=True), "done": Hooks(post=answer)})
+    cap = make(
+        "t_llm_budget",
+        [
+            AgentConfig(name="one", has_llm=True, default_next="two"),
+            AgentConfig(name="two", has_llm=True, default_next="done"),
+            AgentConfig(name="done"),
+        ],
+        {"one": Hooks(llm=True), "two": Hooks(llm=True), "done": Hooks(post=answer)},
+    )
     # When
     env = DirectDriver(cap).run("think twice", bounds={"max_llm_calls": 1})
     # Then
@@ -161,15 +155,23 @@ def clarifying(resume_stage: str | None) -> Capability:
             ctx.ask(InterruptKind.CLARIFICATION, "Which one?")
 
     def heard(ctx: StageContext) -> dict[str, Any]:
-        return {"heard": ctx.envelope.answers[-1]["response"]["text"],
-                "resumed_here": ctx.resume.text if ctx.resume else None}
+        return {
+            "heard": ctx.envelope.answers[-1]["response"]["text"],
+            "resumed_here": ctx.resume.text if ctx.resume else None,
+        }
 
     return make(
         "t_clarify",
-        [AgentConfig(name="intake", default_next="ask"), AgentConfig(name="ask", default_next="done"),
-         AgentConfig(name="done")],
-        {"intake": Hooks(post=lambda ctx: {"resumed_here": ctx.resume.text if ctx.resume else None}),
-         "ask": Hooks(pre=ask_once, post=heard), "done": Hooks(post=answer)},
+        [
+            AgentConfig(name="intake", default_next="ask"),
+            AgentConfig(name="ask", default_next="done"),
+            AgentConfig(name="done"),
+        ],
+        {
+            "intake": Hooks(post=lambda ctx: {"resumed_here": ctx.resume.text if ctx.resume else None}),
+            "ask": Hooks(pre=ask_once, post=heard),
+            "done": Hooks(post=answer),
+        },
         clarification_resume_stage=resume_stage,
     )
 
@@ -227,9 +229,11 @@ def writer(ran: list[str]) -> Capability:
 
     return make(
         "t_confirm",
-        [AgentConfig(name="prep", default_next="apply"),
-         AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
-         AgentConfig(name="done")],
+        [
+            AgentConfig(name="prep", default_next="apply"),
+            AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
+            AgentConfig(name="done"),
+        ],
         {"apply": Hooks(act=write, post=report), "done": Hooks(post=answer)},
         tools=catalog(ran),
     )
@@ -270,10 +274,13 @@ def ping_pong(max_count: int = 1000, on_exceeded: str | None = None) -> Capabili
     """a -> b -> a ... forever (b never says stop), bounded by an edge limit on b -> a."""
     return make(
         "t_loop",
-        [AgentConfig(name="a", default_next="b"),
-         AgentConfig(name="b", routing_rules=[RoutingRule(field="stop", value=False, target="a")],
-                     default_next="end"),
-         AgentConfig(name="end")],
+        [
+            AgentConfig(name="a", default_next="b"),
+            AgentConfig(
+                name="b", routing_rules=[RoutingRule(field="stop", value=False, target="a")], default_next="end"
+            ),
+            AgentConfig(name="end"),
+        ],
         {"b": Hooks(post=lambda ctx: {"stop": False}), "end": Hooks(post=answer)},
         edge_limits=[EdgeLimit(from_stage="b", to_stage="a", max_count=max_count, on_exceeded=on_exceeded)],
         bounds={"max_agent_hops": 50},
@@ -308,12 +315,16 @@ def test_edge_limit_on_exceeded_sends_the_runner_to_that_stage():
     # Given b -> a allowed once, after which the limit sends the mission to 'side'
     cap = make(
         "t_on_exceeded",
-        [AgentConfig(name="a", routing_rules=[RoutingRule(field="aside", value=True, target="side")],
-                     default_next="b"),
-         AgentConfig(name="b", routing_rules=[RoutingRule(field="again", value=True, target="a")],
-                     default_next="end"),
-         AgentConfig(name="side", default_next="end"),
-         AgentConfig(name="end")],
+        [
+            AgentConfig(
+                name="a", routing_rules=[RoutingRule(field="aside", value=True, target="side")], default_next="b"
+            ),
+            AgentConfig(
+                name="b", routing_rules=[RoutingRule(field="again", value=True, target="a")], default_next="end"
+            ),
+            AgentConfig(name="side", default_next="end"),
+            AgentConfig(name="end"),
+        ],
         {"b": Hooks(post=lambda ctx: {"again": True}), "end": Hooks(post=answer)},
         edge_limits=[EdgeLimit(from_stage="b", to_stage="a", max_count=1, on_exceeded="side")],
     )
@@ -339,10 +350,15 @@ def test_a_stage_that_always_raises_ends_through_finalize():
         seen["failure"] = ctx.scratch.get("failure")
         return {"answer": "partial"}
 
-    cap = make("t_boom",
-               [AgentConfig(name="ok", default_next="boom"), AgentConfig(name="boom", default_next="done"),
-                AgentConfig(name="done")],
-               {"boom": Hooks(post=explode), "done": Hooks(post=final)})
+    cap = make(
+        "t_boom",
+        [
+            AgentConfig(name="ok", default_next="boom"),
+            AgentConfig(name="boom", default_next="done"),
+            AgentConfig(name="done"),
+        ],
+        {"boom": Hooks(post=explode), "done": Hooks(post=final)},
+    )
     driver = DirectDriver(cap)
     # When
     env = driver.run("fail please")
@@ -362,10 +378,11 @@ def test_a_stage_that_always_raises_ends_through_finalize():
 
 
 def test_missing_required_output_fields_fail_the_stage():
-    cap = make("t_required",
-               [AgentConfig(name="a", required_output_fields=["verdict"], default_next="done"),
-                AgentConfig(name="done")],
-               {"a": Hooks(post=lambda ctx: {"other": 1}), "done": Hooks(post=answer)})
+    cap = make(
+        "t_required",
+        [AgentConfig(name="a", required_output_fields=["verdict"], default_next="done"), AgentConfig(name="done")],
+        {"a": Hooks(post=lambda ctx: {"other": 1}), "done": Hooks(post=answer)},
+    )
     driver = DirectDriver(cap)
     env = driver.run("go")
     assert env.terminal_reason == "stage_failed:a"
@@ -412,11 +429,16 @@ def test_events_tell_the_story_in_order():
     # Given tools, a judging stage with a decision, and the final stage
     cap = make(
         "t_events",
-        [AgentConfig(name="gather", has_tools=True, tool_access=ToolAccess.READ, default_next="judge"),
-         AgentConfig(name="judge", default_next="done"), AgentConfig(name="done")],
-        {"gather": Hooks(act=lambda ctx: ctx.tools.execute("t.echo", {"path": "x"}), post=lambda ctx: {}),
-         "judge": Hooks(post=lambda ctx: {"decision": "ACCEPT", "reason": "looks right"}),
-         "done": Hooks(post=answer)},
+        [
+            AgentConfig(name="gather", has_tools=True, tool_access=ToolAccess.READ, default_next="judge"),
+            AgentConfig(name="judge", default_next="done"),
+            AgentConfig(name="done"),
+        ],
+        {
+            "gather": Hooks(act=lambda ctx: ctx.tools.execute("t.echo", {"path": "x"}), post=lambda ctx: {}),
+            "judge": Hooks(post=lambda ctx: {"decision": "ACCEPT", "reason": "looks right"}),
+            "done": Hooks(post=answer),
+        },
         tools=catalog([]),
     )
     driver = DirectDriver(cap)
@@ -424,14 +446,23 @@ def test_events_tell_the_story_in_order():
     # Then
     assert event_types(driver, env) == [
         "orchestrator.started",
-        "agent_started", "executor.tool_started", "executor.tool_completed",
-        "orchestrator.stage_transition", "agent_completed",
-        "agent_started", "critic.decision", "orchestrator.stage_transition", "agent_completed",
-        "agent_started", "agent_completed", "orchestrator.completed",
+        "agent_started",
+        "executor.tool_started",
+        "executor.tool_completed",
+        "orchestrator.stage_transition",
+        "agent_completed",
+        "agent_started",
+        "critic.decision",
+        "orchestrator.stage_transition",
+        "agent_completed",
+        "agent_started",
+        "agent_completed",
+        "orchestrator.completed",
     ]
     events, _ = driver.stores.events.read(env.mission_id, limit=100)
-    transitions = [(e.payload["from_stage"], e.payload["to_stage"]) for e in events
-                   if e.type is EventType.STAGE_TRANSITION]
+    transitions = [
+        (e.payload["from_stage"], e.payload["to_stage"]) for e in events if e.type is EventType.STAGE_TRANSITION
+    ]
     assert transitions == [("gather", "judge"), ("judge", "done")]
     decision = next(e for e in events if e.type is EventType.CRITIC_DECISION)
     assert decision.payload == {"decision": "ACCEPT", "reason": "looks right"}
@@ -488,17 +519,24 @@ def test_a_timed_out_interrupt_is_not_left_pending_on_the_finished_mission():
 
 
 def _parallel_capability():
-    return make("t_parallel_hops",
-                [AgentConfig(name="a", default_next="b"), AgentConfig(name="b", requires=["a"], default_next="d"),
-                 AgentConfig(name="c", requires=["a"], default_next="d"), AgentConfig(name="d")],
-                {"d": Hooks(post=answer)})
+    return make(
+        "t_parallel_hops",
+        [
+            AgentConfig(name="a", default_next="b"),
+            AgentConfig(name="b", requires=["a"], default_next="d"),
+            AgentConfig(name="c", requires=["a"], default_next="d"),
+            AgentConfig(name="d"),
+        ],
+        {"d": Hooks(post=answer)},
+    )
 
 
 def _start(driver, cap, max_hops):
     registry.register(cap)
     start = build_envelope(MissionRequest(capability=cap.name, goal="g", bounds={"max_agent_hops": max_hops}))
-    driver.stores.missions.create(MissionRecord(mission_id=start.mission_id, user_id="u",
-                                                capability=cap.name, goal="g"))
+    driver.stores.missions.create(
+        MissionRecord(mission_id=start.mission_id, user_id="u", capability=cap.name, goal="g")
+    )
     return driver.runner.handle({"stage": "a", "mode": "run", "envelope": driver.codec.encode(start)})
 
 

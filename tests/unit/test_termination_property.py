@@ -53,17 +53,18 @@ def pipelines(draw: st.DrawFn) -> PipelineConfig:
         # any target; leaning forward keeps most examples reachable
         default = draw(st.one_of(st.just(i + 1), st.integers(0, n - 1)))
         rules = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, n - 1)), max_size=2))
-        agents.append(AgentConfig(
-            name=names[i],
-            has_llm=draw(st.booleans()),
-            counts_iteration=draw(st.integers(0, 2)) == 0,
-            routing_rules=[RoutingRule(field="v", value=value, target=names[t]) for value, t in rules],
-            default_next=names[default],
-        ))
+        agents.append(
+            AgentConfig(
+                name=names[i],
+                has_llm=draw(st.booleans()),
+                counts_iteration=draw(st.integers(0, 2)) == 0,
+                routing_rules=[RoutingRule(field="v", value=value, target=names[t]) for value, t in rules],
+                default_next=names[default],
+            )
+        )
         for target in sorted({default, *(t for _, t in rules)}):
             if target <= i:  # a back edge (or a self loop): bound it
-                limits.append(EdgeLimit(from_stage=names[i], to_stage=names[target],
-                                        max_count=draw(st.integers(0, 3))))
+                limits.append(EdgeLimit(from_stage=names[i], to_stage=names[target], max_count=draw(st.integers(0, 3))))
     agents.append(AgentConfig(name=names[-1]))
     try:
         return PipelineConfig(name="prop", agents=agents, edge_limits=limits)
@@ -88,8 +89,9 @@ def capability(pipeline: PipelineConfig, seed: int) -> Capability:
 
     hooks: dict[str, StageHooks] = {a.name: ValueHooks(rng, a.has_llm) for a in pipeline.agents[:-1]}
     hooks[pipeline.final] = Final()
-    return Capability(name="t_termination", description="property", pipeline=pipeline, hooks=hooks,
-                      offline_policy=policy)
+    return Capability(
+        name="t_termination", description="property", pipeline=pipeline, hooks=hooks, offline_policy=policy
+    )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -62,8 +62,7 @@ def catalog(calls: Calls) -> ToolCatalog:
         calls.ran.append("t.write")
         return ToolResult.ok({"wrote": p.name})
 
-    @catalog.register("t.destroy", "delete something", Item, category=ToolCategory.WRITE,
-                      risk=RiskLevel.DESTRUCTIVE)
+    @catalog.register("t.destroy", "delete something", Item, category=ToolCategory.WRITE, risk=RiskLevel.DESTRUCTIVE)
     def destroy(p: Item) -> ToolResult:
         calls.ran.append("t.destroy")
         return ToolResult.ok({"deleted": p.name})
@@ -105,8 +104,9 @@ def catalog(calls: Calls) -> ToolCatalog:
 
 
 def agent(access: ToolAccess = ToolAccess.ALL, allowed_tools: list[str] | None = None) -> AgentConfig:
-    return AgentConfig(name="worker", has_tools=access is not ToolAccess.NONE, tool_access=access,
-                       allowed_tools=allowed_tools)
+    return AgentConfig(
+        name="worker", has_tools=access is not ToolAccess.NONE, tool_access=access, allowed_tools=allowed_tools
+    )
 
 
 def executor(catalog: ToolCatalog, calls: Calls, **kwargs: Any) -> ToolExecutor:
@@ -147,7 +147,7 @@ def test_denied_call_names_stage_access_and_risk(catalog, calls):
     result = tools.execute("t.write", {"name": "x"})
     # Then it is denied without running, and nothing asks for confirmation
     assert result.status == "denied"
-    assert "stage 'worker' (access read) may not use tool 't.write' (risk write)" == result.error
+    assert result.error == "stage 'worker' (access read) may not use tool 't.write' (risk write)"
     assert calls.ran == []
 
 
@@ -163,8 +163,9 @@ def test_unknown_tool_is_not_found(catalog, calls):
     assert (result.status, result.error) == ("not_found", "unknown tool 't.nope'")
 
 
-@pytest.mark.parametrize(("params", "field"), [({}, "name"), ({"name": "x", "count": 0}, "count"),
-                                                ({"name": "x", "count": "many"}, "count")])
+@pytest.mark.parametrize(
+    ("params", "field"), [({}, "name"), ({"name": "x", "count": 0}, "count"), ({"name": "x", "count": "many"}, "count")]
+)
 def test_invalid_parameters_are_an_error_naming_the_field(catalog, calls, params, field):
     result = executor(catalog, calls).execute("t.read", params)
     assert result.status == "error"
@@ -201,7 +202,7 @@ def test_transient_error_that_persists_is_an_error_after_max_retries_plus_one(ca
     tools = executor(catalog, calls)
     result = tools.execute("t.always_flaky", {"name": "x"})
     assert result.status == "error"
-    assert "backend down (after 2 attempts)" == result.error
+    assert result.error == "backend down (after 2 attempts)"
     assert calls.ran == ["t.always_flaky"] * 2
 
 
@@ -303,7 +304,9 @@ def test_hooks_see_every_started_and_completed_call(catalog, calls):
     tools.execute("t.nope", {})
     assert started == [("t.read", {"name": "x"})]  # only calls that really run start
     assert [(r.tool_id, r.result.status, r.attempts) for r in completed] == [
-        ("t.read", "success", 1), ("t.nope", "not_found", 0)]
+        ("t.read", "success", 1),
+        ("t.nope", "not_found", 0),
+    ]
     assert tools.calls == completed
 
 

@@ -28,9 +28,7 @@ from missions.llm.pricing import cost_usd
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
 
-_JSON_OBJECT_INSTRUCTION = (
-    "Reply with a single JSON object, and nothing else, that conforms to this JSON schema:\n"
-)
+_JSON_OBJECT_INSTRUCTION = "Reply with a single JSON object, and nothing else, that conforms to this JSON schema:\n"
 
 
 class OpenAIProvider:
@@ -61,9 +59,7 @@ class OpenAIProvider:
         if client is None:
             try:
                 # SDK retries are off: ours are the only ones, so backoff and breaker agree.
-                client = openai.OpenAI(
-                    api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
-                )
+                client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
             except openai.OpenAIError as exc:  # e.g. no key in the arguments or OPENAI_API_KEY
                 raise LLMError(f"cannot create the OpenAI client: {exc}") from exc
         self._client = client
@@ -149,9 +145,7 @@ class OpenAIProvider:
         retry = 0
         while True:
             try:
-                return self._client.chat.completions.create(
-                    **self._params(model, request, json_object=json_object)
-                )
+                return self._client.chat.completions.create(**self._params(model, request, json_object=json_object))
             except openai.APIStatusError as exc:
                 if exc.status_code == 400 and not json_object and _rejects_json_schema(exc):
                     # Older models and many compatible servers only know JSON mode: degrade once.
@@ -315,9 +309,7 @@ def _describe(exc: openai.APIError) -> str:
     return f"HTTP {status}: {exc.message}" if status else f"{type(exc).__name__}: {exc.message}"
 
 
-def _parse(
-    content: str, output_model: type[BaseModel], model: str, stage: str
-) -> tuple[BaseModel, bool]:
+def _parse(content: str, output_model: type[BaseModel], model: str, stage: str) -> tuple[BaseModel, bool]:
     """Validates the answer; models without strict schemas often wrap JSON in prose or fences."""
     try:
         return output_model.model_validate_json(content), False

@@ -107,16 +107,19 @@ class LocalCloud:
         self.sfn = boto3.client("stepfunctions", region_name=REGION)
         self.lambda_ = boto3.client("lambda", region_name=REGION)
         self.iam = boto3.client("iam", region_name=REGION)
-        self.settings = RuntimeSettings(**{
-            "missions_table": f"{self.prefix}-{MISSIONS.id}",
-            "checkpoints_table": f"{self.prefix}-{CHECKPOINTS.id}",
-            "events_table": f"{self.prefix}-{EVENTS.id}",
-            "interrupts_table": f"{self.prefix}-{INTERRUPTS.id}",
-            "blob_bucket": f"{self.prefix}-blobs",
-            **self._settings_overrides,
-        })
-        self.runtime = Runtime(self.settings, dynamodb=self.dynamodb, s3=self.s3, llm=self._llm,
-                               on_timings=self._on_timings)
+        self.settings = RuntimeSettings(
+            **{
+                "missions_table": f"{self.prefix}-{MISSIONS.id}",
+                "checkpoints_table": f"{self.prefix}-{CHECKPOINTS.id}",
+                "events_table": f"{self.prefix}-{EVENTS.id}",
+                "interrupts_table": f"{self.prefix}-{INTERRUPTS.id}",
+                "blob_bucket": f"{self.prefix}-blobs",
+                **self._settings_overrides,
+            }
+        )
+        self.runtime = Runtime(
+            self.settings, dynamodb=self.dynamodb, s3=self.s3, llm=self._llm, on_timings=self._on_timings
+        )
         self._provision()
         return self
 
@@ -145,10 +148,21 @@ class LocalCloud:
             if ttl:
                 self.dynamodb.update_time_to_live(**ttl)
         self.s3.create_bucket(Bucket=self.settings.blob_bucket)
-        role = self.iam.create_role(RoleName=f"{self.prefix}-role", AssumeRolePolicyDocument=json.dumps({
-            "Version": "2012-10-17",
-            "Statement": [{"Effect": "Allow", "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]},
-                           "Action": "sts:AssumeRole"}]}))["Role"]["Arn"]
+        role = self.iam.create_role(
+            RoleName=f"{self.prefix}-role",
+            AssumeRolePolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": ["lambda.amazonaws.com", "states.amazonaws.com"]},
+                            "Action": "sts:AssumeRole",
+                        }
+                    ],
+                }
+            ),
+        )["Role"]["Arn"]
         self._role = role
         interrupt_arn = self._function(f"{self.prefix}-interrupt", INTERRUPT_FUNCTION, 128)
         for name in self.capabilities:
@@ -163,13 +177,20 @@ class LocalCloud:
             for key, value in substitutions.items():
                 definition = definition.replace("${" + key + "}", value)
             self.state_machines[name] = self.sfn.create_state_machine(
-                name=state_machine_name(self.prefix, name), definition=definition, roleArn=role,
+                name=state_machine_name(self.prefix, name),
+                definition=definition,
+                roleArn=role,
             )["stateMachineArn"]
 
     def _function(self, name: str, spec: FunctionSpec, memory: int) -> str:
         arn = self.lambda_.create_function(
-            FunctionName=name, Runtime="python3.12", Role=self._role, Handler=spec.handler,
-            Code={"ZipFile": _placeholder_zip()}, MemorySize=memory, Timeout=300,
+            FunctionName=name,
+            Runtime="python3.12",
+            Role=self._role,
+            Handler=spec.handler,
+            Code={"ZipFile": _placeholder_zip()},
+            MemorySize=memory,
+            Timeout=300,
         )["FunctionArn"]
         self.functions[name] = arn
         handler = getattr(__import__(spec.module, fromlist=[spec.attribute]), spec.attribute)
@@ -178,13 +199,31 @@ class LocalCloud:
 
     # -- missions ----------------------------------------------------------------------
 
-    def start(self, capability: str, goal: str, *, context: dict[str, Any] | None = None,
-              user_id: str = "local", bounds: dict[str, Any] | None = None,
-              mission_id: str | None = None) -> str:
-        request = MissionRequest(capability=capability, goal=goal, user_id=user_id, context=context or {},
-                                 bounds=bounds or {}, mission_id=mission_id)
-        envelope = start_mission(request, missions=self.runtime.missions, codec=self.runtime.codec,
-                                 sfn=self.sfn, state_machine_arn=self.state_machines.__getitem__)
+    def start(
+        self,
+        capability: str,
+        goal: str,
+        *,
+        context: dict[str, Any] | None = None,
+        user_id: str = "local",
+        bounds: dict[str, Any] | None = None,
+        mission_id: str | None = None,
+    ) -> str:
+        request = MissionRequest(
+            capability=capability,
+            goal=goal,
+            user_id=user_id,
+            context=context or {},
+            bounds=bounds or {},
+            mission_id=mission_id,
+        )
+        envelope = start_mission(
+            request,
+            missions=self.runtime.missions,
+            codec=self.runtime.codec,
+            sfn=self.sfn,
+            state_machine_arn=self.state_machines.__getitem__,
+        )
         return envelope.mission_id
 
     def execution_arn(self, mission_id: str) -> str:
@@ -212,8 +251,7 @@ class LocalCloud:
         envelope = None
         if described.get("output"):
             envelope = self.runtime.codec.decode(json.loads(described["output"])["envelope"])
-        return MissionOutcome(mission_id, described["status"], envelope, described.get("error"),
-                              described.get("cause"))
+        return MissionOutcome(mission_id, described["status"], envelope, described.get("error"), described.get("cause"))
 
     def run(self, capability: str, goal: str, timeout: float = 120.0, **kwargs: Any) -> MissionOutcome:
         mission_id = self.start(capability, goal, **kwargs)
@@ -221,9 +259,15 @@ class LocalCloud:
         return self.outcome(mission_id)
 
     def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]) -> None:
-        answer_interrupt(interrupts=self.runtime.interrupts, missions=self.runtime.missions,
-                         events=self.runtime.events, sfn=self.sfn, mission_id=mission_id,
-                         interrupt_id=interrupt_id, response=response)
+        answer_interrupt(
+            interrupts=self.runtime.interrupts,
+            missions=self.runtime.missions,
+            events=self.runtime.events,
+            sfn=self.sfn,
+            mission_id=mission_id,
+            interrupt_id=interrupt_id,
+            response=response,
+        )
 
     def events(self, mission_id: str, after: str | None = None) -> tuple[list[Event], str | None]:
         return self.runtime.events.read(mission_id, after=after, limit=500)
@@ -260,5 +304,7 @@ def _placeholder_zip() -> bytes:
     """moto wants a code package; the handler really runs in-process from functions/."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("handler.py", "def lambda_handler(event, context):\n    raise RuntimeError('runs in-process')\n")
+        archive.writestr(
+            "handler.py", "def lambda_handler(event, context):\n    raise RuntimeError('runs in-process')\n"
+        )
     return buffer.getvalue()

@@ -90,8 +90,10 @@ def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
     """moto's contract: return (payload json, errored, logs)."""
     handler = _FUNCTIONS.get(self.function_name)
     if handler is None:
-        error = {"errorType": "FunctionNotRegistered",
-                 "errorMessage": f"no in-process handler registered for '{self.function_name}'"}
+        error = {
+            "errorType": "FunctionNotRegistered",
+            "errorMessage": f"no in-process handler registered for '{self.function_name}'",
+        }
         return json.dumps(error), True, ""
     payload = json.loads(event) if isinstance(event, (str, bytes)) else (event or {})
     context = LocalContext(
@@ -103,8 +105,11 @@ def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
     try:
         result = handler(payload, context)
     except Exception as exc:  # a function error, as Lambda reports it
-        error = {"errorType": type(exc).__name__, "errorMessage": str(exc),
-                 "stackTrace": traceback.format_exception(exc)[-5:]}
+        error = {
+            "errorType": type(exc).__name__,
+            "errorMessage": str(exc),
+            "stackTrace": traceback.format_exception(exc)[-5:],
+        }
         return json.dumps(error), True, ""
     return json.dumps(result), False, ""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import boto3
@@ -141,7 +141,7 @@ def _query_all(client: Any, **kwargs: Any) -> list[dict[str, Any]]:
         kwargs["ExclusiveStartKey"] = last
 
 
-@lru_cache(maxsize=None)
+@cache
 def _mission_field_adapter(name: str) -> TypeAdapter[Any]:
     return TypeAdapter(MissionRecord.model_fields[name].annotation)
 

@@ -129,7 +129,8 @@ class MemoryInterruptStore:
             if record is None:
                 raise NotFound(f"interrupt {mission_id}/{interrupt_id}")
             self._items[(mission_id, interrupt_id)] = record.model_copy(
-                update={"status": "expired", "response": None, "answered_at": None})
+                update={"status": "expired", "response": None, "answered_at": None}
+            )
 
     def pending(self, mission_id: str) -> list[InterruptRecord]:
         return [r for (m, _), r in self._items.items() if m == mission_id and r.status == "pending"]
