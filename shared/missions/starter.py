@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from missions import capability as registry
 from missions.compiler import initial_state
@@ -30,6 +30,25 @@ class MissionRequest(Model):
     bounds: dict[str, Any] = Field(default_factory=dict)  # overrides of the pipeline's bounds
     mission_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,80}$")
 
+    @field_validator("goal")
+    @classmethod
+    def _goal_has_words(cls, goal: str) -> str:
+        if not goal.strip():
+            raise ValueError("the goal is empty")
+        return goal.strip()
+
+    @classmethod
+    def parse(cls, **fields: Any) -> MissionRequest:
+        """Validate a request; every problem is named on one line, as MissionRequestError."""
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            raise MissionRequestError(_one_line(exc)) from None
+
+
+def _one_line(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
+
 
 def build_envelope(request: MissionRequest) -> Envelope:
     try:
@@ -39,8 +58,7 @@ def build_envelope(request: MissionRequest) -> Envelope:
     try:
         bounds = Bounds.model_validate({**capability.pipeline.bounds.model_dump(), **request.bounds})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise MissionRequestError(f"invalid bounds: {problems}") from None
+        raise MissionRequestError(f"invalid bounds: {_one_line(exc)}") from None
     context = dict(request.context)
     if capability.prepare_context is not None:
         try:

@@ -108,6 +108,8 @@ def test_a_bound_ends_the_mission_cleanly_with_its_reason(repo):
         (("run", "code_analysis", "goal", "--max-agent-hops", "1"), "max-agent-hops"),
         (("run", "code_analysis", "goal", "--context", "[1]"), "must be a JSON object"),
         (("asl", "nope"), "unknown capability 'nope'"),
+        (("run", "code_analysis", "   "), "the goal is empty"),
+        (("run", "code_analysis", "x" * 10_001), "at most 10000 characters"),
     ],
 )
 def test_bad_arguments_give_one_line_errors(args, message):

@@ -209,7 +209,7 @@ class LocalCloud:
         bounds: dict[str, Any] | None = None,
         mission_id: str | None = None,
     ) -> str:
-        request = MissionRequest(
+        request = MissionRequest.parse(
             capability=capability,
             goal=goal,
             user_id=user_id,
