@@ -133,7 +133,8 @@ class _Compiler:
         state: dict[str, Any] = {
             "Type": "Task",
             "Resource": function_placeholder(agent.name),
-            "Parameters": parameters or {"stage": agent.name, "mode": mode, "envelope.$": "$.envelope"},
+            "Parameters": parameters
+            or {"stage": agent.name, "mode": mode, "hop.$": "$.asl.hops", "envelope.$": "$.envelope"},
             "ResultPath": result_path,
             "TimeoutSeconds": agent.timeout_seconds,
             "Retry": self._retry(agent),

@@ -114,7 +114,7 @@ class StageRunner:
         try:
             if mode in ("branch", "item"):
                 return self._run_partial(envelope, stage, mode, request)
-            return self._run(envelope, stage, mode)
+            return self._run(envelope, stage, mode, request.get("hop"))
         finally:
             self.last_timings.total_ms = (self.services.clock() - started) * 1000
             if self.services.on_timings is not None:
@@ -122,11 +122,12 @@ class StageRunner:
 
     # -- a whole stage --------------------------------------------------------------
 
-    def _run(self, envelope: Envelope, stage: str, mode: str) -> dict[str, Any]:
+    def _run(self, envelope: Envelope, stage: str, mode: str, asl_hops: Any = None) -> dict[str, Any]:
         agent = self.pipeline.agent(stage)
         final = stage == self.pipeline.final
         events: list[Event] = []
-        hop = envelope.counters.agent_hops + 1
+        # the state machine's own count names the checkpoint: a stage cannot corrupt it
+        hop = (asl_hops if isinstance(asl_hops, int) else envelope.counters.agent_hops) + 1
         checkpoint_id = f"{hop:04d}-{stage}"
 
         def emit(event_type: EventType, /, **payload: Any) -> None:

@@ -558,3 +558,14 @@ def test_a_parallel_group_stays_within_max_agent_hops(max_hops):
     # Then with enough hops the group and its join run, within the bound
     assert [r.stage for r in env.history] == ["a", "b", "c", "d"]
     assert env.counters.agent_hops <= env.bounds.max_agent_hops
+
+
+def test_the_state_machines_hop_count_names_the_checkpoint(started):
+    # Given a stage request carrying the state machine's own hop count (a stage cannot change it)
+    driver, envelope = started
+    tampered = {**envelope, "counters": {**envelope["counters"], "agent_hops": 0}}
+    # When the stage runs
+    result = driver.runner.handle({"stage": "think", "mode": "run", "hop": 41, "envelope": tampered})
+    # Then its checkpoint is named after that count, not after the envelope's counters
+    assert result["checkpoint_id"] == "0042-think"
+    assert driver.stores.checkpoints.get(envelope["mission_id"], "0042-think").parent_id == envelope["checkpoint_id"]
