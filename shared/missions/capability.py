@@ -18,6 +18,7 @@ from missions.envelope import Envelope, InterruptKind, InterruptResponse
 from missions.llm.scripted import OfflinePolicy
 from missions.pipeline import AgentConfig, PipelineConfig
 from missions.tools import ToolCatalog, ToolExecutor
+from missions.triggers import Triggers
 
 
 class InterruptRequested(Exception):
@@ -104,6 +105,7 @@ class Capability:
     catalog: ToolCatalog = field(default_factory=ToolCatalog)
     auto_approve_tools: frozenset[str] = frozenset()
     keywords: tuple[str, ...] = ()
+    triggers: Triggers = field(default_factory=Triggers)
     example_goal: str = ""
     # validate and complete a mission's context before it starts (e.g. resolve a repo path)
     prepare_context: Callable[[dict[str, Any]], dict[str, Any]] | None = None

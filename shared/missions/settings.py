@@ -26,6 +26,12 @@ class RuntimeSettings(BaseModel):
     events_table: str = Field(min_length=3)
     interrupts_table: str = Field(min_length=3)
     blob_bucket: str = Field(min_length=3)
+    memory_table: str | None = None
+    dispatch_table: str | None = None
+    learnings_table: str | None = None
+    deliveries_table: str | None = None
+    event_bus: str | None = None
+    concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
     capability: str | None = None  # a stage function serves exactly one capability
     llm_provider: Literal["scripted", "openai"] = "scripted"
     openai_api_key: SecretStr | None = None

@@ -38,13 +38,27 @@ class TableSpec:
 MISSIONS = TableSpec(
     "missions",
     partition_key="mission_id",
-    indexes=(Index("by_user", "user_id", "created_at"),),
+    indexes=(Index("by_user", "user_id", "created_at"), Index("by_capability", "capability", "created_at")),
 )
 CHECKPOINTS = TableSpec("checkpoints", partition_key="thread_id", sort_key="checkpoint_id", ttl_attribute="expires_at")
 EVENTS = TableSpec("events", partition_key="mission_id", sort_key="position", ttl_attribute="expires_at")
 INTERRUPTS = TableSpec("interrupts", partition_key="mission_id", sort_key="interrupt_id", ttl_attribute="expires_at")
 
-TABLES: tuple[TableSpec, ...] = (MISSIONS, CHECKPOINTS, EVENTS, INTERRUPTS)
+# long-term memory: owner = "<user>#<namespace>", key = item key; its stream drives memory triggers
+MEMORY = TableSpec(
+    "memory",
+    partition_key="owner",
+    sort_key="key",
+    stream=True,
+    indexes=(Index("by_namespace_head", "namespace_head", "owner"),),  # schedules find opted-in users
+)
+# the dispatcher: per-user running slots, per-user priority queues
+DISPATCH = TableSpec("dispatch", partition_key="pk", sort_key="sk")
+# per-capability learnings aggregated from feedback, and webhook delivery ids seen (TTL)
+LEARNINGS = TableSpec("learnings", partition_key="capability")
+DELIVERIES = TableSpec("deliveries", partition_key="delivery_id", ttl_attribute="expires_at")
+
+TABLES: tuple[TableSpec, ...] = (MISSIONS, CHECKPOINTS, EVENTS, INTERRUPTS, MEMORY, DISPATCH, LEARNINGS, DELIVERIES)
 
 # Blobs of offloaded envelope fields: compressed blobs up to this size live in the
 # checkpoints table, bigger ones in the bucket (a DynamoDB item is capped at 400 KB).

@@ -16,6 +16,7 @@ from missions.compiler import initial_state
 from missions.envelope import Bounds, Envelope, Model, new_id
 from missions.offload import EnvelopeCodec
 from missions.store.ports import ConflictError, MissionRecord, MissionStore
+from missions.triggers import Priority, TriggerSource
 
 
 class MissionRequestError(ValueError):
@@ -29,6 +30,10 @@ class MissionRequest(Model):
     context: dict[str, Any] = Field(default_factory=dict)
     bounds: dict[str, Any] = Field(default_factory=dict)  # overrides of the pipeline's bounds
     mission_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,80}$")
+    priority: Priority = Priority.MEDIUM
+    deadline: str | None = Field(None, max_length=40)  # ISO 8601; earlier deadlines run first within a priority
+    trigger: TriggerSource = TriggerSource.API
+    idempotency_key: str | None = Field(None, min_length=1, max_length=512)
 
     @field_validator("goal")
     @classmethod

@@ -25,11 +25,7 @@ from missions.llm.base import LLMProvider
 from missions.local import patches
 from missions.settings import RuntimeSettings
 from missions.specs import (
-    CHECKPOINTS,
-    EVENTS,
     INTERRUPT_FUNCTION,
-    INTERRUPTS,
-    MISSIONS,
     STAGE_FUNCTION,
     TABLES,
     FunctionSpec,
@@ -108,14 +104,10 @@ class LocalCloud:
         self.lambda_ = boto3.client("lambda", region_name=REGION)
         self.iam = boto3.client("iam", region_name=REGION)
         self.settings = RuntimeSettings(
-            **{
-                "missions_table": f"{self.prefix}-{MISSIONS.id}",
-                "checkpoints_table": f"{self.prefix}-{CHECKPOINTS.id}",
-                "events_table": f"{self.prefix}-{EVENTS.id}",
-                "interrupts_table": f"{self.prefix}-{INTERRUPTS.id}",
-                "blob_bucket": f"{self.prefix}-blobs",
-                **self._settings_overrides,
-            }
+            **{f"{spec.id}_table": f"{self.prefix}-{spec.id}" for spec in TABLES},
+            blob_bucket=f"{self.prefix}-blobs",
+            event_bus=f"{self.prefix}-bus",
+            **self._settings_overrides,
         )
         self.runtime = Runtime(
             self.settings, dynamodb=self.dynamodb, s3=self.s3, llm=self._llm, on_timings=self._on_timings

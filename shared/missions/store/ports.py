@@ -45,6 +45,10 @@ class MissionRecord(Model):
     result: dict[str, Any] | None = None
     counters: dict[str, Any] = Field(default_factory=dict)
     pending_interrupt: str | None = None
+    priority: str = "medium"
+    trigger: str = "api"
+    completed_at: str | None = None
+    feedback: dict[str, Any] | None = None
 
 
 class Checkpoint(Model):
