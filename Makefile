@@ -8,11 +8,12 @@ DEMO_QUESTION ?= How does EnvelopeCodec offload large fields, and where is max_a
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION = 20
 
-.PHONY: demo test test-fast bench asl lint venv node clean help
+.PHONY: demo dev test test-fast bench asl lint venv node clean help
 
 help:
 	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
 	@echo "make test    run the whole test suite"
+	@echo "make dev     serve the HTTP API on 127.0.0.1:PORT (default 8787) over the embedded emulation"
 	@echo "make bench   run the benchmarks (writes .bench/results.json)"
 	@echo "make asl     print the compiled state machine of CAPABILITY (default code_analysis)"
 	@echo "make lint    ruff and the import-layering contracts"
@@ -32,6 +33,10 @@ node: $(NODE_STAMP)
 
 demo: venv
 	$(BIN)/missions run code_analysis "$(DEMO_QUESTION)" --repo .
+
+PORT ?= 8787
+dev: venv
+	$(BIN)/missions dev --port $(PORT)
 
 test: venv node
 	$(BIN)/python -m pytest -n 2 --dist loadfile

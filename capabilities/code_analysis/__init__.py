@@ -15,6 +15,7 @@ from capabilities.code_analysis.repo_tools import CATALOG
 from missions.capability import Capability
 from missions.envelope import Bounds
 from missions.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule, ToolAccess
+from missions.triggers import MemoryTrigger, Priority, ScheduleTrigger, Triggers, WebhookTrigger
 
 READ_TOOLS = ["code.list_files", "code.grep", "code.read_lines", "code.find_symbol"]
 
@@ -109,4 +110,38 @@ CAPABILITY = Capability(
     keywords=("code", "repository", "function", "class", "where is", "how does"),
     example_goal="How does EnvelopeCodec offload large fields, and where is max_agent_hops enforced?",
     prepare_context=prepare_context,
+    triggers=Triggers(
+        keywords=["code", "repository", "function", "class", "defined"],
+        # a CI system posting {"symbol": ...} after a push asks where that symbol lives now
+        webhooks=[
+            WebhookTrigger(
+                source="git",
+                event_types=["push"],
+                priority=Priority.HIGH,
+                goal_template="Where is {payload.symbol} defined, and where is it used?",
+            )
+        ],
+        # Monday mornings, for users who opted in by storing an item in ("code_digest", ...)
+        schedules=[
+            ScheduleTrigger(
+                id="weekly-digest",
+                cron="cron(0 8 ? * MON *)",
+                timezone="UTC",
+                users="opted_in",
+                opt_in_namespace="code_digest",
+                priority=Priority.LOW,
+                goal_template="Where are the TODO comments in this repository?",
+            )
+        ],
+        # adding a symbol to the user's watchlist explains it
+        memory=[
+            MemoryTrigger(
+                id="watchlist",
+                namespace="watchlist",
+                condition="field_changed",
+                field="symbol",
+                goal_template="Where is {new.symbol} defined, and how is it used?",
+            )
+        ],
+    ),
 )

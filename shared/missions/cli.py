@@ -138,6 +138,48 @@ def run(
     raise typer.Exit(0 if ok else 1)
 
 
+@app.command("dev")
+def dev(
+    port: int = typer.Option(8787, min=1, max=65535, help="Port on 127.0.0.1."),
+    webhook_secret: str = typer.Option("dev-secret", help="HMAC secret of every local webhook source."),
+) -> None:
+    """Serve the HTTP API on 127.0.0.1 over the embedded emulation (dev tokens: 'Bearer dev:<user>')."""
+    from missions.local.devserver import DEV_TOKEN_PREFIX, DevServer
+    from missions.local.emulation import LocalCloud
+
+    capabilities = registry.load_all()
+    sources = {t.source: {"secret": webhook_secret} for c in capabilities for t in c.triggers.webhooks}
+    llm = _llm_settings()
+    with LocalCloud(settings={**llm, "webhook_sources": sources}) as cloud:
+        try:
+            server = DevServer(cloud, port=port).start()
+        except OSError as exc:
+            fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}")
+        out.print(
+            f"[bold]missions dev[/] on {server.url} · {len(capabilities)} capabilities · "
+            f"{'OpenAI' if llm else 'offline scripted model'}",
+            highlight=False,
+        )
+        out.print(f"  auth (dev mode only): Authorization: Bearer {DEV_TOKEN_PREFIX}<user>", highlight=False)
+        out.print(
+            f"  try: curl -H 'Authorization: Bearer {DEV_TOKEN_PREFIX}alice' {server.url}/capabilities", highlight=False
+        )
+        out.print(
+            f"  webhooks: POST {server.url}/webhooks/<source>, signed with the secret "
+            f"{webhook_secret!r} (see missions.webhooks)",
+            highlight=False,
+        )
+        out.print(f'  schedules: POST {server.url}/_dev/clock {{"advance_seconds": 3600}}', highlight=False)
+        out.print(f"  OpenAPI: {server.url}/openapi.json · Ctrl-C stops", highlight=False)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            out.print("stopping")
+        finally:
+            server.stop()
+
+
 def _parse_context(text: str | None) -> dict[str, Any]:
     if not text:
         return {}

@@ -25,9 +25,11 @@ from typing import Any
 from missions.envelope import InterruptKind
 from missions.pipeline import AgentConfig, PipelineConfig
 
-FINALIZE = "finalize"
-DONE = "done"
-FAILED = "mission_failed"
+# dotted: stage names cannot contain a dot, so these never collide with a stage
+START = "mission.start"
+FINALIZE = "mission.finalize"
+DONE = "mission.done"
+FAILED = "mission.failed"
 UNROUTABLE = "guard.unroutable"
 TRANSIENT_LAMBDA_ERRORS = [
     "Lambda.ServiceException",
@@ -58,11 +60,12 @@ def placeholders(pipeline: PipelineConfig) -> list[str]:
 
 
 def initial_state(envelope: dict[str, Any], max_agent_hops: int) -> dict[str, Any]:
-    """The execution input for a new mission.
+    """The execution input for a mission (a new one, or one forked from a checkpoint).
 
     `max_hops` leaves one hop for the final stage, as the runner's own bound check does.
     """
-    return {"envelope": envelope, "asl": {"hops": 0, "max_hops": max_agent_hops - 1}}
+    hops = int((envelope.get("counters") or {}).get("agent_hops", 0))
+    return {"envelope": envelope, "asl": {"hops": hops, "max_hops": max_agent_hops - 1}}
 
 
 def compile_pipeline(pipeline: PipelineConfig, *, comment: str | None = None) -> dict[str, Any]:
@@ -105,13 +108,26 @@ class _Compiler:
             self._await(kind)
         self._guards()
         self._finalize()
-        start = self.entry(self.p.start)
+        start = self._start()
         return {
             "Comment": comment or f"Mission pipeline '{self.p.name}' (compiled by missions)",
             "StartAt": start,
             "TimeoutSeconds": self._machine_timeout(),
             "States": _reachable(self.states, start),
         }
+
+    def _start(self) -> str:
+        """A new mission begins at the first stage; a forked one where its checkpoint left off."""
+        stages = [a.name for a in self.p.agents if not self.p.group_of(a.name)]
+        self.states[START] = {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.envelope.next_stage", "StringEquals": stage, "Next": self.entry(stage)}
+                for stage in stages
+            ],
+            "Default": self.entry(self.p.start),
+        }
+        return START
 
     def _machine_timeout(self) -> int:
         """The last-resort guard: every stage at its timeout with retries, plus waiting humans."""

@@ -23,6 +23,10 @@ class EventType(StrEnum):
     BOUND_REACHED = "orchestrator.bound_reached"
     INTERRUPT_RAISED = "interrupt.raised"
     INTERRUPT_ANSWERED = "interrupt.answered"
+    MISSION_QUEUED = "mission.queued"
+    MISSION_CANCELLED = "mission.cancelled"
+    FEEDBACK_RECEIVED = "feedback.received"
+    FEEDBACK_COMPLAINT = "feedback.complaint"
 
 
 class Event(Model):

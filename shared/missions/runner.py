@@ -470,12 +470,14 @@ class StageRunner:
         fields: dict[str, Any] = {
             "stage": stage,
             "counters": envelope.counters.model_dump(),
-            "status": "interrupted" if status == "interrupted" else "running",
+            # 'interrupted' is set by the interrupt function once the answer can be delivered
+            "status": "running",
             "pending_interrupt": envelope.interrupt.id if envelope.interrupt else None,
         }
         if envelope.next_stage is None:  # the final stage ran: the mission is over
             fields.update(
                 status="failed" if status == "failed" else "completed",
+                completed_at=utcnow(),
                 terminal_reason=envelope.terminal_reason,
                 result=self._result(envelope),
             )
@@ -483,10 +485,12 @@ class StageRunner:
 
     def _result(self, envelope: Envelope) -> dict[str, Any]:
         output = envelope.output(self.pipeline.final)
+        cited = output.get("citations")
         return {
             "answer": output.get("answer"),
             "output": _preview(output, 20_000),
-            "citations": [c.model_dump() for c in envelope.citations][:200],
+            "citations": cited if isinstance(cited, list) else [c.ref for c in envelope.citations][:200],
+            "evidence": [c.model_dump() for c in envelope.citations][:200],  # everything the tools returned
             "terminal_reason": envelope.terminal_reason,
         }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
@@ -32,6 +32,9 @@ class RuntimeSettings(BaseModel):
     deliveries_table: str | None = None
     event_bus: str | None = None
     concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
+    state_machine_arns: dict[str, str] = Field(default_factory=dict)  # capability -> state machine ARN
+    webhook_sources: dict[str, dict[str, Any]] = Field(default_factory=dict)  # local only: name -> secret, user_id
+    webhook_secrets_prefix: str | None = None  # in AWS: Secrets Manager names <prefix>/<source>
     capability: str | None = None  # a stage function serves exactly one capability
     llm_provider: Literal["scripted", "openai"] = "scripted"
     openai_api_key: SecretStr | None = None
@@ -52,10 +55,11 @@ class RuntimeSettings(BaseModel):
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
             if env.get(name):
                 values.setdefault(name.lower(), env[name])
-        if isinstance(values.get("openai_models"), str):
-            import json
+        import json
 
-            values["openai_models"] = json.loads(str(values["openai_models"]))
+        for name in ("openai_models", "state_machine_arns", "webhook_sources"):
+            if isinstance(values.get(name), str):
+                values[name] = json.loads(str(values[name]))
         if "llm_provider" not in values and (values.get("openai_api_key") or values.get("openai_base_url")):
             values["llm_provider"] = "openai"
         try:

@@ -85,6 +85,20 @@ class FunctionSpec:
 
 STAGE_FUNCTION = FunctionSpec("stage", "stage")
 INTERRUPT_FUNCTION = FunctionSpec("interrupt", "interrupt")
+API_FUNCTION = FunctionSpec("api", "api")
+WEBHOOK_FUNCTION = FunctionSpec("webhook", "webhook")
+TRIGGER_FUNCTION = FunctionSpec("trigger", "trigger")
+SCHEDULE_FUNCTION = FunctionSpec("schedule", "schedule")
+MEMORY_STREAM_FUNCTION = FunctionSpec("memory-stream", "memory_stream")
+STATUS_FUNCTION = FunctionSpec("status", "status")
+SERVICE_FUNCTIONS = (
+    API_FUNCTION,
+    WEBHOOK_FUNCTION,
+    TRIGGER_FUNCTION,
+    SCHEDULE_FUNCTION,
+    MEMORY_STREAM_FUNCTION,
+    STATUS_FUNCTION,
+)
 
 
 def stage_function_name(prefix: str, capability: str, stage: str) -> str:

@@ -16,7 +16,7 @@ from missions.llm.base import LLMProvider
 from missions.llm.scripted import ScriptedProvider
 from missions.offload import EnvelopeCodec
 from missions.runner import StageRequestError, StageRunner, StageServices
-from missions.settings import RuntimeSettings
+from missions.settings import RuntimeSettings, SettingsError
 from missions.store.dynamodb import (
     DynamoBlobStore,
     DynamoCheckpointStore,
@@ -35,6 +35,8 @@ class Runtime:
         s3: Any = None,
         llm: LLMProvider | None = None,
         on_timings: Any = None,
+        sfn: Any = None,
+        eventbridge: Any = None,
     ):
         self.settings = settings
         self._dynamodb = dynamodb
@@ -42,6 +44,8 @@ class Runtime:
         self._llm = llm
         self._runners: dict[str, StageRunner] = {}
         self._on_timings = on_timings
+        self._sfn = sfn
+        self._eventbridge = eventbridge
 
     # -- clients and adapters (lazy: a cold start pays only for what it uses) ----------
 
@@ -92,12 +96,115 @@ class Runtime:
         days = self.settings.checkpoint_ttl_days
         return days * 86400 if days else None
 
+    @cached_property
+    def sfn(self) -> Any:
+        if self._sfn is None:
+            import boto3
+
+            self._sfn = boto3.client("stepfunctions")
+        return self._sfn
+
+    @cached_property
+    def eventbridge(self) -> Any:
+        if self._eventbridge is None:
+            import boto3
+
+            self._eventbridge = boto3.client("events")
+        return self._eventbridge
+
+    def _table(self, name: str) -> str:
+        value = getattr(self.settings, f"{name}_table")
+        if not value:
+            raise SettingsError(f"MISSIONS_{name.upper()}_TABLE is not set")
+        return value
+
+    @cached_property
+    def memory(self) -> Any:
+        from missions.longterm.dynamodb import DynamoLongTermMemory
+
+        return DynamoLongTermMemory(self._table("memory"), client=self.dynamodb, embedder=self.embedder())
+
+    def embedder(self) -> Any:
+        if self.settings.llm_provider == "openai":
+            from missions.longterm.embeddings import OpenAIEmbedder
+
+            key = self.settings.openai_api_key
+            return OpenAIEmbedder(
+                api_key=key.get_secret_value() if key else "not-needed", base_url=self.settings.openai_base_url
+            )
+        from missions.longterm.embeddings import HashingEmbedder
+
+        return HashingEmbedder()
+
+    @cached_property
+    def learnings(self) -> Any:
+        from missions.feedback import DynamoLearningsStore
+
+        return DynamoLearningsStore(self._table("learnings"), client=self.dynamodb)
+
+    @cached_property
+    def missions_by_capability(self) -> Any:
+        from missions.store.missions_query import DynamoMissionsByCapability
+
+        return DynamoMissionsByCapability(self.settings.missions_table, client=self.dynamodb)
+
+    @cached_property
+    def deliveries(self) -> Any:
+        from missions.webhooks import DynamoDeliveryStore
+
+        return DynamoDeliveryStore(self._table("deliveries"), client=self.dynamodb)
+
+    @cached_property
+    def webhook_sources(self) -> Any:
+        """Webhook secrets: from settings locally, from Secrets Manager (cached) in AWS."""
+        from missions import webhooks
+
+        if self.settings.webhook_sources:
+            return webhooks.StaticWebhookSources(
+                {
+                    name: webhooks.WebhookSource(name=name, **spec)
+                    for name, spec in self.settings.webhook_sources.items()
+                }
+            )
+        if self.settings.webhook_secrets_prefix:
+            return webhooks.SecretsManagerWebhookSources(self.settings.webhook_secrets_prefix)
+        return webhooks.StaticWebhookSources({})
+
+    @cached_property
+    def dispatcher(self) -> Any:
+        from missions.dispatch import Dispatcher
+        from missions.store.dispatch_dynamodb import DynamoDispatchStore
+
+        store = DynamoDispatchStore(self._table("dispatch"), client=self.dynamodb)
+        return Dispatcher(store, self.missions, start=self.service.start, limit=self.settings.concurrency_limit)
+
+    @cached_property
+    def service(self) -> Any:
+        from missions.service import MissionService
+
+        def arn(capability: str) -> str:
+            try:
+                return self.settings.state_machine_arns[capability]
+            except KeyError:
+                raise StageRequestError(f"no state machine is deployed for '{capability}'") from None
+
+        return MissionService(self, arn)
+
+    def feedback_llm(self) -> LLMProvider:
+        if self.settings.llm_provider == "openai":
+            return self.llm_for(None)  # type: ignore[arg-type]
+        from missions.feedback import offline_preference_policy
+
+        return ScriptedProvider(offline_preference_policy)
+
     # -- LLM ------------------------------------------------------------------------------
 
-    def llm_for(self, capability: Capability) -> LLMProvider:
+    def llm_for(self, capability: Capability | None) -> LLMProvider:
         if self._llm is not None:
             return self._llm
         if self.settings.llm_provider == "scripted":
+            if capability is None:
+                raise StageRequestError("the offline model answers only for a capability")
             return ScriptedProvider(capability.offline_policy)
         self._llm = self._openai()
         return self._llm
@@ -142,6 +249,8 @@ class Runtime:
 
     def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:
         record = record_interrupt(event, self.interrupts)
+        # only now can an answer reach the execution: only now is the mission waiting for one
+        self.missions.update(record.mission_id, status="interrupted", pending_interrupt=record.interrupt_id)
         return {"interrupt_id": record.interrupt_id, "status": record.status}
 
 

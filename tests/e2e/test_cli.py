@@ -128,4 +128,5 @@ def test_capabilities_and_asl_commands():
     asl = missions("asl", "code_analysis", timeout=60)
     assert asl.returncode == 0
     definition = json.loads(asl.stdout)
-    assert definition["StartAt"] == "perception" and "await.clarification" in definition["States"]
+    assert definition["States"][definition["StartAt"]]["Default"] == "perception"
+    assert "await.clarification" in definition["States"]

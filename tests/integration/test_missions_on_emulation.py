@@ -20,6 +20,7 @@ import pytest
 from pydantic import BaseModel
 
 from missions.capability import Capability, StageContext, StageDefinitionError
+from missions.compiler import FINALIZE
 from missions.envelope import Bounds, InterruptKind
 from missions.events import EventType
 from missions.interrupts import AnswerRejected
@@ -478,7 +479,7 @@ def test_an_unanswered_interrupt_times_out_and_ends_the_mission_through_finalize
     assert timed_out.envelope is not None
     assert timed_out.envelope.terminal_reason == "interrupt_timeout", timed_out.envelope.errors
     after = _states_after(list(cloud.iter_states(timed_out.mission_id)), "await.clarification")
-    assert after[0] == "await.clarification.timeout" and stage_tasks(after, TIMEOUT) == ["finalize"]
+    assert after[0] == "await.clarification.timeout" and stage_tasks(after, TIMEOUT) == [FINALIZE]
     assert timed_out.envelope.output("final")["answer"] == "nobody answered"
 
     # And the mission record says it failed, and why
@@ -543,7 +544,7 @@ def test_a_stage_that_always_fails_ends_the_mission_cleanly(cloud: LocalCloud) -
     envelope = outcome.envelope
     assert envelope is not None and envelope.terminal_reason == "stage_failed:broken"
     after = _states_after(list(cloud.iter_states(outcome.mission_id)), "broken")
-    assert after[0] == "broken.failed" and stage_tasks(after, BROKEN) == ["finalize"]
+    assert after[0] == "broken.failed" and stage_tasks(after, BROKEN) == [FINALIZE]
     assert envelope.output("final")["answer"] == "partial"
 
     # And the error is recorded in the envelope and the mission record says failed
@@ -666,5 +667,5 @@ def test_the_hop_bound_ends_an_endless_loop(cloud: LocalCloud, capability: Capab
 
     # And when the runner's own bound was lifted, the state machine's guard is what stopped it
     assert ("guard.max_agent_hops" in states) is asl_guard
-    assert tasks[-1] == ("finalize" if asl_guard else "final")
+    assert tasks[-1] == (FINALIZE if asl_guard else "final")
     assert cloud.runtime.missions.get(outcome.mission_id).terminal_reason == "max_agent_hops"

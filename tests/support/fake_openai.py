@@ -3,6 +3,8 @@
 Tests drive the real openai SDK against it, so request encoding, status-to-exception mapping
 and headers such as ``retry-after`` are exercised exactly as in production, without network
 access or a key. Responses are scripted in a FIFO queue; an empty queue answers 500.
+POST /v1/embeddings is not scripted: it answers `FakeOpenAI.embedding_of(text, dimensions)`
+for every input and records the request in `embedding_requests`.
 
     with FakeOpenAI() as fake:
         fake.enqueue(content='{"answer": 42}')
@@ -11,7 +13,12 @@ access or a key. Responses are scripted in a FIFO queue; an empty queue answers 
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import math
+import random
+import struct
 import threading
 import time
 from collections import deque
@@ -20,6 +27,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 CHAT_COMPLETIONS_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
+DEFAULT_EMBEDDING_DIMENSIONS = 1536  # text-embedding-3-small without `dimensions`
 
 
 @dataclass
@@ -48,11 +57,12 @@ def error_body(status: int, message: str, *, param: str | None = None, code: str
 
 
 class FakeOpenAI:
-    """Serves POST /v1/chat/completions on 127.0.0.1 (ephemeral port) from a daemon thread."""
+    """Serves POST /v1/chat/completions (and /v1/embeddings) on 127.0.0.1 (ephemeral port) from a daemon thread."""
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
+        self.embedding_requests: list[dict[str, Any]] = []
         self._queue: deque[ScriptedResponse] = deque()
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -157,6 +167,38 @@ class FakeOpenAI:
             },
         }
 
+    @staticmethod
+    def embedding_of(text: str, dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) -> list[float]:
+        """The unit vector the fake answers for a text: a pure function of (text, dimensions)."""
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+        rng = random.Random(seed)
+        vector = [rng.gauss(0.0, 1.0) for _ in range(dimensions)]
+        norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+        return [x / norm for x in vector]
+
+    def _embeddings(self, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            self.embedding_requests.append(request)
+        inputs = request.get("input", [])
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        dimensions = int(request.get("dimensions") or DEFAULT_EMBEDDING_DIMENSIONS)
+        data = []
+        for index, text in enumerate(inputs):
+            vector = self.embedding_of(str(text), dimensions)
+            if request.get("encoding_format") == "base64":  # the SDK's default: little-endian float32
+                embedding: Any = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+            else:
+                embedding = vector
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        tokens = sum(len(str(text).split()) for text in inputs)
+        return {
+            "object": "list",
+            "data": data,
+            "model": request.get("model", "unknown"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -170,6 +212,14 @@ class FakeOpenAI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
+                if self.path.split("?")[0] == EMBEDDINGS_PATH:
+                    try:
+                        embedding_request = json.loads(raw or b"{}")
+                    except ValueError:
+                        self._send(400, error_body(400, "FakeOpenAI: body is not JSON"), {})
+                        return
+                    self._send(200, fake._embeddings(embedding_request), {})
+                    return
                 if self.path.split("?")[0] != CHAT_COMPLETIONS_PATH:
                     self._send(404, error_body(404, f"FakeOpenAI: no route {self.path}"), {})
                     return

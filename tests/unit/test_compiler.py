@@ -13,9 +13,11 @@ import pytest
 from capabilities.code_analysis import PIPELINE as CODE_ANALYSIS
 from missions.compiler import (
     COUNTER_GUARDS,
+    DONE,
     FAILED,
     FINALIZE,
     NON_RETRYABLE_ERRORS,
+    START,
     TRANSIENT_LAMBDA_ERRORS,
     UNROUTABLE,
     compile_json,
@@ -109,13 +111,27 @@ def stage_agents(pipeline: PipelineConfig) -> list[AgentConfig]:
 # -- structure -------------------------------------------------------------------------------
 
 
-def test_start_at_is_the_first_stage_entry():
-    assert compile_pipeline(CODE_ANALYSIS)["StartAt"] == "perception"
-    assert compile_pipeline(PARALLEL)["StartAt"] == "a"
+def start_target(definition: dict) -> str:
+    """Where a new mission (no next_stage yet) goes from the start Choice."""
+    start = definition["States"][definition["StartAt"]]
+    assert start["Type"] == "Choice"
+    return start["Default"]
+
+
+def test_a_new_mission_starts_at_the_first_stage_entry():
+    assert start_target(compile_pipeline(CODE_ANALYSIS)) == "perception"
+    assert start_target(compile_pipeline(PARALLEL)) == "a"
     fan_first = PipelineConfig(
         name="f", agents=[AgentConfig(name="x", fan_out=FanOut(), default_next="y"), AgentConfig(name="y")]
     )
-    assert compile_pipeline(fan_first)["StartAt"] == "x.map"
+    assert start_target(compile_pipeline(fan_first)) == "x.map"
+
+
+def test_a_forked_mission_resumes_at_its_next_stage():
+    # Given an envelope forked from a checkpoint whose next stage is the critic
+    start = compile_pipeline(CODE_ANALYSIS)["States"][START]
+    # Then the start Choice sends it there
+    assert {"Variable": "$.envelope.next_stage", "StringEquals": "critic", "Next": "critic"} in start["Choices"]
 
 
 def test_one_task_per_stage_with_its_function_placeholder(compiled):
@@ -192,13 +208,13 @@ def test_finalize_runs_the_final_stage_in_finalize_mode_and_ends(compiled):
     finalize = states[FINALIZE]
     assert finalize["Resource"] == f"${{fn_{pipeline.final}}}"
     assert finalize["Parameters"]["mode"] == "finalize"
-    assert finalize["Next"] == "done"
+    assert finalize["Next"] == DONE
     assert finalize["Catch"][0]["Next"] == FAILED
     assert states[FAILED]["Type"] == "Fail"
-    assert states["done"]["Type"] == "Succeed"
+    assert states[DONE]["Type"] == "Succeed"
     # the final stage ends the mission unless it asked a human
     route = states[states[pipeline.final]["Next"]]
-    assert route["Type"] == "Choice" and route["Default"] == "done"
+    assert route["Type"] == "Choice" and route["Default"] == DONE
     assert {c["Next"] for c in route["Choices"]} == {f"await.{k.value}" for k in InterruptKind}
     assert states[pipeline.final]["Parameters"]["mode"] == "run"
 
@@ -464,3 +480,19 @@ def test_final_stage_that_can_ask_a_human_routes_to_the_await_states():
     assert "await.confirmation" in reachable_from_final or any(
         "await.confirmation" in transitions(definition["States"][t]) for t in reachable_from_final
     )
+
+
+def test_stages_named_like_the_machines_own_states_do_not_collide():
+    # Given stages called start, done and finalize
+    p = PipelineConfig(
+        name="names",
+        agents=[
+            AgentConfig(name="start", default_next="finalize"),
+            AgentConfig(name="finalize", default_next="done"),
+            AgentConfig(name="done"),
+        ],
+    )
+    states = compile_pipeline(p)["States"]
+    # Then each is its own Task, distinct from the machine's start, finalize and done states
+    assert all(states[name]["Type"] == "Task" for name in ("start", "finalize", "done"))
+    assert states[START]["Type"] == "Choice" and states[DONE]["Type"] == "Succeed"

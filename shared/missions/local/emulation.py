@@ -26,6 +26,7 @@ from missions.local import patches
 from missions.settings import RuntimeSettings
 from missions.specs import (
     INTERRUPT_FUNCTION,
+    SERVICE_FUNCTIONS,
     STAGE_FUNCTION,
     TABLES,
     FunctionSpec,
@@ -103,14 +104,25 @@ class LocalCloud:
         self.sfn = boto3.client("stepfunctions", region_name=REGION)
         self.lambda_ = boto3.client("lambda", region_name=REGION)
         self.iam = boto3.client("iam", region_name=REGION)
+        self.events_client = boto3.client("events", region_name=REGION)
         self.settings = RuntimeSettings(
             **{f"{spec.id}_table": f"{self.prefix}-{spec.id}" for spec in TABLES},
             blob_bucket=f"{self.prefix}-blobs",
             event_bus=f"{self.prefix}-bus",
+            state_machine_arns={
+                name: f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{state_machine_name(self.prefix, name)}"
+                for name in self.capabilities
+            },
             **self._settings_overrides,
         )
         self.runtime = Runtime(
-            self.settings, dynamodb=self.dynamodb, s3=self.s3, llm=self._llm, on_timings=self._on_timings
+            self.settings,
+            dynamodb=self.dynamodb,
+            s3=self.s3,
+            llm=self._llm,
+            on_timings=self._on_timings,
+            sfn=self.sfn,
+            eventbridge=self.events_client,
         )
         self._provision()
         return self
@@ -173,6 +185,28 @@ class LocalCloud:
                 definition=definition,
                 roleArn=role,
             )["stateMachineArn"]
+        self._provision_triggers()
+
+    def _provision_triggers(self) -> None:
+        """The event bus, a rule per webhook and memory trigger, and the memory table's stream."""
+        from missions.trigger_rules import memory_rules, webhook_rules
+
+        functions = {spec.id: self._function(f"{self.prefix}-{spec.id}", spec, 256) for spec in SERVICE_FUNCTIONS}
+        self.events_client.create_event_bus(Name=self.settings.event_bus)
+        capabilities = [registry.load(name) for name in self.capabilities]
+        for rule in webhook_rules(capabilities) + memory_rules(capabilities):
+            self.events_client.put_rule(
+                Name=rule.name, EventBusName=self.settings.event_bus, EventPattern=json.dumps(rule.event_pattern)
+            )
+            self.events_client.put_targets(
+                Rule=rule.name,
+                EventBusName=self.settings.event_bus,
+                Targets=[{"Id": "trigger", "Arn": functions["trigger"]}],
+            )
+        stream = self.dynamodb.describe_table(TableName=self.settings.memory_table)["Table"]["LatestStreamArn"]
+        self.lambda_.create_event_source_mapping(
+            EventSourceArn=stream, FunctionName=functions["memory-stream"], StartingPosition="LATEST", BatchSize=10
+        )
 
     def _function(self, name: str, spec: FunctionSpec, memory: int) -> str:
         arn = self.lambda_.create_function(

@@ -5,6 +5,8 @@
    Functions Lambda tasks, waitForTaskToken, boto3 `invoke` and event source mappings.
 2. EventBridge: stock moto raises NotImplementedError for Lambda and Step Functions
    targets; `Rule.send_to_targets` delivers those itself and leaves the rest to moto.
+3. DynamoDB Streams -> Lambda: moto fails to JSON-encode records holding Binary
+   attributes; `LambdaBackend.send_dynamodb_items` encodes them base64, as Lambda does.
 
 tests/integration/test_patches.py fails loudly if a moto upgrade breaks either.
 """
@@ -63,13 +65,15 @@ def install() -> None:
     with _LOCK:
         if _INSTALLED:
             return
-        from moto.awslambda.models import LambdaFunction
+        from moto.awslambda.models import LambdaBackend, LambdaFunction
         from moto.events.models import Rule
 
         _ORIGINAL["invoke"] = LambdaFunction._invoke_lambda
         _ORIGINAL["send_to_targets"] = Rule.send_to_targets
+        _ORIGINAL["send_dynamodb_items"] = LambdaBackend.send_dynamodb_items
         LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
+        LambdaBackend.send_dynamodb_items = _send_dynamodb_items  # type: ignore[method-assign]
         _INSTALLED = True
 
 
@@ -78,11 +82,12 @@ def uninstall() -> None:
     with _LOCK:
         if not _INSTALLED:
             return
-        from moto.awslambda.models import LambdaFunction
+        from moto.awslambda.models import LambdaBackend, LambdaFunction
         from moto.events.models import Rule
 
         LambdaFunction._invoke_lambda = _ORIGINAL["invoke"]  # type: ignore[method-assign]
         Rule.send_to_targets = _ORIGINAL["send_to_targets"]  # type: ignore[method-assign]
+        LambdaBackend.send_dynamodb_items = _ORIGINAL["send_dynamodb_items"]  # type: ignore[method-assign]
         _INSTALLED = False
 
 
@@ -112,6 +117,39 @@ def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
         }
         return json.dumps(error), True, ""
     return json.dumps(result), False, ""
+
+
+def _send_dynamodb_items(self: Any, function_arn: str, items: Any, source: str) -> Any:
+    """moto's own, with Binary attributes base64-encoded as Lambda delivers them."""
+    import base64
+    from datetime import datetime
+
+    from moto.core.utils import unix_time
+
+    records = []
+    for item in items:
+        record = item.to_json()
+        dynamodb = dict(record["dynamodb"])
+        if isinstance(dynamodb.get("ApproximateCreationDateTime"), datetime):
+            dynamodb["ApproximateCreationDateTime"] = unix_time(dynamodb["ApproximateCreationDateTime"])
+        records.append(
+            {
+                "eventID": record["eventID"],
+                "eventName": record["eventName"],
+                "eventVersion": record["eventVersion"],
+                "eventSource": record["eventSource"],
+                "awsRegion": self.region_name,
+                "dynamodb": dynamodb,
+                "eventSourceARN": source,
+            }
+        )
+
+    def encode(value: Any) -> str:
+        if isinstance(value, bytes | bytearray):
+            return base64.b64encode(value).decode()
+        raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+    return self._lambdas.get_arn(function_arn).invoke(json.dumps({"Records": records}, default=encode), {}, {})
 
 
 def _send_to_targets(self: Any, original_event: Any, transform_input: bool = True) -> None:

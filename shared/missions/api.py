@@ -1,0 +1,447 @@
+"""The missions HTTP API (API Gateway HTTP API, payload v2), on Powertools' event handler.
+
+The user is whoever the authorizer says (JWT `sub`, or the IAM principal), never a body
+field. Another user's mission answers 404, exactly like a missing one. Bodies and
+queries are validated by pydantic (422 with the reason); nothing is written before a
+request is known to be valid. GET /openapi.json serves the generated OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError, UnauthorizedError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from missions import capability as registry
+from missions.envelope import InterruptResponse
+from missions.interrupts import AnswerRejected, answer_interrupt
+from missions.longterm.ports import MemoryValidationError
+from missions.starter import MissionRequest, MissionRequestError
+from missions.store.ports import ConflictError, MissionRecord, MissionStatus, NotFound
+from missions.triggers import Priority, TriggerSource
+
+app = APIGatewayHttpResolver(enable_validation=True)
+app.configure_openapi(
+    title="missions", version="0.1.0", description="Start, watch, answer, cancel and rate long-running LLM missions."
+)
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MissionCreate(Body):
+    capability: str | None = Field(None, min_length=1, max_length=64)
+    goal: str = Field(min_length=1, max_length=10_000)
+    context: dict[str, Any] = Field(default_factory=dict)
+    priority: Priority = Priority.MEDIUM
+    deadline: datetime | None = None
+
+
+class ForkRequest(Body):
+    checkpoint_id: str = Field(min_length=1, max_length=80)
+
+
+class AnswerBody(Body):
+    text: str | None = Field(None, max_length=20_000)
+    approved: bool | None = None
+    decision: str | None = Field(None, max_length=200)
+    data: dict[str, Any] | None = None
+
+
+class FeedbackBody(Body):
+    completed: bool
+    quality: int | None = Field(None, ge=1, le=5)
+    useful: bool | None = None
+    text: str | None = Field(None, max_length=5000)
+
+
+class MemoryValue(Body):
+    value: Any
+
+
+def services() -> Any:
+    """The MissionService the handler put into the resolver's context for this request."""
+    return app.context["services"]
+
+
+def current_user() -> str:
+    """The caller as the authorizer established it; 401 when there is none."""
+    authorizer = app.current_event.request_context.authorizer
+    claims = authorizer.jwt_claim if authorizer else None
+    user = (claims or {}).get("sub")
+    if not user and authorizer and authorizer.iam:
+        user = authorizer.iam.user_arn or authorizer.iam.caller_id
+    if not user or not isinstance(user, str) or "#" in user or len(user) > 256:
+        raise UnauthorizedError("no authenticated user")
+    return user
+
+
+def owned_mission(mission_id: str, user: str) -> MissionRecord:
+    try:
+        record = services().missions.get(mission_id)
+    except NotFound:
+        record = None
+    if record is None or record.user_id != user:
+        raise NotFoundError(f"no mission {mission_id}")
+    return record
+
+
+def error(status: int, message: str) -> Response:
+    return Response(status, "application/json", body={"statusCode": status, "message": message})
+
+
+def handle(event: dict[str, Any], context: Any, service: Any) -> dict[str, Any]:
+    """Resolve one API Gateway event; bodies that are not JSON are 415 before any parser sees them."""
+    method = ((event.get("requestContext") or {}).get("http") or {}).get("method", "")
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    media = (headers.get("content-type") or "application/json").split(";")[0].strip().lower()
+    json_media = media == "application/json" or media.endswith("+json")
+    if method in ("POST", "PUT", "PATCH") and event.get("body") and not json_media:
+        body = {"statusCode": 415, "message": f"bodies must be application/json, not {media}"}
+        return {"statusCode": 415, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
+    app.append_context(services=service)
+    return app.resolve(event, context)
+
+
+@app.exception_handler(RequestValidationError)
+def _invalid(exc: RequestValidationError) -> Response:
+    problems = [{"loc": list(e.get("loc", ())), "type": e.get("type"), "message": e.get("msg")} for e in exc.errors()]
+    return Response(422, "application/json", body={"statusCode": 422, "message": "invalid request", "detail": problems})
+
+
+# -- capabilities ------------------------------------------------------------------------------
+
+
+@app.get("/capabilities")
+def list_capabilities():
+    current_user()
+    return {"capabilities": [c.describe() for c in registry.load_all()]}
+
+
+def choose_capability(goal: str, requested: str | None) -> str:
+    """The named capability, else the one whose keywords the goal mentions, else the LLM's pick."""
+    names = registry.available()
+    if requested:
+        if requested not in names:
+            raise MissionRequestError(f"unknown capability '{requested}'; installed: {', '.join(names)}")
+        return requested
+    lowered = goal.lower()
+    scored = []
+    for capability in registry.load_all():
+        words = list(capability.keywords) + list(capability.triggers.keywords)
+        hits = sum(1 for word in words if word.lower() in lowered)
+        if hits:
+            scored.append((hits, capability.name))
+    if scored:
+        return max(scored)[1]
+    chosen = services().classify(goal, names)
+    if chosen in names:
+        return chosen
+    raise MissionRequestError(f"could not tell which capability fits this goal; name one of: {', '.join(names)}")
+
+
+# -- missions ----------------------------------------------------------------------------------
+
+
+@app.post("/missions")
+def create_mission(body: MissionCreate):
+    user = current_user()
+    svc = services()
+    try:
+        capability = choose_capability(body.goal, body.capability)
+        key = app.current_event.headers.get("idempotency-key")
+        request = MissionRequest.parse(
+            capability=capability,
+            goal=body.goal,
+            user_id=user,
+            context=body.context,
+            priority=body.priority,
+            deadline=body.deadline.isoformat() if body.deadline else None,
+            trigger=TriggerSource.API,
+            idempotency_key=f"api:{user}:{key}" if key else None,
+        )
+        result = svc.submit(request)  # validates everything (e.g. a repository path) before writing anything
+    except MissionRequestError as exc:
+        return error(422, str(exc))
+    svc.remember_user(user)
+    status = 200 if result.status == "duplicate" else 202
+    return Response(
+        status,
+        "application/json",
+        body={"mission_id": result.mission_id, "status": result.status, "capability": capability},
+    )
+
+
+@app.get("/missions")
+def list_missions(
+    status: Annotated[str | None, Query(max_length=32)] = None,
+    capability: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+):
+    user = current_user()
+    records = services().missions.list_for_user(user, limit=1000)
+    records = [
+        r for r in records if (not status or r.status == status) and (not capability or r.capability == capability)
+    ]
+    start = _decode_cursor(cursor)
+    page = records[start : start + limit]
+    next_cursor = _encode_cursor(start + limit) if start + limit < len(records) else None
+    return {"missions": [_summary(r) for r in page], "cursor": next_cursor}
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode()
+
+
+def _decode_cursor(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        offset = json.loads(base64.urlsafe_b64decode(cursor.encode()))["o"]
+        if isinstance(offset, int) and offset >= 0:
+            return offset
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise RequestValidationError([{"loc": ("query", "cursor"), "type": "value_error", "msg": "invalid cursor"}])
+
+
+def _summary(record: MissionRecord):
+    return {
+        "mission_id": record.mission_id,
+        "capability": record.capability,
+        "goal": record.goal,
+        "status": record.status,
+        "stage": record.stage,
+        "priority": record.priority,
+        "trigger": record.trigger,
+        "created_at": record.created_at,
+        "terminal_reason": record.terminal_reason,
+    }
+
+
+@app.get("/missions/<mission_id>")
+def get_mission(mission_id: str):
+    user = current_user()
+    record = owned_mission(mission_id, user)
+    pending = None
+    if record.pending_interrupt:
+        try:
+            interrupt = services().interrupts.get(mission_id, record.pending_interrupt)
+            if interrupt.status == "pending":
+                pending = {
+                    "interrupt_id": interrupt.interrupt_id,
+                    "kind": interrupt.kind.value,
+                    "question": interrupt.question,
+                    "options": interrupt.options,
+                    "stage": interrupt.stage,
+                }
+        except NotFound:
+            pending = {"interrupt_id": record.pending_interrupt, "kind": None, "question": None, "options": []}
+    counters = record.counters or {}
+    return {
+        **_summary(record),
+        "updated_at": record.updated_at,
+        "completed_at": record.completed_at,
+        "pending_interrupt": pending,
+        "result": record.result,
+        "counters": counters,
+        "cost_usd": counters.get("cost_usd", 0.0),
+        "feedback": record.feedback,
+    }
+
+
+@app.get("/missions/<mission_id>/events")
+def mission_events(
+    mission_id: str,
+    after: Annotated[str | None, Query(max_length=300)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+):
+    """Events in order; `cursor` (opaque, URL-safe) goes back as `after` for the next page."""
+    owned_mission(mission_id, current_user())
+    position = _decode_position(after) if after else None
+    events, last = services().events.read(mission_id, after=position, limit=limit)
+    cursor = base64.urlsafe_b64encode(last.encode()).decode() if last else after
+    return {"events": [e.model_dump(mode="json") for e in events], "cursor": cursor}
+
+
+def _decode_position(cursor: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(cursor.encode()).decode()
+    except (ValueError, UnicodeDecodeError):
+        raise RequestValidationError(
+            [{"loc": ("query", "after"), "type": "value_error", "msg": "invalid cursor"}]
+        ) from None
+
+
+@app.get("/missions/<mission_id>/checkpoints")
+def mission_checkpoints(mission_id: str):
+    owned_mission(mission_id, current_user())
+    checkpoints = services().checkpoints.list(mission_id)
+    return {
+        "checkpoints": [
+            {"checkpoint_id": c.checkpoint_id, "parent_id": c.parent_id, "stage": c.stage, "created_at": c.created_at}
+            for c in checkpoints
+        ]
+    }
+
+
+@app.post("/missions/<mission_id>/fork")
+def fork_mission(mission_id: str, body: ForkRequest):
+    user = current_user()
+    owned_mission(mission_id, user)
+    try:
+        new_id = services().fork(mission_id, body.checkpoint_id, user)
+    except NotFound:
+        raise NotFoundError(f"no checkpoint {body.checkpoint_id} in mission {mission_id}") from None
+    except MissionRequestError as exc:
+        return error(422, str(exc))
+    return Response(
+        202,
+        "application/json",
+        body={"mission_id": new_id, "forked_from": mission_id, "checkpoint_id": body.checkpoint_id},
+    )
+
+
+@app.post("/missions/<mission_id>/interrupts/<interrupt_id>")
+def answer(mission_id: str, interrupt_id: str, body: AnswerBody):
+    owned_mission(mission_id, current_user())
+    svc = services()
+    try:
+        record = answer_interrupt(
+            interrupts=svc.interrupts,
+            missions=svc.missions,
+            events=svc.events,
+            sfn=svc.sfn,
+            mission_id=mission_id,
+            interrupt_id=interrupt_id,
+            response=InterruptResponse(**body.model_dump()),
+        )
+    except NotFound:
+        raise NotFoundError(f"no interrupt {interrupt_id} in mission {mission_id}") from None
+    except AnswerRejected as exc:
+        return error(422, str(exc))
+    except ConflictError as exc:
+        return error(409, str(exc))
+    return {"interrupt_id": record.interrupt_id, "status": "answered"}
+
+
+@app.post("/missions/<mission_id>/cancel")
+def cancel(mission_id: str):
+    record = owned_mission(mission_id, current_user())
+    if record.status in MissionStatus.TERMINAL:
+        return error(409, f"mission {mission_id} already {record.status}")
+    services().cancel(record)
+    return {"mission_id": mission_id, "status": "cancelled"}
+
+
+@app.post("/missions/<mission_id>/feedback")
+def feedback(mission_id: str, body: FeedbackBody):
+    user = current_user()
+    record = owned_mission(mission_id, user)
+    try:
+        outcome = services().give_feedback(record, user, body.model_dump(exclude_none=True))
+    except PermissionError:
+        raise NotFoundError(f"no mission {mission_id}") from None
+    except ConflictError as exc:
+        return error(409, str(exc))
+    except ValueError as exc:
+        return error(409 if "running" in str(exc) else 422, str(exc))
+    return {
+        "mission_id": mission_id,
+        "preferences_written": outcome.preferences_written,
+        "complaint": outcome.complaint,
+    }
+
+
+# -- long-term memory --------------------------------------------------------------------------
+
+
+def namespace_of(raw: str) -> tuple[str, ...]:
+    """URL form: segments joined by ':' (e.g. 'user_preferences:dining')."""
+    return tuple(raw.split(":"))
+
+
+@app.get("/memory/<namespace>/<key>")
+def memory_get(namespace: str, key: str):
+    user = current_user()
+    try:
+        item = services().memory.get(user, namespace_of(namespace), key)
+    except MemoryValidationError as exc:
+        raise RequestValidationError([{"loc": ("path",), "type": "value_error", "msg": str(exc)}]) from None
+    if item is None:
+        raise NotFoundError(f"no item {key} in {namespace}")
+    return item.model_dump(mode="json", exclude={"user_id"})
+
+
+@app.put("/memory/<namespace>/<key>")
+def memory_put(namespace: str, key: str, body: MemoryValue):
+    user = current_user()
+    try:
+        item = services().memory.put(user, namespace_of(namespace), key, body.value)
+    except MemoryValidationError as exc:
+        return error(422, str(exc))
+    services().remember_user(user)
+    return item.model_dump(mode="json", exclude={"user_id"})
+
+
+@app.delete("/memory/<namespace>/<key>")
+def memory_delete(namespace: str, key: str):
+    user = current_user()
+    try:
+        deleted = services().memory.delete(user, namespace_of(namespace), key)
+    except MemoryValidationError as exc:
+        return error(422, str(exc))
+    if not deleted:
+        raise NotFoundError(f"no item {key} in {namespace}")
+    return Response(204, "application/json", body="")
+
+
+@app.get("/memory/<namespace>")
+def memory_list(
+    namespace: str,
+    query: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+):
+    user = current_user()
+    memory = services().memory
+    try:
+        if query:
+            found = memory.search(user, namespace_of(namespace), query, limit=limit)
+            return {
+                "items": [{**i.model_dump(mode="json", exclude={"user_id"}), "score": round(s, 4)} for i, s in found]
+            }
+        items = memory.list(user, namespace_of(namespace), limit=limit)
+    except MemoryValidationError as exc:
+        return error(422, str(exc))
+    return {"items": [i.model_dump(mode="json", exclude={"user_id"}) for i in items]}
+
+
+# -- metrics -----------------------------------------------------------------------------------
+
+
+@app.get("/metrics/missions")
+def metrics(
+    capability: Annotated[str, Query(min_length=1, max_length=64)],
+    days: Annotated[int, Query(ge=1, le=365)] = 30,
+):
+    current_user()
+    if capability not in registry.available():
+        return error(422, f"unknown capability '{capability}'")
+    return services().mission_metrics(capability, days)
+
+
+@app.get("/openapi.json")
+def openapi():
+    return Response(200, "application/json", body=app.get_openapi_json_schema())
+
+
+__all__ = ["app", "current_user"]

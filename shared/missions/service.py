@@ -1,0 +1,200 @@
+"""Mission operations shared by the API, webhooks, schedules and memory triggers.
+
+Built on the Runtime's adapters; every trigger ends in `dispatcher.submit`, so dedupe,
+per-user limits and priorities apply to all of them alike.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from missions import capability as registry
+from missions.compiler import initial_state
+from missions.envelope import new_id
+from missions.events import Event, EventType
+from missions.offload import EnvelopeCodec
+from missions.starter import MissionRequest, MissionRequestError, build_envelope
+from missions.store.ports import MissionRecord, MissionStatus, NotFound
+
+USERS_NAMESPACE = ("_users",)
+
+
+class MissionService:
+    def __init__(self, runtime: Any, state_machine_arn: Any):
+        self.runtime = runtime
+        self.state_machine_arn = state_machine_arn  # capability -> ARN
+
+    def __getattr__(self, name: str) -> Any:  # the stores: missions, events, checkpoints, interrupts, ...
+        return getattr(self.runtime, name)
+
+    # -- starting ----------------------------------------------------------------------------
+
+    def start(self, request: MissionRequest) -> None:
+        """Start a dispatched mission: its record exists (status queued); its id is final."""
+        envelope = build_envelope(request)
+        codec: EnvelopeCodec = self.runtime.codec
+        state = initial_state(codec.encode(envelope), envelope.bounds.max_agent_hops)
+        response = self.runtime.sfn.start_execution(
+            stateMachineArn=self.state_machine_arn(envelope.capability),
+            name=envelope.mission_id,
+            input=json.dumps(state),
+        )
+        self.runtime.missions.update(
+            envelope.mission_id, status=MissionStatus.RUNNING, execution_arn=response["executionArn"]
+        )
+
+    def submit(self, request: MissionRequest) -> Any:
+        """Dispatch with the user's preferences in the context (triggers use this too)."""
+        preferences = self.preferences(request.user_id)
+        if preferences and "preferences" not in request.context:
+            request = request.model_copy(update={"context": {**request.context, "preferences": preferences}})
+        build_envelope(request)  # refuse bad requests before anything is written
+        return self.runtime.dispatcher.submit(request)
+
+    def preferences(self, user_id: str) -> dict[str, Any]:
+        from missions.feedback import preferences_for
+
+        return preferences_for(user_id, self.runtime.memory)
+
+    def remember_user(self, user_id: str) -> None:
+        """Schedules for 'all' users need to know who the users are."""
+        if self.runtime.memory.get(user_id, USERS_NAMESPACE, "profile") is None:
+            self.runtime.memory.put(user_id, USERS_NAMESPACE, "profile", {"since": datetime.now(UTC).isoformat()})
+
+    def all_users(self) -> list[str]:
+        return self.runtime.memory.users_with(USERS_NAMESPACE[0])
+
+    def classify(self, goal: str, names: list[str]) -> str | None:
+        """Ask the LLM which capability fits; offline there is no guess (the API answers 422)."""
+        if self.runtime.settings.llm_provider != "openai":
+            return None
+        from pydantic import BaseModel
+
+        from missions.llm.base import LLMRequest
+
+        class Choice(BaseModel):
+            capability: str | None = None
+
+        descriptions = "\n".join(f"- {c.name}: {c.description}" for c in registry.load_all())
+        request = LLMRequest(
+            stage="classify",
+            role="classifier",
+            output_model=Choice,
+            messages=[
+                {"role": "system", "content": f"Pick the capability that fits the goal, or null.\n{descriptions}"},
+                {"role": "user", "content": goal},
+            ],
+        )
+        try:
+            answer = self.runtime.llm_for(registry.load(names[0])).complete(request).output
+        except Exception:  # classification is a convenience: failing it means "name one"
+            return None
+        return getattr(answer, "capability", None)
+
+    # -- forking, cancelling -------------------------------------------------------------------
+
+    def fork(self, mission_id: str, checkpoint_id: str, user_id: str) -> str:
+        """A new mission that carries on from a checkpoint of another (time travel)."""
+        checkpoint = self.runtime.checkpoints.get(mission_id, checkpoint_id)
+        envelope = self.runtime.codec.decode(checkpoint.envelope)
+        if envelope.next_stage is None:
+            raise MissionRequestError(f"checkpoint {checkpoint_id} is the end of the mission; nothing to carry on")
+        if envelope.next_stage.startswith("await:") and envelope.interrupt is not None:
+            envelope.next_stage, envelope.interrupt = envelope.interrupt.stage, None
+        new = envelope.model_copy(update={"mission_id": new_id("m_"), "user_id": user_id, "checkpoint_id": None})
+        self.runtime.missions.create(
+            MissionRecord(
+                mission_id=new.mission_id,
+                user_id=user_id,
+                capability=new.capability,
+                goal=new.raw_input,
+                status=MissionStatus.RUNNING,
+                stage=checkpoint.stage,
+            )
+        )
+        state = initial_state(self.runtime.codec.encode(new), new.bounds.max_agent_hops)
+        response = self.runtime.sfn.start_execution(
+            stateMachineArn=self.state_machine_arn(new.capability), name=new.mission_id, input=json.dumps(state)
+        )
+        self.runtime.missions.update(new.mission_id, execution_arn=response["executionArn"])
+        return new.mission_id
+
+    def cancel(self, record: MissionRecord) -> None:
+        if record.execution_arn:
+            try:
+                self.runtime.sfn.stop_execution(executionArn=record.execution_arn, cause="cancelled by the user")
+            except Exception as exc:  # already ended: the status below still records the user's intent
+                code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+                if code not in ("ExecutionDoesNotExist", "ValidationException"):
+                    raise
+        for interrupt in self.runtime.interrupts.pending(record.mission_id):
+            self.runtime.interrupts.expire(record.mission_id, interrupt.interrupt_id)
+        self.runtime.missions.update(
+            record.mission_id,
+            status=MissionStatus.CANCELLED,
+            pending_interrupt=None,
+            terminal_reason="cancelled",
+            completed_at=_now(),
+        )
+        self.runtime.events.append(
+            record.mission_id,
+            f"9999-cancel-{new_id()}",
+            [Event(type=EventType.MISSION_CANCELLED, mission_id=record.mission_id)],
+        )
+        self.runtime.dispatcher.finished(record.mission_id)
+
+    def execution_ended(self, execution_arn: str, status: str) -> None:
+        """Step Functions said an execution ended: record failures the stages could not, free the slot."""
+        mission_id = execution_arn.rsplit(":", 1)[-1]
+        try:
+            record = self.runtime.missions.get(mission_id)
+        except NotFound:
+            return
+        if status != "SUCCEEDED" and record.status not in MissionStatus.TERMINAL:
+            self.runtime.missions.update(
+                mission_id,
+                status=MissionStatus.FAILED,
+                completed_at=_now(),
+                terminal_reason=f"execution_{status.lower()}",
+                pending_interrupt=None,
+            )
+        elif record.status in MissionStatus.TERMINAL and not record.completed_at:
+            self.runtime.missions.update(mission_id, completed_at=_now())
+        self.runtime.dispatcher.finished(mission_id)
+
+    # -- feedback, metrics -----------------------------------------------------------------------
+
+    def give_feedback(self, record: MissionRecord, user_id: str, data: dict[str, Any]) -> Any:
+        from missions.feedback import Feedback, apply_feedback
+
+        feedback = Feedback.model_validate(data)
+        return apply_feedback(
+            mission=record,
+            user_id=user_id,
+            feedback=feedback,
+            missions=self.runtime.missions,
+            learnings=self.runtime.learnings,
+            memory=self.runtime.memory,
+            events=self.runtime.events,
+            llm=self.runtime.feedback_llm(),
+        )
+
+    def mission_metrics(self, capability: str, days: int) -> dict[str, Any]:
+        from missions.metrics import mission_metrics
+
+        since = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="milliseconds")
+        records = self.runtime.missions_by_capability.list(capability, since)
+        level = getattr(registry.load(capability), "complexity", 1)
+        return mission_metrics(
+            records,
+            learnings=self.runtime.learnings.get(capability),
+            complexity_of=lambda _name: level,
+            now=datetime.now(UTC),
+            days=days,
+        )
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")

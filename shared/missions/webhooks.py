@@ -1,0 +1,389 @@
+"""Webhook ingestion: authenticate a delivery, refuse replays, hand it to the event bus.
+
+Signature scheme (what a sender must do)
+----------------------------------------
+Each source has a shared secret. A delivery is a POST of a JSON object to
+``/webhooks/<source>`` with these headers (names are case-insensitive):
+
+* ``x-missions-timestamp``: the unix time in whole seconds when the delivery was signed;
+* ``x-missions-delivery``: a unique id for the delivery, 1 to 128 characters of
+  ``[A-Za-z0-9_-.:]``; a redelivery of the same event keeps its id (it is answered 200
+  ``{"duplicate": true}`` and starts nothing);
+* ``x-missions-signature``: ``sha256=<hex>``, the HMAC-SHA256 under the secret of
+  ``f"{timestamp}.".encode() + raw_body`` (the timestamp exactly as sent in its header);
+* ``x-missions-event`` (optional): the event type; otherwise the body's ``"type"`` field.
+
+``sign(secret, timestamp, body)`` computes the header value. The timestamp is signed so a
+captured delivery cannot be replayed after 300 s; the delivery id is remembered (a week) so it
+cannot be replayed within them either. The signature is checked before the id is remembered:
+someone without the secret cannot use up ids a real sender will need.
+
+Nothing here imports boto3 at module level: the web handler imports this module on every
+cold start, and the AWS adapters are only built when configured.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+TIMESTAMP_HEADER = "x-missions-timestamp"
+DELIVERY_HEADER = "x-missions-delivery"
+SIGNATURE_HEADER = "x-missions-signature"
+EVENT_HEADER = "x-missions-event"
+
+TOLERANCE_SECONDS = 300
+DEFAULT_MAX_BODY_BYTES = 256 * 1024
+BUS_SOURCE = "missions.webhook"
+BUS_ENTRY_LIMIT = 256 * 1024  # PutEvents: Source + DetailType + Detail of one entry, in UTF-8 bytes
+
+SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,47}$")  # as WebhookTrigger.source
+DELIVERY_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+_TIMESTAMP = re.compile(r"^[0-9]{1,12}$")
+_SIGNATURE = re.compile(r"^sha256=([0-9a-fA-F]{64})$")
+_MAX_EVENT_TYPE = 128
+
+
+class WebhookRejected(Exception):
+    """A delivery refused; `status` is the HTTP answer, `reason` a short, safe explanation."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(f"{status}: {reason}")
+        self.status, self.reason = status, reason
+
+
+def sign(secret: str | bytes, timestamp: int | str, body: bytes) -> str:
+    """The `x-missions-signature` value for a body signed at `timestamp`."""
+    key = secret.encode() if isinstance(secret, str) else secret
+    digest = hmac.new(key, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+# --------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class WebhookSource:
+    """A sender we trust: its secret, and the user its missions run for (the sender cannot choose)."""
+
+    name: str
+    secret: str = field(repr=False)
+    user_id: str = "system"
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+    @classmethod
+    def from_config(cls, name: str, config: Mapping[str, Any]) -> WebhookSource:
+        secret = config.get("secret")
+        if not isinstance(secret, str) or not secret:
+            raise ValueError(f"webhook source '{name}' has no secret")
+        return cls(
+            name=name,
+            secret=secret,
+            user_id=str(config.get("user_id") or "system"),
+            max_body_bytes=int(config.get("max_body_bytes") or DEFAULT_MAX_BODY_BYTES),
+        )
+
+
+class WebhookSources(Protocol):
+    def get(self, name: str) -> WebhookSource | None:
+        """The source called `name`, or None when there is none (the delivery is answered 404)."""
+
+
+class StaticWebhookSources:
+    """Sources given in code (tests, the local dev server)."""
+
+    def __init__(self, sources: Mapping[str, WebhookSource]):
+        self._sources = dict(sources)
+
+    def get(self, name: str) -> WebhookSource | None:
+        return self._sources.get(name)
+
+
+class EnvWebhookSources:
+    """Sources from MISSIONS_WEBHOOK_SOURCES: JSON {"name": {"secret": ..., "user_id": ...}}.
+
+    Read on first use, not at import, so importing never depends on the environment.
+    """
+
+    VARIABLE = "MISSIONS_WEBHOOK_SOURCES"
+
+    def __init__(self, environ: Mapping[str, str] | None = None):
+        self._environ = environ
+        self._sources: dict[str, WebhookSource] | None = None
+
+    def get(self, name: str) -> WebhookSource | None:
+        if self._sources is None:
+            self._sources = self._load()
+        return self._sources.get(name)
+
+    def _load(self) -> dict[str, WebhookSource]:
+        env = os.environ if self._environ is None else self._environ
+        raw = env.get(self.VARIABLE, "").strip()
+        if not raw:
+            return {}
+        try:
+            config = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{self.VARIABLE} is not valid JSON: {exc}") from None
+        if not isinstance(config, dict) or not all(isinstance(v, dict) for v in config.values()):
+            raise ValueError(f'{self.VARIABLE} must look like {{"source": {{"secret": "...", "user_id": "..."}}}}')
+        return {name: WebhookSource.from_config(name, value) for name, value in config.items()}
+
+
+class SecretsManagerWebhookSources:
+    """Sources from Secrets Manager: secret f"{prefix}/{name}" holds {"secret", "user_id"?, "max_body_bytes"?}.
+
+    Powertools caches found secrets for five minutes; unknown names are cached as well, so a
+    flood of deliveries to made-up sources does not become a flood of Secrets Manager calls.
+    """
+
+    NEGATIVE_TTL = 300.0
+
+    def __init__(self, prefix: str, fetch: Callable[[str], Any] | None = None):
+        self.prefix = prefix.rstrip("/")
+        self._fetch = fetch or _powertools_secret
+        self._missing: dict[str, float] = {}
+
+    def get(self, name: str) -> WebhookSource | None:
+        if not SOURCE_NAME.match(name):  # the name becomes part of a secret id
+            return None
+        if self._missing.get(name, 0.0) > time.monotonic():
+            return None
+        try:
+            config = self._fetch(f"{self.prefix}/{name}")
+        except Exception as exc:  # powertools wraps the ClientError: look at both
+            if "ResourceNotFoundException" not in (_error_code(exc), _error_code(exc.__context__)):
+                raise
+            config = None
+        if not isinstance(config, dict):
+            self._missing[name] = time.monotonic() + self.NEGATIVE_TTL
+            return None
+        return WebhookSource.from_config(name, config)
+
+
+def _powertools_secret(secret_id: str) -> Any:
+    from aws_lambda_powertools.utilities.parameters import get_secret
+
+    return get_secret(secret_id, transform="json", max_age=300)
+
+
+def _error_code(exc: BaseException | None) -> str | None:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        return response.get("Error", {}).get("Code")
+    return None
+
+
+# --------------------------------------------------------------------------- delivery ids
+
+
+class DeliveryStore(Protocol):
+    def remember(self, delivery_id: str, source: str) -> bool:
+        """Record a delivery id of a source; False if it was recorded before (a replay)."""
+
+    def forget(self, delivery_id: str, source: str) -> None:
+        """Undo `remember` when the delivery could not be handed on, so the sender's retry is accepted."""
+
+
+class InMemoryDeliveryStore:
+    """Ids seen by this process (tests, the local dev server)."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def remember(self, delivery_id: str, source: str) -> bool:
+        with self._lock:
+            if (source, delivery_id) in self._seen:
+                return False
+            self._seen.add((source, delivery_id))
+            return True
+
+    def forget(self, delivery_id: str, source: str) -> None:
+        with self._lock:
+            self._seen.discard((source, delivery_id))
+
+
+class DynamoDeliveryStore:
+    """The deliveries table (`missions.specs.DELIVERIES`): one item per (source, id), kept `ttl_seconds`.
+
+    The partition key is f"{source}#{delivery_id}" ('#' occurs in neither), so two senders
+    numbering their deliveries alike do not collide. An item past its expiry that DynamoDB has
+    not yet deleted counts as absent.
+    """
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int = 7 * 86400):
+        self.table_name = table_name
+        if client is None:
+            import boto3
+
+            client = boto3.client("dynamodb")
+        self._client = client
+        self.ttl_seconds = ttl_seconds
+
+    @staticmethod
+    def key(delivery_id: str, source: str) -> str:
+        return f"{source}#{delivery_id}"
+
+    def remember(self, delivery_id: str, source: str) -> bool:
+        now = int(time.time())
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item={
+                    "delivery_id": {"S": self.key(delivery_id, source)},
+                    "source": {"S": source},
+                    "received_at": {"N": str(now)},
+                    "expires_at": {"N": str(now + int(self.ttl_seconds))},
+                },
+                ConditionExpression="attribute_not_exists(delivery_id) OR expires_at < :now",
+                ExpressionAttributeValues={":now": {"N": str(now)}},
+            )
+        except Exception as exc:
+            if _error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def forget(self, delivery_id: str, source: str) -> None:
+        self._client.delete_item(TableName=self.table_name, Key={"delivery_id": {"S": self.key(delivery_id, source)}})
+
+
+# --------------------------------------------------------------------------- verification
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """An authenticated delivery. `duplicate` means its id was seen before: start nothing."""
+
+    source: str
+    delivery_id: str
+    event_type: str
+    payload: dict[str, Any]
+    user_id: str
+    duplicate: bool = False
+
+
+def verify_delivery(
+    *,
+    source_name: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    sources: WebhookSources,
+    deliveries: DeliveryStore,
+    now: float,
+) -> Delivery:
+    """Authenticate a delivery and record its id; WebhookRejected(status, reason) when refused.
+
+    Checks run cheapest and least revealing first: the source (404), the size (413), the
+    headers (401), the clock (401 stale), the signature (401), the body (400, and 413 when it
+    would not fit on the event bus). Only then is the id remembered, so a forged or malformed
+    delivery never uses up an id.
+    """
+    source = sources.get(source_name) if SOURCE_NAME.match(source_name or "") else None
+    if source is None:
+        raise WebhookRejected(404, "unknown webhook source")
+    if len(body) > source.max_body_bytes:
+        raise WebhookRejected(413, f"body over {source.max_body_bytes} bytes")
+
+    lowered = {str(k).lower(): v for k, v in headers.items()}
+    timestamp = _header(lowered, TIMESTAMP_HEADER)
+    delivery_id = _header(lowered, DELIVERY_HEADER)
+    signature = _header(lowered, SIGNATURE_HEADER)
+    if not _TIMESTAMP.match(timestamp):
+        raise WebhookRejected(401, f"missing or malformed {TIMESTAMP_HEADER}")
+    if not DELIVERY_ID.match(delivery_id):
+        raise WebhookRejected(401, f"missing or malformed {DELIVERY_HEADER}")
+    given = _SIGNATURE.match(signature)
+    if not given:
+        raise WebhookRejected(401, f"missing or malformed {SIGNATURE_HEADER}")
+    if abs(now - int(timestamp)) > TOLERANCE_SECONDS:
+        raise WebhookRejected(401, "stale timestamp")
+    expected = sign(source.secret, timestamp, body).removeprefix("sha256=")
+    if not hmac.compare_digest(expected, given.group(1).lower()):
+        raise WebhookRejected(401, "bad signature")
+
+    try:
+        payload = json.loads(body, parse_constant=_no_constant)
+    except (ValueError, RecursionError):  # bad UTF-8 or JSON, NaN/Infinity, absurd nesting
+        payload = None
+    if not isinstance(payload, dict):
+        raise WebhookRejected(400, "the body is not a JSON object")
+    event_type = _header(lowered, EVENT_HEADER) or (payload["type"] if isinstance(payload.get("type"), str) else "")
+    if len(event_type) > _MAX_EVENT_TYPE:
+        raise WebhookRejected(400, f"event type over {_MAX_EVENT_TYPE} characters")
+
+    delivery = Delivery(
+        source=source.name,
+        delivery_id=delivery_id,
+        event_type=event_type,
+        payload=payload,
+        user_id=source.user_id,
+    )
+    entry = bus_event(delivery)
+    if sum(len(entry[k].encode()) for k in ("Source", "DetailType", "Detail")) > BUS_ENTRY_LIMIT:
+        raise WebhookRejected(413, "payload too large for the event bus")
+    if not deliveries.remember(delivery_id, source.name):
+        return replace(delivery, duplicate=True)
+    return delivery
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON the event bus accepts")
+
+
+def _header(headers: Mapping[str, Any], name: str) -> str:
+    value = headers.get(name)
+    if isinstance(value, (list, tuple)):  # multi-value header maps
+        value = value[0] if value else None
+    return value.strip() if isinstance(value, str) else ""
+
+
+def bus_event(delivery: Delivery, event_bus_name: str | None = None) -> dict[str, Any]:
+    """The PutEvents entry announcing an accepted delivery; rules from `trigger_rules.webhook_rules` match it."""
+    detail = {
+        "delivery_id": delivery.delivery_id,
+        "source": delivery.source,
+        "event_type": delivery.event_type,
+        "user_id": delivery.user_id,
+        "payload": delivery.payload,
+    }
+    entry: dict[str, Any] = {
+        "Source": BUS_SOURCE,
+        "DetailType": f"webhook.{delivery.source}",
+        "Detail": json.dumps(detail, separators=(",", ":"), ensure_ascii=False),
+    }
+    if event_bus_name:
+        entry["EventBusName"] = event_bus_name
+    return entry
+
+
+__all__ = [
+    "BUS_SOURCE",
+    "DELIVERY_HEADER",
+    "EVENT_HEADER",
+    "SIGNATURE_HEADER",
+    "TIMESTAMP_HEADER",
+    "TOLERANCE_SECONDS",
+    "Delivery",
+    "DeliveryStore",
+    "DynamoDeliveryStore",
+    "EnvWebhookSources",
+    "InMemoryDeliveryStore",
+    "SecretsManagerWebhookSources",
+    "StaticWebhookSources",
+    "WebhookRejected",
+    "WebhookSource",
+    "WebhookSources",
+    "bus_event",
+    "sign",
+    "verify_delivery",
+]

@@ -1,0 +1,194 @@
+"""The dispatch store contract, for every backend: in memory, and DynamoDB in moto.
+
+A backend conforms when it behaves exactly like `InMemoryDispatchStore`: queues ordered by
+priority, deadline, arrival; claims that respect the limit, are idempotent for a mission that
+already holds a slot, and succeed only once per entry; idempotent releases.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from missions.dispatch import NO_DEADLINE, Claim, InMemoryDispatchStore, QueueEntry, deadline_key
+from missions.specs import DISPATCH
+from missions.starter import MissionRequest
+from missions.triggers import Priority
+
+REGION = "us-east-1"
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def store(request, monkeypatch):
+    if request.param == "memory":
+        yield InMemoryDispatchStore()
+        return
+
+    import boto3
+    from moto import mock_aws
+
+    from missions.store.dispatch_dynamodb import DynamoDispatchStore
+    from missions.store.dynamodb import table_definition
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name=REGION)
+        client.create_table(**table_definition(DISPATCH, "test-dispatch"))
+        yield DynamoDispatchStore("test-dispatch", client=client)
+
+
+def entry(
+    mission_id: str,
+    priority: str = "medium",
+    deadline: str | None = None,
+    arrival: int = 1,
+    user: str = "u1",
+    **request: object,
+) -> QueueEntry:
+    return QueueEntry(
+        user_id=user,
+        mission_id=mission_id,
+        rank=Priority(priority).rank,
+        deadline=deadline_key(deadline),
+        arrival=arrival,
+        request=MissionRequest(capability="code_qa", goal="g", user_id=user, mission_id=mission_id, **request),
+    )
+
+
+def ids(entries: list[QueueEntry]) -> list[str]:
+    return [e.mission_id for e in entries]
+
+
+# --------------------------------------------------------------------------- queue order
+
+
+def test_empty_queue(store):
+    assert store.head("u1") is None
+    assert store.queued("u1") == []
+    assert store.running("u1") == set()
+
+
+def test_queue_orders_by_priority_then_deadline_then_arrival(store):
+    for e in (
+        entry("low", "low", arrival=1),
+        entry("med-late-deadline", deadline="2030-01-02T00:00:00+00:00", arrival=2),
+        entry("med-none-first", arrival=3),
+        entry("urgent", "urgent", arrival=9),
+        entry("med-early-deadline", deadline="2030-01-01T00:00:00Z", arrival=8),
+        entry("med-none-second", arrival=4),
+        entry("high", "high", arrival=7),
+        # 2030-01-01T01:30+02:00 is 23:30 UTC the day before: earlier than the Z deadline above
+        entry("med-offset-deadline", deadline="2030-01-01T01:30:00+02:00", arrival=10),
+    ):
+        store.enqueue(e)
+    assert ids(store.queued("u1")) == [
+        "urgent",
+        "high",
+        "med-offset-deadline",
+        "med-early-deadline",
+        "med-late-deadline",
+        "med-none-first",
+        "med-none-second",
+        "low",
+    ]
+    assert store.head("u1").mission_id == "urgent"
+
+
+def test_entries_round_trip(store):
+    e = entry("m1", "high", deadline="2030-05-01T12:00:00", arrival=123, context={"repo": "x", "n": [1, 2.5]})
+    store.enqueue(e)
+    assert store.head("u1") == e
+    assert store.queued("u1") == [e]
+    assert e.deadline == "2030-05-01T12:00:00.000000Z"
+    assert entry("m2").deadline == NO_DEADLINE
+
+
+def test_enqueue_is_idempotent_and_users_are_separate(store):
+    store.enqueue(entry("m1"))
+    store.enqueue(entry("m1"))
+    store.enqueue(entry("m9", user="u2"))
+    assert ids(store.queued("u1")) == ["m1"]
+    assert ids(store.queued("u2")) == ["m9"]
+
+
+# --------------------------------------------------------------------------- claims
+
+
+def test_claim_takes_the_entry_and_a_slot(store):
+    e = entry("m1")
+    store.enqueue(e)
+    assert store.claim(e, 3) is Claim.CLAIMED
+    assert store.queued("u1") == []
+    assert store.running("u1") == {"m1"}
+
+
+def test_claim_respects_the_limit(store):
+    entries = [entry(f"m{i}", arrival=i) for i in range(5)]
+    for e in entries:
+        store.enqueue(e)
+    assert [store.claim(e, 3) for e in entries] == [Claim.CLAIMED] * 3 + [Claim.FULL] * 2
+    assert store.running("u1") == {"m0", "m1", "m2"}
+    assert ids(store.queued("u1")) == ["m3", "m4"]  # a full claim changes nothing
+    assert store.claim(entry("x", user="u2"), 0) is Claim.GONE  # no entry: gone, whatever the limit
+    store.enqueue(entry("y", user="u2"))
+    assert store.claim(entry("y", user="u2"), 0) is Claim.FULL  # limit 0: nothing starts
+    assert store.running("u2") == set()
+
+
+def test_claim_is_idempotent_for_a_mission_holding_a_slot(store):
+    for i in range(3):
+        store.enqueue(entry(f"m{i}", arrival=i))
+        store.claim(entry(f"m{i}", arrival=i), 3)
+    again = entry("m1", arrival=99)  # the same mission queued again: it already holds its slot
+    store.enqueue(again)
+    assert store.claim(again, 3) is Claim.CLAIMED
+    assert store.running("u1") == {"m0", "m1", "m2"}
+    assert store.queued("u1") == []
+
+
+def test_claim_succeeds_only_once(store):
+    e = entry("m1")
+    store.enqueue(e)
+    assert store.claim(e, 3) is Claim.CLAIMED
+    assert store.claim(e, 3) is Claim.GONE
+    store.release("u1", "m1")
+    assert store.claim(e, 3) is Claim.GONE  # a stale head cannot take a slot for a finished mission
+    assert store.running("u1") == set()
+
+
+def test_gone_wins_over_full(store):
+    for i in range(2):
+        store.enqueue(entry(f"m{i}", arrival=i))
+        store.claim(entry(f"m{i}", arrival=i), 2)
+    assert store.claim(entry("m0", arrival=0), 2) is Claim.GONE
+
+
+def test_release_is_idempotent(store):
+    for i in range(3):
+        store.enqueue(entry(f"m{i}", arrival=i))
+        store.claim(entry(f"m{i}", arrival=i), 3)
+    store.release("u1", "m1")
+    store.release("u1", "m1")
+    store.release("u1", "unknown")
+    store.release("nobody", "m1")
+    assert store.running("u1") == {"m0", "m2"}
+    store.release("u1", "m0")
+    store.release("u1", "m2")
+    assert store.running("u1") == set()
+    store.release("u1", "m2")  # releasing from an empty set
+    e = entry("m3", arrival=3)
+    store.enqueue(e)
+    assert store.claim(e, 1) is Claim.CLAIMED  # the emptied set takes new ids
+    assert store.running("u1") == {"m3"}
+
+
+def test_remove_succeeds_only_once(store):
+    e = entry("m1")
+    store.enqueue(e)
+    store.enqueue(entry("m2", arrival=2))
+    assert store.remove(e) is True
+    assert store.remove(e) is False
+    assert ids(store.queued("u1")) == ["m2"]
+    assert store.claim(e, 3) is Claim.GONE
+    assert store.running("u1") == set()

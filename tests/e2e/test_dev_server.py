@@ -1,0 +1,349 @@
+"""The HTTP API as a user drives it: the dev server, real handlers, the embedded emulation, curl-like calls."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from missions.local.devserver import DevServer
+from missions.local.emulation import LocalCloud
+from missions.webhooks import sign
+
+pytestmark = pytest.mark.e2e
+SECRET = "s3cret"
+MONDAY_0750 = datetime(2026, 11, 23, 7, 50, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("repo")
+    (root / "tax.py").write_text(
+        '"""Taxes."""\n\n\ndef compute_tax(amount, rate=0.2):\n    """Tax owed on an amount."""\n'
+        "    return round(amount * rate, 2)  # TODO: per-country rates\n"
+    )
+    (root / "shop.py").write_text(
+        "from tax import compute_tax\n\n\ndef checkout(total):\n    return compute_tax(total)\n"
+    )
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(repo: Path):
+    sources = {"git": {"secret": SECRET, "user_id": "alice"}}
+    cloud = LocalCloud(["code_analysis"], settings={"webhook_sources": sources})
+    with cloud, DevServer(cloud, port=0, clock_start=MONDAY_0750, watch_interval=0.05) as dev:
+        dev.repo = repo  # type: ignore[attr-defined]
+        yield dev
+
+
+class Client:
+    def __init__(self, server: DevServer, user: str | None = "alice"):
+        self.server, self.user = server, user
+
+    def call(
+        self, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None, raw: bytes | None = None
+    ) -> tuple[int, Any]:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        all_headers = {"content-type": "application/json", **(headers or {})}
+        if self.user:
+            all_headers["Authorization"] = f"Bearer dev:{self.user}"
+        request = urllib.request.Request(self.server.url + path, data=data, method=method, headers=all_headers)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                text = response.read()
+                return response.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as exc:
+            text = exc.read()
+            return exc.code, json.loads(text) if text else None
+
+
+@pytest.fixture()
+def alice(server) -> Client:
+    return Client(server, "alice")
+
+
+@pytest.fixture()
+def bob(server) -> Client:
+    return Client(server, "bob")
+
+
+def wait_for(client: Client, mission_id: str, statuses: set[str], timeout: float = 60) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status, mission = client.call("GET", f"/missions/{mission_id}")
+        assert status == 200, mission
+        if mission["status"] in statuses:
+            return mission
+        time.sleep(0.05)
+    raise AssertionError(f"mission {mission_id} never reached {statuses}: {mission}")
+
+
+def all_events(client: Client, mission_id: str) -> list[dict[str, Any]]:
+    events, cursor = [], None
+    while True:
+        query = f"?limit=7&after={cursor}" if cursor else "?limit=7"
+        status, page = client.call("GET", f"/missions/{mission_id}/events{query}")
+        assert status == 200
+        if not page["events"]:
+            return events
+        events += page["events"]
+        cursor = page["cursor"]
+
+
+def missions_of(client: Client) -> list[dict[str, Any]]:
+    status, page = client.call("GET", "/missions?limit=100")
+    assert status == 200
+    return page["missions"]
+
+
+# -- the whole journey ----------------------------------------------------------------------------
+
+
+def test_create_follow_answer_result_feedback_learn(server, alice):
+    # Given a vague goal, which makes the mission ask for clarification
+    status, created = alice.call(
+        "POST", "/missions", {"capability": "code_analysis", "goal": "help", "context": {"repo": str(server.repo)}}
+    )
+    assert status == 202 and created["status"] == "started", created
+    mission_id = created["mission_id"]
+    # When the user follows it until it waits for them
+    mission = wait_for(alice, mission_id, {"interrupted"})
+    pending = mission["pending_interrupt"]
+    assert pending["kind"] == "clarification" and "Which function" in pending["question"]
+    # ...answers the wrong shape first (422, nothing changes), then properly
+    status, _ = alice.call("POST", f"/missions/{mission_id}/interrupts/{pending['interrupt_id']}", {"approved": True})
+    assert status == 422
+    status, _ = alice.call(
+        "POST", f"/missions/{mission_id}/interrupts/{pending['interrupt_id']}", {"text": "the compute_tax function"}
+    )
+    assert status == 200
+    status, again = alice.call("POST", f"/missions/{mission_id}/interrupts/{pending['interrupt_id']}", {"text": "x"})
+    assert status == 409, again
+    # Then the mission completes with a cited answer
+    done = wait_for(alice, mission_id, {"completed", "failed"})
+    assert done["status"] == "completed" and done["terminal_reason"] == "completed"
+    assert "tax.py:4" in done["result"]["citations"]
+    assert done["counters"]["llm_calls"] >= 4 and done["completed_at"]
+    # And every event was delivered in order through the cursor, none twice
+    events = all_events(alice, mission_id)
+    positions = [e["position"] for e in events]
+    assert positions == sorted(positions) and len(set(positions)) == len(positions)
+    types = [e["type"] for e in events]
+    assert types[0] == "orchestrator.started" and types[-1] == "orchestrator.completed"
+    assert "interrupt.raised" in types and "interrupt.answered" in types
+    # And checkpoints can be listed
+    status, checkpoints = alice.call("GET", f"/missions/{mission_id}/checkpoints")
+    assert status == 200 and len(checkpoints["checkpoints"]) >= 7
+    # When the user rates it and says what they want
+    status, rated = alice.call(
+        "POST",
+        f"/missions/{mission_id}/feedback",
+        {
+            "completed": True,
+            "quality": 4,
+            "useful": True,
+            "text": "good, but too slow, and I want more vegetarian options",
+        },
+    )
+    assert status == 200, rated
+    assert rated["preferences_written"]
+    status, twice = alice.call("POST", f"/missions/{mission_id}/feedback", {"completed": True, "quality": 1})
+    assert status == 409
+    # Then learnings and preferences are updated
+    status, metrics = alice.call("GET", "/metrics/missions?capability=code_analysis&days=7")
+    assert status == 200, metrics
+    assert metrics["average_rating"] == 4.0 or metrics.get("learnings", {}).get("rating_count", 0) >= 1
+    status, prefs = alice.call("GET", "/memory/user_preferences:alice")
+    assert status == 200 and {i["key"] for i in prefs["items"]} & set(rated["preferences_written"])
+    # And the next mission carries them in its context
+    status, created = alice.call(
+        "POST",
+        "/missions",
+        {"capability": "code_analysis", "goal": "Where is checkout?", "context": {"repo": str(server.repo)}},
+    )
+    assert status == 202
+    wait_for(alice, created["mission_id"], {"completed"})
+    envelope = server.cloud.outcome(created["mission_id"]).envelope
+    assert envelope.context["preferences"]
+
+
+def test_a_capability_is_chosen_from_the_goals_keywords(server, alice):
+    status, created = alice.call(
+        "POST",
+        "/missions",
+        {"goal": "Where is the function compute_tax defined?", "context": {"repo": str(server.repo)}},
+    )
+    assert status == 202 and created["capability"] == "code_analysis"
+    wait_for(alice, created["mission_id"], {"completed"})
+    status, refused = alice.call("POST", "/missions", {"goal": "plan my holiday in Rome"})
+    assert status == 422 and "code_analysis" in refused["message"]
+
+
+def test_cancel_and_fork(server, alice):
+    # Given a mission waiting for an answer
+    status, created = alice.call(
+        "POST", "/missions", {"capability": "code_analysis", "goal": "help", "context": {"repo": str(server.repo)}}
+    )
+    mission_id = created["mission_id"]
+    wait_for(alice, mission_id, {"interrupted"})
+    # When it is forked from its third checkpoint, then cancelled
+    _, checkpoints = alice.call("GET", f"/missions/{mission_id}/checkpoints")
+    first = checkpoints["checkpoints"][0]["checkpoint_id"]
+    status, forked = alice.call("POST", f"/missions/{mission_id}/fork", {"checkpoint_id": first})
+    assert status == 202, forked
+    status, _ = alice.call("POST", f"/missions/{mission_id}/cancel")
+    assert status == 200
+    # Then the original is cancelled (a second cancel is 409) and the fork runs on from that checkpoint
+    assert wait_for(alice, mission_id, {"cancelled"})["terminal_reason"] == "cancelled"
+    assert alice.call("POST", f"/missions/{mission_id}/cancel")[0] == 409
+    assert wait_for(alice, forked["mission_id"], {"interrupted"})["pending_interrupt"]["kind"] == "clarification"
+    status, _ = alice.call("POST", f"/missions/{mission_id}/fork", {"checkpoint_id": "9999-nope"})
+    assert status == 404
+
+
+# -- webhooks ---------------------------------------------------------------------------------------
+
+
+def deliver(
+    client: Client,
+    body: dict[str, Any],
+    *,
+    delivery: str,
+    secret: str = SECRET,
+    age: int = 0,
+    signed: bool = True,
+    source: str = "git",
+) -> tuple[int, Any]:
+    raw = json.dumps(body).encode()
+    timestamp = str(int(time.time()) - age)
+    headers = {"x-missions-timestamp": timestamp, "x-missions-delivery": delivery, "x-missions-event": "push"}
+    if signed:
+        headers["x-missions-signature"] = sign(secret, timestamp, raw)
+    return Client(client.server, user=None).call("POST", f"/webhooks/{source}", raw=raw, headers=headers)
+
+
+def test_webhook_accepted_unsigned_badly_signed_stale_replayed_unknown(server, alice):
+    before = len(missions_of(alice))
+    body = {"type": "push", "symbol": "compute_tax"}
+    assert deliver(alice, body, delivery="d-unsigned", signed=False)[0] == 401
+    assert deliver(alice, body, delivery="d-bad", secret="wrong")[0] == 401
+    assert deliver(alice, body, delivery="d-stale", age=301)[0] == 401
+    assert deliver(alice, body, delivery="d-unknown", source="nope")[0] == 404
+    assert len(missions_of(alice)) == before  # nothing rejected left a trace
+    # When a good delivery arrives, then the same delivery again
+    status, accepted = deliver(alice, body, delivery="d-1")
+    assert status == 202 and accepted["accepted"] is True
+    status, replay = deliver(alice, body, delivery="d-1")
+    assert status == 200 and replay["duplicate"] is True
+    # Then exactly one mission started, for the source's user, from the trigger's goal template
+    started = [m for m in missions_of(alice) if m["trigger"] == "webhook"]
+    assert len(started) == 1 and "compute_tax" in started[0]["goal"] and started[0]["priority"] == "high"
+
+
+# -- schedules and memory triggers ----------------------------------------------------------------
+
+
+def test_a_schedule_fires_for_opted_in_users_only(server, alice, bob):
+    # Given alice opted in to the weekly digest and bob did not
+    status, body = alice.call("PUT", "/memory/code_digest/optin", {"value": {"repo": str(server.repo)}})
+    assert status == 200, body
+    status, body = bob.call("PUT", "/memory/notes/misc", {"value": {"text": "hello"}})
+    assert status == 200, body
+    # When the clock passes Monday 08:00 UTC
+    status, clock = Client(server, None).call("POST", "/_dev/clock", {"advance_seconds": 15 * 60})
+    assert status == 200, clock
+    assert len(clock["fired"]) == 1
+    # Then alice got a digest mission and bob none
+    assert [m for m in missions_of(alice) if m["trigger"] == "schedule"]
+    assert not [m for m in missions_of(bob) if m["trigger"] == "schedule"]
+
+
+def test_a_memory_change_starts_a_mission(server, alice):
+    before = [m for m in missions_of(alice) if m["trigger"] == "memory"]
+    status, _ = alice.call("PUT", "/memory/watchlist/tax", {"value": {"symbol": "compute_tax"}})
+    assert status == 200
+    started = [m for m in missions_of(alice) if m["trigger"] == "memory"]
+    assert len(started) == len(before) + 1 and "compute_tax" in started[0]["goal"]
+
+
+# -- isolation and bad input --------------------------------------------------------------------
+
+
+def test_another_users_mission_is_404(server, alice, bob):
+    status, created = alice.call(
+        "POST", "/missions", {"capability": "code_analysis", "goal": "help", "context": {"repo": str(server.repo)}}
+    )
+    mission_id = created["mission_id"]
+    for method, path, body in [
+        ("GET", f"/missions/{mission_id}", None),
+        ("GET", f"/missions/{mission_id}/events", None),
+        ("GET", f"/missions/{mission_id}/checkpoints", None),
+        ("POST", f"/missions/{mission_id}/cancel", None),
+        ("POST", f"/missions/{mission_id}/feedback", {"completed": True}),
+        ("POST", f"/missions/{mission_id}/interrupts/x", {"text": "hi"}),
+    ]:
+        assert bob.call(method, path, body)[0] == 404, path
+    assert mission_id not in [m["mission_id"] for m in missions_of(bob)]
+    assert alice.call("GET", "/memory/watchlist/tax")[0] == 200
+    assert bob.call("GET", "/memory/watchlist/tax")[0] == 404
+    assert Client(server, None).call("GET", f"/missions/{mission_id}")[0] == 401
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "raw"),
+    [
+        ("POST", "/missions", b"not json"),
+        ("POST", "/missions", b'{"goal": ""}'),
+        ("POST", "/missions", b'{"goal": "x", "capability": "nope"}'),
+        ("POST", "/missions", b'{"goal": "x", "priority": "whenever"}'),
+        ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repo": "/no/such/dir"}}'),
+        ("POST", "/missions", b'{"goal": "x", "surprise": 1}'),
+        ("PUT", "/memory/bad%20ns/k", b'{"value": 1}'),
+        ("PUT", "/memory/notes/k", b'{"nope": 1}'),
+        ("GET", "/missions?limit=0", None),
+        ("GET", "/metrics/missions?capability=nope", None),
+    ],
+)
+def test_malformed_requests_get_a_4xx_and_leave_no_trace(server, method, path, raw):
+    user = Client(server, "mallory")
+    status, body = user.call(method, path, raw=raw)
+    assert 400 <= status < 500, (status, body)
+    assert body and (body.get("message") or body.get("detail"))
+    assert missions_of(user) == []
+    assert user.call("GET", "/memory/notes")[1]["items"] == []
+
+
+def test_schemathesis_finds_no_server_error(server):
+    # Given the generated OpenAPI document / When fuzzed / Then no 5xx
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "st"),
+            "run",
+            f"{server.url}/openapi.json",
+            "--checks",
+            "not_a_server_error",
+            "--max-examples",
+            "15",
+            "--seed",
+            "7",
+            "-H",
+            "Authorization: Bearer dev:fuzzer",
+            "--request-timeout",
+            "30",
+            "--max-time",
+            "240",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

@@ -1,0 +1,401 @@
+"""Webhook ingestion: every refusal, acceptance, replays, and the DynamoDB delivery store."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+import pytest
+
+from missions.specs import DELIVERIES
+from missions.webhooks import (
+    Delivery,
+    DynamoDeliveryStore,
+    EnvWebhookSources,
+    InMemoryDeliveryStore,
+    SecretsManagerWebhookSources,
+    StaticWebhookSources,
+    WebhookRejected,
+    WebhookSource,
+    bus_event,
+    sign,
+    verify_delivery,
+)
+
+NOW = 1_700_000_000
+SECRET = "s3cret"
+SOURCES = StaticWebhookSources(
+    {
+        "github": WebhookSource("github", SECRET, user_id="u1"),
+        "tiny": WebhookSource("tiny", SECRET, max_body_bytes=16),
+    }
+)
+
+
+def headers(body: bytes, *, delivery: str = "d-1", timestamp: int | str = NOW, **extra: str) -> dict[str, str]:
+    return {
+        "x-missions-timestamp": str(timestamp),
+        "x-missions-delivery": delivery,
+        "x-missions-signature": sign(SECRET, timestamp, body),
+        **extra,
+    }
+
+
+def verify(
+    body: bytes, hdrs: dict[str, Any], *, source: str = "github", store: Any = None, now: float = NOW
+) -> Delivery:
+    return verify_delivery(
+        source_name=source,
+        headers=hdrs,
+        body=body,
+        sources=SOURCES,
+        deliveries=store if store is not None else InMemoryDeliveryStore(),
+        now=now,
+    )
+
+
+def rejected(body: bytes, hdrs: dict[str, Any], **kwargs: Any) -> WebhookRejected:
+    with pytest.raises(WebhookRejected) as caught:
+        verify(body, hdrs, **kwargs)
+    return caught.value
+
+
+BODY = json.dumps({"type": "push", "ref": "main"}).encode()
+
+
+# -- sign ------------------------------------------------------------------------------------
+
+
+def test_sign_matches_an_independent_hmac():
+    # Given a body and a timestamp / When signed
+    value = sign(SECRET, NOW, BODY)
+    # Then it is HMAC-SHA256 over "<timestamp>." + body, hex, prefixed
+    expected = hmac.new(b"s3cret", b"1700000000." + BODY, hashlib.sha256).hexdigest()
+    assert value == f"sha256={expected}"
+    assert sign(SECRET.encode(), str(NOW), BODY) == value
+
+
+# -- accepted --------------------------------------------------------------------------------
+
+
+def test_a_signed_delivery_is_accepted_with_the_sources_user():
+    # Given a correctly signed delivery / When verified
+    delivery = verify(BODY, headers(BODY))
+    # Then the payload, event type (from the body) and the source's user come back
+    assert delivery == Delivery("github", "d-1", "push", {"type": "push", "ref": "main"}, "u1", duplicate=False)
+
+
+def test_the_event_header_wins_over_the_body_type():
+    delivery = verify(BODY, headers(BODY, **{"x-missions-event": "release"}))
+    assert delivery.event_type == "release"
+
+
+def test_header_names_are_case_insensitive():
+    # Given headers spelled as API Gateway v1 passes them through
+    hdrs = {k.title(): v for k, v in headers(BODY).items()}
+    hdrs["X-MISSIONS-EVENT"] = "ping"
+    # When / Then they are read all the same
+    assert verify(BODY, hdrs).event_type == "ping"
+
+
+def test_a_body_without_type_has_an_empty_event_type():
+    body = b'{"a": 1}'
+    assert verify(body, headers(body)).event_type == ""
+
+
+def test_timestamps_at_the_edge_of_the_window_are_accepted():
+    assert verify(BODY, headers(BODY), now=NOW + 300).delivery_id == "d-1"
+    assert verify(BODY, headers(BODY), now=NOW - 300).delivery_id == "d-1"
+
+
+# -- replays ---------------------------------------------------------------------------------
+
+
+def test_a_replayed_delivery_is_a_duplicate():
+    # Given a store that saw the delivery
+    store = InMemoryDeliveryStore()
+    first = verify(BODY, headers(BODY), store=store)
+    # When the same delivery arrives again
+    again = verify(BODY, headers(BODY), store=store)
+    # Then it is marked duplicate (answer 200, start nothing)
+    assert (first.duplicate, again.duplicate) == (False, True)
+    assert again.payload == first.payload
+
+
+def test_the_same_id_from_another_source_is_not_a_duplicate():
+    store = InMemoryDeliveryStore()
+    assert not verify(b"{}", headers(b"{}"), store=store).duplicate
+    assert not verify(b"{}", headers(b"{}"), store=store, source="tiny").duplicate
+
+
+def test_a_bad_signature_does_not_consume_the_delivery_id():
+    # Given a forged delivery reusing an id the real sender will use
+    store = InMemoryDeliveryStore()
+    forged = {**headers(BODY), "x-missions-signature": sign("wrong", NOW, BODY)}
+    assert rejected(BODY, forged, store=store).status == 401
+    # When the real delivery arrives / Then it is accepted, not a duplicate
+    assert verify(BODY, headers(BODY), store=store).duplicate is False
+
+
+def test_a_non_object_body_does_not_consume_the_delivery_id():
+    store = InMemoryDeliveryStore()
+    assert rejected(b"[1]", headers(b"[1]"), store=store).status == 400
+    assert verify(BODY, headers(BODY), store=store).duplicate is False
+
+
+def test_forget_lets_the_sender_retry():
+    store = InMemoryDeliveryStore()
+    assert store.remember("d", "s") is True
+    store.forget("d", "s")
+    assert store.remember("d", "s") is True
+    assert store.remember("d", "s") is False
+
+
+# -- refusals --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("source", ["gitlab", "", "GitHub", "../etc"])
+def test_an_unknown_source_is_404(source: str):
+    assert rejected(BODY, headers(BODY), source=source).status == 404
+
+
+def test_a_body_over_the_sources_limit_is_413():
+    body = b'{"x": "' + b"a" * 20 + b'"}'
+    assert rejected(body, headers(body), source="tiny").status == 413
+
+
+@pytest.mark.parametrize("header", ["x-missions-timestamp", "x-missions-delivery", "x-missions-signature"])
+def test_a_missing_header_is_401(header: str):
+    hdrs = headers(BODY)
+    del hdrs[header]
+    error = rejected(BODY, hdrs)
+    assert (error.status, header in error.reason) == (401, True)
+
+
+@pytest.mark.parametrize(
+    ("header", "value"),
+    [
+        ("x-missions-timestamp", "yesterday"),
+        ("x-missions-timestamp", "-5"),
+        ("x-missions-timestamp", "1700000000.5"),
+        ("x-missions-delivery", "has space"),
+        ("x-missions-delivery", "x" * 129),
+        ("x-missions-delivery", "semi;colon"),
+        ("x-missions-signature", "sha1=" + "0" * 40),
+        ("x-missions-signature", "sha256=" + "z" * 64),
+        ("x-missions-signature", "sha256=abc"),
+    ],
+)
+def test_a_malformed_header_is_401(header: str, value: str):
+    error = rejected(BODY, {**headers(BODY), header: value})
+    assert (error.status, header in error.reason) == (401, True)
+
+
+@pytest.mark.parametrize("skew", [301, -301, 86_400])
+def test_a_stale_timestamp_is_401(skew: int):
+    # Given a delivery signed too long ago (or in the future), correctly signed
+    hdrs = headers(BODY, timestamp=NOW - skew)
+    # When / Then
+    error = rejected(BODY, hdrs)
+    assert (error.status, error.reason) == (401, "stale timestamp")
+
+
+def test_a_bad_signature_is_401():
+    # Given a body altered after signing
+    hdrs = headers(BODY)
+    error = rejected(BODY.replace(b"main", b"evil"), hdrs)
+    assert (error.status, error.reason) == (401, "bad signature")
+
+
+def test_a_signature_for_another_timestamp_is_401():
+    hdrs = {**headers(BODY), "x-missions-timestamp": str(NOW + 1)}
+    assert rejected(BODY, hdrs).reason == "bad signature"
+
+
+def test_an_uppercase_hex_signature_is_accepted():
+    hdrs = headers(BODY)
+    hdrs["x-missions-signature"] = "sha256=" + hdrs["x-missions-signature"][7:].upper()
+    assert verify(BODY, hdrs).delivery_id == "d-1"
+
+
+@pytest.mark.parametrize("body", [b"[]", b'"text"', b"42", b"not json", b"\xff\xfe", b'{"x": NaN}', b""])
+def test_a_body_that_is_not_a_json_object_is_400(body: bytes):
+    assert rejected(body, headers(body)).status == 400
+
+
+def test_a_payload_too_big_for_the_event_bus_is_413_before_the_id_is_used():
+    # Given a source accepting large bodies and a body that escapes to more than 256 KB
+    sources = StaticWebhookSources({"big": WebhookSource("big", SECRET, max_body_bytes=1024 * 1024)})
+    body = json.dumps({"x": "\n" * 200_000}).encode()
+    store = InMemoryDeliveryStore()
+    with pytest.raises(WebhookRejected) as caught:
+        verify_delivery(source_name="big", headers=headers(body), body=body, sources=sources, deliveries=store, now=NOW)
+    assert caught.value.status == 413
+    assert store.remember("d-1", "big") is True
+
+
+# -- the bus entry ---------------------------------------------------------------------------
+
+
+def test_bus_event_carries_the_delivery():
+    delivery = verify(BODY, headers(BODY))
+    entry = bus_event(delivery, event_bus_name="bus")
+    assert (entry["Source"], entry["DetailType"], entry["EventBusName"]) == (
+        "missions.webhook",
+        "webhook.github",
+        "bus",
+    )
+    assert json.loads(entry["Detail"]) == {
+        "delivery_id": "d-1",
+        "source": "github",
+        "event_type": "push",
+        "user_id": "u1",
+        "payload": {"type": "push", "ref": "main"},
+    }
+    assert "EventBusName" not in bus_event(delivery)
+
+
+def test_the_bus_source_constant_agrees_with_trigger_rules():
+    from missions import trigger_rules, webhooks
+
+    assert webhooks.BUS_SOURCE == trigger_rules.WEBHOOK_SOURCE
+
+
+# -- sources ---------------------------------------------------------------------------------
+
+
+def test_env_sources_are_read_on_first_use_only():
+    # Given sources built before the variable holds anything
+    env: dict[str, str] = {}
+    sources = EnvWebhookSources(env)
+    # When the variable is set before the first lookup
+    env["MISSIONS_WEBHOOK_SOURCES"] = json.dumps({"stripe": {"secret": "k", "user_id": "ops"}})
+    # Then the lookup sees it, and later changes are not read again
+    assert sources.get("stripe") == WebhookSource("stripe", "k", user_id="ops")
+    env["MISSIONS_WEBHOOK_SOURCES"] = "{}"
+    assert sources.get("stripe") is not None
+    assert sources.get("other") is None
+    assert EnvWebhookSources({}).get("stripe") is None
+
+
+def test_env_sources_default_to_the_system_user(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("MISSIONS_WEBHOOK_SOURCES", '{"ci": {"secret": "k"}}')
+    assert EnvWebhookSources().get("ci") == WebhookSource("ci", "k", user_id="system")
+
+
+@pytest.mark.parametrize("raw", ["not json", "[1]", '{"a": "b"}', '{"a": {"user_id": "x"}}'])
+def test_bad_env_sources_fail_clearly(raw: str):
+    with pytest.raises(ValueError, match="MISSIONS_WEBHOOK_SOURCES|secret"):
+        EnvWebhookSources({"MISSIONS_WEBHOOK_SOURCES": raw}).get("a")
+
+
+def test_the_secret_is_not_in_the_repr():
+    assert SECRET not in repr(WebhookSource("github", SECRET))
+
+
+class _NotFound(Exception):
+    response = {"Error": {"Code": "ResourceNotFoundException"}}
+
+
+def test_secrets_manager_sources_read_prefix_slash_name_and_cache_misses():
+    # Given a fake secret provider holding one source
+    calls: list[str] = []
+
+    def fetch(secret_id: str) -> Any:
+        calls.append(secret_id)
+        if secret_id == "missions/webhooks/github":
+            return {"secret": "k", "user_id": "u9"}
+        raise _NotFound()
+
+    sources = SecretsManagerWebhookSources("missions/webhooks/", fetch=fetch)
+    # When sources are looked up
+    found = sources.get("github")
+    missing = [sources.get("nope"), sources.get("nope"), sources.get("../x")]
+    # Then the secret id is prefix/name, misses are cached, and odd names never reach the provider
+    assert found == WebhookSource("github", "k", user_id="u9")
+    assert missing == [None, None, None]
+    assert calls == ["missions/webhooks/github", "missions/webhooks/nope"]
+
+
+def test_secrets_manager_errors_other_than_not_found_propagate():
+    def fetch(secret_id: str) -> Any:
+        raise RuntimeError("throttled")
+
+    with pytest.raises(RuntimeError):
+        SecretsManagerWebhookSources("p", fetch=fetch).get("github")
+
+
+# -- DynamoDB --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dynamodb(monkeypatch: pytest.MonkeyPatch):
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    import boto3
+    from moto import mock_aws
+
+    from missions.store.dynamodb import table_definition
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(**table_definition(DELIVERIES, "deliveries"))
+        yield client
+
+
+def test_dynamo_delivery_store_remembers_once_per_source(dynamodb: Any):
+    # Given the deliveries table
+    store = DynamoDeliveryStore("deliveries", client=dynamodb, ttl_seconds=60)
+    # When ids are remembered / Then each (source, id) only once
+    assert store.remember("d-1", "github") is True
+    assert store.remember("d-1", "github") is False
+    assert store.remember("d-1", "stripe") is True
+    item = dynamodb.get_item(TableName="deliveries", Key={"delivery_id": {"S": "github#d-1"}})["Item"]
+    assert item["source"] == {"S": "github"}
+    assert int(item["expires_at"]["N"]) - int(item["received_at"]["N"]) == 60
+
+
+def test_dynamo_delivery_store_forgets_and_ignores_expired_items(dynamodb: Any):
+    store = DynamoDeliveryStore("deliveries", client=dynamodb)
+    assert store.remember("d-2", "github") is True
+    store.forget("d-2", "github")
+    assert store.remember("d-2", "github") is True
+    # an item past its expiry that TTL has not deleted yet counts as absent
+    dynamodb.put_item(
+        TableName="deliveries",
+        Item={"delivery_id": {"S": "github#old"}, "source": {"S": "github"}, "expires_at": {"N": "1"}},
+    )
+    assert store.remember("old", "github") is True
+
+
+def test_dynamo_delivery_store_in_verify_delivery(dynamodb: Any):
+    store = DynamoDeliveryStore("deliveries")  # the client is created lazily, from the environment
+    assert verify(BODY, headers(BODY), store=store).duplicate is False
+    assert verify(BODY, headers(BODY), store=store).duplicate is True
+
+
+def test_dynamo_delivery_store_propagates_other_errors():
+    class Broken:
+        def put_item(self, **kwargs: Any) -> None:
+            raise RuntimeError("network")
+
+    with pytest.raises(RuntimeError):
+        DynamoDeliveryStore("t", client=Broken()).remember("d", "s")
+
+
+def test_importing_webhooks_imports_no_boto3():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    code = "import sys; sys.path[:0] = ['shared', '.']; import missions.webhooks; assert 'boto3' not in sys.modules"
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
