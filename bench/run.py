@@ -146,6 +146,9 @@ def main() -> None:
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
     results["peak_rss_mb"] = peak_memory_mb()
+    from bench import dispatch
+
+    results["dispatch"] = dispatch.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -181,6 +184,14 @@ def main() -> None:
     )
     table.add_row("import LLM stage handler", f"{imports['llm_stage_ms']} ms ({imports['llm_import_ratio']}x)")
     table.add_row("peak RSS: import + run 2 stages", f"{results['peak_rss_mb']} MB")
+    for backend, figures in results["dispatch"].items():
+        if isinstance(figures, dict) and "wall_seconds" in figures:
+            table.add_row(
+                f"dispatch 1,000 events / 50 users ({backend})",
+                f"{figures['wall_seconds']} s, started {figures.get('missions_started')}, "
+                f"duplicates started {figures.get('duplicates_started')}, lost {figures.get('lost')}, "
+                f"max per user {figures.get('max_concurrent_per_user')}",
+            )
     for name, ok in checks.items():
         table.add_row(name, "[green]yes[/]" if ok else "[red]NO[/]")
     console.print(table)

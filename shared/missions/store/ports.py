@@ -23,6 +23,7 @@ class ConflictError(RuntimeError):
 
 class MissionStatus:
     CREATED = "created"
+    QUEUED = "queued"
     RUNNING = "running"
     INTERRUPTED = "interrupted"
     COMPLETED = "completed"
