@@ -378,7 +378,8 @@ def apply_feedback(
         raise ConflictError(f"mission {mission.mission_id} already has feedback")
 
     received_at = utcnow()
-    missions.update(current.mission_id, feedback={**feedback.model_dump(), "received_at": received_at})
+    # the conditional write is what makes feedback exactly-once; the check above only fails fast
+    missions.set_feedback(current.mission_id, {**feedback.model_dump(), "received_at": received_at})
     learnings.record(current.capability, completed=feedback.completed, rating=feedback.quality)
 
     outcome = FeedbackOutcome(complaint=feedback.quality is not None and feedback.quality <= 2)

@@ -441,3 +441,29 @@ def test_blob_at_inline_limit_stays_inline(backend):
 def test_blob_missing(backend):
     with pytest.raises(KeyError):
         backend.blobs.get(_key(b"never written"))
+
+
+def test_feedback_is_set_exactly_once_even_when_requests_race(backend):
+    # Given a finished mission
+    backend.missions.create(MissionRecord(mission_id="m9", user_id="u", capability="c", goal="g", status="completed"))
+    # When twenty requests race to give feedback (threads only in memory: moto itself is not
+    # thread-safe for conditional writes, DynamoDB is; there the attempts come one after another)
+    import concurrent.futures
+
+    def give(n: int) -> str:
+        try:
+            backend.missions.set_feedback("m9", {"quality": n % 5 + 1})
+            return "ok"
+        except ConflictError:
+            return "conflict"
+
+    if backend.name == "memory":
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            outcomes = list(pool.map(give, range(20)))
+    else:
+        outcomes = [give(n) for n in range(20)]
+    # Then exactly one wins and the stored feedback is the winner's
+    assert outcomes.count("ok") == 1 and outcomes.count("conflict") == 19
+    assert backend.missions.get("m9").feedback is not None
+    with pytest.raises(NotFound):
+        backend.missions.set_feedback("missing", {"quality": 1})

@@ -205,6 +205,23 @@ class DynamoMissionStore:
                 raise NotFound(f"mission {mission_id}") from None
             raise
 
+    def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
+        """Record feedback exactly once, however many requests race to give it."""
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key={"mission_id": {"S": mission_id}},
+                UpdateExpression="SET #fb = :fb, updated_at = :now",
+                ConditionExpression="attribute_exists(mission_id) AND (attribute_not_exists(#fb) OR #fb = :null)",
+                ExpressionAttributeNames={"#fb": "feedback"},
+                ExpressionAttributeValues={":fb": _value(feedback), ":now": {"S": utcnow()}, ":null": {"NULL": True}},
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            self.get(mission_id)  # NotFound when it does not exist
+            raise ConflictError(f"mission {mission_id} already has feedback") from None
+
     def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
         if limit <= 0:
             return []

@@ -41,6 +41,15 @@ class MemoryMissionStore:
             current.update(fields, updated_at=utcnow())
             self._items[mission_id] = MissionRecord.model_validate(current)
 
+    def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
+        with self._lock:
+            record = self._items.get(mission_id)
+            if record is None:
+                raise NotFound(f"mission {mission_id}")
+            if record.feedback is not None:
+                raise ConflictError(f"mission {mission_id} already has feedback")
+            self._items[mission_id] = record.model_copy(update={"feedback": feedback, "updated_at": utcnow()})
+
     def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
         found = [m for m in self._items.values() if m.user_id == user_id]
         return sorted(found, key=lambda m: m.created_at, reverse=True)[:limit]

@@ -86,6 +86,9 @@ class MissionStore(Protocol):
     def update(self, mission_id: str, **fields: Any) -> None:
         """Set fields on an existing mission (NotFound if missing)."""
 
+    def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
+        """Set once (conditional write); ConflictError if feedback exists, NotFound if the mission does not."""
+
     def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]: ...
 
 
