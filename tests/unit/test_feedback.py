@@ -29,6 +29,7 @@ from missions.longterm.inmemory import InMemoryLongTermMemory
 from missions.specs import LEARNINGS
 from missions.store.memory import MemoryEventStore, MemoryMissionStore
 from missions.store.ports import ConflictError, MissionRecord
+from tests.support.aws import use_fake_aws
 
 DINING = "great but too expensive for a weeknight, and I want more vegetarian options"
 
@@ -299,13 +300,7 @@ def dynamo_client(monkeypatch):
 
     from missions.store.dynamodb import table_definition
 
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+    use_fake_aws(monkeypatch)
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         client.create_table(**table_definition(LEARNINGS, "test-learnings"))

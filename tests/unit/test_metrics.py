@@ -14,6 +14,7 @@ from missions.specs import MISSIONS
 from missions.store.memory import MemoryMissionStore
 from missions.store.missions_query import DynamoMissionsByCapability, InMemoryMissionsByCapability
 from missions.store.ports import MissionRecord
+from tests.support.aws import use_fake_aws
 
 NOW = datetime(2025, 6, 30, 12, 0, tzinfo=UTC)
 LEVELS = {"easy": 1, "medium": 2, "hard": 3, "huge": 7, "trivial": 0}
@@ -190,13 +191,7 @@ def test_dynamo_query_reads_the_by_capability_index_across_pages(monkeypatch):
 
     from missions.store.dynamodb import DynamoMissionStore, table_definition
 
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+    use_fake_aws(monkeypatch)
     with mock_aws():
         # Given the missions table holding this capability's missions and another's
         client = boto3.client("dynamodb", region_name="us-east-1")

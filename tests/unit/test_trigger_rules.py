@@ -28,6 +28,7 @@ from missions.trigger_rules import (
 )
 from missions.triggers import MemoryTrigger, Priority, ScheduleTrigger, Triggers, TriggerSource, WebhookTrigger
 from missions.webhooks import Delivery, bus_event
+from tests.support.aws import use_fake_aws
 
 AWS_NAME = re.compile(r"^[.\-_A-Za-z0-9]{1,64}$")
 
@@ -582,13 +583,7 @@ def test_the_local_clock_is_bounded():
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch):
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+    use_fake_aws(monkeypatch)
     import boto3
     from moto import mock_aws
 

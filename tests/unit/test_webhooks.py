@@ -23,6 +23,7 @@ from missions.webhooks import (
     sign,
     verify_delivery,
 )
+from tests.support.aws import use_fake_aws
 
 NOW = 1_700_000_000
 SECRET = "s3cret"
@@ -332,13 +333,7 @@ def test_secrets_manager_errors_other_than_not_found_propagate():
 
 @pytest.fixture
 def dynamodb(monkeypatch: pytest.MonkeyPatch):
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
+    use_fake_aws(monkeypatch)
     import boto3
     from moto import mock_aws
 
