@@ -7,23 +7,35 @@
    targets; `Rule.send_to_targets` delivers those itself and leaves the rest to moto.
 3. DynamoDB Streams -> Lambda: moto fails to JSON-encode records holding Binary
    attributes; `LambdaBackend.send_dynamodb_items` encodes them base64, as Lambda does.
+4. CloudFormation: `Ref` of an AWS::Events::EventBus must be its name; moto's EventBus has no
+   `physical_resource_id`, so a rule on a custom bus fails to deploy. It gets one. And an
+   AWS::StepFunctions::StateMachine gets its DefinitionSubstitutions applied (moto drops
+   them) and is created in the backend that executes (moto used the non-executing one).
 
 tests/integration/test_patches.py fails loudly if a moto upgrade breaks either.
+
+Every in-process invocation is observable (`observe`, `invoking`) so a meter can count
+Lambda requests and durations, and tell a function's AWS calls from the harness's.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 Handler = Callable[[dict[str, Any], Any], Any]
+Observer = Callable[[str, float, int], None]  # (function_name, duration_ms, memory_mb)
 
 _FUNCTIONS: dict[str, Handler] = {}
+_OBSERVERS: list[Observer] = []
+_INVOKING: ContextVar[str | None] = ContextVar("missions_local_invoking", default=None)
 _LOCK = threading.Lock()
 _INSTALLED = False
 _ORIGINAL: dict[str, Any] = {}
@@ -59,6 +71,37 @@ def registered(function_name: str) -> bool:
     return function_name in _FUNCTIONS
 
 
+def observe(observer: Observer) -> Callable[[], None]:
+    """Call `observer` after every in-process invocation, failed ones too (Lambda bills both).
+    Returns the function that stops observing."""
+    with _LOCK:
+        _OBSERVERS.append(observer)
+
+    def stop() -> None:
+        with _LOCK:
+            if observer in _OBSERVERS:
+                _OBSERVERS.remove(observer)
+
+    return stop
+
+
+def invoking() -> str | None:
+    """The function whose handler runs in this thread right now, or None (the harness)."""
+    return _INVOKING.get()
+
+
+def _call(handler: Handler, payload: Any, context: LocalContext) -> Any:
+    token = _INVOKING.set(context.function_name)
+    started = time.perf_counter()
+    try:
+        return handler(payload, context)
+    finally:
+        duration_ms = (time.perf_counter() - started) * 1000
+        _INVOKING.reset(token)
+        for observer in list(_OBSERVERS):
+            observer(context.function_name, duration_ms, context.memory_limit_in_mb)
+
+
 def install() -> None:
     """Apply the patches (idempotent)."""
     global _INSTALLED
@@ -66,8 +109,14 @@ def install() -> None:
         if _INSTALLED:
             return
         from moto.awslambda.models import LambdaBackend, LambdaFunction
-        from moto.events.models import Rule
+        from moto.events.models import EventBus, Rule
+        from moto.stepfunctions.models import StateMachine
 
+        _ORIGINAL["state_machine_from_cfn"] = StateMachine.__dict__["create_from_cloudformation_json"]
+        StateMachine.create_from_cloudformation_json = classmethod(_state_machine_from_cfn)  # type: ignore[assignment]
+        if not hasattr(EventBus, "physical_resource_id"):
+            EventBus.physical_resource_id = property(lambda bus: bus.name)  # type: ignore[attr-defined]
+            _ORIGINAL["bus_ref"] = True
         _ORIGINAL["invoke"] = LambdaFunction._invoke_lambda
         _ORIGINAL["send_to_targets"] = Rule.send_to_targets
         _ORIGINAL["send_dynamodb_items"] = LambdaBackend.send_dynamodb_items
@@ -83,12 +132,35 @@ def uninstall() -> None:
         if not _INSTALLED:
             return
         from moto.awslambda.models import LambdaBackend, LambdaFunction
-        from moto.events.models import Rule
+        from moto.events.models import EventBus, Rule
+        from moto.stepfunctions.models import StateMachine
 
+        StateMachine.create_from_cloudformation_json = _ORIGINAL["state_machine_from_cfn"]  # type: ignore[assignment]
+        if _ORIGINAL.pop("bus_ref", False):
+            del EventBus.physical_resource_id  # type: ignore[attr-defined]
         LambdaFunction._invoke_lambda = _ORIGINAL["invoke"]  # type: ignore[method-assign]
         Rule.send_to_targets = _ORIGINAL["send_to_targets"]  # type: ignore[method-assign]
         LambdaBackend.send_dynamodb_items = _ORIGINAL["send_dynamodb_items"]  # type: ignore[method-assign]
         _INSTALLED = False
+
+
+def _state_machine_from_cfn(
+    cls: Any, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+) -> Any:
+    """As CloudFormation does: substitute ${key} in the definition, in the backend the API serves."""
+    from moto.stepfunctions.responses import get_backend
+    from moto.stepfunctions.utils import cfn_to_api_tags
+
+    properties = cloudformation_json["Properties"]
+    definition = properties.get("DefinitionString", "")
+    for key, value in (properties.get("DefinitionSubstitutions") or {}).items():
+        definition = definition.replace("${" + key + "}", str(value))
+    return get_backend(account_id, region_name).create_state_machine(
+        properties.get("StateMachineName", resource_name),
+        definition,
+        properties.get("RoleArn", ""),
+        tags=cfn_to_api_tags(properties.get("Tags", [])),
+    )
 
 
 def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
@@ -108,7 +180,7 @@ def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
         invoked_function_arn=getattr(self, "function_arn", ""),
     )
     try:
-        result = handler(payload, context)
+        result = _call(handler, payload, context)
     except Exception as exc:  # a function error, as Lambda reports it
         error = {
             "errorType": type(exc).__name__,
@@ -186,7 +258,7 @@ def _deliver_lambda(arn: str, target: dict[str, Any], event: Any) -> None:
     handler = _FUNCTIONS.get(name)
     if handler is None:
         raise LookupError(f"EventBridge target {arn} has no in-process handler")
-    handler(_target_input(target, event), LocalContext(function_name=name, aws_request_id=str(uuid.uuid4())))
+    _call(handler, _target_input(target, event), LocalContext(function_name=name, aws_request_id=str(uuid.uuid4())))
 
 
 def _deliver_state_machine(arn: str, target: dict[str, Any], event: Any) -> None:

@@ -1,0 +1,68 @@
+"""Infrastructure cost of the demo mission: metered on the emulation, priced at AWS list prices.
+
+The mission really runs (moto executes the compiled state machine, the handlers run in-process)
+under missions.local.metering.Meter; missions.costing prices what it counted. The LLM is the
+offline scripted model, so tokens cost nothing here: this is the AWS bill alone. Lambda
+durations are this machine's (warm, in-process), so that line is the least exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from missions.costing import estimate
+
+UNITS = {
+    "step_functions": "state transitions",
+    "lambda_requests": "requests",
+    "lambda_compute": "GB-s",
+    "dynamodb_reads": "read units",
+    "dynamodb_writes": "write units",
+    "s3_puts": "PUT requests",
+    "s3_gets": "GET requests",
+    "eventbridge": "events",
+}
+
+
+def run() -> dict[str, Any]:
+    from bench.run import DEMO, ROOT
+    from missions.local.emulation import LocalCloud
+    from missions.local.metering import Meter
+
+    with LocalCloud(["code_analysis"]) as cloud, Meter(cloud) as meter:
+        outcome = meter.run("code_analysis", DEMO, context={"repo": str(ROOT)})
+        assert outcome.status == "SUCCEEDED", (outcome.error, outcome.cause)
+        usage = meter.usage_for(outcome.mission_id)
+    cost = estimate(usage)
+    return {
+        "mission": "code_analysis demo (offline model: no LLM cost)",
+        "region": "us-east-1",
+        "prices_as_of": cost.prices_as_of,
+        "lambda_architecture": cost.architecture,
+        "usage": {name: round(value, 6) for name, value in usage.as_dict().items()},
+        "lines": {
+            line: {"quantity": cost.quantities[line], "unit": UNITS[line], "dollars": round(dollars, 9)}
+            for line, dollars in cost.lines.items()
+        },
+        "total_dollars_per_mission": round(cost.total, 9),
+        "total_dollars_per_1000_missions": round(cost.total * 1000, 6),
+    }
+
+
+def table(result: dict[str, Any]) -> Table:
+    """The breakdown `make bench` prints."""
+    rows = Table(
+        "infra cost per demo mission",
+        "quantity",
+        "dollars",
+        title=f"us-east-1 list prices as of {result['prices_as_of']}, Lambda {result['lambda_architecture']}",
+    )
+    for line, figures in result["lines"].items():
+        quantity = figures["quantity"]
+        shown = f"{quantity:.3f}" if isinstance(quantity, float) and not quantity.is_integer() else f"{quantity:g}"
+        rows.add_row(line, f"{shown} {figures['unit']}", f"${figures['dollars']:.7f}")
+    rows.add_row("total per mission", "", f"${result['total_dollars_per_mission']:.6f}")
+    rows.add_row("total per 1,000 missions", "", f"${result['total_dollars_per_1000_missions']:.2f}")
+    return rows

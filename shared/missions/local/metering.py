@@ -1,0 +1,277 @@
+"""Counts what a mission uses on the local emulation, so its AWS bill can be estimated.
+
+    with LocalCloud(["code_analysis"]) as cloud, Meter(cloud) as meter:
+        outcome = meter.run("code_analysis", goal)          # cloud.run, with the start billed
+        cost = estimate(meter.usage_for(outcome.mission_id))
+
+How each line is counted (priced by missions.costing):
+- Lambda: every in-process invocation (`patches.observe`), failed ones too: one request and its
+  duration rounded up to 1 ms times the function's memory. Durations are this machine's, warm:
+  a cold start's init (billed by AWS since August 2025) is not included.
+- Step Functions: one transition per state entered, from the execution's history.
+- DynamoDB, S3, EventBridge: botocore handlers on the cloud's clients (and on clients created
+  while the meter runs) count each call made from inside a Lambda handler, or inside
+  `billed()`: what the harness does on a mission's behalf (starting it, answering it), which
+  AWS runs in the API Lambda. What the harness does to watch a mission (status polls, reading
+  events and history) is not the mission's cost and is not counted; neither is the API
+  Lambda request itself.
+- DynamoDB units follow AWS's rules on the stored items, read from moto itself: a write costs
+  the larger of the item before and after (conditional failures too), once more per global
+  secondary index holding the item (projection ALL, as specs declares); GetItem and
+  BatchGetItem cost the full item even when projected. Query and Scan cost the summed size of
+  the items returned, which undercounts filtered or projected ones (AWS bills what it read).
+  moto processes every item of a batch, so there are no unprocessed items to leave out.
+
+One mission at a time: the meter sums everything since it started (or `reset()`), and
+`usage_for` refuses a mission if the meter saw another one start.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from missions.costing import Usage, billed_events, item_size, lambda_gb_seconds, read_units, write_units
+from missions.local import patches
+from missions.local.emulation import ACCOUNT, REGION, LocalCloud, MissionOutcome
+from missions.specs import TABLES
+
+S3_PUTS = {"PutObject", "CopyObject", "ListObjects", "ListObjectsV2", "CreateMultipartUpload", "UploadPart"}
+S3_GETS = {"GetObject", "HeadObject"}
+_STATE = "missions_meter"  # where a call's pre-call snapshot waits in botocore's request context
+
+
+@dataclass(frozen=True)
+class Invocation:
+    function_name: str
+    duration_ms: float
+    memory_mb: int
+
+
+@dataclass
+class _Write:
+    """One item a write request touches, sized before the call and after it."""
+
+    table: str
+    key: dict[str, Any]
+    item_bytes: int = 0  # the item a Put sends (a failed conditional Put stores nothing)
+    transactional: bool = False
+    before: dict[str, Any] | None = field(default=None, repr=False)
+
+
+class Meter:
+    """Records the billable usage of the missions a LocalCloud runs (one at a time)."""
+
+    def __init__(self, cloud: LocalCloud):
+        self.cloud = cloud
+        self._lock = threading.Lock()
+        self._billed: ContextVar[bool] = ContextVar(f"missions_meter_billed_{id(self)}", default=False)
+        self._active = False
+        self._stop_observing: Any = None
+        self._emitters: list[Any] = []
+        self._indexes = {
+            getattr(cloud.settings, f"{spec.id}_table"): [
+                (index.partition_key, index.sort_key) for index in spec.indexes
+            ]
+            for spec in TABLES
+        }
+        self.reset()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @classmethod
+    def attach(cls, cloud: LocalCloud) -> Meter:
+        """A started meter (stop it with `stop()`), for when a `with` block does not fit."""
+        return cls(cloud).start()
+
+    def start(self) -> Meter:
+        import boto3
+
+        clients = [self.cloud.dynamodb, self.cloud.s3, self.cloud.events_client, self.cloud.sfn]
+        # clients copy their session's handlers when created: the session's reach later ones
+        session = [boto3.DEFAULT_SESSION.events] if boto3.DEFAULT_SESSION is not None else []
+        self._emitters = [client.meta.events for client in clients] + session
+        for emitter in self._emitters:
+            emitter.register("before-parameter-build", self._before, unique_id=f"{_STATE}-{id(self)}-before")
+            emitter.register("after-call", self._after, unique_id=f"{_STATE}-{id(self)}-after")
+        self._stop_observing = patches.observe(self._on_invocation)
+        self._active = True
+        return self
+
+    def stop(self) -> None:
+        self._active = False
+        if self._stop_observing is not None:
+            self._stop_observing()
+            self._stop_observing = None
+        for emitter in self._emitters:
+            emitter.unregister("before-parameter-build", unique_id=f"{_STATE}-{id(self)}-before")
+            emitter.unregister("after-call", unique_id=f"{_STATE}-{id(self)}-after")
+        self._emitters = []
+
+    def __enter__(self) -> Meter:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def reset(self) -> None:
+        """Forget what was counted, to meter the next mission."""
+        with self._lock:
+            self._usage = Usage()
+            self.invocations: list[Invocation] = []
+            self._started: set[str] = set()
+
+    # -- reading -----------------------------------------------------------------------------
+
+    @contextmanager
+    def billed(self) -> Iterator[None]:
+        """Count the calls this thread makes in the block as the mission's."""
+        token = self._billed.set(True)
+        try:
+            yield
+        finally:
+            self._billed.reset(token)
+
+    def run(self, capability: str, goal: str, timeout: float = 120.0, **kwargs: Any) -> MissionOutcome:
+        """`LocalCloud.run`, with the start billed (in AWS it runs in the API Lambda)."""
+        with self.billed():
+            mission_id = self.cloud.start(capability, goal, **kwargs)
+        self.cloud.wait(mission_id, timeout)
+        return self.cloud.outcome(mission_id)
+
+    def usage(self) -> Usage:
+        """Everything counted so far, but the state transitions (they come from a history)."""
+        with self._lock:
+            return self._usage
+
+    def usage_for(self, mission_id: str) -> Usage:
+        others = self._started - {mission_id}
+        if others:
+            raise ValueError(f"the meter also saw {sorted(others)} start: meter one mission at a time")
+        transitions = sum(1 for event in self.cloud.history(mission_id) if event["type"].endswith("StateEntered"))
+        return replace(self.usage(), state_transitions=transitions)
+
+    # -- counting ----------------------------------------------------------------------------
+
+    def _add(self, **quantities: float) -> None:
+        with self._lock:
+            self._usage = self._usage + Usage(**quantities)
+
+    def _on_invocation(self, function_name: str, duration_ms: float, memory_mb: int) -> None:
+        if not self._active:
+            return
+        with self._lock:
+            self.invocations.append(Invocation(function_name, duration_ms, memory_mb))
+        self._add(lambda_requests=1, lambda_gb_seconds=lambda_gb_seconds(duration_ms, memory_mb))
+
+    def _counts(self) -> bool:
+        return self._active and (patches.invoking() is not None or self._billed.get())
+
+    def _before(self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        """Snapshot the request (and, for DynamoDB writes, the items as they were before it)."""
+        starting = model.service_model.service_name == "stepfunctions" and model.name == "StartExecution"
+        if not (self._counts() or (self._active and starting)):
+            return
+        writes = list(_writes(model.name, params)) if model.service_model.service_name == "dynamodb" else []
+        for write in writes:
+            write.before = self._stored(write.table, write.key)
+        context[_STATE] = (dict(params), writes)
+
+    def _after(self, parsed: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+        if _STATE not in context:
+            return
+        params, writes = context.pop(_STATE)
+        service, operation = model.service_model.service_name, model.name
+        if service == "stepfunctions" and operation == "StartExecution":
+            with self._lock:
+                self._started.add(params.get("name", ""))
+        elif service == "dynamodb":
+            units = sum(self._write_units(write) for write in writes)
+            self._add(dynamodb_write_units=units, dynamodb_read_units=self._read_units(operation, params, parsed))
+        elif service == "s3":
+            self._add(s3_puts=int(operation in S3_PUTS), s3_gets=int(operation in S3_GETS))
+        elif service == "events" and operation == "PutEvents":
+            self._add(events_published=sum(billed_events(_entry_bytes(e)) for e in params.get("Entries", [])))
+
+    # -- DynamoDB ----------------------------------------------------------------------------
+
+    def _stored(self, table: str, key: dict[str, Any]) -> dict[str, Any] | None:
+        """The item as moto stores it now (typed, like a response's), or None."""
+        from moto.dynamodb.exceptions import MockValidationException, ResourceNotFoundException
+        from moto.dynamodb.models import dynamodb_backends
+        from moto.dynamodb.models.dynamo_type import DynamoType
+
+        try:  # a bad request fails in moto as it would in AWS: the meter must not fail it first
+            stored = dynamodb_backends[ACCOUNT][REGION].get_table(table)
+            hash_key = DynamoType(key[stored.hash_key_attr])
+            range_key = DynamoType(key[stored.range_key_attr]) if stored.range_key_attr else None
+            item = stored.get_item(hash_key, range_key)
+        except (KeyError, ResourceNotFoundException, MockValidationException):
+            return None
+        return {name: value.to_regular_json() for name, value in item.attrs.items()} if item else None
+
+    def _write_units(self, write: _Write) -> int:
+        after = self._stored(write.table, write.key)
+        size = max(write.item_bytes, *(item_size(i) for i in (write.before, after) if i is not None), 0)
+        held = [i for i in (write.before, after) if i is not None]
+        indexed = sum(
+            any(partition in i and (sort is None or sort in i) for i in held)
+            for partition, sort in self._indexes.get(write.table, [])
+        )
+        # an index is updated as a plain write, even by a transaction
+        return write_units(size, transactional=write.transactional) + indexed * write_units(size)
+
+    def _read_units(self, operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> float:
+        consistent = bool(params.get("ConsistentRead"))
+        if operation == "GetItem":
+            return self._key_read(params["TableName"], params["Key"], consistent=consistent)
+        if operation in ("Query", "Scan"):
+            return read_units(sum(item_size(i) for i in parsed.get("Items", [])), consistent=consistent)
+        if operation == "BatchGetItem":
+            return sum(
+                self._key_read(table, key, consistent=bool(request.get("ConsistentRead")))
+                for table, request in params.get("RequestItems", {}).items()
+                for key in request["Keys"]
+            )
+        if operation == "TransactGetItems":
+            return sum(
+                self._key_read(get["Get"]["TableName"], get["Get"]["Key"], transactional=True)
+                for get in params.get("TransactItems", [])
+            )
+        return 0.0
+
+    def _key_read(self, table: str, key: dict[str, Any], **kind: bool) -> float:
+        """A read of one item by key costs its full stored size (a missing item: the minimum)."""
+        stored = self._stored(table, key)
+        return read_units(item_size(stored) if stored else 0, **kind)
+
+
+def _writes(operation: str, params: dict[str, Any]) -> Iterator[_Write]:
+    """The items a DynamoDB request writes, with the key that finds each."""
+    if operation == "PutItem":
+        yield _Write(params["TableName"], params["Item"], item_size(params["Item"]))
+    elif operation in ("UpdateItem", "DeleteItem"):
+        yield _Write(params["TableName"], params["Key"])
+    elif operation == "BatchWriteItem":
+        for table, requests in params.get("RequestItems", {}).items():
+            for request in requests:
+                if "PutRequest" in request:
+                    item = request["PutRequest"]["Item"]
+                    yield _Write(table, item, item_size(item))
+                else:
+                    yield _Write(table, request["DeleteRequest"]["Key"])
+    elif operation == "TransactWriteItems":
+        for entry in params.get("TransactItems", []):
+            (body,) = entry.values()
+            item = body.get("Item")
+            yield _Write(body["TableName"], item or body["Key"], item_size(item) if item else 0, transactional=True)
+
+
+def _entry_bytes(entry: dict[str, Any]) -> int:
+    """An entry's size as EventBridge bills it: its text fields, plus 14 bytes for a Time."""
+    text = [entry.get("Source", ""), entry.get("DetailType", ""), entry.get("Detail", ""), *entry.get("Resources", [])]
+    return sum(len(t.encode()) for t in text) + (14 if entry.get("Time") else 0)

@@ -1,0 +1,293 @@
+"""The meter counts a real mission on the emulation (missions.local.metering.Meter), and
+missions.costing prices it.
+
+One LocalCloud serves the module; each test meters its own calls with its own Meter, one
+mission at a time (the meter counts every in-process invocation while it runs).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from missions import capability as registry
+from missions.costing import Usage, estimate, item_size, lambda_gb_seconds
+from missions.envelope import utcnow
+from missions.local import patches
+from missions.local.emulation import LocalCloud, MissionOutcome
+from missions.local.metering import Invocation, Meter
+from missions.specs import stage_function_name
+from tests.integration.conftest import REPO_ROOT, stage_tasks
+from tests.support.aws import use_fake_aws
+
+WAIT = 30.0
+QUESTION = "How does EnvelopeCodec offload large fields, and where is max_agent_hops enforced?"
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    with pytest.MonkeyPatch.context() as env:
+        use_fake_aws(env)
+        with LocalCloud(["code_analysis"]) as local:
+            yield local
+
+
+@dataclass
+class Metered:
+    outcome: MissionOutcome
+    usage: Usage
+    invocations: list[Invocation]
+    history: list[dict[str, Any]]
+    states: list[str]  # the states entered, in order
+
+
+@pytest.fixture(scope="module")
+def demo(cloud: LocalCloud) -> Metered:
+    # Given the demo question about this repository, run under a meter
+    with Meter(cloud) as meter:
+        outcome = meter.run("code_analysis", QUESTION, timeout=WAIT, context={"repo": str(REPO_ROOT)})
+        usage = meter.usage_for(outcome.mission_id)
+    assert outcome.status == "SUCCEEDED", (outcome.error, outcome.cause)
+    history = cloud.history(outcome.mission_id)
+    return Metered(outcome, usage, list(meter.invocations), history, list(cloud.iter_states(outcome.mission_id)))
+
+
+# =========================================================================== a real mission
+
+
+def test_transitions_are_the_states_the_execution_entered(demo: Metered) -> None:
+    # Then one transition is billed per state entered
+    assert demo.usage.state_transitions == len(demo.states) > 0
+
+
+def test_lambda_requests_are_the_stage_invocations(demo: Metered, cloud: LocalCloud) -> None:
+    # Then every stage Task the execution entered is one invocation of that stage's function
+    capability = registry.load("code_analysis")
+    stages = stage_tasks(demo.states, capability)
+    expected = Counter(stage_function_name(cloud.prefix, "code_analysis", stage) for stage in stages)
+    assert Counter(i.function_name for i in demo.invocations) == expected
+    assert demo.usage.lambda_requests == len(stages) == sum(e["type"] == "TaskStateEntered" for e in demo.history)
+    # and each is billed its measured duration at its configured memory
+    memory = {
+        stage_function_name(cloud.prefix, "code_analysis", agent.name): agent.memory_mb
+        for agent in capability.pipeline.agents
+    }
+    assert all(i.memory_mb == memory[i.function_name] for i in demo.invocations)
+    billed = sum(lambda_gb_seconds(i.duration_ms, i.memory_mb) for i in demo.invocations)
+    assert demo.usage.lambda_gb_seconds == pytest.approx(billed) and billed > 0
+
+
+def test_dynamodb_reads_and_writes_are_counted(demo: Metered) -> None:
+    # Then the mission's checkpoints, events and record cost write units, and its reads read units
+    assert demo.usage.dynamodb_write_units >= demo.usage.lambda_requests  # at least a checkpoint a stage
+    assert demo.usage.dynamodb_read_units > 0
+
+
+def test_the_mission_costs_something_and_less_than_a_cent(demo: Metered) -> None:
+    # When its usage is priced
+    cost = estimate(demo.usage)
+    # Then it is positive, below a cent, and the sum of its lines
+    assert 0 < cost.total < 0.01
+    assert cost.lines["step_functions"] > 0 and cost.lines["dynamodb_writes"] > 0
+    assert cost.total == pytest.approx(sum(cost.lines.values()))
+
+
+def test_watching_a_mission_is_not_its_cost(cloud: LocalCloud, demo: Metered) -> None:
+    # Given a meter, and the harness polling a finished mission as a client would
+    with Meter(cloud) as meter:
+        for _ in range(3):
+            cloud.status(demo.outcome.mission_id)
+        cloud.events(demo.outcome.mission_id)
+        cloud.history(demo.outcome.mission_id)
+    # Then nothing was counted
+    assert meter.usage() == Usage()
+
+
+def test_an_answered_interrupt_bills_the_interrupt_function_and_the_answer(cloud: LocalCloud) -> None:
+    # Given a mission that asks a human, metered from its start
+    with Meter(cloud) as meter:
+        with meter.billed():
+            mission_id = cloud.start("code_analysis", "help", context={"repo": str(REPO_ROOT)})
+        assert cloud.wait(mission_id, WAIT, until_interrupt=True) == "INTERRUPTED"
+        [record] = cloud.runtime.interrupts.pending(mission_id)
+        before = meter.usage().dynamodb_write_units
+        # When the answer is given (in AWS, by the API Lambda)
+        with meter.billed():
+            cloud.answer(mission_id, record.interrupt_id, {"text": "the billing module"})
+        answered = meter.usage().dynamodb_write_units
+        assert cloud.wait(mission_id, WAIT) == "SUCCEEDED"
+        usage = meter.usage_for(mission_id)
+    # Then the answer's writes were counted, and the interrupt's function once among the tasks
+    assert answered > before
+    names = Counter(i.function_name for i in meter.invocations)
+    assert names[f"{cloud.prefix}-interrupt"] == 1
+    tasks = sum(e["type"] == "TaskStateEntered" for e in cloud.history(mission_id))
+    assert usage.lambda_requests == tasks
+
+
+def test_usage_for_refuses_when_a_second_mission_ran(cloud: LocalCloud) -> None:
+    # Given two missions started under one meter
+    with Meter(cloud) as meter:
+        ids = [cloud.start("code_analysis", "help", context={"repo": str(REPO_ROOT)}) for _ in range(2)]
+        for mission_id in ids:  # both ask a human: answer them, so nothing runs on after this test
+            cloud.wait(mission_id, WAIT, until_interrupt=True)
+            [record] = cloud.runtime.interrupts.pending(mission_id)
+            cloud.answer(mission_id, record.interrupt_id, {"text": "the billing module"})
+            assert cloud.wait(mission_id, WAIT) == "SUCCEEDED"
+        # When the usage of one is asked / Then the meter refuses to blame it for both
+        with pytest.raises(ValueError, match="one mission at a time"):
+            meter.usage_for(ids[0])
+
+
+# =========================================================================== exact counts
+
+
+def _delivery(body_bytes: int, delivery_id: str = "d-1") -> dict[str, Any]:
+    """An item of the deliveries table (no sort key, no index) of a known size."""
+    return {"delivery_id": {"S": delivery_id}, "body": {"S": "x" * body_bytes}}
+
+
+def test_a_put_item_of_known_size_is_counted_exactly(cloud: LocalCloud) -> None:
+    # Given an item of exactly 1 KB + 1 byte
+    table = cloud.settings.deliveries_table
+    item = _delivery(1025 - len("delivery_id") - len("d-1") - len("body"))
+    assert item_size(item) == 1025
+    with Meter(cloud) as meter:
+        # When it is put, then read strongly and eventually consistently, on the mission's behalf
+        with meter.billed():
+            cloud.dynamodb.put_item(TableName=table, Item=item)
+            cloud.dynamodb.get_item(TableName=table, Key={"delivery_id": {"S": "d-1"}}, ConsistentRead=True)
+            cloud.dynamodb.get_item(TableName=table, Key={"delivery_id": {"S": "d-1"}})
+        # and once more outside the mission (the harness's own call)
+        cloud.dynamodb.put_item(TableName=table, Item=item)
+    # Then the put cost 2 write units, the reads 1 + 0.5 read units, and the harness's put nothing
+    assert meter.usage() == Usage(dynamodb_write_units=2, dynamodb_read_units=1.5)
+
+
+def test_updates_and_deletes_cost_the_larger_item_before_or_after(cloud: LocalCloud) -> None:
+    # Given a 100-byte item
+    table, key = cloud.settings.deliveries_table, {"delivery_id": {"S": "d-2"}}
+    cloud.dynamodb.put_item(TableName=table, Item=_delivery(80, "d-2"))
+    with Meter(cloud) as meter, meter.billed():
+        # When an update grows it past 2 KB (a request far smaller than the item)
+        cloud.dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET body = :b",
+            ExpressionAttributeValues={":b": {"S": "y" * 2100}},
+        )
+        grown = meter.usage().dynamodb_write_units
+        # and it is deleted
+        cloud.dynamodb.delete_item(TableName=table, Key=key)
+    # Then each cost the 3 units of the > 2 KB item
+    assert grown == 3
+    assert meter.usage().dynamodb_write_units == 6
+
+
+def test_batches_queries_and_transactions_are_priced_by_their_rules(cloud: LocalCloud) -> None:
+    # Given two items of 1 KB + 1 byte (2 write units, one started 4 KB to read)
+    table = cloud.settings.deliveries_table
+    items = [_delivery(1025 - len("delivery_id") - len("b-1") - len("body"), f"b-{n}") for n in (1, 2)]
+    keys = [{"delivery_id": item["delivery_id"]} for item in items]
+    with Meter(cloud) as meter, meter.billed():
+        # When they are batch-written, then one is rewritten in a transaction
+        cloud.dynamodb.batch_write_item(RequestItems={table: [{"PutRequest": {"Item": item}} for item in items]})
+        cloud.dynamodb.transact_write_items(TransactItems=[{"Put": {"TableName": table, "Item": items[0]}}])
+        writes = meter.usage().dynamodb_write_units
+        # and read back: a batch (eventually consistent), a transaction, a consistent query
+        cloud.dynamodb.batch_get_item(RequestItems={table: {"Keys": keys}})
+        batch = meter.usage().dynamodb_read_units
+        cloud.dynamodb.transact_get_items(TransactItems=[{"Get": {"TableName": table, "Key": key}} for key in keys])
+        transaction = meter.usage().dynamodb_read_units - batch
+        cloud.dynamodb.query(
+            TableName=table,
+            KeyConditionExpression="delivery_id = :d",
+            ExpressionAttributeValues={":d": {"S": "b-1"}},
+            ConsistentRead=True,
+        )
+    # Then the batch cost 2 + 2 write units and the transaction twice 2
+    assert writes == 4 + 4
+    # and the batch read 0.5 a key, the transaction 2 a key, the query 1 for its one item
+    assert (batch, transaction) == (1.0, 4.0)
+    assert meter.usage().dynamodb_read_units == 1.0 + 4.0 + 1.0
+
+
+def test_a_write_to_a_table_with_two_indexes_costs_three_writes(cloud: LocalCloud) -> None:
+    # Given a mission record, which both indexes of the missions table hold (projection ALL)
+    item = {
+        "mission_id": {"S": "m-metered"},
+        "user_id": {"S": "u"},
+        "capability": {"S": "code_analysis"},
+        "created_at": {"S": utcnow()},
+    }
+    with Meter(cloud) as meter, meter.billed():
+        # When it is put
+        cloud.dynamodb.put_item(TableName=cloud.settings.missions_table, Item=item)
+    # Then the table and each index bill one write unit
+    assert meter.usage().dynamodb_write_units == 3
+
+
+def test_s3_requests_and_published_events_are_counted(cloud: LocalCloud) -> None:
+    # Given a meter
+    with Meter(cloud) as meter, meter.billed():
+        # When an object is written and read, and two events are published
+        cloud.s3.put_object(Bucket=cloud.settings.blob_bucket, Key="metered", Body=b"blob")
+        cloud.s3.get_object(Bucket=cloud.settings.blob_bucket, Key="metered")["Body"].read()
+        entry = {"Source": "tests.metering", "DetailType": "probe", "Detail": json.dumps({"n": 1})}
+        cloud.events_client.put_events(Entries=[{**entry, "EventBusName": cloud.settings.event_bus}] * 2)
+    # Then one PUT, one GET and two events are billed
+    assert meter.usage() == Usage(s3_puts=1, s3_gets=1, events_published=2)
+
+
+# =========================================================================== the patches' hook
+
+
+def _probe_zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("handler.py", "def lambda_handler(event, context):\n    raise RuntimeError('in-process')\n")
+    return buffer.getvalue()
+
+
+def test_every_invocation_is_observed_with_its_memory_even_when_it_fails(cloud: LocalCloud) -> None:
+    # Given a 512 MB function whose handler reports which function runs, or fails when asked
+    name = "metering-probe"
+    cloud.lambda_.create_function(
+        FunctionName=name,
+        Runtime="python3.12",
+        Role=cloud.iam.get_role(RoleName=f"{cloud.prefix}-role")["Role"]["Arn"],
+        Handler="handler.lambda_handler",
+        Code={"ZipFile": _probe_zip()},
+        MemorySize=512,
+    )
+
+    def handler(event: dict[str, Any], context: Any) -> Any:
+        if event.get("fail"):
+            raise RuntimeError("asked to fail")
+        return {"invoking": patches.invoking()}
+
+    patches.register(name, handler)
+    seen: list[tuple[str, float, int]] = []
+    stop = patches.observe(lambda *call: seen.append(call))
+    try:
+        # When it is invoked twice, the second time failing, then once more after observing stops
+        ok = cloud.lambda_.invoke(FunctionName=name, Payload=json.dumps({}))
+        failed = cloud.lambda_.invoke(FunctionName=name, Payload=json.dumps({"fail": True}))
+        stop()
+        cloud.lambda_.invoke(FunctionName=name, Payload=json.dumps({}))
+    finally:
+        stop()
+        patches.unregister(name)
+    # Then the handler knew it ran as the function, the harness does not
+    assert json.loads(ok["Payload"].read()) == {"invoking": name}
+    assert "FunctionError" in failed and patches.invoking() is None
+    # and both observed invocations were reported with the function's memory, the third not
+    assert [(n, memory) for n, _, memory in seen] == [(name, 512), (name, 512)]
+    assert all(duration >= 0 for _, duration, _ in seen)

@@ -1,0 +1,179 @@
+"""Pricing a mission's usage: DynamoDB's item size and unit rules, Lambda GB-seconds, dollars."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from missions.costing import (
+    PRICES,
+    PRICES_AS_OF,
+    Usage,
+    attribute_size,
+    billed_events,
+    estimate,
+    item_size,
+    lambda_gb_seconds,
+    number_size,
+    read_units,
+    write_units,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# =========================================================================== item sizes
+
+
+@pytest.mark.parametrize(
+    ("value", "size"),
+    [
+        ({"S": "abc"}, 3),
+        ({"S": "é"}, 2),  # UTF-8 bytes, not characters
+        ({"N": "123.45"}, 4),  # 5 significant digits -> 3 bytes, + 1
+        ({"N": "0.0100"}, 2),  # leading and trailing zeros trimmed: 1 digit
+        ({"N": "-1E+5"}, 2),
+        ({"B": b"\x00" * 10}, 10),  # raw bytes, as boto3 sends them
+        ({"B": "AAAA"}, 3),  # DynamoDB's JSON wire form: base64, counted decoded
+        ({"BOOL": True}, 1),
+        ({"NULL": True}, 1),
+        ({"SS": ["a", "bb"]}, 3),
+        ({"NS": ["1", "22"]}, 4),
+        ({"M": {}}, 3),  # an empty map or list is its overhead
+        ({"L": []}, 3),
+        ({"L": [{"N": "1"}]}, 3 + 1 + 2),  # overhead + 1 byte per element + the element
+        ({"M": {"a": {"S": "xy"}}}, 3 + 1 + 1 + 2),  # ... and the element's name
+        ({"M": {"l": {"L": [{"S": "x"}]}}}, 3 + 1 + 1 + (3 + 1 + 1)),
+    ],
+)
+def test_attribute_sizes_follow_dynamodb_rules(value: dict, size: int) -> None:
+    # Given a typed value / When it is sized / Then it has the documented size
+    assert attribute_size(value) == size
+
+
+def test_an_item_is_its_names_plus_its_values() -> None:
+    # Given an item of a string key and a number / When sized / Then names count as UTF-8 too
+    assert item_size({"id": {"S": "m-1"}, "n": {"N": "42"}}) == (2 + 3) + (1 + 2)
+
+
+def test_an_unknown_type_is_refused() -> None:
+    with pytest.raises(ValueError):
+        attribute_size({"X": 1})
+
+
+def test_number_sizes_grow_one_byte_per_two_digits() -> None:
+    assert [number_size(n) for n in ("0", "7", "12", "123", "1234")] == [1, 2, 2, 3, 3]
+
+
+# =========================================================================== units
+
+
+def test_a_write_costs_one_unit_per_started_kilobyte() -> None:
+    # Given items of 0 bytes, exactly 1 KB and 1 KB + 1 byte
+    # When their writes are priced / Then they cost 1, 1 and 2 units
+    assert [write_units(0), write_units(1024), write_units(1025)] == [1, 1, 2]
+
+
+def test_a_transactional_write_costs_twice() -> None:
+    assert write_units(1025, transactional=True) == 4
+
+
+def test_reads_cost_per_started_4kb_and_half_when_eventually_consistent() -> None:
+    # Given a 4 KB item / When read three ways / Then half a unit, one unit, two units
+    assert read_units(4096) == 0.5
+    assert read_units(4096, consistent=True) == 1
+    assert read_units(4096, transactional=True) == 2
+    # and one byte more starts the next 4 KB
+    assert read_units(4097, consistent=True) == 2
+
+
+def test_a_read_of_nothing_still_costs_the_minimum() -> None:
+    # a missing item, or a Query that returns no items
+    assert read_units(0) == 0.5 and read_units(0, consistent=True) == 1
+
+
+@given(st.integers(0, 400 * 1024), st.integers(0, 400 * 1024), st.booleans())
+def test_units_are_monotonic_in_size_and_a_write_costs_at_least_one(a: int, b: int, transactional: bool) -> None:
+    small, large = sorted((a, b))
+    assert 1 <= write_units(small, transactional=transactional) <= write_units(large, transactional=transactional)
+    assert 0.5 <= read_units(small) <= read_units(large)
+    assert read_units(small, consistent=True) <= read_units(large, consistent=True)
+
+
+@given(st.text(max_size=2000), st.text(min_size=1, max_size=2000))
+def test_a_longer_string_never_makes_an_item_cheaper_to_write(text: str, more: str) -> None:
+    # Given an item, and the same item with a longer string attribute
+    shorter = {"id": {"S": "k"}, "body": {"S": text}}
+    longer = {"id": {"S": "k"}, "body": {"S": text + more}}
+    # Then its size grows and its write units never fall
+    assert item_size(longer) > item_size(shorter)
+    assert write_units(item_size(longer)) >= write_units(item_size(shorter))
+
+
+def test_eventbridge_bills_each_started_64kb_of_an_entry() -> None:
+    assert [billed_events(10), billed_events(64 * 1024), billed_events(64 * 1024 + 1)] == [1, 1, 2]
+
+
+# =========================================================================== Lambda and dollars
+
+
+def test_lambda_bills_each_started_millisecond_times_memory() -> None:
+    # Given 100.2 ms at 1024 MB / Then 101 ms of 1 GB are billed
+    assert lambda_gb_seconds(100.2, 1024) == pytest.approx(0.101)
+    # and a sub-millisecond call still bills 1 ms
+    assert lambda_gb_seconds(0.1, 128) == pytest.approx(0.001 / 8)
+
+
+def test_usages_add_up() -> None:
+    total = Usage(state_transitions=2, dynamodb_read_units=0.5) + Usage(state_transitions=3, s3_puts=1)
+    assert total == Usage(state_transitions=5, dynamodb_read_units=0.5, s3_puts=1)
+
+
+def test_estimate_prices_each_line_at_list_price() -> None:
+    # Given a million of everything (and a thousand transitions)
+    usage = Usage(
+        state_transitions=1000,
+        lambda_requests=1_000_000,
+        lambda_gb_seconds=1_000_000,
+        dynamodb_read_units=1_000_000,
+        dynamodb_write_units=1_000_000,
+        s3_puts=1000,
+        s3_gets=1000,
+        events_published=1_000_000,
+    )
+    # When priced for arm64
+    cost = estimate(usage)
+    # Then each line is its published price
+    assert cost.lines == pytest.approx(
+        {
+            "step_functions": 0.025,
+            "lambda_requests": 0.20,
+            "lambda_compute": 13.3334,
+            "dynamodb_reads": 0.125,
+            "dynamodb_writes": 0.625,
+            "s3_puts": 0.005,
+            "s3_gets": 0.0004,
+            "eventbridge": 1.00,
+        }
+    )
+    assert cost.total == pytest.approx(sum(cost.lines.values()))
+    assert cost.prices_as_of == PRICES_AS_OF == PRICES.as_of
+    assert cost.quantities["dynamodb_writes"] == 1_000_000
+    # and x86_64 compute costs more
+    assert estimate(usage, architecture="x86_64").lines["lambda_compute"] == pytest.approx(16.6667)
+
+
+def test_nothing_used_costs_nothing() -> None:
+    assert estimate(Usage()).total == 0
+
+
+def test_costing_imports_no_sdk() -> None:
+    # Given a fresh interpreter / When the costing module is imported / Then no SDK came with it
+    sdks = "('boto3', 'botocore', 'moto', 'openai')"
+    code = f"import sys, missions.costing\nprint(sorted(m for m in {sdks} if m in sys.modules))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
