@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from missions.envelope import InterruptResponse, Resume
@@ -83,3 +85,18 @@ def record_interrupt(event: dict[str, Any], interrupts: InterruptStore) -> Inter
     )
     interrupts.put(record)
     return record
+
+
+@dataclass(frozen=True)
+class OverdueReport:
+    count: int  # at most `limit`: enough to alarm on and to list the worst
+    oldest: list[InterruptRecord]
+
+
+def overdue_interrupts(
+    interrupts: InterruptStore, sla_hours: int, now: datetime | None = None, limit: int = 100
+) -> OverdueReport:
+    """Questions users left unanswered longer than the SLA, oldest first."""
+    cutoff = (now or datetime.now(UTC)) - timedelta(hours=sla_hours)
+    found = interrupts.overdue(cutoff.isoformat(timespec="milliseconds"), limit=limit)  # utcnow()'s format
+    return OverdueReport(count=len(found), oldest=found[:10])

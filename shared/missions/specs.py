@@ -42,7 +42,14 @@ MISSIONS = TableSpec(
 )
 CHECKPOINTS = TableSpec("checkpoints", partition_key="thread_id", sort_key="checkpoint_id", ttl_attribute="expires_at")
 EVENTS = TableSpec("events", partition_key="mission_id", sort_key="position", ttl_attribute="expires_at")
-INTERRUPTS = TableSpec("interrupts", partition_key="mission_id", sort_key="interrupt_id", ttl_attribute="expires_at")
+INTERRUPTS = TableSpec(
+    "interrupts",
+    partition_key="mission_id",
+    sort_key="interrupt_id",
+    ttl_attribute="expires_at",
+    # sparse: only pending questions carry `waiting`, so finding overdue ones reads only those
+    indexes=(Index("waiting", "waiting", "created_at"),),
+)
 
 # long-term memory: owner = "<user>#<namespace>", key = item key; its stream drives memory triggers
 MEMORY = TableSpec(
@@ -91,6 +98,7 @@ TRIGGER_FUNCTION = FunctionSpec("trigger", "trigger")
 SCHEDULE_FUNCTION = FunctionSpec("schedule", "schedule")
 MEMORY_STREAM_FUNCTION = FunctionSpec("memory-stream", "memory_stream")
 STATUS_FUNCTION = FunctionSpec("status", "status")
+SLA_FUNCTION = FunctionSpec("sla", "sla")
 SERVICE_FUNCTIONS = (
     API_FUNCTION,
     WEBHOOK_FUNCTION,
@@ -98,6 +106,7 @@ SERVICE_FUNCTIONS = (
     SCHEDULE_FUNCTION,
     MEMORY_STREAM_FUNCTION,
     STATUS_FUNCTION,
+    SLA_FUNCTION,
 )
 
 

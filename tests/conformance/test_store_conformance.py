@@ -467,3 +467,19 @@ def test_feedback_is_set_exactly_once_even_when_requests_race(backend):
     assert backend.missions.get("m9").feedback is not None
     with pytest.raises(NotFound):
         backend.missions.set_feedback("missing", {"quality": 1})
+
+
+def test_interrupt_overdue_lists_only_old_unanswered_questions_oldest_first(backend):
+    # Given questions asked at different times, one answered and one expired since
+    for interrupt_id, asked in [("old", "2026-01-01T00:00:00.000+00:00"), ("older", "2025-12-31T00:00:00.000+00:00"),
+                                ("new", "2026-01-03T00:00:00.000+00:00"), ("done", "2025-12-01T00:00:00.000+00:00"),
+                                ("gone", "2025-12-02T00:00:00.000+00:00")]:
+        backend.interrupts.put(interrupt(f"m-{interrupt_id}", interrupt_id).model_copy(update={"created_at": asked}))
+    backend.interrupts.answer("m-done", "done", InterruptResponse(decision="a"))
+    backend.interrupts.expire("m-gone", "gone")
+    # When asking for those asked before Jan 2nd
+    overdue = backend.interrupts.overdue("2026-01-02T00:00:00.000+00:00")
+    # Then only the two pending older ones come back, oldest first, across missions
+    assert [r.interrupt_id for r in overdue] == ["older", "old"]
+    assert backend.interrupts.overdue("2026-01-02T00:00:00.000+00:00", limit=1)[0].interrupt_id == "older"
+    assert backend.interrupts.get("m-old", "old") == overdue[1]  # the index attribute never leaks

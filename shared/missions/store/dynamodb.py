@@ -381,8 +381,12 @@ class DynamoInterruptStore:
         self._client = client or boto3.client("dynamodb")
         self.ttl_seconds = ttl_seconds
 
+    WAITING_INDEX = "waiting"
+
     def put(self, record: InterruptRecord) -> None:
         item = record.model_dump(mode="json")
+        if record.status == "pending":
+            item["waiting"] = "pending"  # the sparse index of unanswered questions
         expires = _expires_at(self.ttl_seconds)
         if expires is not None:
             item["expires_at"] = expires
@@ -412,7 +416,7 @@ class DynamoInterruptStore:
             result = self._client.update_item(
                 TableName=self.table_name,
                 Key=self._key(mission_id, interrupt_id),
-                UpdateExpression="SET #s = :answered, #r = :response, answered_at = :now",
+                UpdateExpression="SET #s = :answered, #r = :response, answered_at = :now REMOVE waiting",
                 ConditionExpression="#s = :pending",
                 ExpressionAttributeNames={"#s": "status", "#r": "response"},
                 ExpressionAttributeValues={
@@ -435,7 +439,7 @@ class DynamoInterruptStore:
             self._client.update_item(
                 TableName=self.table_name,
                 Key=self._key(mission_id, interrupt_id),
-                UpdateExpression="SET #s = :expired REMOVE #r, answered_at",
+                UpdateExpression="SET #s = :expired REMOVE #r, answered_at, waiting",
                 ConditionExpression="attribute_exists(interrupt_id)",
                 ExpressionAttributeNames={"#s": "status", "#r": "response"},
                 ExpressionAttributeValues={":expired": {"S": "expired"}},
@@ -457,6 +461,16 @@ class DynamoInterruptStore:
         )
         return [self._decode(item) for item in items]
 
+    def overdue(self, asked_before: str, limit: int = 100) -> list[InterruptRecord]:
+        response = self._client.query(
+            TableName=self.table_name,
+            IndexName=self.WAITING_INDEX,
+            KeyConditionExpression="waiting = :pending AND created_at < :before",
+            ExpressionAttributeValues={":pending": {"S": "pending"}, ":before": {"S": asked_before}},
+            Limit=limit,
+        )
+        return [self._decode(item) for item in response.get("Items", [])]
+
     @staticmethod
     def _key(mission_id: str, interrupt_id: str) -> dict[str, Any]:
         return {"mission_id": {"S": mission_id}, "interrupt_id": {"S": interrupt_id}}
@@ -465,6 +479,7 @@ class DynamoInterruptStore:
     def _decode(raw: dict[str, Any]) -> InterruptRecord:
         item = _deserialize(raw)
         item.pop("expires_at", None)
+        item.pop("waiting", None)
         return InterruptRecord.model_validate(item)
 
 

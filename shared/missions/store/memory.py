@@ -144,6 +144,10 @@ class MemoryInterruptStore:
     def pending(self, mission_id: str) -> list[InterruptRecord]:
         return [r for (m, _), r in self._items.items() if m == mission_id and r.status == "pending"]
 
+    def overdue(self, asked_before: str, limit: int = 100) -> list[InterruptRecord]:
+        waiting = [r for r in self._items.values() if r.status == "pending" and r.created_at < asked_before]
+        return sorted(waiting, key=lambda r: r.created_at)[:limit]
+
 
 class MemoryBlobStore:
     def __init__(self) -> None:

@@ -124,3 +124,6 @@ class InterruptStore(Protocol):
         """Mark it expired (timed out, or its answer could not be delivered); NotFound if missing."""
 
     def pending(self, mission_id: str) -> list[InterruptRecord]: ...
+
+    def overdue(self, asked_before: str, limit: int = 100) -> list[InterruptRecord]:
+        """Pending interrupts of any mission asked before the time, oldest first."""
