@@ -37,13 +37,15 @@ class RuntimeSettings(BaseModel):
     webhook_secrets_prefix: str | None = None  # in AWS: Secrets Manager names <prefix>/<source>
     capability: str | None = None  # a stage function serves exactly one capability
     llm_provider: Literal["scripted", "openai"] = "scripted"
-    openai_api_key: SecretStr | None = None
+    openai_api_key: SecretStr | None = None  # local use; in AWS the key is in Secrets Manager:
+    openai_secret: str | None = None  # its secret id (name or ARN), read at first use and cached
     openai_base_url: str | None = None
     openai_default_model: str = "gpt-4o-mini"
     openai_fallback_model: str | None = None
     openai_models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
     offload_threshold: int = Field(DEFAULT_THRESHOLD, ge=4096, le=200_000)
     checkpoint_ttl_days: int | None = Field(None, ge=1)
+    interrupt_sla_hours: int = Field(24, ge=1)  # a question unanswered for longer is reported overdue
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:

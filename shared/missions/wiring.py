@@ -6,6 +6,7 @@ Nothing here creates a client or reads the environment at import time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -37,6 +38,7 @@ class Runtime:
         on_timings: Any = None,
         sfn: Any = None,
         eventbridge: Any = None,
+        read_secret: Callable[[str], str] | None = None,
     ):
         self.settings = settings
         self._dynamodb = dynamodb
@@ -46,6 +48,7 @@ class Runtime:
         self._on_timings = on_timings
         self._sfn = sfn
         self._eventbridge = eventbridge
+        self._read_secret = read_secret or _powertools_secret
 
     # -- clients and adapters (lazy: a cold start pays only for what it uses) ----------
 
@@ -128,10 +131,7 @@ class Runtime:
         if self.settings.llm_provider == "openai":
             from missions.longterm.embeddings import OpenAIEmbedder
 
-            key = self.settings.openai_api_key
-            return OpenAIEmbedder(
-                api_key=key.get_secret_value() if key else "not-needed", base_url=self.settings.openai_base_url
-            )
+            return OpenAIEmbedder(api_key=self.openai_api_key(), base_url=self.settings.openai_base_url)
         from missions.longterm.embeddings import HashingEmbedder
 
         return HashingEmbedder()
@@ -212,14 +212,21 @@ class Runtime:
     def _openai(self) -> LLMProvider:
         from missions.llm.openai_provider import OpenAIProvider  # only LLM stages pay for openai
 
-        key = self.settings.openai_api_key
         return OpenAIProvider(
-            api_key=key.get_secret_value() if key else "not-needed",
+            api_key=self.openai_api_key(),
             base_url=self.settings.openai_base_url,
             models=self.settings.openai_models,
             default_model=self.settings.openai_default_model,
             fallback_model=self.settings.openai_fallback_model,
         )
+
+    def openai_api_key(self) -> str:
+        """The key from local settings, else from Secrets Manager (never from an environment variable in AWS)."""
+        if self.settings.openai_api_key:
+            return self.settings.openai_api_key.get_secret_value()
+        if self.settings.openai_secret:
+            return self._read_secret(self.settings.openai_secret)
+        return "not-needed"  # a local OpenAI-compatible server (OPENAI_BASE_URL) may want none
 
     # -- handlers ---------------------------------------------------------------------------
 
@@ -265,6 +272,13 @@ class LazyClient:
         if self._client is None:
             self._client = self._factory()
         return getattr(self._client, name)
+
+
+def _powertools_secret(secret_id: str) -> str:
+    """Cached for five minutes per container, so a rotated key is picked up without a redeploy."""
+    from aws_lambda_powertools.utilities.parameters import get_secret
+
+    return str(get_secret(secret_id, max_age=300))
 
 
 _RUNTIME: Runtime | None = None
