@@ -8,7 +8,7 @@ DEMO_QUESTION ?= How does EnvelopeCodec offload large fields, and where is max_a
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION = 20
 
-.PHONY: demo dev test test-fast bench asl lint venv node clean help
+.PHONY: demo dev test test-fast bench asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy
 
 help:
 	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
@@ -17,6 +17,9 @@ help:
 	@echo "make bench   run the benchmarks (writes .bench/results.json)"
 	@echo "make asl     print the compiled state machine of CAPABILITY (default code_analysis)"
 	@echo "make lint    ruff and the import-layering contracts"
+	@echo "make layer   build the Lambda layer for ARCH (default arm64) into build/layer-ARCH"
+	@echo "make synth   ENV=dev|staging|prod: CloudFormation template in cdk.out, cdk-nag and cfn-lint checked"
+	@echo "make deploy  ENV=...: cdk deploy with the pinned aws-cdk 2.x CLI (needs AWS credentials; see README)"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,8 +55,33 @@ asl: venv
 	$(BIN)/missions asl $(CAPABILITY)
 
 lint: venv
-	$(BIN)/ruff check shared functions capabilities tests bench
+	$(BIN)/ruff check shared functions capabilities tests bench infra layers
 	$(BIN)/lint-imports
+
+# --- deployment --------------------------------------------------------------------------
+ARCH ?= arm64
+LAYER_DIR := build/layer-$(ARCH)
+CDK := node_modules/.bin/cdk
+CDK_ARGS := -c env=$(ENV) -c layer_dir=$(LAYER_DIR)
+
+layer: venv
+	$(BIN)/python layers/build.py --arch $(ARCH) --out $(LAYER_DIR)
+
+synth: layer
+	$(BIN)/python infra/app.py --env $(ENV) --layer-dir $(LAYER_DIR)
+	$(BIN)/cfn-lint --ignore-checks W3005 -- cdk.out/missions-$(ENV).template.json
+
+cfn-lint: venv
+	$(BIN)/cfn-lint --ignore-checks W3005 -- cdk.out/missions-*.template.json
+
+bootstrap: node
+	$(CDK) bootstrap $(CDK_ARGS)
+
+diff: layer node
+	$(CDK) diff missions-$(ENV) $(CDK_ARGS)
+
+deploy: layer node
+	$(CDK) deploy missions-$(ENV) $(CDK_ARGS) --require-approval broadening
 
 clean:
 	rm -rf $(VENV) node_modules .bench cdk.out .pytest_cache .hypothesis

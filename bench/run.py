@@ -1,4 +1,5 @@
-"""`make bench`: stage overhead, Step Functions state sizes, import times, peak memory.
+"""`make bench`: stage overhead, Step Functions state sizes, import times, peak memory,
+dispatch, infrastructure cost per mission, package sizes and synth time.
 
 Times are noisy on shared machines, so import times are medians of repeated fresh
 processes and are reported as ratios to `import boto3` measured in the same run.
@@ -146,15 +147,18 @@ def main() -> None:
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
     results["peak_rss_mb"] = peak_memory_mb()
-    from bench import dispatch
+    from bench import cost, dispatch, infra
 
     results["dispatch"] = dispatch.run()
+    results["infra_cost"] = cost.run()
+    results["deployment"] = infra.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
         "largest state (2 MB tool) <= 64 KB": bulky["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
         "non-LLM handler import <= 1.6x boto3": imports["non_llm_import_ratio"] <= TARGETS["non_llm_import_ratio"],
         "peak memory <= 200 MB": results["peak_rss_mb"] <= TARGETS["peak_rss_mb"],
+        **infra.checks(results["deployment"]),
     }
     results["checks"] = checks
     table = Table("measure", "value")
@@ -192,9 +196,12 @@ def main() -> None:
                 f"duplicates started {figures.get('duplicates_started')}, lost {figures.get('lost')}, "
                 f"max per user {figures.get('max_concurrent_per_user')}",
             )
+    for measure, value in infra.rows(results["deployment"]):
+        table.add_row(measure, value)
     for name, ok in checks.items():
         table.add_row(name, "[green]yes[/]" if ok else "[red]NO[/]")
     console.print(table)
+    console.print(cost.table(results["infra_cost"]))
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps(results, indent=2))
     console.print(f"wrote {OUT.relative_to(ROOT)}")

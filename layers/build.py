@@ -1,7 +1,10 @@
 """Build the runtime layer: dependencies for the Lambda platform plus shared/ and capabilities/.
 
 pydantic-core is compiled, so wheels are chosen for the Lambda runtime's Python and
-architecture, not this machine's. Usage: python layers/build.py [--arch arm64|x86_64] [--out DIR]
+architecture, not this machine's. Usage: python layers/build.py [--arch arm64|x86_64] [--out DIR] [--sources-only]
+
+`--sources-only` skips the dependencies (no network): the layer then holds only the runtime's
+own code, which is enough for synth tests whose template does not depend on the contents.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+PYTHON = "3.14"  # infra/components/functions.py RUNTIME must match
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 
 
@@ -20,13 +24,33 @@ def folder_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
 
 
-def build(out: Path, arch: str = "arm64", python: str = "3.12") -> Path:
+def build(out: Path, arch: str = "arm64", python: str = PYTHON, sources_only: bool = False) -> Path:
     target = out / "python"
     shutil.rmtree(out, ignore_errors=True)
     target.mkdir(parents=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--only-binary=:all:",
-                    "--platform", PLATFORMS[arch], "--python-version", python, "--implementation", "cp",
-                    "--target", str(target), "-r", str(ROOT / "layers" / "requirements.txt")], check=True)
+    if not sources_only:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--only-binary=:all:",
+                "--no-compile",
+                "--platform",
+                PLATFORMS[arch],
+                "--python-version",
+                python,
+                "--implementation",
+                "cp",
+                "--target",
+                str(target),
+                "-r",
+                str(ROOT / "layers" / "requirements.txt"),
+            ],
+            check=True,
+        )
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
     shutil.copytree(ROOT / "shared" / "missions", target / "missions", ignore=ignore)
     shutil.copytree(ROOT / "capabilities", target / "capabilities", ignore=ignore)
@@ -36,10 +60,11 @@ def build(out: Path, arch: str = "arm64", python: str = "3.12") -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--arch", choices=sorted(PLATFORMS), default="arm64")
-    parser.add_argument("--python", default="3.12")
-    parser.add_argument("--out", type=Path, default=ROOT / "build" / "layer")
+    parser.add_argument("--python", default=PYTHON)
+    parser.add_argument("--out", type=Path, help="default: build/layer-<arch>")
+    parser.add_argument("--sources-only", action="store_true", help="skip the dependencies (no network)")
     args = parser.parse_args()
-    out = build(args.out, args.arch, args.python)
+    out = build(args.out or ROOT / "build" / f"layer-{args.arch}", args.arch, args.python, args.sources_only)
     print(f"layer: {out} ({folder_mb(out):.1f} MB unzipped; Lambda allows 250 MB)")
 
 

@@ -1,0 +1,108 @@
+"""Deployment figures: layer and function package sizes, and synth wall time.
+
+Synth time is compared with synthesizing an empty CDK app in the same run (the jsii/Node
+start-up every CDK app pays), so the ratio says what our stack adds on this machine.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAMBDA_UNZIPPED_LIMIT_MB = 250
+LAYER_AIM_MB = 40
+SYNTH_RUNS = 2
+EMPTY_APP = "import aws_cdk as cdk; app = cdk.App(outdir={out!r}); cdk.Stack(app, 'Empty'); app.synth()"
+
+
+def folder_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def zipped_bytes(path: Path) -> int:
+    with tempfile.TemporaryFile() as handle:
+        with zipfile.ZipFile(handle, "w", zipfile.ZIP_DEFLATED) as archive:
+            for file in path.rglob("*"):
+                if file.is_file():
+                    archive.write(file, file.relative_to(path))
+        return handle.tell()
+
+
+def _timed(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True, text=True)
+    return time.perf_counter() - started
+
+
+def run() -> dict:
+    from layers.build import build
+
+    results: dict = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        work = Path(scratch)
+        try:
+            layer = build(work / "layer", arch="arm64")
+            results["layer"] = {
+                "unzipped_mb": round(folder_bytes(layer) / 1e6, 1),
+                "zipped_mb": round(zipped_bytes(layer) / 1e6, 1),
+                "largest_packages_mb": {
+                    p.name: round(folder_bytes(p) / 1e6, 1)
+                    for p in sorted((layer / "python").iterdir(), key=folder_bytes, reverse=True)[:4]
+                    if p.is_dir()
+                },
+            }
+        except subprocess.CalledProcessError as exc:  # pip needs PyPI: say so rather than fail the bench
+            layer = build(work / "layer", sources_only=True)
+            results["layer"] = {"error": f"pip could not fetch the dependencies ({exc}); sizes exclude them"}
+        functions = {p.name: folder_bytes(p) for p in (ROOT / "functions").iterdir() if (p / "handler.py").exists()}
+        results["function_code_kb"] = {name: round(size / 1024, 1) for name, size in sorted(functions.items())}
+        largest_function_mb = max(functions.values()) / 1e6
+        results["largest_function_with_layer_mb"] = round(
+            results["layer"].get("unzipped_mb", folder_bytes(layer) / 1e6) + largest_function_mb, 1
+        )
+
+        synth = [sys.executable, "infra/app.py", "--env", "dev", "--layer-dir", str(layer)]
+        empty = [sys.executable, "-c", EMPTY_APP.format(out=str(work / "empty.out"))]
+        _timed(empty)  # warm the jsii cache so neither figure pays for filling it
+        synth_s = [_timed(synth) for _ in range(SYNTH_RUNS)]
+        empty_s = [_timed(empty) for _ in range(SYNTH_RUNS)]
+    results["synth_dev_s"] = round(statistics.median(synth_s), 2)
+    results["synth_empty_app_s"] = round(statistics.median(empty_s), 2)
+    results["synth_ratio_to_empty_app"] = round(results["synth_dev_s"] / results["synth_empty_app_s"], 2)
+    return results
+
+
+def checks(results: dict) -> dict[str, bool]:
+    total = results["largest_function_with_layer_mb"]
+    return {
+        f"function + layer < {LAMBDA_UNZIPPED_LIMIT_MB} MB unzipped (Lambda's limit)": total < LAMBDA_UNZIPPED_LIMIT_MB,
+        f"function + layer < {LAYER_AIM_MB} MB unzipped (our aim)": total < LAYER_AIM_MB,
+    }
+
+
+def rows(results: dict) -> list[tuple[str, str]]:
+    layer = results["layer"]
+    out = []
+    if "unzipped_mb" in layer:
+        biggest = ", ".join(f"{name} {mb}" for name, mb in layer["largest_packages_mb"].items())
+        out.append(("layer (arm64, python3.14)", f"{layer['unzipped_mb']} MB unzipped, {layer['zipped_mb']} MB zipped"))
+        out.append(("  largest packages (MB)", biggest))
+    else:
+        out.append(("layer", layer["error"]))
+    code = results["function_code_kb"]
+    out.append(("function code (each)", f"{min(code.values())}-{max(code.values())} KB over {len(code)} handlers"))
+    out.append(("largest function + layer", f"{results['largest_function_with_layer_mb']} MB unzipped"))
+    out.append(
+        (
+            "synth dev stack (nag included) / empty app",
+            f"{results['synth_dev_s']} s / {results['synth_empty_app_s']} s "
+            f"({results['synth_ratio_to_empty_app']}x)",
+        )
+    )
+    return out

@@ -1,0 +1,159 @@
+"""What each function may do, in one table: exact actions on exact tables and indexes.
+
+The deploy smoke test (tests/infra/test_deploy_smoke.py) records every AWS call each deployed
+function makes while a mission runs and checks it against the role the template gave it, so
+this table can be neither too narrow (the mission would fail) nor silently widened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+
+from infra.components.nag import acknowledge
+
+GET = "dynamodb:GetItem"
+QUERY = "dynamodb:Query"
+PUT = "dynamodb:PutItem"
+UPDATE = "dynamodb:UpdateItem"
+DELETE = "dynamodb:DeleteItem"
+BATCH_WRITE = "dynamodb:BatchWriteItem"
+CONDITION_CHECK = "dynamodb:ConditionCheckItem"
+
+
+@dataclass(frozen=True)
+class TableAccess:
+    actions: tuple[str, ...]
+    indexes: tuple[str, ...] = ()  # Query on these global secondary indexes
+
+
+@dataclass(frozen=True)
+class Access:
+    tables: dict[str, TableAccess] = field(default_factory=dict)
+    blobs: tuple[str, ...] = ()  # s3 actions on the blob objects
+    start_missions: bool = False  # states:StartExecution on every capability's state machine
+    control_missions: bool = False  # stop executions and answer waiting tasks
+    publish_events: bool = False  # events:PutEvents on the mission bus
+    openai_secret: bool = False
+    webhook_secrets: bool = False
+
+
+# Starting a mission: the record, its first events, the first checkpoint (and blobs), the
+# dispatcher's claim and queue, and the user's stored preferences read into its context.
+_STARTS = {
+    "missions": TableAccess((GET, PUT, UPDATE)),
+    "events": TableAccess((PUT, BATCH_WRITE)),
+    "checkpoints": TableAccess((GET, PUT)),
+    "dispatch": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, CONDITION_CHECK)),
+    "memory": TableAccess((GET, QUERY)),
+}
+_BLOBS_RW = ("s3:GetObject", "s3:PutObject")
+
+ACCESS: dict[str, Access] = {
+    "stage": Access(
+        tables={
+            "checkpoints": TableAccess((GET, PUT, QUERY)),
+            "events": TableAccess((PUT, BATCH_WRITE)),
+            "missions": TableAccess((GET, UPDATE)),
+            "interrupts": TableAccess((GET, UPDATE)),
+        },
+        blobs=_BLOBS_RW,
+    ),
+    "interrupt": Access(tables={"interrupts": TableAccess((PUT,)), "missions": TableAccess((UPDATE,))}),
+    "api": Access(
+        tables={
+            **_STARTS,
+            "missions": TableAccess((GET, PUT, UPDATE, QUERY), indexes=("by_user", "by_capability")),
+            "checkpoints": TableAccess((GET, PUT, QUERY)),
+            "interrupts": TableAccess((GET, UPDATE, QUERY)),
+            "events": TableAccess((PUT, BATCH_WRITE, QUERY)),
+            "memory": TableAccess((GET, PUT, DELETE, QUERY), indexes=("by_namespace_head",)),
+            "learnings": TableAccess((GET, UPDATE)),
+        },
+        blobs=_BLOBS_RW,
+        start_missions=True,
+        control_missions=True,
+        openai_secret=True,  # capability choice, preference extraction and embeddings use the model
+    ),
+    "webhook": Access(tables={"deliveries": TableAccess((PUT, DELETE))}, publish_events=True, webhook_secrets=True),
+    "trigger": Access(tables=_STARTS, blobs=_BLOBS_RW, start_missions=True),
+    "schedule": Access(
+        tables={**_STARTS, "memory": TableAccess((GET, QUERY), indexes=("by_namespace_head",))},
+        blobs=_BLOBS_RW,
+        start_missions=True,
+    ),
+    "memory-stream": Access(publish_events=True),  # the stream read itself is granted by its event source
+    "status": Access(
+        tables={**_STARTS, "interrupts": TableAccess((UPDATE, QUERY))},
+        blobs=_BLOBS_RW,
+        start_missions=True,
+    ),
+    "sla": Access(tables={"interrupts": TableAccess((QUERY,), indexes=("waiting",))}),
+}
+
+
+@dataclass
+class Resources:
+    """What the access table refers to, once the stack has made it."""
+
+    tables: dict[str, dynamodb.Table]
+    bucket: s3.IBucket
+    state_machine_arns: list[str] = field(default_factory=list)
+    bus_arn: str | None = None
+    openai_secret_arn: str | None = None
+    webhook_secrets_arn_pattern: str | None = None
+    execution_arn_patterns: list[str] = field(default_factory=list)
+
+
+def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool | None = None) -> None:
+    """Add `access` to the role's policy, one statement per table and service."""
+    for table_id, table_access in sorted(access.tables.items()):
+        table = resources.tables[table_id]
+        arns = [table.table_arn] + [f"{table.table_arn}/index/{name}" for name in table_access.indexes]
+        role.add_to_principal_policy(iam.PolicyStatement(actions=sorted(table_access.actions), resources=arns))
+    if access.blobs:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(access.blobs), resources=[resources.bucket.arn_for_objects("blobs/*")])
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{_logical_id_hint(resources.bucket)}.Arn>/blobs/*]",
+            "Blob objects are named by their content hash at run time; the blobs/ prefix is as narrow as "
+            "a key can be known in advance.",
+        )
+    if access.start_missions and resources.state_machine_arns:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["states:StartExecution"], resources=list(resources.state_machine_arns))
+        )
+    if access.control_missions and resources.state_machine_arns:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
+                resources=list(resources.state_machine_arns),
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["states:StopExecution"], resources=list(resources.execution_arn_patterns))
+        )
+    if access.publish_events and resources.bus_arn:
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["events:PutEvents"], resources=[resources.bus_arn]))
+    wants_openai = access.openai_secret if openai is None else openai
+    if wants_openai and resources.openai_secret_arn:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[resources.openai_secret_arn])
+        )
+    if access.webhook_secrets and resources.webhook_secrets_arn_pattern:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["secretsmanager:GetSecretValue"], resources=[resources.webhook_secrets_arn_pattern]
+            )
+        )
+
+
+def _logical_id_hint(bucket: s3.IBucket) -> str:
+    from aws_cdk import Stack
+
+    return Stack.of(bucket).get_logical_id(bucket.node.default_child)  # type: ignore[arg-type]

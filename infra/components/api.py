@@ -1,0 +1,155 @@
+"""The HTTP API: the api handler's routes behind JWT (or IAM) auth, webhooks behind their HMAC."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.components.access import ACCESS, Resources, grant
+from infra.components.functions import FunctionFactory, retention
+from infra.components.nag import acknowledge, rendered
+from infra.components.storage import removal_policy
+from infra.config import EnvironmentConfig
+from missions.specs import API_FUNCTION, WEBHOOK_FUNCTION
+
+WEBHOOK_ROUTE = "/webhooks/{source}"
+# one JSON line per request: enough to trace a call to its Lambda invocation without logging bodies
+ACCESS_LOG_FORMAT = {
+    "requestId": "$context.requestId",
+    "ip": "$context.identity.sourceIp",
+    "requestTime": "$context.requestTime",
+    "method": "$context.httpMethod",
+    "routeKey": "$context.routeKey",
+    "status": "$context.status",
+    "protocol": "$context.protocol",
+    "responseLength": "$context.responseLength",
+    "latencyMs": "$context.responseLatency",
+    "integrationError": "$context.integrationErrorMessage",
+    "user": "$context.authorizer.claims.sub",
+}
+
+
+def api_routes() -> list[tuple[str, str]]:
+    """(method, path) of every route the api handler serves, read from its OpenAPI document."""
+    from missions.api import app
+
+    schema = app.get_openapi_schema()
+    routes = []
+    for path, item in schema.paths.items():
+        for method in ("get", "post", "put", "delete", "patch"):
+            if getattr(item, method, None) is not None:
+                routes.append((method.upper(), path))
+    return sorted(routes)
+
+
+class Api(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: EnvironmentConfig,
+        functions: FunctionFactory,
+        resources: Resources,
+    ) -> None:
+        super().__init__(scope, id)
+        self.function = functions.create(self, "api", API_FUNCTION, description="HTTP API: missions, memory, feedback")
+        grant(self.function.role, ACCESS["api"], resources)  # type: ignore[arg-type]
+        self.webhook_function = functions.create(
+            self, "webhook", WEBHOOK_FUNCTION, description="webhooks: verify, drop replays, put on the bus"
+        )
+        grant(self.webhook_function.role, ACCESS["webhook"], resources)  # type: ignore[arg-type]
+        acknowledge(
+            self.webhook_function.role,
+            "AwsSolutions-IAM5[Resource::"
+            + rendered(self, "arn:{partition}:secretsmanager:{region}:{account}:secret:")
+            + f"{config.prefix}/webhooks/*]",
+            "A webhook source is added by creating its secret under this prefix, without a redeploy.",
+        )
+
+        self.user_pool: cognito.UserPool | None = None
+        self.http_api = apigw.HttpApi(
+            self,
+            "Http",
+            api_name=f"{config.prefix}-api",
+            description="missions: start, watch, answer and rate long-running missions",
+            create_default_stage=False,
+            default_authorizer=self._authorizer(config),
+        )
+        log_group = logs.LogGroup(
+            self, "AccessLogs", retention=retention(config), removal_policy=removal_policy(config)
+        )
+        stage = apigw.HttpStage(
+            self,
+            "Stage",
+            http_api=self.http_api,
+            stage_name="$default",
+            auto_deploy=True,
+            throttle=apigw.ThrottleSettings(
+                rate_limit=config.throttle.rate_limit, burst_limit=config.throttle.burst_limit
+            ),
+        )
+        cfn_stage: apigw.CfnStage = stage.node.default_child  # type: ignore[assignment]
+        cfn_stage.access_log_settings = apigw.CfnStage.AccessLogSettingsProperty(
+            destination_arn=log_group.log_group_arn, format=json.dumps(ACCESS_LOG_FORMAT)
+        )
+
+        api_integration = integrations.HttpLambdaIntegration("Api", self.function)
+        for method, path in api_routes():
+            self.http_api.add_routes(path=path, methods=[apigw.HttpMethod(method)], integration=api_integration)
+        webhook_routes = self.http_api.add_routes(
+            path=WEBHOOK_ROUTE,
+            methods=[apigw.HttpMethod.POST],
+            integration=integrations.HttpLambdaIntegration("Webhook", self.webhook_function),
+            authorizer=apigw.HttpNoneAuthorizer(),
+        )
+        for route in webhook_routes:
+            acknowledge(
+                route,
+                "AwsSolutions-APIG4",
+                "Webhook senders cannot hold user tokens; each delivery is authenticated by an HMAC of its "
+                "timestamp and body under the source's secret, checked for freshness and replay.",
+            )
+        stack = Stack.of(self)  # built from the API id: the emulation's CloudFormation has no ApiEndpoint attribute
+        CfnOutput(self, "Url", value=f"https://{self.http_api.api_id}.execute-api.{stack.region}.{stack.url_suffix}/")
+
+    def _authorizer(self, config: EnvironmentConfig) -> apigw.IHttpRouteAuthorizer:
+        auth = config.auth
+        if auth.type == "iam":
+            return authorizers.HttpIamAuthorizer()
+        if auth.issuer:
+            return authorizers.HttpJwtAuthorizer("Jwt", auth.issuer, jwt_audience=list(auth.audience))
+        self.user_pool = cognito.UserPool(
+            self,
+            "Users",
+            self_sign_up_enabled=False,
+            sign_in_aliases=cognito.SignInAliases(email=True),
+            mfa=cognito.Mfa.REQUIRED,
+            mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
+            password_policy=cognito.PasswordPolicy(
+                min_length=12, require_digits=True, require_lowercase=True, require_uppercase=True, require_symbols=True
+            ),
+            account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
+            removal_policy=removal_policy(config),
+        )
+        for finding in ("AwsSolutions-COG3", "AwsSolutions-COG8"):
+            acknowledge(
+                self.user_pool,
+                finding,
+                "Threat protection needs Cognito's Plus plan (billed per user); MFA is required instead. "
+                "Teams with their own identity provider set auth.issuer and no pool is created.",
+            )
+        client = self.user_pool.add_client(
+            "Client",
+            auth_flows=cognito.AuthFlow(user_srp=True),
+            generate_secret=False,
+            prevent_user_existence_errors=True,
+        )
+        return authorizers.HttpUserPoolAuthorizer("Cognito", self.user_pool, user_pool_clients=[client])

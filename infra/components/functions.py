@@ -1,0 +1,128 @@
+"""Lambda functions the same way everywhere: own role, own log group, the runtime layer, tracing.
+
+Roles start empty (no AWS managed policies): each function is granted exactly what its code
+calls, by the construct that wires it (see access.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import Duration
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.components.nag import acknowledge
+from infra.components.storage import removal_policy
+from infra.config import LOG_RETENTION_DAYS, EnvironmentConfig
+from missions.specs import FunctionSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNTIME = lambda_.Runtime.PYTHON_3_14  # the layer is built for this version (layers/build.py --python)
+PYTHON_VERSION = "3.14"
+ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
+
+
+class RuntimeLayer(Construct):
+    """The layer built by layers/build.py: dependencies for the Lambda platform + shared/ + capabilities/."""
+
+    def __init__(self, scope: Construct, id: str, *, layer_dir: Path, config: EnvironmentConfig) -> None:
+        super().__init__(scope, id)
+        if not (layer_dir / "python" / "missions").is_dir():
+            raise FileNotFoundError(
+                f"no runtime layer in {layer_dir}: build it first with "
+                f"`python layers/build.py --arch {config.architecture} --out {layer_dir}` (or `make layer`)"
+            )
+        self.layer = lambda_.LayerVersion(
+            self,
+            "Layer",
+            code=lambda_.Code.from_asset(str(layer_dir)),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURES[config.architecture]],
+            description="missions runtime: pydantic, Powertools, openai, shared/missions, capabilities",
+            removal_policy=removal_policy(config),
+        )
+
+
+class FunctionFactory:
+    """Builds functions with the settings every function shares."""
+
+    def __init__(self, *, config: EnvironmentConfig, layer: lambda_.ILayerVersion, environment: dict[str, str]):
+        self.config = config
+        self.layer = layer
+        self.environment = dict(environment)
+
+    def create(
+        self,
+        scope: Construct,
+        id: str,
+        spec: FunctionSpec,
+        *,
+        description: str,
+        memory_mb: int | None = None,
+        timeout_seconds: int | None = None,
+        reserved_concurrency: int | None = None,
+        environment: dict[str, str] | None = None,
+        dead_letter_queue: sqs.IQueue | None = None,
+    ) -> lambda_.Function:
+        construct = Construct(scope, id)
+        role = iam.Role(
+            construct,
+            "Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"{description} (exact actions only)",
+        )
+        log_group = logs.LogGroup(
+            construct,
+            "Logs",
+            retention=retention(self.config),
+            removal_policy=removal_policy(self.config),
+        )
+        function = lambda_.Function(
+            construct,
+            "Function",
+            runtime=RUNTIME,
+            architecture=ARCHITECTURES[self.config.architecture],
+            code=lambda_.Code.from_asset(str(ROOT / "functions" / spec.code_dir), exclude=["__pycache__", "*.pyc"]),
+            handler=spec.handler,
+            layers=[self.layer],
+            role=role,
+            log_group=log_group,
+            memory_size=memory_mb or self.config.memory_mb,
+            timeout=Duration.seconds(timeout_seconds or self.config.timeout_seconds),
+            reserved_concurrent_executions=reserved_concurrency,
+            dead_letter_queue=dead_letter_queue,  # asynchronous invocations that failed every retry
+            tracing=lambda_.Tracing.ACTIVE,
+            description=description,
+            environment={
+                **self.environment,
+                "POWERTOOLS_SERVICE_NAME": f"missions-{spec.id}",
+                **(environment or {}),
+            },
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray's PutTraceSegments and PutTelemetryRecords accept no resource other than '*'.",
+        )
+        return function
+
+    def dead_letter_queue(self, scope: Construct, id: str) -> sqs.Queue:
+        """Where failed asynchronous deliveries wait (14 days) instead of vanishing."""
+        queue = sqs.Queue(
+            scope,
+            id,
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+            removal_policy=removal_policy(self.config),
+        )
+        acknowledge(queue, "AwsSolutions-SQS3", "This queue is itself a dead-letter queue; its depth is alarmed on.")
+        return queue
+
+
+def retention(config: EnvironmentConfig) -> logs.RetentionDays:
+    return getattr(logs.RetentionDays, LOG_RETENTION_DAYS[config.log_retention_days])

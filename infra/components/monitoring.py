@@ -1,0 +1,133 @@
+"""Alarms (when the environment wants them) and one dashboard for the whole runtime."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.components.access import ACCESS, Resources, grant
+from infra.components.functions import FunctionFactory
+from infra.config import EnvironmentConfig
+from missions.specs import SLA_FUNCTION
+
+PERIOD = Duration.minutes(5)
+NAMESPACE = "Missions"  # Powertools metrics namespace of the runtime's own metrics
+
+
+class Monitoring(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: EnvironmentConfig,
+        state_machines: dict[str, sfn.StateMachine],
+        functions: dict[str, lambda_.Function],
+        dead_letter_queues: dict[str, sqs.Queue],
+        factory: FunctionFactory,
+        resources: Resources,
+    ) -> None:
+        super().__init__(scope, id)
+        self.alarms: list[cloudwatch.Alarm] = []
+        functions, dead_letter_queues = dict(functions), dict(dead_letter_queues)
+        # the SLA function publishes InterruptsOverdue (Powertools EMF) every 15 minutes
+        sla_dlq = factory.dead_letter_queue(self, "sla-dlq")
+        self.sla_function = factory.create(
+            self, "sla", SLA_FUNCTION, description="counts questions unanswered past the SLA", dead_letter_queue=sla_dlq
+        )
+        grant(self.sla_function.role, ACCESS["sla"], resources)  # type: ignore[arg-type]
+        events.Rule(
+            self,
+            "SlaEvery15Minutes",
+            schedule=events.Schedule.rate(Duration.minutes(15)),
+            description="look for questions unanswered past the SLA",
+        ).add_target(targets.LambdaFunction(self.sla_function, dead_letter_queue=sla_dlq, retry_attempts=2))
+        functions["sla"], dead_letter_queues["sla"] = self.sla_function, sla_dlq
+        self.topic: sns.Topic | None = None
+        overdue = cloudwatch.Metric(
+            namespace=NAMESPACE,
+            metric_name="InterruptsOverdue",
+            dimensions_map={"service": "missions-sla"},
+            statistic="Maximum",
+            period=PERIOD,
+        )
+        if config.alarms:
+            self.topic = sns.Topic(self, "Alarms", display_name=f"{config.prefix} alarms", enforce_ssl=True)
+            if config.alarm_email:
+                self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+            for name, machine in state_machines.items():
+                self._alarm(f"{name}-failed", machine.metric_failed(period=PERIOD), f"{name}: executions failed")
+                self._alarm(
+                    f"{name}-timed-out", machine.metric_timed_out(period=PERIOD), f"{name}: executions timed out"
+                )
+            for name, function in functions.items():
+                self._alarm(f"{name}-errors", function.metric_errors(period=PERIOD), f"{name}: invocations failed")
+                self._alarm(f"{name}-throttles", function.metric_throttles(period=PERIOD), f"{name}: throttled")
+            for name, queue in dead_letter_queues.items():
+                self._alarm(
+                    f"{name}-dlq-depth",
+                    queue.metric_approximate_number_of_messages_visible(period=PERIOD, statistic="Maximum"),
+                    f"{name}: deliveries in the dead-letter queue",
+                )
+            self._alarm("interrupts-overdue", overdue, f"questions unanswered for over {config.interrupt_sla_hours} h")
+
+        self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{config.prefix}-runtime")
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Executions",
+                left=[
+                    m
+                    for machine in state_machines.values()
+                    for m in (machine.metric_started(), machine.metric_succeeded())
+                ],
+                right=[
+                    m
+                    for machine in state_machines.values()
+                    for m in (machine.metric_failed(), machine.metric_timed_out())
+                ],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Lambda errors and throttles",
+                left=[f.metric_errors() for f in functions.values()],
+                right=[f.metric_throttles() for f in functions.values()],
+                width=12,
+            ),
+        )
+        self.dashboard.add_widgets(
+            cloudwatch.GraphWidget(
+                title="Lambda duration p95",
+                left=[f.metric_duration(statistic="p95") for f in functions.values()],
+                width=12,
+            ),
+            cloudwatch.GraphWidget(
+                title="Dead-letter queues and overdue questions",
+                left=[q.metric_approximate_number_of_messages_visible() for q in dead_letter_queues.values()],
+                right=[overdue],
+                width=12,
+            ),
+        )
+
+    def _alarm(self, id: str, metric: cloudwatch.IMetric, description: str) -> None:
+        alarm = cloudwatch.Alarm(
+            self,
+            id,
+            metric=metric,
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=description,
+        )
+        if self.topic is not None:
+            alarm.add_alarm_action(actions.SnsAction(self.topic))
+        self.alarms.append(alarm)

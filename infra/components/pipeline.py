@@ -1,0 +1,93 @@
+"""One capability deployed: a Lambda per agent stage and the state machine the compiler wrote."""
+
+from __future__ import annotations
+
+import json
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.components.access import ACCESS, Resources, grant
+from infra.components.functions import FunctionFactory, retention
+from infra.components.nag import acknowledge
+from infra.components.storage import removal_policy
+from infra.config import EnvironmentConfig
+from missions.capability import Capability
+from missions.compiler import compile_pipeline, placeholders
+from missions.specs import STAGE_FUNCTION, state_machine_name
+
+
+def definition_of(capability: Capability) -> str:
+    """The state machine definition exactly as the compiler wrote it (placeholders left in)."""
+    return json.dumps(compile_pipeline(capability.pipeline), sort_keys=True)
+
+
+class CapabilityPipeline(Construct):
+    """`stages[name]` are the stage functions and `state_machine` runs them."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        capability: Capability,
+        config: EnvironmentConfig,
+        functions: FunctionFactory,
+        resources: Resources,
+        interrupt_function: lambda_.IFunction,
+    ) -> None:
+        super().__init__(scope, id)
+        self.capability = capability
+        self.stages: dict[str, lambda_.Function] = {}
+        for agent in capability.pipeline.agents:
+            function = functions.create(
+                self,
+                f"Stage-{agent.name}",
+                STAGE_FUNCTION,
+                description=f"{capability.name}: {agent.name} stage",
+                memory_mb=agent.memory_mb,
+                timeout_seconds=agent.timeout_seconds,
+                reserved_concurrency=agent.reserved_concurrency,
+                environment={"MISSIONS_CAPABILITY": capability.name},
+            )
+            grant(function.role, ACCESS["stage"], resources, openai=agent.has_llm)  # type: ignore[arg-type]
+            self.stages[agent.name] = function
+
+        substitutions = {f"fn_{name}": fn.function_arn for name, fn in self.stages.items()}
+        substitutions["fn_interrupt"] = interrupt_function.function_arn
+        missing = set(placeholders(capability.pipeline)) - set(substitutions)
+        if missing:
+            raise ValueError(f"capability '{capability.name}': no function for placeholders {sorted(missing)}")
+
+        role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("states.amazonaws.com"))
+        invoked = [*self.stages.values(), interrupt_function]
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[fn.function_arn for fn in invoked])
+        )
+        log_group = logs.LogGroup(
+            self,
+            "Logs",
+            # vended-log groups for Step Functions must live under /aws/vendedlogs/ to keep the policy small
+            log_group_name=f"/aws/vendedlogs/states/{state_machine_name(config.prefix, capability.name)}",
+            retention=retention(config),
+            removal_policy=removal_policy(config),
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            state_machine_name=state_machine_name(config.prefix, capability.name),
+            definition_body=sfn.DefinitionBody.from_string(definition_of(capability)),
+            definition_substitutions=substitutions,
+            role=role,
+            tracing_enabled=True,
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Step Functions log delivery (logs:*LogDelivery*, DescribeLogGroups) and X-Ray tracing "
+            "accept no resource other than '*'.",
+        )

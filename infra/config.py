@@ -1,0 +1,112 @@
+"""Per-environment settings from cdk.json's `environments` context, validated once at synth."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class AuthConfig(BaseModel):
+    """How the HTTP API knows the user: a JWT issuer (a Cognito user pool made here when none is
+    given) or IAM signatures (the caller's principal is the user)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["jwt", "iam"] = "jwt"
+    issuer: str | None = Field(None, pattern=r"^https://")
+    audience: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _issuer_needs_audience(self) -> AuthConfig:
+        if self.type == "jwt" and self.issuer and not self.audience:
+            raise ValueError("a JWT issuer needs at least one audience (the app client id)")
+        return self
+
+
+class ThrottleConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rate_limit: float = Field(50, gt=0)  # steady requests per second across the API
+    burst_limit: int = Field(100, gt=0)
+
+
+class EnvironmentConfig(BaseModel):
+    """One deployable environment (dev, staging, prod)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9-]{1,15}$")
+    memory_mb: int = Field(256, ge=128, le=10_240)  # service functions; stages take theirs from the capability
+    timeout_seconds: int = Field(30, ge=3, le=900)  # service functions
+    log_retention_days: int = 30
+    removal_policy: Literal["destroy", "retain"] = "retain"
+    alarms: bool = True
+    alarm_email: str | None = None
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
+    llm_provider: Literal["scripted", "openai"] = "openai"
+    architecture: Literal["arm64", "x86_64"] = "arm64"
+    concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
+    interrupt_sla_hours: int = Field(24, ge=1, le=24 * 30)  # an unanswered question past this alarms
+    blob_expiry_days: int = Field(90, ge=1)  # offloaded envelope fields in the bucket
+    checkpoint_ttl_days: int | None = Field(None, ge=1)
+    capabilities: list[str] | None = None  # None: every installed capability
+    account: str | None = Field(None, pattern=r"^\d{12}$")
+    region: str | None = None
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention_is_a_cloudwatch_value(cls, days: int) -> int:
+        if days not in LOG_RETENTION_DAYS:
+            raise ValueError(f"CloudWatch Logs keeps logs for one of {sorted(LOG_RETENTION_DAYS)} days")
+        return days
+
+    @property
+    def prefix(self) -> str:
+        return f"missions-{self.name}"
+
+
+# the retentions CloudWatch Logs accepts, by their aws_logs.RetentionDays member names
+LOG_RETENTION_DAYS = {
+    1: "ONE_DAY",
+    3: "THREE_DAYS",
+    5: "FIVE_DAYS",
+    7: "ONE_WEEK",
+    14: "TWO_WEEKS",
+    30: "ONE_MONTH",
+    60: "TWO_MONTHS",
+    90: "THREE_MONTHS",
+    120: "FOUR_MONTHS",
+    150: "FIVE_MONTHS",
+    180: "SIX_MONTHS",
+    365: "ONE_YEAR",
+    400: "THIRTEEN_MONTHS",
+    545: "EIGHTEEN_MONTHS",
+    731: "TWO_YEARS",
+    1096: "THREE_YEARS",
+    1827: "FIVE_YEARS",
+    2192: "SIX_YEARS",
+    2557: "SEVEN_YEARS",
+    2922: "EIGHT_YEARS",
+    3288: "NINE_YEARS",
+    3653: "TEN_YEARS",
+}
+
+
+def load_environments(context: dict[str, Any]) -> dict[str, EnvironmentConfig]:
+    """Every environment in cdk.json; a bad one fails synth with the environment and field named."""
+    if not isinstance(context, dict) or not context:
+        raise ConfigError("cdk.json context 'environments' must map environment names to settings")
+    configs = {}
+    for name, values in context.items():
+        try:
+            configs[name] = EnvironmentConfig.model_validate({"name": name, **(values or {})})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or name}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"cdk.json environments.{name}: {problems}") from exc
+    return configs

@@ -1,0 +1,134 @@
+"""One environment of the runtime: storage, secrets, the layer, a pipeline per capability,
+triggers, the HTTP API and monitoring, composed from one construct per concern."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import ArnFormat, CfnOutput, Stack
+from aws_cdk import aws_events as events
+from constructs import Construct
+
+from infra.components.access import ACCESS, Resources, grant
+from infra.components.api import Api
+from infra.components.functions import FunctionFactory, RuntimeLayer
+from infra.components.monitoring import Monitoring
+from infra.components.nag import acknowledge, rendered
+from infra.components.pipeline import CapabilityPipeline
+from infra.components.secrets import Secrets
+from infra.components.storage import Storage
+from infra.components.triggers import Triggers
+from infra.config import EnvironmentConfig
+from missions import capability as registry
+from missions.capability import Capability
+from missions.specs import INTERRUPT_FUNCTION, TABLES, state_machine_name
+
+
+def selected_capabilities(config: EnvironmentConfig) -> list[Capability]:
+    names = config.capabilities if config.capabilities is not None else registry.available()
+    return [registry.load(name) for name in names]
+
+
+class MissionsStack(Stack):
+    def __init__(self, scope: Construct, id: str, *, config: EnvironmentConfig, layer_dir: Path, **kwargs: Any):
+        super().__init__(scope, id, description=f"missions runtime ({config.name})", **kwargs)
+        self.config = config
+        capabilities = selected_capabilities(config)
+
+        storage = Storage(self, "Storage", config=config)
+        secrets = Secrets(self, "Secrets", config=config)
+        layer = RuntimeLayer(self, "Runtime", layer_dir=layer_dir, config=config).layer
+        bus = events.EventBus(self, "Bus", event_bus_name=f"{config.prefix}-bus")
+        resources = Resources(
+            tables=storage.tables,
+            bucket=storage.bucket,
+            bus_arn=bus.event_bus_arn,
+            openai_secret_arn=secrets.openai_key_arn_pattern,
+            webhook_secrets_arn_pattern=secrets.webhook_arn_pattern,
+        )
+        environment = {
+            **{f"MISSIONS_{spec.id.upper()}_TABLE": storage.tables[spec.id].table_name for spec in TABLES},
+            "MISSIONS_BLOB_BUCKET": storage.bucket.bucket_name,
+            "MISSIONS_EVENT_BUS": bus.event_bus_name,
+            "MISSIONS_LLM_PROVIDER": config.llm_provider,
+            "MISSIONS_OPENAI_SECRET": secrets.openai_key_name,
+            "MISSIONS_WEBHOOK_SECRETS_PREFIX": secrets.webhook_prefix,
+            "MISSIONS_CONCURRENCY_LIMIT": str(config.concurrency_limit),
+            "MISSIONS_INTERRUPT_SLA_HOURS": str(config.interrupt_sla_hours),
+            "POWERTOOLS_METRICS_NAMESPACE": "Missions",
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+        }
+        if config.checkpoint_ttl_days:
+            environment["MISSIONS_CHECKPOINT_TTL_DAYS"] = str(config.checkpoint_ttl_days)
+        functions = FunctionFactory(config=config, layer=layer, environment=environment)
+
+        interrupt = functions.create(
+            self, "interrupt", INTERRUPT_FUNCTION, description="records a question and the task token that resumes it"
+        )
+        grant(interrupt.role, ACCESS["interrupt"], resources)  # type: ignore[arg-type]
+        self.pipelines = {
+            capability.name: CapabilityPipeline(
+                self,
+                f"Capability-{capability.name}",
+                capability=capability,
+                config=config,
+                functions=functions,
+                resources=resources,
+                interrupt_function=interrupt,
+            )
+            for capability in capabilities
+        }
+        state_machines = {name: pipeline.state_machine for name, pipeline in self.pipelines.items()}
+        resources.state_machine_arns = [machine.state_machine_arn for machine in state_machines.values()]
+        resources.execution_arn_patterns = [
+            self.format_arn(
+                service="states",
+                resource="execution",
+                resource_name=f"{state_machine_name(config.prefix, name)}:*",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for name in state_machines
+        ]
+        functions.environment["MISSIONS_STATE_MACHINE_ARNS"] = self.to_json_string(
+            {name: machine.state_machine_arn for name, machine in state_machines.items()}
+        )
+
+        triggers = Triggers(
+            self,
+            "Triggers",
+            config=config,
+            capabilities=capabilities,
+            bus=bus,
+            memory_table=storage.tables["memory"],
+            state_machine_arns=resources.state_machine_arns,
+            functions=functions,
+            resources=resources,
+        )
+        api = Api(self, "Api", config=config, functions=functions, resources=resources)
+        for name in state_machines:
+            acknowledge(
+                api.function.role,
+                "AwsSolutions-IAM5[Resource::"
+                + rendered(self, "arn:{partition}:states:{region}:{account}:execution:")
+                + f"{state_machine_name(config.prefix, name)}:*]",
+                "Executions are named by mission id at run time; a user can cancel only their own (checked in code).",
+            )
+
+        all_functions = {"interrupt": interrupt, "api": api.function, "webhook": api.webhook_function}
+        all_functions.update(triggers.functions)
+        for name, pipeline in self.pipelines.items():
+            all_functions.update({f"{name}-{stage}": fn for stage, fn in pipeline.stages.items()})
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            state_machines=state_machines,
+            functions=all_functions,
+            dead_letter_queues=triggers.dead_letter_queues,
+            factory=functions,
+            resources=resources,
+        )
+        self.storage, self.api, self.triggers, self.secrets = storage, api, triggers, secrets
+        CfnOutput(self, "Capabilities", value=json.dumps(sorted(state_machines)))

@@ -1,0 +1,361 @@
+"""Template assertions on the synthesized stacks (dev, staging, prod from cdk.json).
+
+The synth itself runs cdk-nag's AwsSolutions pack and fails on any unacknowledged finding, so
+every test here also stands on a nag-clean template.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from infra.components.access import ACCESS
+from infra.components.api import WEBHOOK_ROUTE, api_routes
+from infra.components.pipeline import definition_of
+from infra.config import ConfigError, load_environments
+from missions import capability as registry
+from missions.specs import TABLES
+from missions.trigger_rules import memory_rules, schedule_specs, webhook_rules
+from tests.infra.conftest import Assembly, synthesize
+
+ENVIRONMENTS = ("dev", "staging", "prod")
+NO_RESOURCE = {"dynamodb:ListStreams"}  # lists stream ARNs of the account; IAM offers no narrower resource
+
+
+def _by_logical_id_prefix(resources: dict, prefix: str) -> dict:
+    return {k: v for k, v in resources.items() if k.startswith(prefix)}
+
+
+def _function_service(function: dict) -> str:
+    return function["Properties"]["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+
+
+# --------------------------------------------------------------------------- pipelines
+
+
+def test_a_lambda_per_stage_per_capability_sized_by_the_capability(assembly: Assembly):
+    functions = assembly.resources("dev", "AWS::Lambda::Function")
+    for name in registry.available():
+        capability = registry.load(name)
+        stages = {
+            f["Properties"]["Description"].split(": ", 1)[1].removesuffix(" stage"): f["Properties"]
+            for f in functions.values()
+            if f["Properties"]["Environment"]["Variables"].get("MISSIONS_CAPABILITY") == name
+        }
+        assert set(stages) == {agent.name for agent in capability.pipeline.agents}
+        for agent in capability.pipeline.agents:
+            props = stages[agent.name]
+            assert props["MemorySize"] == agent.memory_mb
+            assert props["Timeout"] == agent.timeout_seconds
+            assert props.get("ReservedConcurrentExecutions") == agent.reserved_concurrency
+            assert (props["Handler"], props["Runtime"], props["Architectures"]) == (
+                "handler.lambda_handler",
+                "python3.14",
+                ["arm64"],
+            )
+            assert props["TracingConfig"] == {"Mode": "Active"} and len(props["Layers"]) == 1
+
+
+def test_a_state_machine_per_capability_whose_definition_is_the_compilers(assembly: Assembly):
+    machines = assembly.resources("dev", "AWS::StepFunctions::StateMachine")
+    functions = assembly.resources("dev", "AWS::Lambda::Function")
+    assert len(machines) == len(registry.available())
+    for name in registry.available():
+        capability = registry.load(name)
+        (machine,) = [
+            m
+            for m in machines.values()
+            if m["Properties"]["StateMachineName"] == f"missions-dev-{name}".replace("_", "-")
+        ]
+        props = machine["Properties"]
+        # the definition is the compiler's output verbatim; CloudFormation substitutes the ARNs
+        assert props["DefinitionString"] == definition_of(capability)
+        substitutions = props["DefinitionSubstitutions"]
+        for agent in capability.pipeline.agents:
+            target = functions[substitutions[f"fn_{agent.name}"]["Fn::GetAtt"][0]]
+            assert target["Properties"]["Description"] == f"{name}: {agent.name} stage"
+        interrupt = functions[substitutions["fn_interrupt"]["Fn::GetAtt"][0]]
+        assert _function_service(interrupt) == "missions-interrupt"
+        assert props["TracingConfiguration"] == {"Enabled": True}
+        assert props["LoggingConfiguration"]["Level"] == "ALL"
+
+
+# --------------------------------------------------------------------------- storage
+
+
+def test_tables_have_the_specs_keys_indexes_streams_and_ttl(assembly: Assembly):
+    tables = assembly.resources("dev", "AWS::DynamoDB::Table")
+    assert len(tables) == len(TABLES)
+    for spec in TABLES:
+        (props,) = [t["Properties"] for k, t in tables.items() if k.startswith(f"Storage{spec.id.capitalize()}")]
+        assert props["KeySchema"] == spec.key_schema()
+        assert props["BillingMode"] == "PAY_PER_REQUEST"
+        assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+        assert props["SSESpecification"]["SSEEnabled"] is True
+        if spec.ttl_attribute:
+            assert props["TimeToLiveSpecification"] == {"AttributeName": spec.ttl_attribute, "Enabled": True}
+        else:
+            assert "TimeToLiveSpecification" not in props
+        if spec.stream:
+            assert props["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+        else:
+            assert "StreamSpecification" not in props
+        indexes = {i["IndexName"]: i["KeySchema"] for i in props.get("GlobalSecondaryIndexes", [])}
+        assert set(indexes) == {index.name for index in spec.indexes}
+
+
+def test_the_blob_bucket_is_private_encrypted_tls_only_and_expires_blobs(assembly: Assembly):
+    template = Template.from_json(assembly.templates["dev"])
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": Match.object_like({"ServerSideEncryptionConfiguration": Match.any_value()}),
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "LifecycleConfiguration": {"Rules": Match.array_with([Match.object_like({"ExpirationInDays": 90})])},
+        },
+    )
+    template.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                )
+            }
+        },
+    )
+
+
+# --------------------------------------------------------------------------- least privilege
+
+
+def test_no_policy_grants_a_wildcard_action_or_data_on_every_resource(assembly: Assembly):
+    for env in ENVIRONMENTS:
+        for logical_id, policy in assembly.resources(env, "AWS::IAM::Policy").items():
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                assert not any("*" in action for action in actions), (logical_id, actions)
+                if statement["Resource"] == "*":  # only actions that take no resource may be granted on '*'
+                    assert all(a.split(":")[0] in {"xray", "logs"} or a in NO_RESOURCE for a in actions), actions
+
+
+def _tables_referenced(statement: dict) -> set[str]:
+    text = json.dumps(statement["Resource"])
+    return {spec.id for spec in TABLES if f'"Storage{spec.id.capitalize()}' in text}
+
+
+def test_each_function_role_reaches_only_the_tables_and_actions_of_its_access_entry(assembly: Assembly):
+    resources = assembly.templates["dev"]["Resources"]
+    policies = assembly.resources("dev", "AWS::IAM::Policy")
+    checked = set()
+    for function in assembly.resources("dev", "AWS::Lambda::Function").values():
+        access = ACCESS[_function_service(function).removeprefix("missions-")]
+        role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        granted: dict[str, set[str]] = {}
+        for policy in policies.values():
+            if {"Ref": role} not in policy["Properties"]["Roles"]:
+                continue
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                for table in _tables_referenced(statement):
+                    granted.setdefault(table, set()).update(a for a in actions if a.startswith("dynamodb:"))
+        # the memory-stream function also reads its table's stream (granted by the event source)
+        expected = {table: set(entry.actions) for table, entry in access.tables.items()}
+        if _function_service(function) == "missions-memory-stream":
+            granted.pop("memory", None)
+        assert granted == expected, _function_service(function)
+        checked.add(_function_service(function))
+        assert resources[role]["Properties"].get("ManagedPolicyArns") is None  # no AWS managed policies
+    assert checked >= {"missions-stage", "missions-interrupt", "missions-api", "missions-webhook"}
+
+
+def test_only_llm_stages_may_read_the_openai_key(assembly: Assembly):
+    policies = assembly.resources("dev", "AWS::IAM::Policy")
+    capability = registry.load("code_analysis")
+    for function in assembly.resources("dev", "AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        if variables.get("MISSIONS_CAPABILITY") != "code_analysis":
+            continue
+        stage = function["Properties"]["Description"].split(": ")[1].removesuffix(" stage")
+        role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        reads_key = any(
+            "secretsmanager:GetSecretValue" in json.dumps(s["Action"])
+            for p in policies.values()
+            if {"Ref": role} in p["Properties"]["Roles"]
+            for s in p["Properties"]["PolicyDocument"]["Statement"]
+        )
+        assert reads_key == capability.pipeline.agent(stage).has_llm, stage
+
+
+def test_no_secret_is_put_in_an_environment_variable(assembly: Assembly):
+    for env in ENVIRONMENTS:
+        for function in assembly.resources(env, "AWS::Lambda::Function").values():
+            variables = function["Properties"]["Environment"]["Variables"]
+            assert "OPENAI_API_KEY" not in variables and "MISSIONS_OPENAI_API_KEY" not in variables
+            assert variables["MISSIONS_OPENAI_SECRET"] == f"missions-{env}/openai-api-key"  # a name, not a value
+
+
+# --------------------------------------------------------------------------- triggers
+
+
+def test_rules_and_schedules_come_from_the_capabilities_triggers_with_dead_letter_queues(assembly: Assembly):
+    capabilities = [registry.load(name) for name in registry.available()]
+    every_rule = [r["Properties"] for r in assembly.resources("dev", "AWS::Events::Rule").values()]
+    rules = {props["Name"]: props for props in every_rule if "Name" in props}
+    for spec in webhook_rules(capabilities, "missions-dev") + memory_rules(capabilities, "missions-dev"):
+        assert spec.name in rules, spec.name
+        assert rules[spec.name]["EventPattern"] == spec.event_pattern
+    schedules = {
+        s["Properties"]["Name"]: s["Properties"] for s in assembly.resources("dev", "AWS::Scheduler::Schedule").values()
+    }
+    for spec in schedule_specs(capabilities, "missions-dev"):
+        schedule = schedules[spec.name]
+        assert schedule["ScheduleExpression"] == spec.expression and spec.expression.startswith("cron(")
+        assert schedule["ScheduleExpressionTimezone"] == spec.timezone
+        assert json.loads(schedule["Target"]["Input"]) == spec.input
+        assert "DeadLetterConfig" in schedule["Target"]
+    for props in every_rule:
+        for target in props["Targets"]:
+            assert "DeadLetterConfig" in target and target["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    (ended,) = [p for p in every_rule if p.get("EventPattern", {}).get("source") == ["aws.states"]]
+    assert ended["EventPattern"]["detail"]["status"] == ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"]
+
+
+def test_asynchronous_functions_and_the_stream_have_dead_letter_queues(assembly: Assembly):
+    functions = assembly.resources("dev", "AWS::Lambda::Function")
+    for function in functions.values():
+        if _function_service(function) in {"missions-trigger", "missions-schedule", "missions-status", "missions-sla"}:
+            assert "DeadLetterConfig" in function["Properties"], _function_service(function)
+    (mapping,) = assembly.resources("dev", "AWS::Lambda::EventSourceMapping").values()
+    props = mapping["Properties"]
+    assert props["DestinationConfig"]["OnFailure"]["Destination"]
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"] and props["BisectBatchOnFunctionError"]
+    assert "StorageMemory" in json.dumps(props["EventSourceArn"])
+
+
+# --------------------------------------------------------------------------- API
+
+
+def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_without(assembly: Assembly):
+    routes = {
+        r["Properties"]["RouteKey"]: r["Properties"]
+        for r in assembly.resources("dev", "AWS::ApiGatewayV2::Route").values()
+    }
+    assert set(routes) == {f"{m} {p}" for m, p in api_routes()} | {f"POST {WEBHOOK_ROUTE}"}
+    for key, props in routes.items():
+        expected = "NONE" if key == f"POST {WEBHOOK_ROUTE}" else "JWT"
+        assert props.get("AuthorizationType", "NONE") == expected, key
+    (authorizer,) = assembly.resources("dev", "AWS::ApiGatewayV2::Authorizer").values()
+    assert authorizer["Properties"]["AuthorizerType"] == "JWT"
+    assert "cognito-idp" in json.dumps(authorizer["Properties"]["JwtConfiguration"])  # the pool made here
+    (stage,) = assembly.resources("dev", "AWS::ApiGatewayV2::Stage").values()
+    assert stage["Properties"]["DefaultRouteSettings"]["ThrottlingRateLimit"] == 10
+    assert "DestinationArn" in stage["Properties"]["AccessLogSettings"]
+    (pool,) = assembly.resources("dev", "AWS::Cognito::UserPool").values()
+    assert pool["Properties"]["MfaConfiguration"] == "ON"
+
+
+def test_iam_auth_and_an_external_issuer_are_configurable(tmp_path):
+    context = {
+        "environments": {
+            "iamonly": {"auth": {"type": "iam"}, "alarms": False, "llm_provider": "scripted"},
+            "sso": {
+                "auth": {"issuer": "https://login.example.com", "audience": ["missions"]},
+                "alarms": False,
+                "account": "111122223333",  # a concrete environment renders ARNs (and nag findings) with values
+                "region": "eu-west-1",
+            },
+        }
+    }
+    synthesized = synthesize(tmp_path, context=context)
+    iam_routes = [r["Properties"] for r in synthesized.resources("iamonly", "AWS::ApiGatewayV2::Route").values()]
+    assert {r["AuthorizationType"] for r in iam_routes if r["RouteKey"] != f"POST {WEBHOOK_ROUTE}"} == {"AWS_IAM"}
+    assert not synthesized.resources("iamonly", "AWS::Cognito::UserPool")
+    (authorizer,) = synthesized.resources("sso", "AWS::ApiGatewayV2::Authorizer").values()
+    assert authorizer["Properties"]["JwtConfiguration"] == {
+        "Issuer": "https://login.example.com",
+        "Audience": ["missions"],
+    }
+    assert not synthesized.resources("sso", "AWS::Cognito::UserPool")
+
+
+# --------------------------------------------------------------------------- environments
+
+
+@pytest.mark.parametrize(
+    ("env", "days", "policy", "alarmed"),
+    [("dev", 7, "Delete", False), ("staging", 30, "Retain", True), ("prod", 365, "Retain", True)],
+)
+def test_environments_differ_in_retention_removal_and_alarms(assembly: Assembly, env, days, policy, alarmed):
+    groups = assembly.resources(env, "AWS::Logs::LogGroup")
+    assert {g["Properties"]["RetentionInDays"] for g in groups.values()} == {days}
+    for table in assembly.resources(env, "AWS::DynamoDB::Table").values():
+        assert table["DeletionPolicy"] == policy and table["UpdateReplacePolicy"] == policy
+    alarms = assembly.resources(env, "AWS::CloudWatch::Alarm")
+    assert bool(alarms) == alarmed
+    assert assembly.resources(env, "AWS::CloudWatch::Dashboard")
+
+
+def test_alarms_cover_executions_functions_queues_and_overdue_questions(assembly: Assembly):
+    alarms = [a["Properties"] for a in assembly.resources("prod", "AWS::CloudWatch::Alarm").values()]
+    metrics = {(a.get("Namespace"), a.get("MetricName")) for a in alarms}
+    assert {
+        ("AWS/States", "ExecutionsFailed"),
+        ("AWS/States", "ExecutionsTimedOut"),
+        ("AWS/Lambda", "Errors"),
+        ("AWS/Lambda", "Throttles"),
+        ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
+        ("Missions", "InterruptsOverdue"),
+    } <= metrics
+    functions = assembly.resources("prod", "AWS::Lambda::Function")
+    errors = [a for a in alarms if a.get("MetricName") == "Errors"]
+    assert len(errors) == len(functions)  # every function, stages included
+    assert all(a["AlarmActions"] for a in alarms)  # each notifies the alarm topic
+
+
+def test_a_bad_environment_fails_with_its_name_and_field():
+    with pytest.raises(ConfigError, match=r"environments.qa: log_retention_days"):
+        load_environments({"qa": {"log_retention_days": 8}})
+    with pytest.raises(ConfigError, match=r"environments.qa: removal_policy"):
+        load_environments({"qa": {"removal_policy": "sometimes"}})
+
+
+# --------------------------------------------------------------------------- checks at synth
+
+
+def test_cdk_nag_fails_the_synth_on_an_unacknowledged_finding(tmp_path):
+    # Given the app with one extra bucket that breaks AwsSolutions-S10 (no TLS-only policy)
+    from aws_cdk import aws_s3 as s3
+
+    from infra.app import build_app
+    from layers.build import build
+
+    app = build_app(
+        environments=["dev"], layer_dir=build(tmp_path / "layer", sources_only=True), outdir=str(tmp_path / "out")
+    )
+    s3.Bucket(app.node.find_child("missions-dev"), "Careless")
+    # When it is synthesized, Then the synth fails naming the rule
+    with pytest.raises(Exception, match="ValidationFailed"):
+        app.synth()
+    report = (tmp_path / "out" / "validation-report.json").read_text()
+    assert "AwsSolutions-S10" in report and "Careless" in report
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_cfn_lint_passes(assembly: Assembly, env):
+    path = assembly.directory / f"missions-{env}.template.json"
+    cfn_lint = Path(sys.executable).parent / "cfn-lint"
+    result = subprocess.run(
+        [str(cfn_lint), "--ignore-checks", "W3005", "--", str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,235 @@
+"""Deploy a synthesized CDK template into moto's CloudFormation and run its functions in-process.
+
+What `cdk deploy` would need from a bootstrapped account is emulated: the bootstrap version
+parameter and the asset bucket holding every asset zipped as the CLI would. Each deployed
+function then runs its real handler with a Runtime built from *its own deployed environment
+variables* and its own boto3 session, whose calls are recorded, so a test can check them
+against the role the template gave that function.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import importlib
+import io
+import json
+import zipfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from missions.local import patches
+from missions.settings import RuntimeSettings
+from missions.specs import INTERRUPT_FUNCTION, SERVICE_FUNCTIONS, STAGE_FUNCTION, FunctionSpec
+from missions.wiring import Runtime
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
+SPECS = {f"missions-{spec.id}": spec for spec in (STAGE_FUNCTION, INTERRUPT_FUNCTION, *SERVICE_FUNCTIONS)}
+
+
+@dataclass(frozen=True)
+class Call:
+    function: str  # the deployed function's name
+    service: str
+    operation: str
+    params: dict[str, Any]
+
+
+@dataclass
+class Deployment:
+    stack_name: str
+    outputs: dict[str, str]
+    functions: dict[str, dict[str, Any]]  # name -> configuration
+    state_machines: dict[str, str]  # name -> arn
+    calls: list[Call] = field(default_factory=list)
+    runtimes: dict[str, Runtime] = field(default_factory=dict)
+
+    def function_named(self, service_name: str) -> str:
+        """The one deployed function whose POWERTOOLS_SERVICE_NAME is `service_name`."""
+        found = [n for n, c in self.functions.items() if _environment(c).get("POWERTOOLS_SERVICE_NAME") == service_name]
+        assert len(found) == 1, f"{service_name}: {found}"
+        return found[0]
+
+    def calls_by_function(self) -> dict[str, list[Call]]:
+        grouped: dict[str, list[Call]] = defaultdict(list)
+        for call in self.calls:
+            grouped[call.function].append(call)
+        return grouped
+
+
+def emulate_bootstrap(session: Any, assembly: Path, stack_name: str) -> None:
+    """The SSM version parameter and the asset bucket with every file asset of the stack."""
+    session.client("ssm").put_parameter(Name="/cdk-bootstrap/hnb659fds/version", Value="30", Type="String")
+    s3 = session.client("s3")
+    s3.create_bucket(Bucket=BOOTSTRAP_BUCKET)
+    manifest = json.loads((assembly / f"{stack_name}.assets.json").read_text())
+    for asset in manifest["files"].values():
+        source = assembly / asset["source"]["path"]
+        key = next(iter(asset["destinations"].values()))["objectKey"]
+        body = _zip(source) if asset["source"].get("packaging") == "zip" else source.read_bytes()
+        s3.put_object(Bucket=BOOTSTRAP_BUCKET, Key=key, Body=body)
+
+
+def deploy(session: Any, assembly: Path, stack_name: str) -> Deployment:
+    """create_stack with the synthesized template; fails with the stack's reason if it does not complete."""
+    cloudformation = session.client("cloudformation")
+    cloudformation.create_stack(
+        StackName=stack_name,
+        TemplateBody=(assembly / f"{stack_name}.template.json").read_text(),
+        Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
+    )
+    stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
+    assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
+    lambda_ = session.client("lambda")
+    functions = {}
+    for page in lambda_.get_paginator("list_functions").paginate():
+        functions.update({f["FunctionName"]: f for f in page["Functions"]})
+    machines = {
+        m["name"]: m["stateMachineArn"] for m in session.client("stepfunctions").list_state_machines()["stateMachines"]
+    }
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    return Deployment(stack_name, outputs, functions, machines)
+
+
+def run_in_process(deployment: Deployment, session_factory: Any, clients: dict[str, Any] | None = None) -> None:
+    """Register every deployed function's real handler, each with a Runtime of its own environment."""
+    for name, configuration in deployment.functions.items():
+        environment = _environment(configuration)
+        spec = SPECS[environment["POWERTOOLS_SERVICE_NAME"]]
+        session = session_factory()
+        session.events.register("before-parameter-build", functools.partial(_record, deployment.calls, name))
+        runtime = Runtime(
+            RuntimeSettings.from_env(environment),
+            dynamodb=session.client("dynamodb"),
+            s3=session.client("s3"),
+            sfn=session.client("stepfunctions"),
+            eventbridge=session.client("events"),
+            read_secret=lambda secret_id, session=session: session.client("secretsmanager").get_secret_value(
+                SecretId=secret_id
+            )["SecretString"],
+        )
+        deployment.runtimes[name] = runtime
+        patches.register(name, functools.partial(_handler(spec), runtime=runtime))
+
+
+def stop(deployment: Deployment) -> None:
+    for name in deployment.functions:
+        patches.unregister(name)
+
+
+# --------------------------------------------------------------------------- IAM
+
+
+@dataclass(frozen=True)
+class Need:
+    action: str
+    resource: str | None  # None: the action is checked but not its resource (task tokens name none)
+
+
+def needs(call: Call) -> list[Need]:
+    """The IAM actions and resources an AWS call is authorized against."""
+    p = call.params
+    if call.service == "dynamodb":
+        return _dynamodb_needs(call.operation, p)
+    if call.service == "s3":
+        action = {"HeadObject": "GetObject"}.get(call.operation, call.operation)
+        return [Need(f"s3:{action}", f"arn:aws:s3:::{p['Bucket']}/{p['Key']}")]
+    if call.service == "stepfunctions":
+        if call.operation == "StartExecution":
+            return [Need("states:StartExecution", p["stateMachineArn"])]
+        if call.operation in ("StopExecution", "DescribeExecution"):
+            return [Need(f"states:{call.operation}", p["executionArn"])]
+        return [Need(f"states:{call.operation}", None)]
+    if call.service == "events" and call.operation == "PutEvents":
+        return [Need("events:PutEvents", _bus_arn(entry.get("EventBusName", "default"))) for entry in p["Entries"]]
+    if call.service == "secretsmanager":
+        return [Need(f"secretsmanager:{call.operation}", None)]
+    return [Need(f"{call.service}:{call.operation}", None)]
+
+
+def allowed(need: Need, statements: list[dict[str, Any]]) -> bool:
+    for statement in statements:
+        if statement.get("Effect") != "Allow":
+            continue
+        actions = _list(statement.get("Action"))
+        resources = _list(statement.get("Resource"))
+        if not any(fnmatch.fnmatchcase(need.action.lower(), a.lower()) for a in actions):
+            continue
+        if need.resource is None or any(fnmatch.fnmatchcase(need.resource, r) for r in resources):
+            return True
+    return False
+
+
+def role_statements(session: Any, role_arn: str) -> list[dict[str, Any]]:
+    """Every Allow statement of the role's inline policies (the stack attaches no managed ones)."""
+    iam = session.client("iam")
+    role = role_arn.rsplit("/", 1)[1]
+    assert not iam.list_attached_role_policies(RoleName=role)["AttachedPolicies"], f"{role} has managed policies"
+    statements = []
+    for policy in iam.list_role_policies(RoleName=role)["PolicyNames"]:
+        document = iam.get_role_policy(RoleName=role, PolicyName=policy)["PolicyDocument"]
+        document = json.loads(document) if isinstance(document, str) else document
+        statements += _list(document["Statement"])
+    return statements
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _handler(spec: FunctionSpec) -> Any:
+    return getattr(importlib.import_module(spec.module), spec.attribute)
+
+
+def _environment(configuration: dict[str, Any]) -> dict[str, str]:
+    return configuration.get("Environment", {}).get("Variables", {})
+
+
+def _record(calls: list[Call], function: str, params: dict[str, Any], model: Any, **_: Any) -> None:
+    calls.append(Call(function, model.service_model.service_name, model.name, params))
+
+
+def _zip(folder: Path) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder))
+    return buffer.getvalue()
+
+
+def table_arn(name: str, index: str | None = None) -> str:
+    arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
+    return f"{arn}/index/{index}" if index else arn
+
+
+def _bus_arn(name_or_arn: str) -> str:
+    return (
+        name_or_arn if name_or_arn.startswith("arn:") else f"arn:aws:events:{REGION}:{ACCOUNT}:event-bus/{name_or_arn}"
+    )
+
+
+_TRANSACT = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem"}
+
+
+def _dynamodb_needs(operation: str, p: dict[str, Any]) -> list[Need]:
+    if operation == "TransactWriteItems":
+        return [
+            Need(f"dynamodb:{_TRANSACT[kind]}", table_arn(body["TableName"]))
+            for item in p["TransactItems"]
+            for kind, body in item.items()
+        ]
+    if operation == "TransactGetItems":
+        return [Need("dynamodb:GetItem", table_arn(item["Get"]["TableName"])) for item in p["TransactItems"]]
+    if operation in ("BatchWriteItem", "BatchGetItem"):
+        return [Need(f"dynamodb:{operation}", table_arn(table)) for table in p["RequestItems"]]
+    if "TableName" not in p:
+        return [Need(f"dynamodb:{operation}", None)]
+    return [Need(f"dynamodb:{operation}", table_arn(p["TableName"], p.get("IndexName")))]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value] if value is not None else []
