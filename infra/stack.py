@@ -27,7 +27,7 @@ from missions.specs import INTERRUPT_FUNCTION, TABLES, state_machine_name
 
 
 def selected_capabilities(config: EnvironmentConfig) -> list[Capability]:
-    names = config.capabilities if config.capabilities is not None else registry.available()
+    names = config.capabilities if config.capabilities is not None else registry.installed()
     return [registry.load(name) for name in names]
 
 

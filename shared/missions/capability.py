@@ -154,10 +154,14 @@ def register(capability: Capability) -> None:
     _CACHE[capability.name] = capability
 
 
-def available(package: str = "capabilities") -> list[str]:
+def installed(package: str = "capabilities") -> list[str]:
+    """Capabilities shipped as packages (what gets deployed), without ones registered in-process."""
     module = importlib.import_module(package)
-    found = {info.name for info in pkgutil.iter_modules(module.__path__) if info.ispkg}
-    return sorted(found | set(_CACHE))
+    return sorted(info.name for info in pkgutil.iter_modules(module.__path__) if info.ispkg)
+
+
+def available(package: str = "capabilities") -> list[str]:
+    return sorted(set(installed(package)) | set(_CACHE))
 
 
 def load(name: str, package: str = "capabilities") -> Capability:

@@ -40,7 +40,7 @@ def _function_service(function: dict) -> str:
 
 def test_a_lambda_per_stage_per_capability_sized_by_the_capability(assembly: Assembly):
     functions = assembly.resources("dev", "AWS::Lambda::Function")
-    for name in registry.available():
+    for name in registry.installed():
         capability = registry.load(name)
         stages = {
             f["Properties"]["Description"].split(": ", 1)[1].removesuffix(" stage"): f["Properties"]
@@ -64,8 +64,8 @@ def test_a_lambda_per_stage_per_capability_sized_by_the_capability(assembly: Ass
 def test_a_state_machine_per_capability_whose_definition_is_the_compilers(assembly: Assembly):
     machines = assembly.resources("dev", "AWS::StepFunctions::StateMachine")
     functions = assembly.resources("dev", "AWS::Lambda::Function")
-    assert len(machines) == len(registry.available())
-    for name in registry.available():
+    assert len(machines) == len(registry.installed())
+    for name in registry.installed():
         capability = registry.load(name)
         (machine,) = [
             m
@@ -209,7 +209,7 @@ def test_no_secret_is_put_in_an_environment_variable(assembly: Assembly):
 
 
 def test_rules_and_schedules_come_from_the_capabilities_triggers_with_dead_letter_queues(assembly: Assembly):
-    capabilities = [registry.load(name) for name in registry.available()]
+    capabilities = [registry.load(name) for name in registry.installed()]
     every_rule = [r["Properties"] for r in assembly.resources("dev", "AWS::Events::Rule").values()]
     rules = {props["Name"]: props for props in every_rule if "Name" in props}
     for spec in webhook_rules(capabilities, "missions-dev") + memory_rules(capabilities, "missions-dev"):
