@@ -55,6 +55,8 @@ class EnvironmentConfig(BaseModel):
     interrupt_sla_hours: int = Field(24, ge=1, le=24 * 30)  # an unanswered question past this alarms
     blob_expiry_days: int = Field(90, ge=1)  # offloaded envelope fields in the bucket
     checkpoint_ttl_days: int | None = Field(None, ge=1)
+    retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
+    retention_failed_days: int = Field(7, ge=1)
     capabilities: list[str] | None = None  # None: every installed capability
     account: str | None = Field(None, pattern=r"^\d{12}$")
     region: str | None = None

@@ -14,6 +14,7 @@ from constructs import Construct
 from infra.components.access import ACCESS, Resources, grant
 from infra.components.api import Api
 from infra.components.functions import FunctionFactory, RuntimeLayer
+from infra.components.housekeeping import Housekeeping
 from infra.components.monitoring import Monitoring
 from infra.components.nag import acknowledge, rendered
 from infra.components.pipeline import CapabilityPipeline
@@ -116,8 +117,10 @@ class MissionsStack(Stack):
                 "Executions are named by mission id at run time; a user can cancel only their own (checked in code).",
             )
 
+        housekeeping = Housekeeping(self, "Housekeeping", config=config, factory=functions, resources=resources)
         all_functions = {"interrupt": interrupt, "api": api.function, "webhook": api.webhook_function}
         all_functions.update(triggers.functions)
+        all_functions.update(housekeeping.functions)
         for name, pipeline in self.pipelines.items():
             all_functions.update({f"{name}-{stage}": fn for stage, fn in pipeline.stages.items()})
         self.monitoring = Monitoring(
@@ -126,9 +129,7 @@ class MissionsStack(Stack):
             config=config,
             state_machines=state_machines,
             functions=all_functions,
-            dead_letter_queues=triggers.dead_letter_queues,
-            factory=functions,
-            resources=resources,
+            dead_letter_queues={**triggers.dead_letter_queues, **housekeeping.dead_letter_queues},
         )
         self.storage, self.api, self.triggers, self.secrets = storage, api, triggers, secrets
         CfnOutput(self, "Capabilities", value=json.dumps(sorted(state_machines)))

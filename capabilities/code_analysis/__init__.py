@@ -24,6 +24,7 @@ PIPELINE = PipelineConfig(
     agents=[
         AgentConfig(
             name="perception",
+            phase="planning",
             description="normalize the question, survey the repository",
             has_tools=True,
             tool_access=ToolAccess.READ,
@@ -33,6 +34,7 @@ PIPELINE = PipelineConfig(
         ),
         AgentConfig(
             name="intent",
+            phase="planning",
             description="split the question into goals",
             has_llm=True,
             model_role="classifier",
@@ -41,6 +43,7 @@ PIPELINE = PipelineConfig(
         ),
         AgentConfig(
             name="planner",
+            phase="planning",
             description="plan tool calls for the current goal",
             has_llm=True,
             model_role="planner",
@@ -65,6 +68,7 @@ PIPELINE = PipelineConfig(
         ),
         AgentConfig(
             name="critic",
+            phase="reflecting",
             description="judge the findings against the goals",
             has_llm=True,
             model_role="critic",

@@ -59,6 +59,7 @@ ACCESS: dict[str, Access] = {
             "events": TableAccess((PUT, BATCH_WRITE)),
             "missions": TableAccess((GET, UPDATE)),
             "interrupts": TableAccess((GET, UPDATE)),
+            "artifacts": TableAccess((GET, PUT, QUERY)),
         },
         blobs=_BLOBS_RW,
     ),
@@ -72,6 +73,7 @@ ACCESS: dict[str, Access] = {
             "events": TableAccess((PUT, BATCH_WRITE, QUERY)),
             "memory": TableAccess((GET, PUT, DELETE, QUERY), indexes=("by_namespace_head",)),
             "learnings": TableAccess((GET, UPDATE)),
+            "artifacts": TableAccess((GET, QUERY)),
         },
         blobs=_BLOBS_RW,
         start_missions=True,
@@ -92,6 +94,13 @@ ACCESS: dict[str, Access] = {
         start_missions=True,
     ),
     "sla": Access(tables={"interrupts": TableAccess((QUERY,), indexes=("waiting",))}),
+    "retention": Access(
+        tables={
+            "missions": TableAccess((QUERY, UPDATE), indexes=("by_status",)),
+            "checkpoints": TableAccess((QUERY, BATCH_WRITE)),
+            "memory": TableAccess((GET, PUT)),
+        }
+    ),
 }
 
 

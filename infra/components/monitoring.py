@@ -5,8 +5,6 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
-from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
@@ -14,10 +12,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.components.access import ACCESS, Resources, grant
-from infra.components.functions import FunctionFactory
 from infra.config import EnvironmentConfig
-from missions.specs import SLA_FUNCTION
 
 PERIOD = Duration.minutes(5)
 NAMESPACE = "Missions"  # Powertools metrics namespace of the runtime's own metrics
@@ -33,25 +28,9 @@ class Monitoring(Construct):
         state_machines: dict[str, sfn.StateMachine],
         functions: dict[str, lambda_.Function],
         dead_letter_queues: dict[str, sqs.Queue],
-        factory: FunctionFactory,
-        resources: Resources,
     ) -> None:
         super().__init__(scope, id)
         self.alarms: list[cloudwatch.Alarm] = []
-        functions, dead_letter_queues = dict(functions), dict(dead_letter_queues)
-        # the SLA function publishes InterruptsOverdue (Powertools EMF) every 15 minutes
-        sla_dlq = factory.dead_letter_queue(self, "sla-dlq")
-        self.sla_function = factory.create(
-            self, "sla", SLA_FUNCTION, description="counts questions unanswered past the SLA", dead_letter_queue=sla_dlq
-        )
-        grant(self.sla_function.role, ACCESS["sla"], resources)  # type: ignore[arg-type]
-        events.Rule(
-            self,
-            "SlaEvery15Minutes",
-            schedule=events.Schedule.rate(Duration.minutes(15)),
-            description="look for questions unanswered past the SLA",
-        ).add_target(targets.LambdaFunction(self.sla_function, dead_letter_queue=sla_dlq, retry_attempts=2))
-        functions["sla"], dead_letter_queues["sla"] = self.sla_function, sla_dlq
         self.topic: sns.Topic | None = None
         overdue = cloudwatch.Metric(
             namespace=NAMESPACE,

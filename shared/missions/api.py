@@ -24,7 +24,14 @@ from missions.envelope import InterruptResponse
 from missions.interrupts import AnswerRejected, answer_interrupt
 from missions.longterm.ports import MemoryValidationError
 from missions.starter import MissionRequest, MissionRequestError
-from missions.store.ports import ConflictError, MissionRecord, MissionStatus, NotFound
+from missions.store.ports import (
+    ARTIFACT_PATH_PATTERN,
+    ConflictError,
+    MissionRecord,
+    MissionStatus,
+    NotFound,
+    lifecycle_of,
+)
 from missions.triggers import Priority, TriggerSource
 
 app = APIGatewayHttpResolver(enable_validation=True)
@@ -220,6 +227,7 @@ def _summary(record: MissionRecord):
         "capability": record.capability,
         "goal": record.goal,
         "status": record.status,
+        "lifecycle": lifecycle_of(record),
         "stage": record.stage,
         "priority": record.priority,
         "trigger": record.trigger,
@@ -251,6 +259,7 @@ def get_mission(mission_id: str):
         **_summary(record),
         "updated_at": record.updated_at,
         "completed_at": record.completed_at,
+        "archived_at": record.archived_at,
         "pending_interrupt": pending,
         "result": record.result,
         "counters": counters,
@@ -291,6 +300,41 @@ def mission_checkpoints(mission_id: str):
             {"checkpoint_id": c.checkpoint_id, "parent_id": c.parent_id, "stage": c.stage, "created_at": c.created_at}
             for c in checkpoints
         ]
+    }
+
+
+@app.get("/missions/<mission_id>/artifacts")
+def mission_artifacts(mission_id: str):
+    """Every version of every document the mission wrote (plan, research, drafts/itinerary_vN, final)."""
+    owned_mission(mission_id, current_user())
+    return {
+        "artifacts": [
+            {"name": a.name, "path": a.path, "version": a.version, "stage": a.stage, "created_at": a.created_at}
+            for a in services().artifacts.list(mission_id)
+        ]
+    }
+
+
+@app.get("/missions/<mission_id>/artifact")
+def mission_artifact(
+    mission_id: str,
+    path: Annotated[str, Query(min_length=1, max_length=200, pattern=ARTIFACT_PATH_PATTERN)],
+    version: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+):
+    """One artifact's content: the latest version of `path`, or `version`."""
+    owned_mission(mission_id, current_user())
+    try:
+        artifact = services().artifacts.get(mission_id, path, version)
+    except NotFound:
+        which = f"{path} v{version}" if version else path
+        raise NotFoundError(f"mission {mission_id} has no artifact {which}") from None
+    return {
+        "name": artifact.name,
+        "path": artifact.path,
+        "version": artifact.version,
+        "stage": artifact.stage,
+        "created_at": artifact.created_at,
+        "content": artifact.content,
     }
 
 

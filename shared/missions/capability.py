@@ -1,22 +1,28 @@
 """Capabilities: plugin mission types, and the hooks a stage may implement.
 
-A capability folder under `capabilities/` exposes `CAPABILITY` (a `Capability`). The
-registry finds them by scanning the package, so adding one touches nothing in the core.
+A capability folder under `capabilities/` holds a `capability.toml` (its config, see
+missions.capability_config) and an `__init__.py` with its `HOOKS`, `offline_policy` and
+optional `CATALOG`/`prepare_context`; or it builds `CAPABILITY` (a `Capability`) in code.
+The registry finds them by scanning the package, so adding one touches nothing in the core.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from missions.capability_config import CONFIG_FILE, CapabilityConfig, CapabilityConfigError, load_config
 from missions.envelope import Envelope, InterruptKind, InterruptResponse
 from missions.llm.scripted import OfflinePolicy
 from missions.pipeline import AgentConfig, PipelineConfig
+from missions.store.ports import Artifact, ArtifactRejected, ArtifactStore
 from missions.tools import ToolCatalog, ToolExecutor
 from missions.triggers import Triggers
 
@@ -56,6 +62,20 @@ class StageContext:
     item: Any = None  # the work item, for a fan-out stage's per-item run
     item_results: list[Any] | None = None  # per-item outputs, for a fan-out stage's join
     scratch: dict[str, Any] = field(default_factory=dict)
+    system_prompt: str | None = None  # the capability config's prompt for this stage
+    artifacts: ArtifactStore | None = None
+    write_token: str = ""  # "<stage>@<hop>": a retried stage rewrites nothing
+
+    def save_artifact(self, path: str, content: Any) -> Artifact:
+        """Write the next version of a document for the user (listed and read through the API)."""
+        if self.artifacts is None:
+            raise StageDefinitionError(f"stage '{self.agent.name}' saved an artifact but no artifact store is wired")
+        try:
+            return self.artifacts.put(
+                self.envelope.mission_id, path, content, stage=self.agent.name, written_by=f"{self.write_token}:{path}"
+            )
+        except ArtifactRejected as exc:  # a bug in the stage: retrying cannot help
+            raise StageDefinitionError(str(exc)) from None
 
     @property
     def goal(self) -> str:
@@ -83,7 +103,14 @@ class StageHooks:
         """Prepare or ask a human before any work (raise via ctx.ask)."""
 
     def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        raise StageDefinitionError(f"stage '{ctx.agent.name}' has an LLM but no prompt hook")
+        """The config's system prompt, then the goal and the mission's context (override for more)."""
+        if ctx.system_prompt is None:
+            raise StageDefinitionError(f"stage '{ctx.agent.name}' has an LLM but no prompt (config or hook)")
+        context = json.dumps(ctx.envelope.context, default=str, sort_keys=True)[:4000]
+        return [
+            {"role": "system", "content": ctx.system_prompt},
+            {"role": "user", "content": f"Goal: {ctx.goal}\nContext: {context}"},
+        ]
 
     def act(self, ctx: StageContext) -> None:
         """Call tools through ctx.tools; keep what post() needs in ctx.scratch."""
@@ -109,6 +136,9 @@ class Capability:
     example_goal: str = ""
     # validate and complete a mission's context before it starts (e.g. resolve a repo path)
     prepare_context: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    complexity: int = 1  # 1 simple, 2 coordinated, 3 complex
+    prompts: dict[str, str] = field(default_factory=dict)  # stage -> system prompt
+    default_context: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = set(self.pipeline.stage_names())
@@ -127,6 +157,42 @@ class Capability:
                         f"capability '{self.name}': stage '{agent.name}' allows unknown tool '{tool}'"
                     )
 
+    @classmethod
+    def from_config(
+        cls,
+        config: CapabilityConfig,
+        *,
+        hooks: dict[str, StageHooks],
+        offline_policy: OfflinePolicy,
+        catalog: ToolCatalog | None = None,
+        prepare_context: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        source: str = "",
+    ) -> Capability:
+        """The capability of a capability.toml plus its package's code; errors name `source`."""
+        catalog = catalog or ToolCatalog()
+        missing = [tool for tool in config.tools if catalog.get(tool) is None]
+        if missing:
+            raise CapabilityConfigError(f"{source}: tools: {missing} are not in the package's CATALOG")
+        try:
+            return cls(
+                name=config.name,
+                description=config.description,
+                pipeline=config.pipeline,
+                hooks=hooks,
+                offline_policy=offline_policy,
+                catalog=catalog,
+                auto_approve_tools=frozenset(config.auto_approve_tools),
+                keywords=tuple(config.keywords),
+                triggers=config.triggers,
+                example_goal=config.example_goal,
+                prepare_context=prepare_context,
+                complexity=config.complexity,
+                prompts=dict(config.prompts),
+                default_context=dict(config.defaults.context),
+            )
+        except StageDefinitionError as exc:
+            raise CapabilityConfigError(f"{source}: {exc}") from None
+
     def hooks_for(self, stage: str) -> StageHooks:
         return self.hooks.get(stage) or StageHooks()
 
@@ -139,6 +205,7 @@ class Capability:
             "tools": [spec.id for spec in self.catalog.list()],
             "bounds": self.pipeline.bounds.model_dump(),
             "example": self.example_goal,
+            "complexity": self.complexity,
         }
 
 
@@ -173,8 +240,18 @@ def load(name: str, package: str = "capabilities") -> Capability:
         raise UnknownCapability(f"unknown capability '{name}'; installed: {', '.join(names) or 'none'}")
     module = importlib.import_module(f"{package}.{name}")
     capability = getattr(module, "CAPABILITY", None)
+    config_path = Path(module.__file__ or "").parent / CONFIG_FILE
+    if capability is None and config_path.exists():
+        capability = Capability.from_config(
+            load_config(config_path),
+            hooks=getattr(module, "HOOKS", {}),
+            offline_policy=getattr(module, "offline_policy"),  # noqa: B009 (named for the error below)
+            catalog=getattr(module, "CATALOG", None),
+            prepare_context=getattr(module, "prepare_context", None),
+            source=str(config_path),
+        )
     if not isinstance(capability, Capability):
-        raise UnknownCapability(f"capabilities/{name} does not define CAPABILITY")
+        raise UnknownCapability(f"capabilities/{name} defines neither CAPABILITY nor {CONFIG_FILE} + hooks")
     _CACHE[name] = capability
     return capability
 

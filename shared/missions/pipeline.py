@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -93,6 +93,8 @@ class AgentConfig(Model):
     error_next: str | None = None
 
     counts_iteration: bool = False  # entering this stage starts a new iteration (bounded by max_iterations)
+    # what users see the mission doing while this stage runs (seed 004's lifecycle); None: executing
+    phase: Literal["planning", "executing", "reflecting"] | None = None
     fan_out: FanOut | None = None
 
     timeout_seconds: int = Field(60, ge=1, le=900)

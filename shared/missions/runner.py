@@ -40,7 +40,15 @@ from missions.events import Event, EventType
 from missions.llm.base import LLMProvider, LLMRequest
 from missions.offload import EnvelopeCodec
 from missions.routing import Decision, apply, decide
-from missions.store.ports import Checkpoint, CheckpointStore, EventStore, InterruptStore, MissionStore, NotFound
+from missions.store.ports import (
+    ArtifactStore,
+    Checkpoint,
+    CheckpointStore,
+    EventStore,
+    InterruptStore,
+    MissionStore,
+    NotFound,
+)
 from missions.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor
 
 MODES = ("run", "join", "branch", "item", "finalize")
@@ -82,6 +90,7 @@ class StageServices:
     llm: Callable[[Capability], LLMProvider]
     missions: MissionStore | None = None
     interrupts: InterruptStore | None = None  # to expire interrupts that ended unanswered
+    artifacts: ArtifactStore | None = None  # versioned documents stages write for the user
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 
@@ -156,7 +165,17 @@ class StageRunner:
         started_at = utcnow()
         t0 = self.services.clock()
         status = "ok"
-        ctx = StageContext(envelope, agent, self.pipeline, resume=resume, item_results=item_results)
+        prompt = self.capability.prompts.get(agent.name)
+        ctx = StageContext(
+            envelope,
+            agent,
+            self.pipeline,
+            resume=resume,
+            item_results=item_results,
+            system_prompt=prompt,
+            artifacts=self.services.artifacts,
+            write_token=f"{stage}@{hop}",
+        )
         try:
             if mode == "finalize":
                 output = self._finalize_output(ctx, failure or {})
@@ -469,6 +488,7 @@ class StageRunner:
             return
         fields: dict[str, Any] = {
             "stage": stage,
+            "phase": self.pipeline.agent(stage).phase or "executing",
             "counters": envelope.counters.model_dump(),
             # 'interrupted' is set by the interrupt function once the answer can be delivered
             "status": "running",
@@ -525,7 +545,16 @@ class StageRunner:
         before = envelope.counters.model_copy()
         citations_before = len(envelope.citations)
         errors_before = len(envelope.errors)
-        ctx = StageContext(envelope, agent, self.pipeline, item=request.get("item"))
+        prompt = self.capability.prompts.get(agent.name)
+        ctx = StageContext(
+            envelope,
+            agent,
+            self.pipeline,
+            item=request.get("item"),
+            system_prompt=prompt,
+            artifacts=self.services.artifacts,
+            write_token=f"{stage}@{request.get('hop')}:{mode}{request.get('index')}",
+        )
         emit(EventType.AGENT_STARTED, mode=mode, index=request.get("index"))
         started_at, t0 = utcnow(), self.services.clock()
         try:

@@ -30,6 +30,7 @@ class RuntimeSettings(BaseModel):
     dispatch_table: str | None = None
     learnings_table: str | None = None
     deliveries_table: str | None = None
+    artifacts_table: str | None = None
     event_bus: str | None = None
     concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
     state_machine_arns: dict[str, str] = Field(default_factory=dict)  # capability -> state machine ARN
@@ -46,6 +47,8 @@ class RuntimeSettings(BaseModel):
     offload_threshold: int = Field(DEFAULT_THRESHOLD, ge=4096, le=200_000)
     checkpoint_ttl_days: int | None = Field(None, ge=1)
     interrupt_sla_hours: int = Field(24, ge=1)  # a question unanswered for longer is reported overdue
+    retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
+    retention_failed_days: int = Field(7, ge=1)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:

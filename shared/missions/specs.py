@@ -38,7 +38,11 @@ class TableSpec:
 MISSIONS = TableSpec(
     "missions",
     partition_key="mission_id",
-    indexes=(Index("by_user", "user_id", "created_at"), Index("by_capability", "capability", "created_at")),
+    indexes=(
+        Index("by_user", "user_id", "created_at"),
+        Index("by_capability", "capability", "created_at"),
+        Index("by_status", "status", "completed_at"),  # retention finds missions that ended long ago
+    ),
 )
 CHECKPOINTS = TableSpec("checkpoints", partition_key="thread_id", sort_key="checkpoint_id", ttl_attribute="expires_at")
 EVENTS = TableSpec("events", partition_key="mission_id", sort_key="position", ttl_attribute="expires_at")
@@ -65,7 +69,12 @@ DISPATCH = TableSpec("dispatch", partition_key="pk", sort_key="sk")
 LEARNINGS = TableSpec("learnings", partition_key="capability")
 DELIVERIES = TableSpec("deliveries", partition_key="delivery_id", ttl_attribute="expires_at")
 
-TABLES: tuple[TableSpec, ...] = (MISSIONS, CHECKPOINTS, EVENTS, INTERRUPTS, MEMORY, DISPATCH, LEARNINGS, DELIVERIES)
+# versioned documents missions write for their users: key = "<path>#<version, zero-padded>"
+ARTIFACTS = TableSpec("artifacts", partition_key="mission_id", sort_key="key", ttl_attribute="expires_at")
+
+TABLES: tuple[TableSpec, ...] = (
+    MISSIONS, CHECKPOINTS, EVENTS, INTERRUPTS, MEMORY, DISPATCH, LEARNINGS, DELIVERIES, ARTIFACTS,
+)
 
 # Blobs of offloaded envelope fields: compressed blobs up to this size live in the
 # checkpoints table, bigger ones in the bucket (a DynamoDB item is capped at 400 KB).
@@ -99,6 +108,7 @@ SCHEDULE_FUNCTION = FunctionSpec("schedule", "schedule")
 MEMORY_STREAM_FUNCTION = FunctionSpec("memory-stream", "memory_stream")
 STATUS_FUNCTION = FunctionSpec("status", "status")
 SLA_FUNCTION = FunctionSpec("sla", "sla")
+RETENTION_FUNCTION = FunctionSpec("retention", "retention")
 SERVICE_FUNCTIONS = (
     API_FUNCTION,
     WEBHOOK_FUNCTION,
@@ -107,6 +117,7 @@ SERVICE_FUNCTIONS = (
     MEMORY_STREAM_FUNCTION,
     STATUS_FUNCTION,
     SLA_FUNCTION,
+    RETENTION_FUNCTION,
 )
 
 

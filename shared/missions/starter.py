@@ -64,7 +64,7 @@ def build_envelope(request: MissionRequest) -> Envelope:
         bounds = Bounds.model_validate({**capability.pipeline.bounds.model_dump(), **request.bounds})
     except ValidationError as exc:
         raise MissionRequestError(f"invalid bounds: {_one_line(exc)}") from None
-    context = dict(request.context)
+    context = {**capability.default_context, **request.context}
     if capability.prepare_context is not None:
         try:
             context = capability.prepare_context(context)

@@ -85,6 +85,12 @@ class Runtime:
         return DynamoInterruptStore(self.settings.interrupts_table, client=self.dynamodb)
 
     @cached_property
+    def artifacts(self) -> Any:
+        from missions.store.dynamodb import DynamoArtifactStore
+
+        return DynamoArtifactStore(self._table("artifacts"), client=self.dynamodb, ttl_seconds=self._ttl)
+
+    @cached_property
     def codec(self) -> EnvelopeCodec:
         blobs = DynamoBlobStore(
             self.settings.checkpoints_table,
@@ -243,6 +249,7 @@ class Runtime:
                 llm=self.llm_for,
                 missions=self.missions,
                 interrupts=self.interrupts,
+                artifacts=LazyClient(lambda: self.artifacts) if self.settings.artifacts_table else None,
                 on_timings=self._on_timings,
             )
             self._runners[capability_name] = StageRunner(capability, services)

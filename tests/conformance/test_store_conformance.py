@@ -17,6 +17,7 @@ from missions.envelope import InterruptKind, InterruptResponse
 from missions.events import Event, EventType
 from missions.specs import BLOB_INLINE_LIMIT, CHECKPOINTS, TABLES
 from missions.store.memory import (
+    MemoryArtifactStore,
     MemoryBlobStore,
     MemoryCheckpointStore,
     MemoryEventStore,
@@ -38,6 +39,7 @@ class Backend:
     interrupts: Any
     blobs: Any
     s3: Any = None
+    artifacts: Any = None
 
 
 def _table_name(spec_id: str) -> str:
@@ -54,6 +56,7 @@ def backend(request, monkeypatch):
             MemoryEventStore(),
             MemoryInterruptStore(),
             MemoryBlobStore(),
+            artifacts=MemoryArtifactStore(),
         )
         return
 
@@ -61,6 +64,7 @@ def backend(request, monkeypatch):
     from moto import mock_aws
 
     from missions.store.dynamodb import (
+        DynamoArtifactStore,
         DynamoBlobStore,
         DynamoCheckpointStore,
         DynamoEventStore,
@@ -91,6 +95,7 @@ def backend(request, monkeypatch):
             DynamoInterruptStore(_table_name("interrupts"), client=ddb),
             DynamoBlobStore(_table_name(CHECKPOINTS.id), BUCKET, client=ddb, s3_client=s3),
             s3=s3,
+            artifacts=DynamoArtifactStore(_table_name("artifacts"), client=ddb, ttl_seconds=3600),
         )
 
 
@@ -483,3 +488,66 @@ def test_interrupt_overdue_lists_only_old_unanswered_questions_oldest_first(back
     assert [r.interrupt_id for r in overdue] == ["older", "old"]
     assert backend.interrupts.overdue("2026-01-02T00:00:00.000+00:00", limit=1)[0].interrupt_id == "older"
     assert backend.interrupts.get("m-old", "old") == overdue[1]  # the index attribute never leaks
+
+
+# --------------------------------------------------------------------------- artifacts
+
+
+def test_artifacts_are_versioned_per_path_and_listed_in_order(backend):
+    # Given a plan written once and an itinerary draft written twice
+    backend.artifacts.put("m1", "plan", {"steps": ["flights", "hotels"]}, stage="planner", written_by="planner@1")
+    first = backend.artifacts.put("m1", "drafts/itinerary", {"days": 3}, stage="synthesis", written_by="synthesis@5")
+    second = backend.artifacts.put("m1", "drafts/itinerary", {"days": 4}, stage="synthesis", written_by="synthesis@9")
+    backend.artifacts.put("m2", "plan", "another mission's", written_by="planner@1")
+    # Then versions count per path, users see names like drafts/itinerary_v2, and reads pick versions
+    assert (first.version, second.version, second.name) == (1, 2, "drafts/itinerary_v2")
+    assert backend.artifacts.get("m1", "drafts/itinerary").content == {"days": 4}
+    assert backend.artifacts.get("m1", "drafts/itinerary", version=1).content == {"days": 3}
+    assert [a.name for a in backend.artifacts.list("m1")] == ["drafts/itinerary_v1", "drafts/itinerary_v2", "plan_v1"]
+    with pytest.raises(NotFound):
+        backend.artifacts.get("m1", "drafts/itinerary", version=3)
+    with pytest.raises(NotFound):
+        backend.artifacts.get("m1", "final")
+
+
+def test_a_retried_stage_finds_its_own_artifact_instead_of_adding_a_version(backend):
+    once = backend.artifacts.put("m1", "plan", {"v": 1}, written_by="planner@3")
+    again = backend.artifacts.put("m1", "plan", {"v": 1}, written_by="planner@3")
+    assert once.version == again.version == 1 and len(backend.artifacts.list("m1")) == 1
+
+
+def test_malformed_artifacts_are_rejected_and_nothing_is_written(backend):
+    from missions.store.ports import ArtifactRejected
+
+    with pytest.raises(ArtifactRejected, match="segments"):
+        backend.artifacts.put("m1", "../etc/passwd", {})
+    with pytest.raises(ArtifactRejected, match="limit"):
+        backend.artifacts.put("m1", "plan", "x" * 400_000)
+    assert backend.artifacts.list("m1") == []
+
+
+# --------------------------------------------------------------------------- retention queries
+
+
+def test_ended_before_finds_missions_of_a_status_that_ended_before_a_time_oldest_first(backend):
+    for mission_id, status, ended in [("old", "completed", "2026-01-01T00:00:00.000+00:00"),
+                                      ("older", "completed", "2025-12-01T00:00:00.000+00:00"),
+                                      ("recent", "completed", "2026-03-01T00:00:00.000+00:00"),
+                                      ("failed", "failed", "2025-11-01T00:00:00.000+00:00"),
+                                      ("running", "running", None)]:
+        backend.missions.create(mission(mission_id))
+        backend.missions.update(mission_id, status=status, completed_at=ended)
+    found = backend.missions.ended_before("completed", "2026-02-01T00:00:00.000+00:00")
+    assert [m.mission_id for m in found] == ["older", "old"]
+    assert [m.mission_id for m in backend.missions.ended_before("failed", "2026-02-01")] == ["failed"]
+    assert backend.missions.ended_before("completed", "2026-02-01T00:00:00.000+00:00", limit=1)[0].mission_id == "older"
+
+
+def test_delete_thread_removes_every_checkpoint_of_that_thread_only(backend):
+    for index in range(30):  # more than one DynamoDB batch
+        backend.checkpoints.put(checkpoint("t1", f"{index:04d}-plan"))
+    backend.checkpoints.put(checkpoint("t2", "0001-plan"))
+    assert backend.checkpoints.delete_thread("t1") == 30
+    assert backend.checkpoints.list("t1") == [] and backend.checkpoints.latest("t1") is None
+    assert len(backend.checkpoints.list("t2")) == 1
+    assert backend.checkpoints.delete_thread("t1") == 0

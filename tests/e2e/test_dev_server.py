@@ -119,6 +119,7 @@ def test_create_follow_answer_result_feedback_learn(server, alice):
     mission = wait_for(alice, mission_id, {"interrupted"})
     pending = mission["pending_interrupt"]
     assert pending["kind"] == "clarification" and "Which function" in pending["question"]
+    assert mission["lifecycle"] == "interrupted"
     # ...answers the wrong shape first (422, nothing changes), then properly
     status, _ = alice.call("POST", f"/missions/{mission_id}/interrupts/{pending['interrupt_id']}", {"approved": True})
     assert status == 422
@@ -131,6 +132,7 @@ def test_create_follow_answer_result_feedback_learn(server, alice):
     # Then the mission completes with a cited answer
     done = wait_for(alice, mission_id, {"completed", "failed"})
     assert done["status"] == "completed" and done["terminal_reason"] == "completed"
+    assert done["lifecycle"] == "completed" and done["archived_at"] is None
     assert "tax.py:4" in done["result"]["citations"]
     assert done["counters"]["llm_calls"] >= 4 and done["completed_at"]
     # And every event was delivered in order through the cursor, none twice

@@ -17,8 +17,10 @@ from pathlib import Path
 import boto3
 import pytest
 
+from missions import capability as registry
 from missions.local import patches
 from missions.local.devserver import http_event
+from missions.specs import state_machine_name
 from missions.webhooks import sign
 from tests.infra.conftest import Assembly, synthesize
 from tests.support.aws import FAKE_AWS_ENV
@@ -109,9 +111,10 @@ def _wait_for_end(session, arn: str, timeout: float = 60) -> dict:
 def test_the_stack_deploys_completely(deployed):
     deployment, session = deployed
     # Then every function, the state machine and the tables exist
-    assert set(deployment.state_machines) == {"missions-dev-code-analysis"}
+    installed = [registry.load(name) for name in registry.installed()]
+    assert set(deployment.state_machines) == {state_machine_name("missions-dev", c.name) for c in installed}
     services = sorted(c["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] for c in deployment.functions.values())
-    assert services.count("missions-stage") == 7  # one per code_analysis agent
+    assert services.count("missions-stage") == sum(len(c.pipeline.agents) for c in installed)  # one per stage
     assert {
         "missions-api",
         "missions-webhook",
@@ -121,6 +124,7 @@ def test_the_stack_deploys_completely(deployed):
         "missions-memory-stream",
         "missions-interrupt",
         "missions-sla",
+        "missions-retention",
     } <= set(services)
     assert deployment.outputs["ApiUrlDDEE0114"].startswith("https://")
 
@@ -184,10 +188,10 @@ def test_a_signed_webhook_starts_a_mission_through_the_bus_rule(deployed):
     assert "EnvelopeCodec" in listed["missions"][0]["goal"]
 
 
-def test_the_sla_function_runs_with_its_deployed_role(deployed):
+def test_the_housekeeping_functions_run_with_their_deployed_roles(deployed):
     deployment, session = deployed
-    result = _invoke(session, deployment.function_named("missions-sla"), {})
-    assert result["overdue"] == 0
+    assert _invoke(session, deployment.function_named("missions-sla"), {})["overdue"] == 0
+    assert _invoke(session, deployment.function_named("missions-retention"), {})["failures"] == {}
 
 
 def test_every_call_a_function_made_is_allowed_by_its_own_role(deployed):
@@ -202,6 +206,7 @@ def test_every_call_a_function_made_is_allowed_by_its_own_role(deployed):
         "missions-webhook",
         "missions-trigger",
         "missions-sla",
+        "missions-retention",
     } <= exercised, exercised
     denied = []
     for function, calls in by_function.items():

@@ -234,7 +234,7 @@ def test_rules_and_schedules_come_from_the_capabilities_triggers_with_dead_lette
 def test_asynchronous_functions_and_the_stream_have_dead_letter_queues(assembly: Assembly):
     functions = assembly.resources("dev", "AWS::Lambda::Function")
     for function in functions.values():
-        if _function_service(function) in {"missions-trigger", "missions-schedule", "missions-status", "missions-sla"}:
+        if _function_service(function) in {"missions-trigger", "missions-schedule", "missions-status", "missions-sla", "missions-retention"}:
             assert "DeadLetterConfig" in function["Properties"], _function_service(function)
     (mapping,) = assembly.resources("dev", "AWS::Lambda::EventSourceMapping").values()
     props = mapping["Properties"]

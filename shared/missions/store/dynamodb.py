@@ -25,11 +25,13 @@ from missions.envelope import InterruptResponse, utcnow
 from missions.events import Event
 from missions.specs import BLOB_INLINE_LIMIT, TableSpec
 from missions.store.ports import (
+    Artifact,
     Checkpoint,
     ConflictError,
     InterruptRecord,
     MissionRecord,
     NotFound,
+    check_artifact,
 )
 
 _serializer = TypeSerializer()
@@ -126,6 +128,21 @@ def _condition_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == _CONDITION_FAILED
 
 
+def _write_batches(client: Any, table_name: str, requests: list[dict[str, Any]]) -> None:
+    """BatchWriteItem in batches of 25, retrying unprocessed items with backoff."""
+    for start in range(0, len(requests), _BATCH_SIZE):
+        pending: dict[str, list[dict[str, Any]]] = {table_name: requests[start : start + _BATCH_SIZE]}
+        for attempt in range(_BATCH_ATTEMPTS):
+            response = client.batch_write_item(RequestItems=pending)
+            pending = {k: v for k, v in (response.get("UnprocessedItems") or {}).items() if v}
+            if not pending:
+                break
+            time.sleep(min(0.05 * 2**attempt, 2.0))
+        else:
+            left = sum(len(v) for v in pending.values())
+            raise RuntimeError(f"{left} writes to {table_name} still unprocessed after {_BATCH_ATTEMPTS} attempts")
+
+
 def _expires_at(ttl_seconds: int | None) -> int | None:
     return int(time.time()) + int(ttl_seconds) if ttl_seconds else None
 
@@ -150,7 +167,8 @@ def _mission_field_adapter(name: str) -> TypeAdapter[Any]:
 
 
 class DynamoMissionStore:
-    """Missions table: key mission_id, GSI "by_user" (user_id, created_at)."""
+    """Missions table: key mission_id; GSIs by_user (user_id, created_at), by_capability, and by_status
+    (status, completed_at). Unset fields are absent, not NULL: an index key may not be NULL."""
 
     INDEX = "by_user"
 
@@ -162,7 +180,7 @@ class DynamoMissionStore:
         try:
             self._client.put_item(
                 TableName=self.table_name,
-                Item=_serialize(record.model_dump(mode="json")),
+                Item=_serialize(record.model_dump(mode="json", exclude_none=True)),
                 ConditionExpression="attribute_not_exists(mission_id)",
             )
         except ClientError as exc:
@@ -189,8 +207,12 @@ class DynamoMissionStore:
         values = {name: _mission_field_adapter(name).dump_python(v, mode="json") for name, v in values.items()}
         values["updated_at"] = utcnow()
         names = {f"#f{i}": name for i, name in enumerate(values)}
-        attr_values = {f":v{i}": _value(value) for i, value in enumerate(values.values())}
-        expression = "SET " + ", ".join(f"#f{i} = :v{i}" for i in range(len(values)))
+        kept = [i for i, value in enumerate(values.values()) if value is not None]
+        removed = [i for i, value in enumerate(values.values()) if value is None]
+        attr_values = {f":v{i}": _value(value) for i, value in enumerate(values.values()) if value is not None}
+        expression = "SET " + ", ".join(f"#f{i} = :v{i}" for i in kept)
+        if removed:
+            expression += " REMOVE " + ", ".join(f"#f{i}" for i in removed)
         try:
             self._client.update_item(
                 TableName=self.table_name,
@@ -221,6 +243,17 @@ class DynamoMissionStore:
                 raise
             self.get(mission_id)  # NotFound when it does not exist
             raise ConflictError(f"mission {mission_id} already has feedback") from None
+
+    def ended_before(self, status: str, before: str, limit: int = 100) -> list[MissionRecord]:
+        response = self._client.query(
+            TableName=self.table_name,
+            IndexName="by_status",
+            KeyConditionExpression="#s = :s AND completed_at < :before",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": status}, ":before": {"S": before}},
+            Limit=limit,
+        )
+        return [MissionRecord.model_validate(_deserialize(item)) for item in response.get("Items", [])]
 
     def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
         if limit <= 0:
@@ -291,6 +324,17 @@ class DynamoCheckpointStore:
         )
         return [self._decode(item) for item in items]
 
+    def delete_thread(self, thread_id: str) -> int:
+        keys = _query_all(
+            self._client,
+            TableName=self.table_name,
+            KeyConditionExpression="thread_id = :t",
+            ExpressionAttributeValues={":t": {"S": thread_id}},
+            ProjectionExpression="thread_id, checkpoint_id",
+        )
+        _write_batches(self._client, self.table_name, [{"DeleteRequest": {"Key": key}} for key in keys])
+        return len(keys)
+
     def latest(self, thread_id: str) -> Checkpoint | None:
         page = self._client.query(
             TableName=self.table_name,
@@ -332,19 +376,7 @@ class DynamoEventStore:
             if expires is not None:
                 item["expires_at"] = expires
             requests.append({"PutRequest": {"Item": _serialize(item)}})
-        for start in range(0, len(requests), _BATCH_SIZE):
-            self._write_batch(requests[start : start + _BATCH_SIZE])
-
-    def _write_batch(self, requests: list[dict[str, Any]]) -> None:
-        pending: dict[str, list[dict[str, Any]]] = {self.table_name: requests}
-        for attempt in range(_BATCH_ATTEMPTS):
-            response = self._client.batch_write_item(RequestItems=pending)
-            pending = {k: v for k, v in (response.get("UnprocessedItems") or {}).items() if v}
-            if not pending:
-                return
-            time.sleep(min(0.05 * 2**attempt, 2.0))
-        left = sum(len(v) for v in pending.values())
-        raise RuntimeError(f"{left} events still unprocessed after {_BATCH_ATTEMPTS} attempts")
+        _write_batches(self._client, self.table_name, requests)
 
     def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
         if limit <= 0:
@@ -481,6 +513,101 @@ class DynamoInterruptStore:
         item.pop("expires_at", None)
         item.pop("waiting", None)
         return InterruptRecord.model_validate(item)
+
+
+# --------------------------------------------------------------------------- artifacts
+
+
+class DynamoArtifactStore:
+    """Artifacts table: mission_id / key = "<path>#<version:06d>", so a Query lists them in order."""
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+        self.ttl_seconds = ttl_seconds
+
+    def put(self, mission_id: str, path: str, content: Any, *, stage: str = "", written_by: str = "") -> Artifact:
+        check_artifact(path, content)
+        for _ in range(5):  # a concurrent writer took the version: read again and take the next one
+            latest = self._latest(mission_id, path)
+            if latest is not None and written_by and latest.written_by == written_by:
+                return latest
+            artifact = Artifact(
+                mission_id=mission_id,
+                path=path,
+                version=(latest.version if latest else 0) + 1,
+                content=content,
+                stage=stage,
+                written_by=written_by,
+            )
+            item = artifact.model_dump(mode="json", exclude={"content"})
+            item["key"] = self._key(path, artifact.version)
+            item["content"] = json.dumps(content, separators=(",", ":"), ensure_ascii=False, default=str)
+            expires = _expires_at(self.ttl_seconds)
+            if expires is not None:
+                item["expires_at"] = expires
+            try:
+                self._client.put_item(
+                    TableName=self.table_name,
+                    Item=_serialize(item),
+                    ConditionExpression="attribute_not_exists(#k)",
+                    ExpressionAttributeNames={"#k": "key"},
+                )
+                return artifact
+            except ClientError as exc:
+                if not _condition_failed(exc):
+                    raise
+        raise ConflictError(f"artifact {path} of {mission_id}: too many concurrent writers")
+
+    def get(self, mission_id: str, path: str, version: int | None = None) -> Artifact:
+        if version is None:
+            latest = self._latest(mission_id, path)
+            if latest is None:
+                raise NotFound(f"artifact {path} of {mission_id}")
+            return latest
+        response = self._client.get_item(
+            TableName=self.table_name,
+            Key={"mission_id": {"S": mission_id}, "key": {"S": self._key(path, version)}},
+            ConsistentRead=True,
+        )
+        if "Item" not in response:
+            raise NotFound(f"artifact {path} v{version} of {mission_id}")
+        return self._decode(response["Item"])
+
+    def list(self, mission_id: str) -> list[Artifact]:
+        items = _query_all(
+            self._client,
+            TableName=self.table_name,
+            KeyConditionExpression="mission_id = :m",
+            ExpressionAttributeValues={":m": {"S": mission_id}},
+            ConsistentRead=True,
+        )
+        return [self._decode(item) for item in items]
+
+    def _latest(self, mission_id: str, path: str) -> Artifact | None:
+        response = self._client.query(
+            TableName=self.table_name,
+            KeyConditionExpression="mission_id = :m AND begins_with(#k, :p)",
+            ExpressionAttributeNames={"#k": "key"},
+            ExpressionAttributeValues={":m": {"S": mission_id}, ":p": {"S": f"{path}#"}},
+            ScanIndexForward=False,
+            Limit=1,
+            ConsistentRead=True,
+        )
+        items = response.get("Items", [])
+        return self._decode(items[0]) if items else None
+
+    @staticmethod
+    def _key(path: str, version: int) -> str:
+        return f"{path}#{version:06d}"
+
+    @staticmethod
+    def _decode(raw: dict[str, Any]) -> Artifact:
+        item = _deserialize(raw)
+        item.pop("expires_at", None)
+        item.pop("key", None)
+        item["content"] = json.loads(item["content"])
+        return Artifact.model_validate(item)
 
 
 # --------------------------------------------------------------------------- blobs

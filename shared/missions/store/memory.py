@@ -8,11 +8,13 @@ from typing import Any
 from missions.envelope import InterruptResponse, utcnow
 from missions.events import Event
 from missions.store.ports import (
+    Artifact,
     Checkpoint,
     ConflictError,
     InterruptRecord,
     MissionRecord,
     NotFound,
+    check_artifact,
 )
 
 
@@ -50,6 +52,10 @@ class MemoryMissionStore:
                 raise ConflictError(f"mission {mission_id} already has feedback")
             self._items[mission_id] = record.model_copy(update={"feedback": feedback, "updated_at": utcnow()})
 
+    def ended_before(self, status: str, before: str, limit: int = 100) -> list[MissionRecord]:
+        found = [m for m in self._items.values() if m.status == status and m.completed_at and m.completed_at < before]
+        return [m.model_copy(deep=True) for m in sorted(found, key=lambda m: m.completed_at or "")[:limit]]
+
     def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
         found = [m for m in self._items.values() if m.user_id == user_id]
         return sorted(found, key=lambda m: m.created_at, reverse=True)[:limit]
@@ -78,6 +84,13 @@ class MemoryCheckpointStore:
     def list(self, thread_id: str) -> list[Checkpoint]:
         found = [c for (t, _), c in self._items.items() if t == thread_id]
         return sorted(found, key=lambda c: c.checkpoint_id)
+
+    def delete_thread(self, thread_id: str) -> int:
+        with self._lock:
+            keys = [key for key in self._items if key[0] == thread_id]
+            for key in keys:
+                del self._items[key]
+            return len(keys)
 
     def latest(self, thread_id: str) -> Checkpoint | None:
         found = self.list(thread_id)
@@ -158,3 +171,39 @@ class MemoryBlobStore:
 
     def get(self, key: str) -> bytes:
         return self.items[key]
+
+
+class MemoryArtifactStore:
+    def __init__(self) -> None:
+        self._items: dict[str, dict[str, list[Artifact]]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, mission_id: str, path: str, content: Any, *, stage: str = "", written_by: str = "") -> Artifact:
+        check_artifact(path, content)
+        with self._lock:
+            versions = self._items.setdefault(mission_id, {}).setdefault(path, [])
+            if versions and written_by and versions[-1].written_by == written_by:
+                return versions[-1].model_copy(deep=True)
+            artifact = Artifact(
+                mission_id=mission_id,
+                path=path,
+                version=len(versions) + 1,
+                content=content,
+                stage=stage,
+                written_by=written_by,
+            )
+            versions.append(artifact)
+            return artifact.model_copy(deep=True)
+
+    def get(self, mission_id: str, path: str, version: int | None = None) -> Artifact:
+        versions = self._items.get(mission_id, {}).get(path, [])
+        chosen = (
+            versions[-1] if versions and version is None else next((a for a in versions if a.version == version), None)
+        )
+        if chosen is None:
+            raise NotFound(f"artifact {path}" + (f" v{version}" if version else "") + f" of {mission_id}")
+        return chosen.model_copy(deep=True)
+
+    def list(self, mission_id: str) -> list[Artifact]:
+        paths = self._items.get(mission_id, {})
+        return [a.model_copy(deep=True) for path in sorted(paths) for a in paths[path]]

@@ -29,7 +29,21 @@ class MissionStatus:
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
-    TERMINAL = frozenset({"completed", "failed", "cancelled"})
+    ARCHIVED = "archived"  # ended long ago: summarized into long-term memory, checkpoints removed
+    TERMINAL = frozenset({"completed", "failed", "cancelled", "archived"})
+
+
+LIFECYCLE = ("created", "planning", "executing", "interrupted", "reflecting", "completed", "failed", "archived")
+
+
+def lifecycle_of(record: MissionRecord) -> str:
+    """Seed 004's lifecycle state of a mission (plus 'cancelled', which the user chose)."""
+    status = record.status
+    if status in (MissionStatus.CREATED, MissionStatus.QUEUED):
+        return "created"
+    if status == MissionStatus.RUNNING:
+        return record.phase or ("planning" if record.stage is None else "executing")
+    return status  # interrupted, completed, failed, cancelled, archived
 
 
 class MissionRecord(Model):
@@ -50,6 +64,8 @@ class MissionRecord(Model):
     trigger: str = "api"
     completed_at: str | None = None
     feedback: dict[str, Any] | None = None
+    phase: str | None = None  # planning | executing | reflecting: the running stage's phase
+    archived_at: str | None = None
 
 
 class Checkpoint(Model):
@@ -91,6 +107,9 @@ class MissionStore(Protocol):
 
     def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]: ...
 
+    def ended_before(self, status: str, before: str, limit: int = 100) -> list[MissionRecord]:
+        """Missions in `status` whose completed_at is before the time, oldest first."""
+
 
 class CheckpointStore(Protocol):
     def put(self, checkpoint: Checkpoint) -> Checkpoint:
@@ -102,6 +121,9 @@ class CheckpointStore(Protocol):
         """Oldest first."""
 
     def latest(self, thread_id: str) -> Checkpoint | None: ...
+
+    def delete_thread(self, thread_id: str) -> int:
+        """Remove every checkpoint of the thread (retention); returns how many there were."""
 
 
 class EventStore(Protocol):
@@ -127,3 +149,50 @@ class InterruptStore(Protocol):
 
     def overdue(self, asked_before: str, limit: int = 100) -> list[InterruptRecord]:
         """Pending interrupts of any mission asked before the time, oldest first."""
+
+
+class Artifact(Model):
+    """A versioned document a mission writes for its user (a plan, research, an itinerary draft)."""
+
+    mission_id: str
+    path: str  # e.g. "plan", "research/flights", "drafts/itinerary"
+    version: int = Field(ge=1)
+    content: Any
+    stage: str = ""
+    written_by: str = ""  # "<stage>@<hop>": a retried stage finds its own write instead of adding a version
+    created_at: str = Field(default_factory=utcnow)
+
+    @property
+    def name(self) -> str:
+        """How users see it: drafts/itinerary_v2."""
+        return f"{self.path}_v{self.version}"
+
+
+ARTIFACT_MAX_BYTES = 300_000  # one DynamoDB item (400 KB) with room for its attributes
+ARTIFACT_PATH_PATTERN = r"^[a-z0-9][a-z0-9_\-]*(/[a-z0-9][a-z0-9_\-]*){0,3}$"
+
+
+class ArtifactRejected(ValueError):
+    """An artifact a stage tried to write is malformed (a bug in the stage): never retried."""
+
+
+def check_artifact(path: str, content: Any) -> None:
+    import json
+    import re
+
+    if not re.match(ARTIFACT_PATH_PATTERN, path):
+        raise ArtifactRejected(f"artifact path '{path}' must be 1-4 lowercase segments like 'drafts/itinerary'")
+    size = len(json.dumps(content, default=str).encode())
+    if size > ARTIFACT_MAX_BYTES:
+        raise ArtifactRejected(f"artifact '{path}' is {size} bytes; the limit is {ARTIFACT_MAX_BYTES}")
+
+
+class ArtifactStore(Protocol):
+    def put(self, mission_id: str, path: str, content: Any, *, stage: str = "", written_by: str = "") -> Artifact:
+        """A new version of `path`; if the latest version has the same `written_by`, that one (a retry)."""
+
+    def get(self, mission_id: str, path: str, version: int | None = None) -> Artifact:
+        """One version (the latest when None); NotFound when missing."""
+
+    def list(self, mission_id: str) -> list[Artifact]:
+        """Every version of every artifact of the mission, by path then version."""

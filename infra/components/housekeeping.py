@@ -1,0 +1,61 @@
+"""Scheduled upkeep: the SLA check (every 15 minutes) and retention (daily)."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.components.access import ACCESS, Resources, grant
+from infra.components.functions import FunctionFactory
+from infra.config import EnvironmentConfig
+from missions.specs import RETENTION_FUNCTION, SLA_FUNCTION, FunctionSpec
+
+
+class Housekeeping(Construct):
+    def __init__(
+        self, scope: Construct, id: str, *, config: EnvironmentConfig, factory: FunctionFactory, resources: Resources
+    ) -> None:
+        super().__init__(scope, id)
+        self.functions: dict[str, lambda_.Function] = {}
+        self.dead_letter_queues: dict[str, sqs.Queue] = {}
+        # publishes InterruptsOverdue (Powertools EMF), which Monitoring alarms on
+        self._scheduled(
+            SLA_FUNCTION,
+            "counts questions unanswered past the SLA",
+            events.Schedule.rate(Duration.minutes(15)),
+            factory,
+            resources,
+        )
+        self._scheduled(
+            RETENTION_FUNCTION,
+            f"archives missions ended {config.retention_completed_days}/{config.retention_failed_days} days ago",
+            events.Schedule.cron(minute="17", hour="3"),  # daily, off the hour
+            factory,
+            resources,
+            environment={
+                "MISSIONS_RETENTION_COMPLETED_DAYS": str(config.retention_completed_days),
+                "MISSIONS_RETENTION_FAILED_DAYS": str(config.retention_failed_days),
+            },
+            timeout_seconds=300,
+        )
+
+    def _scheduled(
+        self,
+        spec: FunctionSpec,
+        description: str,
+        schedule: events.Schedule,
+        factory: FunctionFactory,
+        resources: Resources,
+        **options: object,
+    ) -> None:
+        queue = factory.dead_letter_queue(self, f"{spec.id}-dlq")
+        function = factory.create(self, spec.id, spec, description=description, dead_letter_queue=queue, **options)  # type: ignore[arg-type]
+        grant(function.role, ACCESS[spec.id], resources)  # type: ignore[arg-type]
+        events.Rule(self, f"{spec.id}-schedule", schedule=schedule, description=description).add_target(
+            targets.LambdaFunction(function, dead_letter_queue=queue, retry_attempts=2)
+        )
+        self.functions[spec.id], self.dead_letter_queues[spec.id] = function, queue
