@@ -20,6 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from missions import capability as registry
+from missions.classification import select_by_keywords
 from missions.envelope import InterruptResponse
 from missions.interrupts import AnswerRejected, answer_interrupt
 from missions.longterm.ports import MemoryValidationError
@@ -140,19 +141,30 @@ def choose_capability(goal: str, requested: str | None) -> str:
         if requested not in names:
             raise MissionRequestError(f"unknown capability '{requested}'; installed: {', '.join(names)}")
         return requested
-    lowered = goal.lower()
-    scored = []
-    for capability in registry.load_all():
-        words = list(capability.keywords) + list(capability.triggers.keywords)
-        hits = sum(1 for word in words if word.lower() in lowered)
-        if hits:
-            scored.append((hits, capability.name))
-    if scored:
-        return max(scored)[1]
+    by_keywords = select_by_keywords(goal, [(c.name, [*c.keywords, *c.triggers.keywords]) for c in registry.load_all()])
+    if by_keywords:
+        return by_keywords
     chosen = services().classify(goal, names)
     if chosen in names:
         return chosen
     raise MissionRequestError(f"could not tell which capability fits this goal; name one of: {', '.join(names)}")
+
+
+class ClassifyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    goal: str = Field(min_length=1, max_length=10_000)
+
+
+@app.post("/classify")
+def classify(body: ClassifyRequest):
+    """Which capability would take this goal, and how complex it is (1 simple, 2 coordinated, 3 complex)."""
+    current_user()
+    try:
+        capability = choose_capability(body.goal, None)
+    except MissionRequestError:
+        capability = None
+    classification = services().classify_goal(body.goal)
+    return {"capability": capability, **classification.model_dump(mode="json")}
 
 
 # -- missions ----------------------------------------------------------------------------------

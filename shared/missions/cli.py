@@ -62,6 +62,41 @@ def capabilities(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     out.print(table)
 
 
+@app.command("classify")
+def classify(
+    goal: str = typer.Argument(..., help="The goal to classify."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Which capability would take a goal, and its complexity (1 simple, 2 coordinated, 3 complex)."""
+    from missions.classification import classify_complexity, offline_goal_analysis, select_by_keywords
+    from missions.llm.scripted import ScriptedProvider
+
+    if not goal.strip():
+        fail("the goal is empty")
+    settings = _llm_settings()
+    if settings.get("llm_provider") == "openai":
+        from missions.llm.openai_provider import OpenAIProvider
+
+        key = settings.get("openai_api_key")
+        llm = OpenAIProvider(
+            api_key=key or "not-needed",
+            base_url=settings.get("openai_base_url"),
+            default_model=settings.get("openai_default_model", "gpt-4o-mini"),
+        )
+        source = "llm"
+    else:
+        llm, source = ScriptedProvider(offline_goal_analysis), "offline"
+    result = classify_complexity(goal, llm, source=source)  # type: ignore[arg-type]
+    capability = select_by_keywords(goal, [(c.name, [*c.keywords, *c.triggers.keywords]) for c in registry.load_all()])
+    found = {"capability": capability, **result.model_dump(mode="json")}
+    if as_json:
+        out.print_json(data=found)
+        return
+    names = {1: "simple", 2: "coordinated", 3: "complex"}
+    out.print(f"level {result.level} ({names[result.level]}), capability: {capability or 'none matched'}")
+    out.print(f"[dim]{result.analysis.model_dump()} ({result.source})[/]")
+
+
 @app.command("asl")
 def asl(
     capability: str = typer.Argument(..., help="Capability name."),

@@ -93,6 +93,18 @@ class MissionService:
             return None
         return getattr(answer, "capability", None)
 
+    def classify_goal(self, goal: str) -> Any:
+        """Complexity level of a goal (seed 004), by the LLM, or offline by a deterministic reading."""
+        from missions.classification import classify_complexity, offline_goal_analysis
+        from missions.llm.scripted import ScriptedProvider
+
+        if self.runtime.settings.llm_provider == "openai":
+            try:
+                return classify_complexity(goal, self.runtime.llm_for(None), source="llm")
+            except Exception:  # the model failed: the offline reading still answers
+                pass
+        return classify_complexity(goal, ScriptedProvider(offline_goal_analysis), source="offline")
+
     # -- forking, cancelling -------------------------------------------------------------------
 
     def fork(self, mission_id: str, checkpoint_id: str, user_id: str) -> str:

@@ -130,3 +130,12 @@ def test_capabilities_and_asl_commands():
     definition = json.loads(asl.stdout)
     assert definition["States"][definition["StartAt"]]["Default"] == "perception"
     assert "await.clarification" in definition["States"]
+
+
+def test_classify_names_the_capability_and_the_complexity_level():
+    result = missions("classify", "Which function parses the config in this repository?", "--json")
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert (found["capability"], found["level"], found["source"]) == ("code_analysis", 1, "offline")
+    empty = missions("classify", "  ")
+    assert empty.returncode == 2 and "empty" in empty.stderr and "Traceback" not in empty.stderr

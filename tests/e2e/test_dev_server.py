@@ -349,3 +349,11 @@ def test_schemathesis_finds_no_server_error(server):
         timeout=400,
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_classify_over_http(server, alice):
+    status, found = alice.call("POST", "/classify", {"goal": "Where is max_agent_hops enforced in this repository?"})
+    assert status == 200 and found["capability"] == "code_analysis" and found["level"] == 1, found
+    assert found["analysis"]["subgoals"] >= 1 and found["source"] == "offline"
+    status, _ = alice.call("POST", "/classify", {"goal": ""})
+    assert status == 422
