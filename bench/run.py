@@ -147,11 +147,12 @@ def main() -> None:
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
     results["peak_rss_mb"] = peak_memory_mb()
-    from bench import cost, dispatch, infra
+    from bench import cost, dispatch, infra, mission_types
 
     results["dispatch"] = dispatch.run()
     results["infra_cost"] = cost.run()
     results["deployment"] = infra.run()
+    results["mission_types"] = mission_types.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -159,6 +160,10 @@ def main() -> None:
         "non-LLM handler import <= 1.6x boto3": imports["non_llm_import_ratio"] <= TARGETS["non_llm_import_ratio"],
         "peak memory <= 200 MB": results["peak_rss_mb"] <= TARGETS["peak_rss_mb"],
         **infra.checks(results["deployment"]),
+        **{
+            f"{name}: LLM calls within level {r['complexity']} budget ({r['llm_budget']})": r["within_budget"]
+            for name, r in results["mission_types"].items()
+        },
     }
     results["checks"] = checks
     table = Table("measure", "value")
@@ -196,6 +201,8 @@ def main() -> None:
                 f"duplicates started {figures.get('duplicates_started')}, lost {figures.get('lost')}, "
                 f"max per user {figures.get('max_concurrent_per_user')}",
             )
+    for measure, value in mission_types.rows(results["mission_types"]):
+        table.add_row(measure, value)
     for measure, value in infra.rows(results["deployment"]):
         table.add_row(measure, value)
     for name, ok in checks.items():

@@ -114,6 +114,7 @@ CAPABILITY = Capability(
     keywords=("code", "repository", "function", "class", "where is", "how does"),
     example_goal="How does EnvelopeCodec offload large fields, and where is max_agent_hops enforced?",
     prepare_context=prepare_context,
+    complexity=3,  # plans per goal, replans on the critic's word: hierarchical, up to ~12 LLM calls
     triggers=Triggers(
         keywords=["code", "repository", "function", "class", "defined"],
         # a CI system posting {"symbol": ...} after a push asks where that symbol lives now

@@ -24,6 +24,7 @@ from missions.trigger_rules import memory_rules, schedule_specs, webhook_rules
 from tests.infra.conftest import Assembly, synthesize
 
 ENVIRONMENTS = ("dev", "staging", "prod")
+ASYNCHRONOUS = {"missions-trigger", "missions-schedule", "missions-status", "missions-sla", "missions-retention"}
 NO_RESOURCE = {"dynamodb:ListStreams"}  # lists stream ARNs of the account; IAM offers no narrower resource
 
 
@@ -234,7 +235,7 @@ def test_rules_and_schedules_come_from_the_capabilities_triggers_with_dead_lette
 def test_asynchronous_functions_and_the_stream_have_dead_letter_queues(assembly: Assembly):
     functions = assembly.resources("dev", "AWS::Lambda::Function")
     for function in functions.values():
-        if _function_service(function) in {"missions-trigger", "missions-schedule", "missions-status", "missions-sla", "missions-retention"}:
+        if _function_service(function) in ASYNCHRONOUS:
             assert "DeadLetterConfig" in function["Properties"], _function_service(function)
     (mapping,) = assembly.resources("dev", "AWS::Lambda::EventSourceMapping").values()
     props = mapping["Properties"]
@@ -359,3 +360,12 @@ def test_cfn_lint_passes(assembly: Assembly, env):
         [str(cfn_lint), "--ignore-checks", "W3005", "--", str(path)], capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_each_stack_fits_cloudformation_limits(assembly: Assembly, env):
+    # 500 resources and 1 MB per template (deployed from S3). Every capability adds ~5 resources
+    # per stage in alarmed environments: when this fails, split capabilities into nested stacks.
+    template = assembly.templates[env]
+    assert len(template["Resources"]) <= 500
+    assert len(json.dumps(template)) < 1_000_000

@@ -1,0 +1,85 @@
+"""Every installed mission type on the emulation: state transitions, LLM calls, wall time and the
+estimated infrastructure cost per mission, with the LLM-call budget of its complexity level.
+
+Each runs its capability's example goal with the offline model; a question is answered the
+way a satisfied user would (the first option, approval), so interactive types complete.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from missions import capability as registry
+from missions.costing import estimate
+from missions.envelope import InterruptKind, InterruptResponse
+
+LLM_BUDGET = {1: 2, 2: 5, 3: 20}  # issue 5: at most this many LLM calls per mission of a level
+CONTEXTS: dict[str, dict[str, Any]] = {}  # per capability, e.g. code_analysis needs the repository
+
+
+def _answer(record: Any) -> InterruptResponse:
+    if record.kind == InterruptKind.CHOICE and record.options:
+        return InterruptResponse(decision=record.options[0])
+    if record.kind in (InterruptKind.CONFIRMATION, InterruptKind.AGENT_REVIEW):
+        approve = next((o for o in record.options if o.lower() in {"approve", "accept", "yes"}), None)
+        return InterruptResponse(decision=approve) if approve else InterruptResponse(approved=True)
+    return InterruptResponse(text="whatever you think is best")
+
+
+def run_one(cloud: Any, meter: Any, name: str, root: str, max_answers: int = 6) -> dict[str, Any]:
+    capability = registry.load(name)
+    context = {"repo": root} if name == "code_analysis" else {}
+    meter.reset()
+    started = time.perf_counter()
+    with meter.billed():
+        mission_id = cloud.start(name, capability.example_goal or capability.description, context=context)
+    answers = 0
+    while cloud.wait(mission_id, timeout=120, until_interrupt=True) == "INTERRUPTED":
+        if answers >= max_answers:
+            raise RuntimeError(f"{name}: still asking after {answers} answers")
+        for record in cloud.runtime.interrupts.pending(mission_id):
+            with meter.billed():
+                cloud.answer(mission_id, record.interrupt_id, _answer(record))
+            answers += 1
+        time.sleep(0.05)
+    wall = time.perf_counter() - started
+    outcome = cloud.outcome(mission_id)
+    usage = meter.usage_for(mission_id)
+    llm_calls = outcome.envelope.counters.llm_calls if outcome.envelope else None
+    budget = LLM_BUDGET.get(capability.complexity)
+    return {
+        "complexity": capability.complexity,
+        "status": outcome.status,
+        "answers": answers,
+        "state_transitions": usage.state_transitions,
+        "llm_calls": llm_calls,
+        "llm_budget": budget,
+        "within_budget": llm_calls is not None and budget is not None and llm_calls <= budget,
+        "wall_s": round(wall, 2),
+        "infra_dollars": round(estimate(usage).total, 7),
+    }
+
+
+def run() -> dict[str, Any]:
+    from bench.run import ROOT
+    from missions.local.emulation import LocalCloud
+    from missions.local.metering import Meter
+
+    names = registry.installed()
+    with LocalCloud(names) as cloud, Meter(cloud) as meter:
+        return {name: run_one(cloud, meter, name, str(ROOT)) for name in names}
+
+
+def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for name, r in results.items():
+        budget = f"{r['llm_calls']}/{r['llm_budget']} LLM calls" + ("" if r["within_budget"] else " [red]OVER[/]")
+        out.append(
+            (
+                f"{name} (level {r['complexity']})",
+                f"{r['status']}, {r['state_transitions']} transitions, {budget}, {r['answers']} answers, "
+                f"{r['wall_s']} s, ${r['infra_dollars']:.5f} infra",
+            )
+        )
+    return out
