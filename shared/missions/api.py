@@ -262,6 +262,7 @@ def get_mission(mission_id: str):
                     "kind": interrupt.kind.value,
                     "question": interrupt.question,
                     "options": interrupt.options,
+                    "data": interrupt.data,  # what the user is asked to judge (a draft, the options' details)
                     "stage": interrupt.stage,
                 }
         except NotFound:

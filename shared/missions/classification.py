@@ -77,7 +77,7 @@ SERVICES = {
     "activities": r"museums?|tours?|activit(?:y|ies)|day trip|hik(?:e|ing)|sightseeing",
     "events": r"concerts?|tickets?|shows?|festival|events?",
     "venues": r"venue|catering|florist|photographer",
-    "fitness": r"workout|training plan|gym|nutrition|meal plan",
+    "training": r"workout|training plan|gym|nutrition|meal plan",
 }
 HIERARCHICAL = (
     r"\btrip\b|itinerary|vacation|holiday|wedding|relocat|move to|over the next|\d+[- ]days?\b|weeks?\b|months?\b"

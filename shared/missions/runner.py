@@ -139,8 +139,10 @@ class StageRunner:
         hop = (asl_hops if isinstance(asl_hops, int) else envelope.counters.agent_hops) + 1
         checkpoint_id = f"{hop:04d}-{stage}"
 
-        def emit(event_type: EventType, /, **payload: Any) -> None:
-            events.append(Event(type=event_type, mission_id=envelope.mission_id, stage=stage, payload=payload))
+        def emit(event_type: EventType, /, _stage: str | None = None, **payload: Any) -> None:
+            """An event of this stage (or, replayed from a parallel branch, of that branch's stage)."""
+            event = Event(type=event_type, mission_id=envelope.mission_id, stage=_stage or stage, payload=payload)
+            events.append(event)
 
         if not envelope.history and envelope.counters.agent_hops == 0:
             emit(EventType.FLOW_STARTED, capability=envelope.capability, goal=envelope.raw_input[:500])
@@ -353,7 +355,7 @@ class StageRunner:
             for error in delta.get("errors", []):
                 envelope.record_error(delta["stage"], error["kind"], error["message"])
             for event in delta.get("events", []):
-                emit(EventType(event["type"]), **event["payload"])
+                emit(EventType(event["type"]), _stage=delta["stage"], **event["payload"])
             if delta.get("history"):
                 envelope.history.append(StageRecord.model_validate(delta["history"]))
         if mode == "join":  # fan-out: the items belong to this stage

@@ -97,7 +97,7 @@ def _execution_of(session, deployment, mission_id: str) -> str:
     raise AssertionError(f"no execution for {mission_id}")
 
 
-def _wait_for_end(session, arn: str, timeout: float = 60) -> dict:
+def _wait_for_end(session, arn: str, timeout: float = 240) -> dict:
     sfn = session.client("stepfunctions")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
