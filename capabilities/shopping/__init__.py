@@ -1,0 +1,16 @@
+"""shopping (Level 1, simple): the best offers for a product, one chosen by the user.
+
+execute (read the goal, ask the price-comparison service, filter by stored preferences) ->
+present (the user chooses) -> complete. The config is capability.toml; this package holds
+the code: hooks, the tool and the offline policy.
+"""
+
+from __future__ import annotations
+
+from capabilities.shopping import stages
+from capabilities.shopping.policy import offline_policy
+from capabilities.shopping.tools import CATALOG
+
+HOOKS = {"execute": stages.Execute(), "present": stages.Present(), "complete": stages.Complete()}
+
+__all__ = ["CATALOG", "HOOKS", "offline_policy"]
