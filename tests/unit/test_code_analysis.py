@@ -7,15 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from capabilities.code_analysis import CAPABILITY, PIPELINE, evidence
+from capabilities.code_analysis import evidence
 from capabilities.code_analysis.models import CriticOutput, Finding, IntentOutput, SynthesisOutput
 from capabilities.code_analysis.policy import offline_policy
 from capabilities.code_analysis.stages import Critic, Synthesizer
+from missions import capability as registry
 from missions.capability import EvidenceChainViolation, StageContext
 from missions.envelope import Citation, Envelope
 from missions.llm.base import LLMRequest
 from tests.support.driver import DirectDriver
 
+CAPABILITY = registry.load("code_analysis")  # built from capability.toml + the package's hooks
+PIPELINE = CAPABILITY.pipeline
 READ = [Citation(file="pkg/a.py", line=10, end_line=20), Citation(file="pkg/b.py", line=3)]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from capabilities.code_analysis import PIPELINE as CODE_ANALYSIS
+from missions import capability as registry
 from missions.compiler import (
     COUNTER_GUARDS,
     DONE,
@@ -47,6 +47,7 @@ FAN_OUT = PipelineConfig(
     clarification_resume_stage="split",
     interrupt_timeout_seconds=600,
 )
+CODE_ANALYSIS = registry.load("code_analysis").pipeline
 PIPELINES = {"code_analysis": CODE_ANALYSIS, "parallel": PARALLEL, "fan_out": FAN_OUT}
 
 
