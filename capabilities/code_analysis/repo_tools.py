@@ -24,7 +24,8 @@ from missions.tools import RiskLevel, ToolCatalog, ToolCategory, ToolError, Tool
 
 CATALOG = ToolCatalog()
 
-SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__", "cdk.out"})
+# generated or vendored trees: answers cite the sources, not copies of them (e.g. the built Lambda layer)
+SKIP_DIRS = frozenset({".git", ".venv", "node_modules", "__pycache__", "cdk.out", "build", "dist", "site-packages"})
 MAX_FILE_BYTES = 1_000_000
 MAX_LINE_CHARS = 300
 MAX_CITATIONS = 50

@@ -78,7 +78,7 @@ def repo(tmp_path: Path, outside: Path) -> Path:
     (root / "src" / "broken.py").write_text("def oops(:\n    pass\n")
     (root / "README.md").write_text("# Demo\nThe helper lives in src/app.py\n")
     (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00helper")
-    for hidden in (".git", ".venv", "node_modules", "__pycache__", "cdk.out", ".cache"):
+    for hidden in (".git", ".venv", "node_modules", "__pycache__", "cdk.out", ".cache", "build", "dist"):
         (root / hidden).mkdir()
         (root / hidden / "hidden.py").write_text("def helper():\n    pass  # helper\n")
     os.symlink(outside / "secret.txt", root / "link.txt")
