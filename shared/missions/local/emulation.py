@@ -85,6 +85,7 @@ class LocalCloud:
         self._saved_env: dict[str, str | None] = {}
         self.functions: dict[str, str] = {}  # function name -> arn
         self.state_machines: dict[str, str] = {}  # capability -> arn
+        self._executions: dict[str, str] = {}  # mission id -> execution arn
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -253,8 +254,13 @@ class LocalCloud:
         return envelope.mission_id
 
     def execution_arn(self, mission_id: str) -> str:
-        arn = self.runtime.missions.get(mission_id).execution_arn
-        assert arn, f"mission {mission_id} has no execution"
+        # cached: polling the mission's item while its stages update it races inside moto,
+        # whose DynamoDB is not thread-safe (a read can see the item's dict change size)
+        arn = self._executions.get(mission_id)
+        if arn is None:
+            arn = self.runtime.missions.get(mission_id).execution_arn
+            assert arn, f"mission {mission_id} has no execution"
+            self._executions[mission_id] = arn
         return arn
 
     def status(self, mission_id: str) -> str:
