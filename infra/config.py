@@ -58,6 +58,9 @@ class EnvironmentConfig(BaseModel):
     retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
     retention_failed_days: int = Field(7, ge=1)
     capabilities: list[str] | None = None  # None: every installed capability
+    # directories inside the functions whose repositories missions may read by path, e.g. an EFS
+    # mount; empty (the default): missions read only repositories registered through the API
+    repo_roots: list[str] = Field(default_factory=list)
     account: str | None = Field(None, pattern=r"^\d{12}$")
     region: str | None = None
 
@@ -67,6 +70,18 @@ class EnvironmentConfig(BaseModel):
         if days not in LOG_RETENTION_DAYS:
             raise ValueError(f"CloudWatch Logs keeps logs for one of {sorted(LOG_RETENTION_DAYS)} days")
         return days
+
+    @field_validator("repo_roots")
+    @classmethod
+    def _roots_are_not_the_system(cls, roots: list[str]) -> list[str]:
+        for root in roots:
+            parts = root.rstrip("/").split("/")
+            if not root.startswith("/") or root.rstrip("/") == "" or parts[1] in ("proc", "sys", "dev", "var", "opt"):
+                raise ValueError(
+                    f"{root!r}: a repository root must be an absolute path outside /proc, /sys, "
+                    "/dev, /var and /opt (the runtime, its code and credentials live there)"
+                )
+        return roots
 
     @property
     def prefix(self) -> str:

@@ -61,6 +61,8 @@ class MissionsStack(Stack):
             "POWERTOOLS_METRICS_NAMESPACE": "Missions",
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
+        if config.repo_roots:
+            environment["MISSIONS_REPO_ROOTS"] = json.dumps(config.repo_roots)
         if config.checkpoint_ttl_days:
             environment["MISSIONS_CHECKPOINT_TTL_DAYS"] = str(config.checkpoint_ttl_days)
         functions = FunctionFactory(config=config, layer=layer, environment=environment)

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from missions.envelope import Citation, Model
+from missions.repositories.roots import NEVER_ROOTS
 from missions.tools import RiskLevel, ToolCatalog, ToolCategory, ToolError, ToolResult
 
 CATALOG = ToolCatalog()
@@ -57,8 +58,14 @@ def _guarded(func: Callable[[Any], ToolResult]) -> Callable[[Any], ToolResult]:
 
 
 def repo_root(repo: str) -> Path:
-    """The resolved root; a missing root is an error, not an empty repository."""
+    """The resolved root; a missing root is an error, not an empty repository.
+
+    Which roots a mission may name is the runtime's decision (checked when it starts and again by
+    the executor before every call); a tool still never reads the whole system or its pseudo-files.
+    """
     root = Path(repo).resolve()
+    if root == Path(root.anchor) or any(root.is_relative_to(never) for never in NEVER_ROOTS):
+        raise ToolError(f"repository root refused: {repo}")
     if not root.is_dir():
         raise ToolError(f"repository root does not exist or is not a directory: {repo}")
     return root
@@ -134,7 +141,7 @@ def _walk(base: Path, start: Path, pattern: str) -> Iterator[Path]:
 
 
 class RepoParams(Model):
-    repo: str = Field(description="absolute path of the repository root, supplied by the runtime")
+    repo: str = Field(max_length=4096, description="absolute path of the repository root, supplied by the runtime")
 
 
 class ListFilesParams(RepoParams):
@@ -174,6 +181,7 @@ class FindSymbolParams(RepoParams):
     risk=RiskLevel.READ_ONLY,
     timeout_seconds=15.0,
     max_retries=0,
+    root_param="repo",
 )
 @_guarded
 def list_files(params: ListFilesParams) -> ToolResult:
@@ -194,6 +202,7 @@ def list_files(params: ListFilesParams) -> ToolResult:
     risk=RiskLevel.READ_ONLY,
     timeout_seconds=30.0,
     max_retries=0,
+    root_param="repo",
 )
 @_guarded
 def grep(params: GrepParams) -> ToolResult:
@@ -232,6 +241,7 @@ def grep(params: GrepParams) -> ToolResult:
     risk=RiskLevel.READ_ONLY,
     timeout_seconds=10.0,
     max_retries=0,
+    root_param="repo",
 )
 @_guarded
 def read_lines(params: ReadLinesParams) -> ToolResult:
@@ -285,6 +295,7 @@ def _definitions(tree: ast.AST, scope: tuple[str, ...] = ()) -> Iterator[tuple[a
     risk=RiskLevel.READ_ONLY,
     timeout_seconds=30.0,
     max_retries=0,
+    root_param="repo",
 )
 @_guarded
 def find_symbol(params: FindSymbolParams) -> ToolResult:

@@ -56,7 +56,7 @@ def digest(results: list[dict[str, Any]], limit: int = EVIDENCE_CHARS) -> str:
 class Perception(StageHooks):
     def act(self, ctx: StageContext) -> None:
         assert ctx.tools is not None
-        repo = ctx.envelope.context["repo"]
+        repo = ctx.repository_root()
         ctx.scratch["listing"] = ctx.tools.execute(
             "code.list_files", {"repo": repo, "pattern": "*", "max_results": 2000}
         )
@@ -67,7 +67,7 @@ class Perception(StageHooks):
         top = sorted({f.split("/", 1)[0] for f in files if "/" in f})
         return {
             "normalized_query": re.sub(r"\s+", " ", ctx.envelope.raw_input).strip(),
-            "repo": ctx.envelope.context["repo"],
+            "repository": ctx.envelope.context["repository"]["name"],
             "file_count": len(files),
             "python_files": sum(1 for f in files if f.endswith(".py")),
             "top_dirs": top[:30],
@@ -138,7 +138,7 @@ class Planner(StageHooks):
 class Traverser(StageHooks):
     def act(self, ctx: StageContext) -> None:
         assert ctx.tools is not None
-        repo = ctx.envelope.context["repo"]
+        repo = ctx.repository_root()
         plan = ctx.output_of("planner")
         results: list[dict[str, Any]] = []
 

@@ -22,6 +22,7 @@ from missions.capability_config import CONFIG_FILE, CapabilityConfig, Capability
 from missions.envelope import Envelope, InterruptKind, InterruptResponse
 from missions.llm.scripted import OfflinePolicy
 from missions.pipeline import AgentConfig, PipelineConfig
+from missions.repositories.refs import CONTEXT_KEY, RepositoryRef, Workspaces
 from missions.store.ports import Artifact, ArtifactRejected, ArtifactStore
 from missions.tools import ToolCatalog, ToolExecutor
 from missions.triggers import Triggers
@@ -65,6 +66,20 @@ class StageContext:
     system_prompt: str | None = None  # the capability config's prompt for this stage
     artifacts: ArtifactStore | None = None
     write_token: str = ""  # "<stage>@<hop>": a retried stage rewrites nothing
+    workspaces: Workspaces | None = None  # where the mission's repository can be read
+
+    def repository_root(self) -> str:
+        """The directory holding the mission's repository (materialized on first use in this container).
+
+        The runtime resolved and checked the repository when the mission started; it is checked
+        again here, and every tool call is checked against the allowed roots once more.
+        """
+        if self.workspaces is None:
+            raise StageDefinitionError(f"stage '{self.agent.name}' reads a repository but no workspace is wired")
+        named = self.envelope.context.get(CONTEXT_KEY)
+        if not isinstance(named, dict):
+            raise StageDefinitionError(f"mission {self.envelope.mission_id} names no repository")
+        return str(self.workspaces.root_for(RepositoryRef.model_validate(named), self.envelope.user_id))
 
     def save_artifact(self, path: str, content: Any) -> Artifact:
         """Write the next version of a document for the user (listed and read through the API)."""
@@ -139,6 +154,7 @@ class Capability:
     complexity: int = 1  # 1 simple, 2 coordinated, 3 complex
     prompts: dict[str, str] = field(default_factory=dict)  # stage -> system prompt
     default_context: dict[str, Any] = field(default_factory=dict)
+    repository: str = "none"  # none | optional | required (capability.toml): see missions.repositories
 
     def __post_init__(self) -> None:
         names = set(self.pipeline.stage_names())
@@ -189,6 +205,7 @@ class Capability:
                 complexity=config.complexity,
                 prompts=dict(config.prompts),
                 default_context=dict(config.defaults.context),
+                repository=config.repository,
             )
         except StageDefinitionError as exc:
             raise CapabilityConfigError(f"{source}: {exc}") from None

@@ -40,6 +40,9 @@ class CapabilityConfig(BaseModel):
     example_goal: str = ""
     tools: list[str] = Field(default_factory=list)  # tool ids the stages use; each must be in the catalog
     auto_approve_tools: list[str] = Field(default_factory=list)
+    # whether missions read a code repository: the runtime resolves and checks it (never the capability),
+    # and the stack gives the stages that use tools read access to snapshots and room to unpack them
+    repository: Literal["none", "optional", "required"] = "none"
     prompts: dict[str, str] = Field(default_factory=dict)  # stage -> system prompt
     defaults: Defaults = Field(default_factory=Defaults)
     triggers: Triggers = Field(default_factory=Triggers)

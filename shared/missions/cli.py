@@ -116,7 +116,9 @@ def asl(
 def run(
     capability: str = typer.Argument(..., help="Capability to run, e.g. code_analysis."),
     goal: str = typer.Argument(..., help="What the mission should achieve."),
-    repo: str | None = typer.Option(None, "--repo", help="Repository root (code_analysis)."),
+    repo: str | None = typer.Option(
+        None, "--repo", help="Repository on this machine to analyze (code_analysis; default: the current directory)."
+    ),
     context: str | None = typer.Option(None, "--context", help="Extra mission context as a JSON object."),
     max_agent_hops: int | None = typer.Option(None, min=2, help="Bound: stages a mission may run."),
     max_llm_calls: int | None = typer.Option(None, min=0, help="Bound: LLM calls."),
@@ -131,8 +133,10 @@ def run(
     """Run a mission on the embedded emulation, showing its progress, and print the answer."""
     _capability(capability)
     ctx = _parse_context(context)
+    # on one's own machine the repository named is the one root missions may read
+    root = os.path.abspath(os.path.expanduser(repo)) if repo is not None else os.getcwd()
     if repo is not None:
-        ctx["repo"] = repo
+        ctx["repo"] = root
     bounds = {
         k: v
         for k, v in {
@@ -149,7 +153,7 @@ def run(
 
     llm = {} if offline else _llm_settings()
     started = time.perf_counter()
-    with LocalCloud([capability], settings=llm) as cloud:
+    with LocalCloud([capability], settings={**llm, "repo_roots": _repo_roots([root])}) as cloud:
         try:
             mission_id = cloud.start(capability, goal, context=ctx, bounds=bounds)
         except MissionRequestError as exc:
@@ -177,6 +181,11 @@ def run(
 def dev(
     port: int = typer.Option(8787, min=1, max=65535, help="Port on 127.0.0.1."),
     webhook_secret: str = typer.Option("dev-secret", help="HMAC secret of every local webhook source."),
+    repo_roots: list[str] = typer.Option(
+        [],
+        "--repo-root",
+        help="A directory whose repositories missions may read by path (repeatable; default: the current directory).",
+    ),
 ) -> None:
     """Serve the HTTP API on 127.0.0.1 over the embedded emulation (dev tokens: 'Bearer dev:<user>')."""
     from missions.local.devserver import DEV_TOKEN_PREFIX, DevServer
@@ -185,7 +194,8 @@ def dev(
     capabilities = registry.load_all()
     sources = {t.source: {"secret": webhook_secret} for c in capabilities for t in c.triggers.webhooks}
     llm = _llm_settings()
-    with LocalCloud(settings={**llm, "webhook_sources": sources}) as cloud:
+    roots = _repo_roots(repo_roots or [os.getcwd()])
+    with LocalCloud(settings={**llm, "webhook_sources": sources, "repo_roots": roots}) as cloud:
         try:
             server = DevServer(cloud, port=port).start()
         except OSError as exc:
@@ -205,6 +215,7 @@ def dev(
             highlight=False,
         )
         out.print(f'  schedules: POST {server.url}/_dev/clock {{"advance_seconds": 3600}}', highlight=False)
+        out.print(f"  repositories readable by path: {', '.join(roots)}", highlight=False)
         out.print(f"  OpenAPI: {server.url}/openapi.json · Ctrl-C stops", highlight=False)
         try:
             while True:
@@ -213,6 +224,18 @@ def dev(
             out.print("stopping")
         finally:
             server.stop()
+
+
+def _repo_roots(paths: list[str]) -> list[str]:
+    from missions.repositories.roots import AllowedRoots, PathRefused
+
+    for path in paths:
+        if not os.path.isdir(os.path.expanduser(path)):
+            fail(f"{path} is not a directory")
+    try:
+        return [str(root) for root in AllowedRoots.of(paths).roots]
+    except PathRefused as exc:
+        fail(str(exc))
 
 
 def _parse_context(text: str | None) -> dict[str, Any]:

@@ -39,6 +39,8 @@ from missions.envelope import (
 from missions.events import Event, EventType
 from missions.llm.base import LLMProvider, LLMRequest
 from missions.offload import EnvelopeCodec
+from missions.repositories.refs import Workspaces
+from missions.repositories.roots import AllowedRoots
 from missions.routing import Decision, apply, decide
 from missions.store.ports import (
     ArtifactStore,
@@ -91,6 +93,7 @@ class StageServices:
     missions: MissionStore | None = None
     interrupts: InterruptStore | None = None  # to expire interrupts that ended unanswered
     artifacts: ArtifactStore | None = None  # versioned documents stages write for the user
+    workspaces: Workspaces | None = None  # repositories stages read (capabilities with `repository`)
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 
@@ -177,6 +180,7 @@ class StageRunner:
             system_prompt=prompt,
             artifacts=self.services.artifacts,
             write_token=f"{stage}@{hop}",
+            workspaces=self.services.workspaces,
         )
         try:
             if mode == "finalize":
@@ -308,6 +312,7 @@ class StageRunner:
             on_start=started,
             on_complete=completed,
             budget=max(0, envelope.bounds.max_tool_calls - envelope.counters.tool_calls),
+            roots=self.services.workspaces.roots if self.services.workspaces is not None else AllowedRoots(),
         )
 
     def _check_output(self, stage: str, output: Any) -> None:

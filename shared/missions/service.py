@@ -33,7 +33,7 @@ class MissionService:
 
     def start(self, request: MissionRequest) -> None:
         """Start a dispatched mission: its record exists (status queued); its id is final."""
-        envelope = build_envelope(request)
+        envelope = build_envelope(request, self.runtime.repositories)  # checked again: it may be gone
         codec: EnvelopeCodec = self.runtime.codec
         state = initial_state(codec.encode(envelope), envelope.bounds.max_agent_hops)
         response = self.runtime.sfn.start_execution(
@@ -50,7 +50,10 @@ class MissionService:
         preferences = self.preferences(request.user_id)
         if preferences and "preferences" not in request.context:
             request = request.model_copy(update={"context": {**request.context, "preferences": preferences}})
-        build_envelope(request)  # refuse bad requests before anything is written
+        # refuse bad requests before anything is written; queue the checked context (a path resolved,
+        # a repository pinned to the snapshot that was current when the user asked)
+        envelope = build_envelope(request, self.runtime.repositories)
+        request = request.model_copy(update={"context": envelope.context})
         return self.runtime.dispatcher.submit(request)
 
     def preferences(self, user_id: str) -> dict[str, Any]:

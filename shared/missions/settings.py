@@ -49,6 +49,10 @@ class RuntimeSettings(BaseModel):
     interrupt_sla_hours: int = Field(24, ge=1)  # a question unanswered for longer is reported overdue
     retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
     retention_failed_days: int = Field(7, ge=1)
+    # directories whose code missions may read by path (the dev server's --repo-root); none in AWS,
+    # where a mission reads only repositories registered through the API
+    repo_roots: list[str] = Field(default_factory=list, max_length=32)
+    workspace_dir: str = "/tmp/missions/repositories"  # where snapshots are unpacked (ephemeral storage)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
@@ -62,7 +66,7 @@ class RuntimeSettings(BaseModel):
                 values.setdefault(name.lower(), env[name])
         import json
 
-        for name in ("openai_models", "state_machine_arns", "webhook_sources"):
+        for name in ("openai_models", "state_machine_arns", "webhook_sources", "repo_roots"):
             if isinstance(values.get(name), str):
                 values[name] = json.loads(str(values[name]))
         if "llm_provider" not in values and (values.get("openai_api_key") or values.get("openai_base_url")):

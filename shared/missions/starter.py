@@ -15,6 +15,7 @@ from missions import capability as registry
 from missions.compiler import initial_state
 from missions.envelope import Bounds, Envelope, Model, new_id
 from missions.offload import EnvelopeCodec
+from missions.repositories.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
 from missions.store.ports import ConflictError, MissionRecord, MissionStore
 from missions.triggers import Priority, TriggerSource
 
@@ -55,7 +56,12 @@ def _one_line(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
 
 
-def build_envelope(request: MissionRequest) -> Envelope:
+def build_envelope(request: MissionRequest, repositories: RepositoryResolver | None = None) -> Envelope:
+    """The first envelope of a mission; MissionRequestError when the request cannot start one.
+
+    `repositories` checks any repository the request names (and supplies a required one's
+    default); without it, a request naming a repository is refused rather than trusted.
+    """
     try:
         capability = registry.load(request.capability)
     except registry.UnknownCapability as exc:
@@ -65,6 +71,14 @@ def build_envelope(request: MissionRequest) -> Envelope:
     except ValidationError as exc:
         raise MissionRequestError(f"invalid bounds: {_one_line(exc)}") from None
     context = {**capability.default_context, **request.context}
+    names_repository = any(key in context for key in (CONTEXT_KEY, PATH_KEY, REF_KEY))
+    if names_repository or capability.repository == "required":
+        if repositories is None:
+            raise MissionRequestError("repositories cannot be resolved here")
+        try:
+            context = repositories.resolve(context, request.user_id, required=capability.repository == "required")
+        except ValueError as exc:
+            raise MissionRequestError(str(exc)) from None
     if capability.prepare_context is not None:
         try:
             context = capability.prepare_context(context)
@@ -87,8 +101,9 @@ def start_mission(
     codec: EnvelopeCodec,
     sfn: Any,
     state_machine_arn: Callable[[str], str],
+    repositories: RepositoryResolver | None = None,
 ) -> Envelope:
-    envelope = build_envelope(request)
+    envelope = build_envelope(request, repositories)
     missions.create(
         MissionRecord(
             mission_id=envelope.mission_id,

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from missions.envelope import Citation, Model
 from missions.pipeline import AgentConfig, ToolAccess
+from missions.repositories.roots import AllowedRoots
 
 
 class RiskLevel(StrEnum):
@@ -80,6 +81,7 @@ class ToolSpec:
     risk: RiskLevel = RiskLevel.READ_ONLY
     timeout_seconds: float = 10.0
     max_retries: int = 1
+    root_param: str | None = None  # a parameter naming a directory: checked against the allowed roots
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -105,12 +107,15 @@ class ToolCatalog:
         risk: RiskLevel = RiskLevel.READ_ONLY,
         timeout_seconds: float = 10.0,
         max_retries: int = 1,
+        root_param: str | None = None,
     ) -> Callable[[Callable[..., ToolResult]], Callable[..., ToolResult]]:
         def decorate(func: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
             if tool_id in self.tools:
                 raise ValueError(f"tool '{tool_id}' is registered twice")
+            if root_param is not None and root_param not in parameters.model_fields:
+                raise ValueError(f"tool '{tool_id}': root_param '{root_param}' is not one of its parameters")
             self.tools[tool_id] = ToolSpec(
-                tool_id, description, parameters, func, category, risk, timeout_seconds, max_retries
+                tool_id, description, parameters, func, category, risk, timeout_seconds, max_retries, root_param
             )
             return func
 
@@ -164,6 +169,7 @@ class ToolExecutor:
     budget: int | None = None  # tool calls this stage may still make (max_tool_calls)
     calls: list[ToolCallRecord] = field(default_factory=list)
     sleep: Callable[[float], None] = time.sleep
+    roots: AllowedRoots | None = None  # None: no check (a tool called outside a mission, e.g. in a unit test)
 
     def execute(self, tool_id: str, params: dict[str, Any] | None = None) -> ToolResult:
         params = dict(params or {})
@@ -182,6 +188,10 @@ class ToolExecutor:
             errors = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
             return self._finish(tool_id, params, ToolResult.fail(f"invalid parameters: {errors}"), 0, 0.0)
 
+        refused = self._outside_roots(spec, validated)
+        if refused:
+            return self._finish(tool_id, params, ToolResult.fail(refused, "denied"), 0, 0.0)
+
         if spec.risk in NEEDS_CONFIRMATION and tool_id not in self.auto_approve:
             cid = call_id(tool_id, params)
             decision = self.approvals.get(cid)
@@ -198,6 +208,17 @@ class ToolExecutor:
         started = time.perf_counter()
         result, attempts = self._run_with_retries(spec, validated)
         return self._finish(tool_id, params, result, attempts, (time.perf_counter() - started) * 1000)
+
+    def _outside_roots(self, spec: ToolSpec, params: BaseModel) -> str | None:
+        """Defence in depth: a directory parameter must resolve inside an allowed root, at every call."""
+        if spec.root_param is None or self.roots is None:
+            return None
+        value = getattr(params, spec.root_param)
+        try:
+            self.roots.resolve(value, what=spec.root_param)
+        except ValueError as exc:
+            return f"refused: {exc}"
+        return None
 
     @property
     def executed(self) -> int:

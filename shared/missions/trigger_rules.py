@@ -323,6 +323,9 @@ def requests_for_schedule(
             "scheduled_time": scheduled_time,
             "user_id": user,
         }
+        if trigger.users != "all":  # the opt-in item may say which repository the digest is about
+            opted = memory.list(user, (trigger.opt_in_namespace or trigger.id,), limit=1)
+            values["opt_in"] = opted[0].value if opted else None
         requests.append(
             _request(
                 capability,
@@ -378,11 +381,18 @@ def _request(
 ) -> MissionRequest:
     # a template whose placeholders all came out empty still starts a mission: with the template as its goal
     goal = trigger.render(values) or trigger.goal_template
+    context = {**trigger.context, "trigger": facts}
+    # the event may name the repository the mission reads; the runtime checks the user may read it
+    for source_of in ("payload", "new", "opt_in"):
+        named = values.get(source_of)
+        if isinstance(named, dict) and isinstance(named.get("repository"), str):
+            context["repository"] = named["repository"]
+            break
     return MissionRequest.parse(
         capability=capability.name,
         goal=goal,
         user_id=user_id,
-        context={**trigger.context, "trigger": facts},
+        context=context,
         priority=trigger.priority,
         trigger=source,
         idempotency_key=_bounded(key),

@@ -177,6 +177,27 @@ class Runtime:
         return webhooks.StaticWebhookSources({})
 
     @cached_property
+    def local_roots(self) -> Any:
+        from missions.repositories.roots import AllowedRoots
+
+        return AllowedRoots.of(self.settings.repo_roots)
+
+    @cached_property
+    def repositories(self) -> Any:
+        """Checks what a mission request says about its repository (used before anything is stored)."""
+        from missions.repositories.resolver import UserRepositories
+
+        return UserRepositories(self.local_roots)
+
+    @cached_property
+    def workspaces(self) -> Any:
+        from pathlib import Path
+
+        from missions.repositories.workspace import RepositoryWorkspaces
+
+        return RepositoryWorkspaces(self.local_roots, Path(self.settings.workspace_dir))
+
+    @cached_property
     def dispatcher(self) -> Any:
         from missions.dispatch import Dispatcher
         from missions.store.dispatch_dynamodb import DynamoDispatchStore
@@ -251,6 +272,7 @@ class Runtime:
                 interrupts=self.interrupts,
                 artifacts=LazyClient(lambda: self.artifacts) if self.settings.artifacts_table else None,
                 on_timings=self._on_timings,
+                workspaces=self.workspaces if capability.repository != "none" else None,
             )
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]

@@ -33,13 +33,14 @@ def repo(tmp_path_factory) -> Path:
     (root / "shop.py").write_text(
         "from tax import compute_tax\n\n\ndef checkout(total):\n    return compute_tax(total)\n"
     )
+    (root / "etc-link").symlink_to("/etc")  # planted by a hostile repository: it must not lead out
     return root
 
 
 @pytest.fixture(scope="module")
 def server(repo: Path):
     sources = {"git": {"secret": SECRET, "user_id": "alice"}}
-    cloud = LocalCloud(["code_analysis"], settings={"webhook_sources": sources})
+    cloud = LocalCloud(["code_analysis"], settings={"webhook_sources": sources, "repo_roots": [str(repo)]})
     with cloud, DevServer(cloud, port=0, clock_start=MONDAY_0750, watch_interval=0.05) as dev:
         dev.repo = repo  # type: ignore[attr-defined]
         yield dev
@@ -308,6 +309,15 @@ def test_another_users_mission_is_404(server, alice, bob):
         ("POST", "/missions", b'{"goal": "x", "capability": "nope"}'),
         ("POST", "/missions", b'{"goal": "x", "priority": "whenever"}'),
         ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repo": "/no/such/dir"}}'),
+        # a mission reads only what its user may read: no system paths, no links out, no non-strings
+        ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repo": "/etc"}}'),
+        ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repo": "/"}}'),
+        ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repo": "/proc/self"}}'),
+        ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repo": "etc-link"}}'),
+        ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repo": "../.."}}'),
+        ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repo": 123}}'),
+        ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repository": 123}}'),
+        ("POST", "/missions", b'{"goal": "x", "capability": "code_analysis", "context": {"repository": "r_nope"}}'),
         ("POST", "/missions", b'{"goal": "x", "surprise": 1}'),
         ("PUT", "/memory/bad%20ns/k", b'{"value": 1}'),
         ("PUT", "/memory/notes/k", b'{"nope": 1}'),

@@ -43,7 +43,12 @@ GOAL = "How does EnvelopeCodec offload large fields, and where is max_agent_hops
 
 @pytest.fixture(scope="module")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
-    return synthesize(tmp_path_factory.mktemp("synth-dev"), environments=["dev"])
+    # as an operator who mounts repositories into the functions (EFS) would: this checkout is a root
+    environments = json.loads((ROOT / "cdk.json").read_text())["context"]["environments"]
+    environments["dev"] = {**environments["dev"], "repo_roots": [str(ROOT)]}
+    return synthesize(
+        tmp_path_factory.mktemp("synth-dev"), environments=["dev"], context={"environments": environments}
+    )
 
 
 @pytest.fixture(scope="module")

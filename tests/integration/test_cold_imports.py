@@ -16,7 +16,7 @@ from missions.starter import MissionRequest, build_envelope
 settings = {"llm_provider": "openai", "openai_api_key": "sk-test", "openai_base_url": "http://127.0.0.1:9/v1"}
 with LocalCloud(["code_analysis"], settings=settings) as cloud:
     envelope = build_envelope(MissionRequest(capability="code_analysis", goal="Where is EnvelopeCodec?",
-                                             context={"repo": "."}))
+                                             context={"repo": "."}), cloud.runtime.repositories)
     from missions.store.ports import MissionRecord
     cloud.runtime.missions.create(MissionRecord(mission_id=envelope.mission_id, user_id="u",
                                                 capability="code_analysis", goal="g"))

@@ -11,7 +11,9 @@ own targets. It is not a replacement for the moto integration tests.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from missions import capability as registry
@@ -20,6 +22,9 @@ from missions.envelope import Envelope, InterruptKind
 from missions.llm.base import LLMProvider
 from missions.llm.scripted import ScriptedProvider
 from missions.offload import DEFAULT_THRESHOLD, EnvelopeCodec
+from missions.repositories.resolver import UserRepositories
+from missions.repositories.roots import AllowedRoots
+from missions.repositories.workspace import RepositoryWorkspaces
 from missions.runner import AWAIT_PREFIX, StageRunner, StageServices
 from missions.starter import MissionRequest, build_envelope
 from missions.store.memory import (
@@ -54,6 +59,7 @@ class Step:
 class DirectDriver:
     def __init__(self, capability: Capability, llm: LLMProvider | None = None, threshold: int | None = None):
         self.capability = capability
+        self.workspace_dir = Path(tempfile.gettempdir()) / "missions-driver-workspaces"
         self.stores = Stores()
         self.codec = EnvelopeCodec(self.stores.blobs, threshold or DEFAULT_THRESHOLD)
         self.services = StageServices(
@@ -79,8 +85,12 @@ class DirectDriver:
         answers: list[dict[str, Any]] | None = None,
     ) -> Envelope:
         registry.register(self.capability)
+        # like `missions run --repo` on one's own machine: the repository named is the one root
+        roots = AllowedRoots.of([(context or {}).get("repo") or "."])
+        self.services.workspaces = RepositoryWorkspaces(roots, self.workspace_dir)
         envelope = build_envelope(
-            MissionRequest(capability=self.capability.name, goal=goal, context=context or {}, bounds=bounds or {})
+            MissionRequest(capability=self.capability.name, goal=goal, context=context or {}, bounds=bounds or {}),
+            UserRepositories(roots),
         )
         self.stores.missions.create(
             MissionRecord(

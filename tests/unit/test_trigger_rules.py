@@ -101,6 +101,9 @@ class FakeMemory:
         self.asked.append(namespace_head)
         return list(self.by_head.get(namespace_head, []))
 
+    def list(self, user_id: str, namespace: tuple[str, ...], limit: int = 20) -> list[Any]:
+        return []  # no opt-in item names a repository
+
 
 def lambda_event(entry: dict[str, Any]) -> dict[str, Any]:
     """A PutEvents entry as EventBridge hands it to a Lambda target."""
@@ -259,6 +262,15 @@ def test_webhook_idempotency_keys_are_stable_and_per_delivery():
     other = requests_for_event(webhook_event("push", delivery_id="d-2"), CAPABILITIES)
     assert [r.idempotency_key for r in first] == [r.idempotency_key for r in again]
     assert first[0].idempotency_key != other[0].idempotency_key
+
+
+def test_a_webhook_may_name_the_repository_the_mission_reads_and_nothing_else_leaks_into_the_context():
+    # Given a push whose payload names a registered repository (and tries to smuggle a path)
+    [request] = requests_for_event(webhook_event("push", repository="r_abc", repo="/etc"), CAPABILITIES)
+    # Then the mission's context names that repository (checked against the user when it starts), no path
+    assert request.context["repository"] == "r_abc" and "repo" not in request.context
+    [plain] = requests_for_event(webhook_event("push"), CAPABILITIES)
+    assert "repository" not in plain.context
 
 
 def test_a_put_events_entry_is_accepted_too():

@@ -106,6 +106,7 @@ class LocalCloud:
         self.lambda_ = boto3.client("lambda", region_name=REGION)
         self.iam = boto3.client("iam", region_name=REGION)
         self.events_client = boto3.client("events", region_name=REGION)
+        overrides = {"repo_roots": [os.getcwd()], **self._settings_overrides}  # as `missions dev` defaults
         self.settings = RuntimeSettings(
             **{f"{spec.id}_table": f"{self.prefix}-{spec.id}" for spec in TABLES},
             blob_bucket=f"{self.prefix}-blobs",
@@ -114,7 +115,7 @@ class LocalCloud:
                 name: f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{state_machine_name(self.prefix, name)}"
                 for name in self.capabilities
             },
-            **self._settings_overrides,
+            **overrides,
         )
         self.runtime = Runtime(
             self.settings,
@@ -250,6 +251,7 @@ class LocalCloud:
             codec=self.runtime.codec,
             sfn=self.sfn,
             state_machine_arn=self.state_machines.__getitem__,
+            repositories=self.runtime.repositories,
         )
         return envelope.mission_id
 

@@ -1,0 +1,1 @@
+"""Repositories a user may read: allowed local roots, registered repositories, their snapshots."""
