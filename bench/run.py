@@ -114,17 +114,26 @@ from missions.starter import MissionRequest, build_envelope
 from missions.store.memory import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore
 from missions.local.patches import LocalContext
 
+from pathlib import Path
+from missions.repositories.resolver import UserRepositories
+from missions.repositories.roots import AllowedRoots
+from missions.repositories.workspace import RepositoryWorkspaces
+
+ROOTS = AllowedRoots.of([sys.argv[2]])
+
 class Runtime:  # the handler's runtime, on in-memory stores (no moto in this process)
     def __init__(self):
         cap = registry.load("code_analysis")
         self.codec = EnvelopeCodec(MemoryBlobStore())
         self.runner = StageRunner(cap, StageServices(MemoryCheckpointStore(), MemoryEventStore(), self.codec,
-                                                     llm=lambda c: ScriptedProvider(c.offline_policy)))
+                                                     llm=lambda c: ScriptedProvider(c.offline_policy),
+                                                     workspaces=RepositoryWorkspaces(ROOTS, Path("/tmp/ws"))))
     def handle_stage(self, event):
         return self.runner.handle(event)
 
 runtime = Runtime()
-envelope = build_envelope(MissionRequest(capability="code_analysis", goal=sys.argv[1], context={"repo": sys.argv[2]}))
+envelope = build_envelope(MissionRequest(capability="code_analysis", goal=sys.argv[1], context={"repo": sys.argv[2]}),
+                          UserRepositories(ROOTS))
 encoded = runtime.codec.encode(envelope)
 for stage in ("perception", "intent"):
     request = {"stage": stage, "mode": "run", "envelope": encoded}
@@ -147,12 +156,13 @@ def main() -> None:
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
     results["peak_rss_mb"] = peak_memory_mb()
-    from bench import cost, dispatch, infra, mission_types
+    from bench import cost, dispatch, infra, mission_types, repositories
 
     results["dispatch"] = dispatch.run()
     results["infra_cost"] = cost.run()
     results["deployment"] = infra.run()
     results["mission_types"] = mission_types.run()
+    results["repositories"] = repositories.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -202,6 +212,8 @@ def main() -> None:
                 f"max per user {figures.get('max_concurrent_per_user')}",
             )
     for measure, value in mission_types.rows(results["mission_types"]):
+        table.add_row(measure, value)
+    for measure, value in repositories.rows(results["repositories"]):
         table.add_row(measure, value)
     for measure, value in infra.rows(results["deployment"]):
         table.add_row(measure, value)

@@ -54,6 +54,7 @@ class EnvironmentConfig(BaseModel):
     concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
     interrupt_sla_hours: int = Field(24, ge=1, le=24 * 30)  # an unanswered question past this alarms
     blob_expiry_days: int = Field(90, ge=1)  # offloaded envelope fields in the bucket
+    deleted_snapshot_days: int = Field(30, ge=1)  # a deleted repository's snapshots are recoverable this long
     checkpoint_ttl_days: int | None = Field(None, ge=1)
     retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
     retention_failed_days: int = Field(7, ge=1)
@@ -61,6 +62,8 @@ class EnvironmentConfig(BaseModel):
     # directories inside the functions whose repositories missions may read by path, e.g. an EFS
     # mount; empty (the default): missions read only repositories registered through the API
     repo_roots: list[str] = Field(default_factory=list)
+    # tests of a deployed stack only: git imports from file URLs under repo_roots and loopback hosts
+    local_git_sources: bool = False
     account: str | None = Field(None, pattern=r"^\d{12}$")
     region: str | None = None
 

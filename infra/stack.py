@@ -18,6 +18,7 @@ from infra.components.housekeeping import Housekeeping
 from infra.components.monitoring import Monitoring
 from infra.components.nag import acknowledge, rendered
 from infra.components.pipeline import CapabilityPipeline
+from infra.components.repositories import Repositories
 from infra.components.secrets import Secrets
 from infra.components.storage import Storage
 from infra.components.triggers import Triggers
@@ -45,6 +46,7 @@ class MissionsStack(Stack):
         resources = Resources(
             tables=storage.tables,
             bucket=storage.bucket,
+            snapshots_bucket=storage.snapshots,
             bus_arn=bus.event_bus_arn,
             openai_secret_arn=secrets.openai_key_arn_pattern,
             webhook_secrets_arn_pattern=secrets.webhook_arn_pattern,
@@ -52,6 +54,7 @@ class MissionsStack(Stack):
         environment = {
             **{f"MISSIONS_{spec.id.upper()}_TABLE": storage.tables[spec.id].table_name for spec in TABLES},
             "MISSIONS_BLOB_BUCKET": storage.bucket.bucket_name,
+            "MISSIONS_SNAPSHOT_BUCKET": storage.snapshots.bucket_name,
             "MISSIONS_EVENT_BUS": bus.event_bus_name,
             "MISSIONS_LLM_PROVIDER": config.llm_provider,
             "MISSIONS_OPENAI_SECRET": secrets.openai_key_name,
@@ -63,6 +66,8 @@ class MissionsStack(Stack):
         }
         if config.repo_roots:
             environment["MISSIONS_REPO_ROOTS"] = json.dumps(config.repo_roots)
+        if config.local_git_sources:
+            environment["MISSIONS_LOCAL_GIT_SOURCES"] = "true"
         if config.checkpoint_ttl_days:
             environment["MISSIONS_CHECKPOINT_TTL_DAYS"] = str(config.checkpoint_ttl_days)
         functions = FunctionFactory(config=config, layer=layer, environment=environment)
@@ -120,7 +125,15 @@ class MissionsStack(Stack):
             )
 
         housekeeping = Housekeeping(self, "Housekeeping", config=config, factory=functions, resources=resources)
-        all_functions = {"interrupt": interrupt, "api": api.function, "webhook": api.webhook_function}
+        repositories = Repositories(
+            self, "Repositories", config=config, bus=bus, functions=functions, resources=resources
+        )
+        all_functions = {
+            "interrupt": interrupt,
+            "api": api.function,
+            "webhook": api.webhook_function,
+            "repository-import": repositories.function,
+        }
         all_functions.update(triggers.functions)
         all_functions.update(housekeeping.functions)
         for name, pipeline in self.pipelines.items():
@@ -131,7 +144,11 @@ class MissionsStack(Stack):
             config=config,
             state_machines=state_machines,
             functions=all_functions,
-            dead_letter_queues={**triggers.dead_letter_queues, **housekeeping.dead_letter_queues},
+            dead_letter_queues={
+                **triggers.dead_letter_queues,
+                **housekeeping.dead_letter_queues,
+                "repository-import": repositories.dead_letter_queue,
+            },
         )
         self.storage, self.api, self.triggers, self.secrets = storage, api, triggers, secrets
         CfnOutput(self, "Capabilities", value=json.dumps(sorted(state_machines)))

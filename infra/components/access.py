@@ -39,6 +39,9 @@ class Access:
     publish_events: bool = False  # events:PutEvents on the mission bus
     openai_secret: bool = False
     webhook_secrets: bool = False
+    # repository snapshots: prefix of object keys -> s3 actions (only the import function writes snapshots)
+    snapshots: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    list_snapshots: bool = False  # s3:ListBucket, to delete every snapshot of a repository
 
 
 # Starting a mission: the record, its first events, the first checkpoint (and blobs), the
@@ -49,8 +52,13 @@ _STARTS = {
     "checkpoints": TableAccess((GET, PUT)),
     "dispatch": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, CONDITION_CHECK)),
     "memory": TableAccess((GET, QUERY)),
+    "repositories": TableAccess((GET,)),  # a mission's repository is checked again when it starts
 }
 _BLOBS_RW = ("s3:GetObject", "s3:PutObject")
+SNAPSHOTS = "repositories/*"
+UPLOADS = "uploads/*"
+# stages of capabilities that read repositories (capability.toml `repository`) and have tools
+READ_SNAPSHOTS = Access(snapshots={SNAPSHOTS: ("s3:GetObject",)})
 
 ACCESS: dict[str, Access] = {
     "stage": Access(
@@ -74,8 +82,13 @@ ACCESS: dict[str, Access] = {
             "memory": TableAccess((GET, PUT, DELETE, QUERY), indexes=("by_namespace_head",)),
             "learnings": TableAccess((GET, UPDATE)),
             "artifacts": TableAccess((GET, QUERY)),
+            "repositories": TableAccess((GET, PUT, UPDATE, DELETE, QUERY), indexes=("by_owner",)),
         },
         blobs=_BLOBS_RW,
+        # presigning an upload needs PutObject on it; deleting a repository removes its objects
+        snapshots={UPLOADS: ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"), SNAPSHOTS: ("s3:DeleteObject",)},
+        list_snapshots=True,
+        publish_events=True,  # repository import requests
         start_missions=True,
         control_missions=True,
         openai_secret=True,  # capability choice, preference extraction and embeddings use the model
@@ -92,6 +105,10 @@ ACCESS: dict[str, Access] = {
         tables={**_STARTS, "interrupts": TableAccess((UPDATE, QUERY))},
         blobs=_BLOBS_RW,
         start_missions=True,
+    ),
+    "repository-import": Access(
+        tables={"repositories": TableAccess((GET, UPDATE))},
+        snapshots={UPLOADS: ("s3:GetObject",), SNAPSHOTS: ("s3:PutObject",)},
     ),
     "sla": Access(tables={"interrupts": TableAccess((QUERY,), indexes=("waiting",))}),
     "retention": Access(
@@ -110,6 +127,7 @@ class Resources:
 
     tables: dict[str, dynamodb.Table]
     bucket: s3.IBucket
+    snapshots_bucket: s3.IBucket | None = None
     state_machine_arns: list[str] = field(default_factory=list)
     bus_arn: str | None = None
     openai_secret_arn: str | None = None
@@ -133,6 +151,8 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
             "Blob objects are named by their content hash at run time; the blobs/ prefix is as narrow as "
             "a key can be known in advance.",
         )
+    if (access.snapshots or access.list_snapshots) and resources.snapshots_bucket is not None:
+        _grant_snapshots(role, access, resources.snapshots_bucket)
     if access.start_missions and resources.state_machine_arns:
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["states:StartExecution"], resources=list(resources.state_machine_arns))
@@ -158,6 +178,27 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["secretsmanager:GetSecretValue"], resources=[resources.webhook_secrets_arn_pattern]
+            )
+        )
+
+
+def _grant_snapshots(role: iam.IRole, access: Access, bucket: s3.IBucket) -> None:
+    for prefix, actions in sorted(access.snapshots.items()):
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(actions), resources=[bucket.arn_for_objects(prefix)])
+        )
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{_logical_id_hint(bucket)}.Arn>/{prefix}]",
+            "Snapshot and upload keys hold the owner and repository id, known only at run time; the prefix "
+            "separates what this function may touch (stages read snapshots, only the importer writes them).",
+        )
+    if access.list_snapshots:
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": ["repositories/*", "uploads/*"]}},
             )
         )
 

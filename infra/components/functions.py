@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Size
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -67,6 +67,7 @@ class FunctionFactory:
         reserved_concurrency: int | None = None,
         environment: dict[str, str] | None = None,
         dead_letter_queue: sqs.IQueue | None = None,
+        ephemeral_storage_mb: int | None = None,
     ) -> lambda_.Function:
         construct = Construct(scope, id)
         role = iam.Role(
@@ -96,6 +97,7 @@ class FunctionFactory:
             reserved_concurrent_executions=reserved_concurrency,
             dead_letter_queue=dead_letter_queue,  # asynchronous invocations that failed every retry
             tracing=lambda_.Tracing.ACTIVE,
+            ephemeral_storage_size=Size.mebibytes(ephemeral_storage_mb) if ephemeral_storage_mb else None,
             description=description,
             environment={
                 **self.environment,

@@ -10,7 +10,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.components.access import ACCESS, Resources, grant
+from infra.components.access import ACCESS, READ_SNAPSHOTS, Resources, grant
 from infra.components.functions import FunctionFactory, retention
 from infra.components.nag import acknowledge
 from infra.components.storage import removal_policy
@@ -18,6 +18,10 @@ from infra.config import EnvironmentConfig
 from missions.capability import Capability
 from missions.compiler import compile_pipeline, placeholders
 from missions.specs import STAGE_FUNCTION, state_machine_name
+
+# the workspace keeps up to 3 unpacked snapshots (missions.repositories.workspace) of at most 500 MB each
+# (SnapshotLimits.max_total_bytes), plus the archive being unpacked
+WORKSPACE_STORAGE_MB = 2048
 
 
 def definition_of(capability: Capability) -> str:
@@ -43,6 +47,7 @@ class CapabilityPipeline(Construct):
         self.capability = capability
         self.stages: dict[str, lambda_.Function] = {}
         for agent in capability.pipeline.agents:
+            reads_code = capability.repository != "none" and agent.has_tools
             function = functions.create(
                 self,
                 f"Stage-{agent.name}",
@@ -52,8 +57,11 @@ class CapabilityPipeline(Construct):
                 timeout_seconds=agent.timeout_seconds,
                 reserved_concurrency=agent.reserved_concurrency,
                 environment={"MISSIONS_CAPABILITY": capability.name},
+                ephemeral_storage_mb=WORKSPACE_STORAGE_MB if reads_code else None,
             )
             grant(function.role, ACCESS["stage"], resources, openai=agent.has_llm)  # type: ignore[arg-type]
+            if reads_code:  # its tools read the mission's repository: snapshots are unpacked into /tmp
+                grant(function.role, READ_SNAPSHOTS, resources)  # type: ignore[arg-type]
             self.stages[agent.name] = function
 
         substitutions = {f"fn_{name}": fn.function_arn for name, fn in self.stages.items()}

@@ -1,4 +1,5 @@
-"""Every table the runtime uses (from missions.specs, shared with the emulation) and the blob bucket."""
+"""Every table the runtime uses (from missions.specs, shared with the emulation), the blob bucket and
+the bucket of repository snapshots."""
 
 from __future__ import annotations
 
@@ -46,6 +47,33 @@ class Storage(Construct):
             "AwsSolutions-S1",
             "Holds only offloaded envelope fields that the runtime's own roles read and write by key; "
             "an access-log bucket would log nothing a CloudTrail data-event trail does not.",
+        )
+
+        self.snapshots = s3.Bucket(
+            self,
+            "Snapshots",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,  # a deleted or overwritten snapshot stays recoverable until its version expires
+            removal_policy=removal_policy(config),
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="forget-deleted-repositories",
+                    noncurrent_version_expiration=Duration.days(config.deleted_snapshot_days),
+                    expired_object_delete_marker=True,
+                    abort_incomplete_multipart_upload_after=Duration.days(1),
+                ),
+                s3.LifecycleRule(  # an upload is consumed by its import; one never imported is dropped
+                    id="expire-uploads", prefix="uploads/", expiration=Duration.days(1)
+                ),
+            ],
+        )
+        acknowledge(
+            self.snapshots,
+            "AwsSolutions-S1",
+            "Holds repository snapshots written only by the import function and read by stage roles by key; "
+            "who registered, imported and deleted what is in the repositories table and CloudTrail.",
         )
 
     def _table(self, spec: TableSpec, config: EnvironmentConfig) -> dynamodb.Table:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import json
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, UnauthorizedError
@@ -24,6 +24,8 @@ from missions.classification import select_by_keywords
 from missions.envelope import InterruptResponse
 from missions.interrupts import AnswerRejected, answer_interrupt
 from missions.longterm.ports import MemoryValidationError
+from missions.repositories.refs import SHARED_OWNER
+from missions.repositories.service import DependencyUnavailable, RepositoryConflict, RepositoryRequestError
 from missions.starter import MissionRequest, MissionRequestError
 from missions.store.ports import (
     ARTIFACT_PATH_PATTERN,
@@ -31,6 +33,8 @@ from missions.store.ports import (
     MissionRecord,
     MissionStatus,
     NotFound,
+    RepositoryRecord,
+    RepositoryStatus,
     lifecycle_of,
 )
 from missions.triggers import Priority, TriggerSource
@@ -417,6 +421,131 @@ def feedback(mission_id: str, body: FeedbackBody):
         "preferences_written": outcome.preferences_written,
         "complaint": outcome.complaint,
     }
+
+
+# -- repositories ------------------------------------------------------------------------------
+
+
+class UploadSpec(Body):
+    format: Literal["tar.gz", "zip"]
+    size_bytes: int = Field(ge=1, le=1024**3, strict=True)  # the import's own limit is checked too
+
+
+class RepositoryCreate(Body):
+    name: str | None = Field(None, min_length=1, max_length=100)
+    url: str | None = Field(None, min_length=1, max_length=2048, description="https git URL (no credentials)")
+    ref: str | None = Field(None, min_length=1, max_length=200, description="branch, tag or commit; default HEAD")
+    upload: UploadSpec | None = Field(None, description="register an archive upload instead of a git URL")
+    shared: bool = Field(False, description="operators only: readable by every user")
+
+
+class ImportBody(Body):
+    ref: str | None = Field(None, min_length=1, max_length=200)
+
+
+def is_operator(user: str) -> bool:
+    """Operators are in the JWT's `cognito:groups` claim as 'operators', or named in the settings."""
+    authorizer = app.current_event.request_context.authorizer
+    claims = (authorizer.jwt_claim if authorizer else None) or {}
+    groups = claims.get("cognito:groups") or ""
+    names = groups if isinstance(groups, list) else str(groups).strip("[]").replace(",", " ").split()
+    return "operators" in names or user in services().settings.operators
+
+
+def _repository(record: RepositoryRecord) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "repository_id": record.repository_id,
+        "name": record.name,
+        "source": record.source,
+        "url": record.url,
+        "ref": record.ref,
+        "format": record.format,
+        "status": record.status,
+        "reason": record.reason,
+        "shared": record.owner == SHARED_OWNER,
+        "snapshots": [s.model_dump(mode="json") for s in record.snapshots],
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+    }
+    if record.source == "upload" and record.status in (RepositoryStatus.AWAITING_UPLOAD, RepositoryStatus.FAILED):
+        shown["upload"] = services().repository_service.upload_instructions(record)
+    return shown
+
+
+@app.exception_handler(RepositoryRequestError)
+def _repository_invalid(exc: RepositoryRequestError) -> Response:
+    return error(422, str(exc))
+
+
+@app.exception_handler(RepositoryConflict)
+def _repository_conflict(exc: RepositoryConflict) -> Response:
+    return error(409, str(exc))
+
+
+@app.exception_handler(PermissionError)
+def _forbidden(exc: PermissionError) -> Response:
+    return error(403, str(exc))
+
+
+@app.exception_handler(DependencyUnavailable)
+def _unavailable(exc: DependencyUnavailable) -> Response:
+    body = {"statusCode": 503, "message": f"{exc}; nothing was stored, retry later"}
+    return Response(503, "application/json", body=body, headers={"Retry-After": "5"})
+
+
+@app.post("/repositories")
+def create_repository(body: RepositoryCreate):
+    """Register a repository: from a git URL (imported in the background) or an archive you upload."""
+    user = current_user()
+    record, upload = services().repository_service.register(
+        user,
+        name=body.name,
+        url=body.url,
+        ref=body.ref,
+        upload=body.upload.model_dump() if body.upload else None,
+        shared=body.shared,
+        operator=is_operator(user) if body.shared else False,
+    )
+    shown = {**_repository(record), **({"upload": upload} if upload else {})}
+    return Response(201 if upload else 202, "application/json", body=shown)
+
+
+@app.get("/repositories")
+def list_repositories():
+    """Your repositories and the ones an operator shared, newest first."""
+    user = current_user()
+    return {"repositories": [_repository(r) for r in services().repository_service.list(user)]}
+
+
+@app.get("/repositories/<repository_id>")
+def get_repository(repository_id: str):
+    user = current_user()
+    try:
+        return _repository(services().repository_service.get(user, repository_id))
+    except NotFound:
+        raise NotFoundError(f"no repository {repository_id}") from None
+
+
+@app.post("/repositories/<repository_id>/imports")
+def import_repository(repository_id: str, body: ImportBody):
+    """Import again (new commits, another ref), or import the archive you uploaded."""
+    user = current_user()
+    try:
+        record = services().repository_service.request_import(user, repository_id, body.ref, operator=is_operator(user))
+    except NotFound:
+        raise NotFoundError(f"no repository {repository_id}") from None
+    return Response(202, "application/json", body=_repository(record))
+
+
+@app.delete("/repositories/<repository_id>")
+def delete_repository(repository_id: str):
+    """Delete the repository and every snapshot of it; missions already running may fail to read it."""
+    user = current_user()
+    try:
+        services().repository_service.delete(user, repository_id, operator=is_operator(user))
+    except NotFound:
+        raise NotFoundError(f"no repository {repository_id}") from None
+    return Response(204, "application/json", body="")
 
 
 # -- long-term memory --------------------------------------------------------------------------

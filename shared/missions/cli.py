@@ -226,6 +226,148 @@ def dev(
             server.stop()
 
 
+# -- repositories, through the HTTP API ------------------------------------------------------------
+
+repos = typer.Typer(no_args_is_help=True, help="Register, list and delete repositories missions may read.")
+app.add_typer(repos, name="repos")
+API_URL_HELP = "The API's base URL (env MISSIONS_API_URL; default: a local `missions dev`)."
+TOKEN_HELP = "Bearer token (env MISSIONS_TOKEN); with `missions dev`, 'dev:<user>' (default: dev:$USER)."
+
+
+def _api_options(api_url: str | None, token: str | None) -> tuple[str, str]:
+    url = api_url or os.environ.get("MISSIONS_API_URL") or "http://127.0.0.1:8787"
+    bearer = token or os.environ.get("MISSIONS_TOKEN") or f"dev:{os.environ.get('USER') or 'local'}"
+    return url.rstrip("/"), bearer
+
+
+def _http(method: str, url: str, token: str | None, body: Any = None, data: bytes | None = None) -> tuple[int, Any]:
+    import urllib.error
+    import urllib.request
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if body is not None:
+        data = json.dumps(body).encode()
+        headers["Content-Type"] = "application/json"
+    request = urllib.request.Request(url, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            raw = response.read()
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        raw, status = exc.read(), exc.code
+    except (urllib.error.URLError, OSError) as exc:
+        fail(f"cannot reach {url}: {getattr(exc, 'reason', exc)}")
+    try:
+        return status, json.loads(raw) if raw else None
+    except json.JSONDecodeError:
+        return status, raw.decode(errors="replace")
+
+
+def _checked(status: int, body: Any, ok: tuple[int, ...]) -> Any:
+    if status not in ok:
+        message = body.get("message") if isinstance(body, dict) else body
+        fail(f"HTTP {status}: {message}")
+    return body
+
+
+def _archive_of(source: str, scratch: str) -> tuple[str, str]:
+    """(path, format) of what to upload: an archive as it is, or a directory packed as a snapshot is."""
+    from pathlib import Path
+
+    path = Path(source).expanduser()
+    if path.is_dir():
+        from missions.repositories.archive import ArchiveRejected, snapshot_from_directory
+
+        try:
+            return str(snapshot_from_directory(path, Path(scratch) / "upload.tar.gz").path), "tar.gz"
+        except ArchiveRejected as exc:
+            fail(f"{source}: {exc}")
+    if path.name.endswith((".tar.gz", ".tgz")):
+        return str(path), "tar.gz"
+    if path.name.endswith(".zip"):
+        return str(path), "zip"
+    fail(f"{source}: not a git URL, a directory, a .tar.gz or a .zip")
+
+
+@repos.command("add")
+def repos_add(
+    source: str = typer.Argument(..., help="A git URL (https://...), a directory, or a .tar.gz / .zip archive."),
+    name: str | None = typer.Option(None, "--name", help="How the repository is listed."),
+    ref: str | None = typer.Option(None, "--ref", help="Git branch, tag or commit (default: the remote HEAD)."),
+    shared: bool = typer.Option(False, "--shared", help="Operators: readable by every user."),
+    wait: float = typer.Option(300.0, "--wait", min=0.0, help="Seconds to wait for the import (0: do not wait)."),
+    api_url: str | None = typer.Option(None, "--api-url", help=API_URL_HELP),
+    token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
+) -> None:
+    """Register a repository from a git URL, or upload a directory or archive; prints its id when ready."""
+    import tempfile
+
+    base, bearer = _api_options(api_url, token)
+    named = {"name": name} if name else {}
+    with tempfile.TemporaryDirectory() as scratch:
+        if source.startswith(("https://", "http://", "file://")):
+            body: dict[str, Any] = {"url": source, "shared": shared, **named, **({"ref": ref} if ref else {})}
+            record = _checked(*_http("POST", f"{base}/repositories", bearer, body), ok=(202,))
+        else:
+            path, fmt = _archive_of(source, scratch)
+            size = os.path.getsize(path)
+            body = {"upload": {"format": fmt, "size_bytes": size}, "shared": shared, **named}
+            record = _checked(*_http("POST", f"{base}/repositories", bearer, body), ok=(201,))
+            with open(path, "rb") as handle:
+                _checked(*_http("PUT", record["upload"]["url"], None, data=handle.read()), ok=(200,))
+            record = _checked(
+                *_http("POST", f"{base}/repositories/{record['repository_id']}/imports", bearer, {}), ok=(202,)
+            )
+    record = _wait_for_import(base, bearer, record, wait)
+    out.print(_repository_line(record), highlight=False)
+    if record["status"] == "failed":
+        raise typer.Exit(1)
+
+
+def _wait_for_import(base: str, bearer: str, record: dict[str, Any], wait: float) -> dict[str, Any]:
+    deadline = time.monotonic() + wait
+    while record["status"] == "importing" and time.monotonic() < deadline:
+        time.sleep(0.5)
+        record = _checked(*_http("GET", f"{base}/repositories/{record['repository_id']}", bearer), ok=(200,))
+    return record
+
+
+def _repository_line(record: dict[str, Any]) -> str:
+    current = (record.get("snapshots") or [{}])[-1]
+    version = (current.get("commit") or current.get("sha256") or "")[:12]
+    detail = record.get("reason") or (f"{current.get('files', 0)} files, {version}" if current else "")
+    shared = " (shared)" if record.get("shared") else ""
+    return f"{record['repository_id']}  {record['name']}{shared}  {record['status']}  {detail}".rstrip()
+
+
+@repos.command("list")
+def repos_list(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    api_url: str | None = typer.Option(None, "--api-url", help=API_URL_HELP),
+    token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
+) -> None:
+    """Your repositories and the shared ones."""
+    base, bearer = _api_options(api_url, token)
+    found = _checked(*_http("GET", f"{base}/repositories", bearer), ok=(200,))["repositories"]
+    if as_json:
+        out.print_json(data=found)
+        return
+    for record in found:
+        out.print(_repository_line(record), highlight=False)
+
+
+@repos.command("rm")
+def repos_rm(
+    repository_id: str = typer.Argument(..., help="The repository's id."),
+    api_url: str | None = typer.Option(None, "--api-url", help=API_URL_HELP),
+    token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
+) -> None:
+    """Delete a repository and its snapshots."""
+    base, bearer = _api_options(api_url, token)
+    _checked(*_http("DELETE", f"{base}/repositories/{repository_id}", bearer), ok=(204,))
+    out.print(f"deleted {repository_id}")
+
+
 def _repo_roots(paths: list[str]) -> list[str]:
     from missions.repositories.roots import AllowedRoots, PathRefused
 

@@ -31,6 +31,11 @@ class RuntimeSettings(BaseModel):
     learnings_table: str | None = None
     deliveries_table: str | None = None
     artifacts_table: str | None = None
+    repositories_table: str | None = None
+    snapshot_bucket: str | None = None  # repository snapshots and uploads
+    # dev and tests only: git imports from file URLs under repo_roots and from loopback hosts
+    local_git_sources: bool = False
+    operators: list[str] = Field(default_factory=list, max_length=100)  # users who may share repositories
     event_bus: str | None = None
     concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
     state_machine_arns: dict[str, str] = Field(default_factory=dict)  # capability -> state machine ARN
@@ -66,7 +71,7 @@ class RuntimeSettings(BaseModel):
                 values.setdefault(name.lower(), env[name])
         import json
 
-        for name in ("openai_models", "state_machine_arns", "webhook_sources", "repo_roots"):
+        for name in ("openai_models", "state_machine_arns", "webhook_sources", "repo_roots", "operators"):
             if isinstance(values.get(name), str):
                 values[name] = json.loads(str(values[name]))
         if "llm_provider" not in values and (values.get("openai_api_key") or values.get("openai_base_url")):

@@ -72,8 +72,22 @@ DELIVERIES = TableSpec("deliveries", partition_key="delivery_id", ttl_attribute=
 # versioned documents missions write for their users: key = "<path>#<version, zero-padded>"
 ARTIFACTS = TableSpec("artifacts", partition_key="mission_id", sort_key="key", ttl_attribute="expires_at")
 
+# repositories users registered (or an operator shared): owner lists them; snapshots are in the bucket
+REPOSITORIES = TableSpec(
+    "repositories", partition_key="repository_id", indexes=(Index("by_owner", "owner", "created_at"),)
+)
+
 TABLES: tuple[TableSpec, ...] = (
-    MISSIONS, CHECKPOINTS, EVENTS, INTERRUPTS, MEMORY, DISPATCH, LEARNINGS, DELIVERIES, ARTIFACTS,
+    MISSIONS,
+    CHECKPOINTS,
+    EVENTS,
+    INTERRUPTS,
+    MEMORY,
+    DISPATCH,
+    LEARNINGS,
+    DELIVERIES,
+    ARTIFACTS,
+    REPOSITORIES,
 )
 
 # Blobs of offloaded envelope fields: compressed blobs up to this size live in the
@@ -109,6 +123,8 @@ MEMORY_STREAM_FUNCTION = FunctionSpec("memory-stream", "memory_stream")
 STATUS_FUNCTION = FunctionSpec("status", "status")
 SLA_FUNCTION = FunctionSpec("sla", "sla")
 RETENTION_FUNCTION = FunctionSpec("retention", "retention")
+# clones or unpacks a repository into an immutable snapshot; the only function that writes snapshots
+REPOSITORY_IMPORT_FUNCTION = FunctionSpec("repository-import", "repository_import")
 SERVICE_FUNCTIONS = (
     API_FUNCTION,
     WEBHOOK_FUNCTION,
@@ -118,7 +134,13 @@ SERVICE_FUNCTIONS = (
     STATUS_FUNCTION,
     SLA_FUNCTION,
     RETENTION_FUNCTION,
+    REPOSITORY_IMPORT_FUNCTION,
 )
+
+# the API asks for an import by an event on the mission bus; a rule sends it to the import function
+REPOSITORY_SOURCE = "missions.repositories"
+IMPORT_DETAIL_TYPE = "repository.import"
+REPOSITORY_IMPORT_PATTERN = {"source": [REPOSITORY_SOURCE], "detail-type": [IMPORT_DETAIL_TYPE]}
 
 
 def stage_function_name(prefix: str, capability: str, stage: str) -> str:

@@ -49,6 +49,8 @@ class Runtime:
         self._sfn = sfn
         self._eventbridge = eventbridge
         self._read_secret = read_secret or _powertools_secret
+        # where presigned upload URLs point: None is S3 itself; the dev server serves them locally
+        self.upload_endpoint: str | None = None
 
     # -- clients and adapters (lazy: a cold start pays only for what it uses) ----------
 
@@ -187,15 +189,53 @@ class Runtime:
         """Checks what a mission request says about its repository (used before anything is stored)."""
         from missions.repositories.resolver import UserRepositories
 
-        return UserRepositories(self.local_roots)
+        store = self.repository_store if self.settings.repositories_table else None
+        return UserRepositories(self.local_roots, store)
 
     @cached_property
     def workspaces(self) -> Any:
+        """Where stages read repositories: local roots, and snapshots unpacked into ephemeral storage."""
         from pathlib import Path
 
         from missions.repositories.workspace import RepositoryWorkspaces
 
-        return RepositoryWorkspaces(self.local_roots, Path(self.settings.workspace_dir))
+        if not self.settings.snapshot_bucket:
+            return RepositoryWorkspaces(self.local_roots, Path(self.settings.workspace_dir))
+        from missions.repositories.archive import extract_snapshot
+
+        return RepositoryWorkspaces(
+            self.local_roots, Path(self.settings.workspace_dir), snapshots=self.snapshot_store, extract=extract_snapshot
+        )
+
+    @cached_property
+    def repository_store(self) -> Any:
+        from missions.store.repositories_dynamodb import DynamoRepositoryStore
+
+        return DynamoRepositoryStore(self._table("repositories"), client=self.dynamodb)
+
+    @cached_property
+    def snapshot_store(self) -> Any:
+        from missions.store.snapshots_s3 import S3SnapshotStore
+
+        if not self.settings.snapshot_bucket:
+            raise SettingsError("MISSIONS_SNAPSHOT_BUCKET is not set")
+        return S3SnapshotStore(
+            self.settings.snapshot_bucket, LazyClient(lambda: self.s3), presign_endpoint=lambda: self.upload_endpoint
+        )
+
+    @cached_property
+    def repository_service(self) -> Any:
+        from missions.repositories.service import RepositoryService, UrlPolicy
+        from missions.store.eventbus import EventBridgeImportQueue
+
+        if not self.settings.event_bus:
+            raise SettingsError("MISSIONS_EVENT_BUS is not set")
+        return RepositoryService(
+            store=self.repository_store,
+            snapshots=self.snapshot_store,
+            imports=EventBridgeImportQueue(self.settings.event_bus, LazyClient(lambda: self.eventbridge)),
+            urls=UrlPolicy(allow_local=self.settings.local_git_sources, roots=self.local_roots),
+        )
 
     @cached_property
     def dispatcher(self) -> Any:

@@ -20,6 +20,8 @@ import pytest
 from missions import capability as registry
 from missions.local import patches
 from missions.local.devserver import http_event
+from missions.repositories.archive import extract_snapshot
+from missions.repositories.refs import snapshot_key
 from missions.specs import state_machine_name
 from missions.webhooks import sign
 from tests.infra.conftest import Assembly, synthesize
@@ -35,6 +37,7 @@ from tests.support.deploy import (
     run_in_process,
     table_arn,
 )
+from tests.support.git_server import serve_git
 
 STACK = "missions-dev"
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +48,8 @@ GOAL = "How does EnvelopeCodec offload large fields, and where is max_agent_hops
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
     # as an operator who mounts repositories into the functions (EFS) would: this checkout is a root
     environments = json.loads((ROOT / "cdk.json").read_text())["context"]["environments"]
-    environments["dev"] = {**environments["dev"], "repo_roots": [str(ROOT)]}
+    # and, for this test only, git imports from a server on loopback
+    environments["dev"] = {**environments["dev"], "repo_roots": [str(ROOT)], "local_git_sources": True}
     return synthesize(
         tmp_path_factory.mktemp("synth-dev"), environments=["dev"], context={"environments": environments}
     )
@@ -130,6 +134,7 @@ def test_the_stack_deploys_completely(deployed):
         "missions-interrupt",
         "missions-sla",
         "missions-retention",
+        "missions-repository-import",
     } <= set(services)
     assert deployment.outputs["ApiUrlDDEE0114"].startswith("https://")
 
@@ -164,6 +169,56 @@ def test_a_code_analysis_mission_runs_through_the_deployed_state_machine(deploye
     assert shown["status"] in {"completed", "succeeded"}, shown
     result = shown.get("result") or envelope
     assert "offload" in json.dumps(result).lower()
+
+
+def test_a_repository_registered_by_git_url_is_analyzed_on_the_deployed_stack(deployed, tmp_path):
+    deployment, session = deployed
+    # Given this project served by a git server on loopback
+    with serve_git(ROOT) as url:
+        # When ada registers it through the deployed API (the bus rule hands the import to its function)
+        status, registered = _api(session, deployment, "POST", "/repositories", {"url": url, "name": "missions"})
+        assert status == 202, registered
+        status, record = _api(session, deployment, "GET", f"/repositories/{registered['repository_id']}")
+    # Then an immutable snapshot is in the snapshot bucket under ada's prefix
+    assert record["status"] == "ready", record
+    snapshot = record["snapshots"][-1]
+    bucket = deployment.functions[deployment.function_named("missions-api")]["Environment"]["Variables"][
+        "MISSIONS_SNAPSHOT_BUCKET"
+    ]
+    key = snapshot_key("ada", record["repository_id"], snapshot["sha256"])
+    assert session.client("s3").head_object(Bucket=bucket, Key=key)["ContentLength"] == snapshot["archive_bytes"]
+    # When ada asks about it
+    status, created = _api(
+        session,
+        deployment,
+        "POST",
+        "/missions",
+        {"capability": "code_analysis", "goal": GOAL, "context": {"repository": record["repository_id"]}},
+    )
+    assert status == 202, created
+    ended = _wait_for_end(session, _execution_of(session, deployment, created["mission_id"]))
+    assert ended["status"] == "SUCCEEDED", ended
+    # Then the answer cites real lines of the snapshot the stages unpacked
+    envelope = json.loads(ended["output"])["envelope"]
+    citations = envelope["outputs"]["integration"]["citations"]
+    assert citations
+    archive, unpacked = tmp_path / "s.tar.gz", tmp_path / "s"
+    session.client("s3").download_file(bucket, key, str(archive))
+    extract_snapshot(archive, unpacked)
+    for ref in citations:
+        file, line = ref.rsplit(":", 1)[0], int(ref.rsplit(":", 1)[1].split("-")[0])
+        assert 1 <= line <= len((unpacked / file).read_text().splitlines()), ref
+    # and another user cannot see it, or start a mission on it
+    assert _api(session, deployment, "GET", f"/repositories/{record['repository_id']}", user="eve")[0] == 404
+    status, refused = _api(
+        session,
+        deployment,
+        "POST",
+        "/missions",
+        {"capability": "code_analysis", "goal": GOAL, "context": {"repository": record["repository_id"]}},
+        user="eve",
+    )
+    assert status == 422, refused
 
 
 def test_a_signed_webhook_starts_a_mission_through_the_bus_rule(deployed):
@@ -212,6 +267,7 @@ def test_every_call_a_function_made_is_allowed_by_its_own_role(deployed):
         "missions-trigger",
         "missions-sla",
         "missions-retention",
+        "missions-repository-import",
     } <= exercised, exercised
     denied = []
     for function, calls in by_function.items():

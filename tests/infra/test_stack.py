@@ -24,7 +24,14 @@ from missions.trigger_rules import memory_rules, schedule_specs, webhook_rules
 from tests.infra.conftest import Assembly, synthesize
 
 ENVIRONMENTS = ("dev", "staging", "prod")
-ASYNCHRONOUS = {"missions-trigger", "missions-schedule", "missions-status", "missions-sla", "missions-retention"}
+ASYNCHRONOUS = {
+    "missions-trigger",
+    "missions-schedule",
+    "missions-status",
+    "missions-sla",
+    "missions-retention",
+    "missions-repository-import",
+}
 NO_RESOURCE = {"dynamodb:ListStreams"}  # lists stream ARNs of the account; IAM offers no narrower resource
 
 
@@ -135,6 +142,83 @@ def test_the_blob_bucket_is_private_encrypted_tls_only_and_expires_blobs(assembl
             }
         },
     )
+
+
+def test_the_snapshot_bucket_is_private_encrypted_versioned_and_forgets_deleted_repositories(assembly: Assembly):
+    buckets = _by_logical_id_prefix(assembly.resources("dev", "AWS::S3::Bucket"), "StorageSnapshots")
+    (bucket,) = buckets.values()
+    props = bucket["Properties"]
+    assert props["VersioningConfiguration"] == {"Status": "Enabled"}
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert all(props["PublicAccessBlockConfiguration"].values())
+    rules = {rule["Id"]: rule for rule in props["LifecycleConfiguration"]["Rules"]}
+    # a deleted repository's snapshots are gone after the configured days; unused uploads after a day
+    assert rules["forget-deleted-repositories"]["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
+    assert rules["forget-deleted-repositories"]["ExpiredObjectDeleteMarker"] is True
+    assert rules["expire-uploads"]["Prefix"] == "uploads/" and rules["expire-uploads"]["ExpirationInDays"] == 1
+
+
+def _snapshot_grants(assembly: Assembly, function: dict) -> dict[str, set[str]]:
+    """prefix ('repositories/*', 'uploads/*') -> s3 actions the function's role has on the snapshot bucket."""
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    grants: dict[str, set[str]] = {}
+    for policy in assembly.resources("dev", "AWS::IAM::Policy").values():
+        if {"Ref": role} not in policy["Properties"]["Roles"]:
+            continue
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            text = json.dumps(statement["Resource"])
+            if "StorageSnapshots" not in text:
+                continue
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            prefix = next((p for p in ("repositories/*", "uploads/*") if p in text), "bucket")
+            grants.setdefault(prefix, set()).update(actions)
+    return grants
+
+
+def test_only_the_importer_writes_snapshots_and_only_stages_that_read_code_read_them(assembly: Assembly):
+    functions = assembly.resources("dev", "AWS::Lambda::Function")
+    writers, readers = set(), set()
+    for function in functions.values():
+        grants = _snapshot_grants(assembly, function)
+        name = _function_service(function)
+        variables = function["Properties"]["Environment"]["Variables"]
+        label = f"{variables.get('MISSIONS_CAPABILITY', '')}:{function['Properties']['Description']}"
+        if "s3:PutObject" in grants.get("repositories/*", set()):
+            writers.add(name)
+        if "s3:GetObject" in grants.get("repositories/*", set()):
+            readers.add(label)
+        if name == "missions-api":  # presigns uploads and deletes what a repository leaves
+            assert grants["uploads/*"] == {"s3:PutObject", "s3:GetObject", "s3:DeleteObject"}
+            assert grants["repositories/*"] == {"s3:DeleteObject"} and grants["bucket"] == {"s3:ListBucket"}
+    assert writers == {"missions-repository-import"}
+    code_analysis = registry.load("code_analysis")
+    expected = {f"code_analysis:code_analysis: {a.name} stage" for a in code_analysis.pipeline.agents if a.has_tools}
+    assert readers == expected and expected  # perception and traverser; no LLM stage, no other capability
+
+
+def test_stages_that_read_code_and_the_importer_have_room_for_snapshots(assembly: Assembly):
+    functions = assembly.resources("dev", "AWS::Lambda::Function")
+    sizes = {}
+    for function in functions.values():
+        props = function["Properties"]
+        key = props["Environment"]["Variables"].get("MISSIONS_CAPABILITY", "") + ":" + props["Description"]
+        sizes[key] = props.get("EphemeralStorage", {}).get("Size", 512)
+    assert sizes["code_analysis:code_analysis: traverser stage"] == 2048
+    assert sizes["code_analysis:code_analysis: intent stage"] == 512
+    (importer,) = [f for f in functions.values() if _function_service(f) == "missions-repository-import"]
+    props = importer["Properties"]
+    assert props["EphemeralStorage"] == {"Size": 4096} and props["Timeout"] == 900 and props["MemorySize"] == 1024
+    assert "DeadLetterConfig" in props
+
+
+def test_import_requests_on_the_bus_reach_the_importer_with_a_dead_letter_queue(assembly: Assembly):
+    rules = assembly.resources("dev", "AWS::Events::Rule")
+    (rule,) = [
+        r for r in rules.values() if r["Properties"].get("EventPattern", {}).get("source") == ["missions.repositories"]
+    ]
+    assert rule["Properties"]["EventPattern"]["detail-type"] == ["repository.import"]
+    (target,) = rule["Properties"]["Targets"]
+    assert "RepositoriesrepositoryimportFunction" in json.dumps(target["Arn"]) and target["DeadLetterConfig"]
 
 
 # --------------------------------------------------------------------------- least privilege

@@ -21,7 +21,6 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import pytest
 
@@ -29,28 +28,10 @@ from missions.dispatch import Dispatcher
 from missions.specs import DISPATCH, MISSIONS
 from missions.starter import MissionRequest
 from missions.store.ports import MissionStore
+from tests.support.aws import SerializedClient
 
 REGION = "us-east-1"
 LIMIT = 3
-
-
-class SerializedClient:
-    """A boto3 client whose calls run one at a time: DynamoDB's per-request atomicity, in moto."""
-
-    def __init__(self, client: Any):
-        self._client = client
-        self._lock = threading.Lock()
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._client, name)
-        if not callable(attribute):
-            return attribute
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with self._lock:
-                return attribute(*args, **kwargs)
-
-        return call
 
 
 class Executions:

@@ -136,6 +136,10 @@ def needs(call: Call) -> list[Need]:
     if call.service == "dynamodb":
         return _dynamodb_needs(call.operation, p)
     if call.service == "s3":
+        if call.operation == "ListObjectsV2":
+            return [Need("s3:ListBucket", f"arn:aws:s3:::{p['Bucket']}")]
+        if call.operation == "DeleteObjects":
+            return [Need("s3:DeleteObject", f"arn:aws:s3:::{p['Bucket']}/{o['Key']}") for o in p["Delete"]["Objects"]]
         action = {"HeadObject": "GetObject"}.get(call.operation, call.operation)
         return [Need(f"s3:{action}", f"arn:aws:s3:::{p['Bucket']}/{p['Key']}")]
     if call.service == "stepfunctions":

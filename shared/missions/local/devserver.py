@@ -8,6 +8,8 @@ handler. What AWS does around them is played here:
   POST /_dev/clock {"advance_seconds": N} moves it and fires what fell due.
 - status changes: a watcher turns ended executions into the Step Functions status-change
   events the status handler receives in AWS (which frees the user's slot).
+- S3 uploads: presigned upload URLs point at /_dev/s3/<bucket>/<key> here, which stores the
+  body in the emulated bucket as S3 would (an archive a user uploads for a repository).
 Memory-change triggers need nothing here: moto's stream mapping calls the stream handler.
 """
 
@@ -28,6 +30,8 @@ from missions.local.patches import LocalContext
 
 DEV_TOKEN_PREFIX = "dev:"
 MAX_BODY = 1024 * 1024  # API Gateway's own payload limit is larger; nothing here needs more
+MAX_UPLOAD = 110 * 1024 * 1024  # presigned S3 uploads: the archive limit, with room to refuse bigger ones itself
+S3_PREFIX = "/_dev/s3/"
 
 
 def http_event(method: str, path: str, query: str, headers: dict[str, str], body: bytes, user: str | None) -> dict:
@@ -92,6 +96,7 @@ class DevServer:
         self._notified: set[str] = set()
         self._watch_interval = watch_interval
         self._threads: list[threading.Thread] = []
+        cloud.runtime.upload_endpoint = self.url + S3_PREFIX.rstrip("/")
 
     @property
     def url(self) -> str:
@@ -125,6 +130,8 @@ class DevServer:
         path = parts.path or "/"
         if path == "/_dev/clock":
             return self._clock(method, body)
+        if path.startswith(S3_PREFIX):
+            return self._s3_upload(method, path, headers, body)
         user = None
         auth = headers.get("Authorization") or headers.get("authorization") or ""
         if auth.startswith("Bearer " + DEV_TOKEN_PREFIX):
@@ -142,6 +149,17 @@ class DevServer:
             data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
         response_headers = {k: v for k, v in (result.get("headers") or {}).items()}
         return int(result.get("statusCode", 200)), response_headers, data
+
+    def _s3_upload(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict, bytes]:
+        """A presigned PUT, as S3 takes it: the signed Content-Length must match the body."""
+        xml = {"content-type": "application/xml"}
+        bucket, _, key = path[len(S3_PREFIX) :].partition("/")
+        if method != "PUT" or not key or bucket != self.cloud.settings.snapshot_bucket:
+            return 403, xml, b"<Error><Code>AccessDenied</Code></Error>"
+        from urllib.parse import unquote
+
+        self.cloud.s3.put_object(Bucket=bucket, Key=unquote(key), Body=body)
+        return 200, {"etag": '"local"'}, b""
 
     def _clock(self, method: str, body: bytes) -> tuple[int, dict, bytes]:
         json_type = {"content-type": "application/json"}
@@ -207,7 +225,8 @@ class DevServer:
 
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                if length > MAX_BODY:
+                limit = MAX_UPLOAD if self.path.startswith(S3_PREFIX) else MAX_BODY
+                if length > limit:
                     self._send(413, {"content-type": "application/json"}, b'{"message": "body too large"}')
                     return
                 body = self.rfile.read(length) if length else b""

@@ -26,6 +26,7 @@ from missions.local import patches
 from missions.settings import RuntimeSettings
 from missions.specs import (
     INTERRUPT_FUNCTION,
+    REPOSITORY_IMPORT_PATTERN,
     SERVICE_FUNCTIONS,
     STAGE_FUNCTION,
     TABLES,
@@ -106,10 +107,12 @@ class LocalCloud:
         self.lambda_ = boto3.client("lambda", region_name=REGION)
         self.iam = boto3.client("iam", region_name=REGION)
         self.events_client = boto3.client("events", region_name=REGION)
-        overrides = {"repo_roots": [os.getcwd()], **self._settings_overrides}  # as `missions dev` defaults
+        # as `missions dev` defaults: the directory it started in is a root, and git imports may come from it
+        overrides = {"repo_roots": [os.getcwd()], "local_git_sources": True, **self._settings_overrides}
         self.settings = RuntimeSettings(
             **{f"{spec.id}_table": f"{self.prefix}-{spec.id}" for spec in TABLES},
             blob_bucket=f"{self.prefix}-blobs",
+            snapshot_bucket=f"{self.prefix}-snapshots",
             event_bus=f"{self.prefix}-bus",
             state_machine_arns={
                 name: f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{state_machine_name(self.prefix, name)}"
@@ -154,6 +157,8 @@ class LocalCloud:
             if ttl:
                 self.dynamodb.update_time_to_live(**ttl)
         self.s3.create_bucket(Bucket=self.settings.blob_bucket)
+        assert self.settings.snapshot_bucket
+        self.s3.create_bucket(Bucket=self.settings.snapshot_bucket)
         role = self.iam.create_role(
             RoleName=f"{self.prefix}-role",
             AssumeRolePolicyDocument=json.dumps(
@@ -205,6 +210,16 @@ class LocalCloud:
                 EventBusName=self.settings.event_bus,
                 Targets=[{"Id": "trigger", "Arn": functions["trigger"]}],
             )
+        self.events_client.put_rule(
+            Name=f"{self.prefix}-repository-import",
+            EventBusName=self.settings.event_bus,
+            EventPattern=json.dumps(REPOSITORY_IMPORT_PATTERN),
+        )
+        self.events_client.put_targets(
+            Rule=f"{self.prefix}-repository-import",
+            EventBusName=self.settings.event_bus,
+            Targets=[{"Id": "import", "Arn": functions["repository-import"]}],
+        )
         stream = self.dynamodb.describe_table(TableName=self.settings.memory_table)["Table"]["LatestStreamArn"]
         self.lambda_.create_event_source_mapping(
             EventSourceArn=stream, FunctionName=functions["memory-stream"], StartingPosition="LATEST", BatchSize=10

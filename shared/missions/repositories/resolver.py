@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from missions.repositories.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryRef
 from missions.repositories.roots import AllowedRoots, PathRefused
-from missions.store.ports import NotFound, RepositoryRecord, RepositorySnapshot, RepositoryStatus, RepositoryStore
+from missions.store.ports import NotFound, RepositoryRecord, RepositorySnapshot, RepositoryStore
 
 MAX_REF_CHARS = 250
 
@@ -89,7 +89,7 @@ class UserRepositories:
             record = None
         if record is None or not record.readable_by(user_id):
             raise RepositoryRefused(f"no repository {named}")  # another user's looks exactly like a missing one
-        if record.status != RepositoryStatus.READY or not record.snapshots:
+        if not record.snapshots:  # a failed re-import leaves the last good snapshot readable
             why = f": {record.reason}" if record.reason else ""
             raise RepositoryRefused(f"repository {named} is {record.status}, not ready{why}")
         snapshot = _choose(record, ref, pinned)

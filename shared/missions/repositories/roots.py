@@ -69,12 +69,16 @@ class AllowedRoots:
         try:
             resolved = candidate.resolve()
         except (OSError, RuntimeError) as exc:  # symlink loops, unreadable components
-            raise PathRefused(f"{what} {text!r} cannot be resolved: {exc}") from None
+            raise PathRefused(f"{what} {text[:200]!r} cannot be resolved: {exc}") from None
         if not self.contains(resolved):
             allowed = ", ".join(str(root) for root in self.roots)
-            raise PathRefused(f"{what} {text!r} is outside the allowed roots ({allowed})")
-        if not resolved.is_dir():
-            raise PathRefused(f"{what} {text!r} is not a directory")
+            raise PathRefused(f"{what} {text[:200]!r} is outside the allowed roots ({allowed})")
+        try:
+            is_dir = resolved.is_dir()
+        except OSError as exc:  # a name too long for the filesystem, a component that is a file
+            raise PathRefused(f"{what} {text[:200]!r} cannot be read: {exc.strerror or exc}") from None
+        if not is_dir:
+            raise PathRefused(f"{what} {text[:200]!r} is not a directory")
         return resolved
 
 
