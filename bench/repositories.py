@@ -11,7 +11,6 @@ What it measures: the runner's own code on this machine's disk, with an in-memor
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import subprocess
 import tarfile
@@ -81,7 +80,6 @@ def run() -> dict:
             target = work / f"plain{next(counter)}"
             with tarfile.open(made.snapshot.path) as archive:
                 archive.extractall(target, filter="data")
-            shutil.rmtree(target)
 
         plain_s = _median_seconds(plain_extract)
     return {

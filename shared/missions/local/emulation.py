@@ -290,10 +290,17 @@ class LocalCloud:
             status = self.status(mission_id)
             if status in TERMINAL:
                 return status
-            if until_interrupt and self.runtime.interrupts.pending(mission_id):
+            if until_interrupt and self.runtime.interrupts.pending(mission_id) and self._shows_interrupt(mission_id):
                 return "INTERRUPTED"
             time.sleep(0.02)
         raise TimeoutError(f"mission {mission_id} still {status} after {timeout}s")
+
+    def _shows_interrupt(self, mission_id: str) -> bool:
+        """The interrupt handler records the question, then marks the mission: wait for both."""
+        try:
+            return self.runtime.missions.get(mission_id).status == "interrupted"
+        except RuntimeError:  # moto's item changed while it was read: look again on the next poll
+            return False
 
     def outcome(self, mission_id: str) -> MissionOutcome:
         described = self.sfn.describe_execution(executionArn=self.execution_arn(mission_id))
