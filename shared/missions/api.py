@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, UnauthorizedError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -527,11 +528,12 @@ def get_repository(repository_id: str):
 
 
 @app.post("/repositories/<repository_id>/imports")
-def import_repository(repository_id: str, body: ImportBody):
-    """Import again (new commits, another ref), or import the archive you uploaded."""
+def import_repository(repository_id: str, body: Annotated[ImportBody | None, BodyParam()] = None):
+    """Import again (new commits, another ref), or import the archive you uploaded; the body is optional."""
     user = current_user()
+    ref = body.ref if body is not None else None
     try:
-        record = services().repository_service.request_import(user, repository_id, body.ref, operator=is_operator(user))
+        record = services().repository_service.request_import(user, repository_id, ref, operator=is_operator(user))
     except NotFound:
         raise NotFoundError(f"no repository {repository_id}") from None
     return Response(202, "application/json", body=_repository(record))

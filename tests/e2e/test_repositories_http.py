@@ -138,7 +138,7 @@ def test_an_uploaded_archive_is_imported_and_a_hostile_one_fails_with_its_reason
     put = urllib.request.Request(record["upload"]["url"], data=good, method="PUT")
     with urllib.request.urlopen(put, timeout=30) as response:
         assert response.status == 200
-    status, importing = call(server, "POST", f"/repositories/{record['repository_id']}/imports", {})
+    status, importing = call(server, "POST", f"/repositories/{record['repository_id']}/imports")  # no body needed
     assert status == 202, importing
     assert wait_ready(server, record["repository_id"])["status"] == "ready"
 

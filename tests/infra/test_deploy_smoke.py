@@ -25,6 +25,7 @@ from missions.repositories.refs import snapshot_key
 from missions.specs import state_machine_name
 from missions.webhooks import sign
 from tests.infra.conftest import Assembly, synthesize
+from tests.support.archives import tar_gz_bytes
 from tests.support.aws import FAKE_AWS_ENV
 from tests.support.deploy import (
     Deployment,
@@ -219,6 +220,28 @@ def test_a_repository_registered_by_git_url_is_analyzed_on_the_deployed_stack(de
         user="eve",
     )
     assert status == 422, refused
+
+
+def test_an_uploaded_archive_is_imported_through_its_presigned_url_on_the_deployed_stack(deployed):
+    import requests  # moto intercepts requests to S3, as it does boto3's
+
+    deployment, session = deployed
+    archive = tar_gz_bytes(
+        {"ledger-main/ledger.py": b"class Ledger:\n    def post(self, amount):\n        return amount\n"}
+    )
+    # Given ada registers an upload through the deployed API
+    status, registered = _api(
+        session, deployment, "POST", "/repositories", {"upload": {"format": "tar.gz", "size_bytes": len(archive)}}
+    )
+    assert status == 201 and registered["status"] == "awaiting_upload", registered
+    # When she PUTs the archive to the presigned URL and asks for the import
+    put = requests.put(registered["upload"]["url"], data=archive, timeout=30)
+    assert put.status_code == 200, put.text
+    status, importing = _api(session, deployment, "POST", f"/repositories/{registered['repository_id']}/imports", {})
+    assert status == 202, importing
+    # Then the import function made a snapshot of it
+    status, record = _api(session, deployment, "GET", f"/repositories/{registered['repository_id']}")
+    assert record["status"] == "ready" and record["snapshots"][0]["files"] == 1, record
 
 
 def test_a_signed_webhook_starts_a_mission_through_the_bus_rule(deployed):
