@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from missions.dispatch import Dispatcher, DispatchResult, InMemoryDispatchStore, mission_id_for
+from missions.lifecycle import Lifecycle
 from missions.starter import MissionRequest
 from missions.store.memory import MemoryMissionStore
 from missions.store.ports import MissionStore
@@ -116,7 +117,7 @@ class Executions:
                 with self.lock:
                     delay = self.rng.uniform(0.001, 0.005)
                 time.sleep(delay)
-                self.missions.update(mission_id, status="completed")
+                Lifecycle(self.missions).end(mission_id, "completed")
                 with self.lock:
                     self.live[self.owner[mission_id]].discard(mission_id)
                 assert self.dispatcher is not None

@@ -361,7 +361,7 @@ def fork_mission(mission_id: str, body: ForkRequest):
     user = current_user()
     owned_mission(mission_id, user)
     try:
-        new_id = services().fork(mission_id, body.checkpoint_id, user)
+        result = services().fork(mission_id, body.checkpoint_id, user)
     except NotFound:
         raise NotFoundError(f"no checkpoint {body.checkpoint_id} in mission {mission_id}") from None
     except MissionRequestError as exc:
@@ -369,7 +369,12 @@ def fork_mission(mission_id: str, body: ForkRequest):
     return Response(
         202,
         "application/json",
-        body={"mission_id": new_id, "forked_from": mission_id, "checkpoint_id": body.checkpoint_id},
+        body={
+            "mission_id": result.mission_id,
+            "status": result.status,  # started, or queued behind the user's running missions
+            "forked_from": mission_id,
+            "checkpoint_id": body.checkpoint_id,
+        },
     )
 
 
@@ -399,9 +404,12 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody):
 @app.post("/missions/<mission_id>/cancel")
 def cancel(mission_id: str):
     record = owned_mission(mission_id, current_user())
-    if record.status in MissionStatus.TERMINAL:
+    if record.status in MissionStatus.TERMINAL or record.status == MissionStatus.CANCELLING:
         return error(409, f"mission {mission_id} already {record.status}")
-    services().cancel(record)
+    try:
+        services().cancel(record)
+    except ConflictError as exc:  # it ended while the cancel was on its way
+        return error(409, str(exc))
     return {"mission_id": mission_id, "status": "cancelled"}
 
 

@@ -56,6 +56,7 @@ from enum import StrEnum
 from typing import Literal, Protocol
 
 from missions.envelope import Model, new_id
+from missions.lifecycle import Lifecycle, TransitionRefused
 from missions.starter import MissionRequest, MissionRequestError
 from missions.store.ports import ConflictError, MissionRecord, MissionStatus, MissionStore, NotFound
 
@@ -245,20 +246,31 @@ class Dispatcher:
     def _launch(self, entry: QueueEntry) -> bool:
         """Start a claimed mission; on failure mark it failed and free its slot (the caller's drain
         loop then goes on, which is the drain that follows this release)."""
+        lifecycle = Lifecycle(self._missions)
         try:
-            self._missions.update(entry.mission_id, status=MissionStatus.RUNNING)
+            lifecycle.start(entry.mission_id)  # refused when the user cancelled it while it was queued
+        except (TransitionRefused, NotFound) as exc:
+            log.info("mission %s not started: %s", entry.mission_id, exc)
+            self._store.release(entry.user_id, entry.mission_id)
+            return False
+        try:
             self._start(entry.request)
             return True
         except Exception as exc:
             log.warning("start of mission %s failed: %s", entry.mission_id, exc)
             try:
-                self._missions.update(
-                    entry.mission_id, status=MissionStatus.FAILED, terminal_reason=f"start_failed: {exc}"[:500]
-                )
+                lifecycle.move(entry.mission_id, MissionStatus.FAILED, terminal_reason=f"start_failed: {exc}"[:500])
             except Exception:
                 log.exception("could not mark mission %s failed", entry.mission_id)
             self._store.release(entry.user_id, entry.mission_id)
             return False
+
+    def cancel_queued(self, user_id: str, mission_id: str) -> bool:
+        """Take a queued mission out of its user's queue; False when no entry is left (a claim took it)."""
+        for entry in self._store.queued(user_id):
+            if entry.mission_id == mission_id:
+                return self._store.remove(entry)
+        return False
 
     def _arrival(self) -> int:
         with self._arrival_lock:

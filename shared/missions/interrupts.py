@@ -9,6 +9,7 @@ from typing import Any
 
 from missions.envelope import InterruptResponse, Resume
 from missions.events import Event, EventType
+from missions.lifecycle import Lifecycle, TransitionRefused
 from missions.store.ports import ConflictError, EventStore, InterruptRecord, InterruptStore, MissionStore
 
 
@@ -61,7 +62,10 @@ def answer_interrupt(
             )
         ],
     )
-    missions.update(mission_id, status="running", pending_interrupt=None)
+    try:
+        Lifecycle(missions).progress(mission_id, pending_interrupt=None)
+    except TransitionRefused:
+        pass  # cancelled meanwhile: the answer reached a stopped execution and changes nothing
     return record
 
 

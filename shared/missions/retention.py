@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from missions.lifecycle import Lifecycle
 from missions.longterm.ports import LongTermMemory
 from missions.store.ports import CheckpointStore, MissionRecord, MissionStatus, MissionStore
 
@@ -59,10 +60,8 @@ def archive_ended_missions(
                 memory.put(record.user_id, ARCHIVE_NAMESPACE, record.mission_id, summary(record))
                 report.checkpoints_removed += checkpoints.delete_thread(record.mission_id)
                 # last: a run that failed before this point finds the mission again tomorrow
-                missions.update(
-                    record.mission_id,
-                    status=MissionStatus.ARCHIVED,
-                    archived_at=moment.isoformat(timespec="milliseconds"),
+                Lifecycle(missions).move(
+                    record.mission_id, MissionStatus.ARCHIVED, archived_at=moment.isoformat(timespec="milliseconds")
                 )
                 report.archived.append(record.mission_id)
             except Exception as exc:  # one bad mission must not stop the others; it is reported

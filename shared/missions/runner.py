@@ -14,6 +14,7 @@ Bounds are never exceptions: a reached bound routes to the final stage with a re
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from missions.envelope import (
     utcnow,
 )
 from missions.events import Event, EventType
+from missions.lifecycle import Lifecycle, TransitionRefused
 from missions.llm.base import LLMProvider, LLMRequest
 from missions.offload import EnvelopeCodec
 from missions.repositories.refs import Workspaces
@@ -54,6 +56,7 @@ from missions.store.ports import (
 from missions.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor
 
 MODES = ("run", "join", "branch", "item", "finalize")
+log = logging.getLogger(__name__)
 AWAIT_PREFIX = "await:"
 
 
@@ -498,17 +501,23 @@ class StageRunner:
             "phase": self.pipeline.agent(stage).phase or "executing",
             "counters": envelope.counters.model_dump(),
             # 'interrupted' is set by the interrupt function once the answer can be delivered
-            "status": "running",
             "pending_interrupt": envelope.interrupt.id if envelope.interrupt else None,
         }
-        if envelope.next_stage is None:  # the final stage ran: the mission is over
-            fields.update(
-                status="failed" if status == "failed" else "completed",
-                completed_at=utcnow(),
-                terminal_reason=envelope.terminal_reason,
-                result=self._result(envelope),
-            )
-        self.services.missions.update(envelope.mission_id, **fields)
+        lifecycle = Lifecycle(self.services.missions)
+        try:
+            if envelope.next_stage is None:  # the final stage ran: the mission is over
+                lifecycle.end(
+                    envelope.mission_id,
+                    "failed" if status == "failed" else "completed",
+                    terminal_reason=envelope.terminal_reason,
+                    result=self._result(envelope),
+                    **fields,
+                )
+            else:
+                lifecycle.progress(envelope.mission_id, **fields)
+        except TransitionRefused as refused:
+            # cancelled while this stage ran: its execution is being stopped; the user's choice stands
+            log.info("stage %s of %s did not record its progress: %s", stage, envelope.mission_id, refused)
 
     def _result(self, envelope: Envelope) -> dict[str, Any]:
         output = envelope.output(self.pipeline.final)

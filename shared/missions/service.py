@@ -14,6 +14,7 @@ from missions import capability as registry
 from missions.compiler import initial_state
 from missions.envelope import new_id
 from missions.events import Event, EventType
+from missions.lifecycle import NOT_STARTED, TransitionRefused
 from missions.offload import EnvelopeCodec
 from missions.starter import MissionRequest, MissionRequestError, build_envelope
 from missions.store.ports import MissionRecord, MissionStatus, NotFound
@@ -32,8 +33,11 @@ class MissionService:
     # -- starting ----------------------------------------------------------------------------
 
     def start(self, request: MissionRequest) -> None:
-        """Start a dispatched mission: its record exists (status queued); its id is final."""
-        envelope = build_envelope(request, self.runtime.repositories)  # checked again: it may be gone
+        """Start a dispatched mission: the dispatcher claimed it and moved it to running; its id is final."""
+        if request.fork_of is not None:
+            envelope = self._forked_envelope(request)
+        else:
+            envelope = build_envelope(request, self.runtime.repositories)  # checked again: it may be gone
         codec: EnvelopeCodec = self.runtime.codec
         state = initial_state(codec.encode(envelope), envelope.bounds.max_agent_hops)
         response = self.runtime.sfn.start_execution(
@@ -41,9 +45,10 @@ class MissionService:
             name=envelope.mission_id,
             input=json.dumps(state),
         )
-        self.runtime.missions.update(
-            envelope.mission_id, status=MissionStatus.RUNNING, execution_arn=response["executionArn"]
-        )
+        try:
+            self.runtime.lifecycle.progress(envelope.mission_id, execution_arn=response["executionArn"])
+        except TransitionRefused:  # cancelled between its claim and this start: stop what just began
+            self._stop(response["executionArn"], "cancelled before it started")
 
     def submit(self, request: MissionRequest) -> Any:
         """Dispatch with the user's preferences in the context (triggers use this too)."""
@@ -110,55 +115,82 @@ class MissionService:
 
     # -- forking, cancelling -------------------------------------------------------------------
 
-    def fork(self, mission_id: str, checkpoint_id: str, user_id: str) -> str:
-        """A new mission that carries on from a checkpoint of another (time travel)."""
+    def fork(self, mission_id: str, checkpoint_id: str, user_id: str) -> Any:
+        """A new mission that carries on from a checkpoint of another (time travel), dispatched like any
+        other: the user's limit, the queue and priorities hold for forks too."""
+        source = self.runtime.missions.get(mission_id)
+        self._carry_on_from(mission_id, checkpoint_id)  # refuse a fork that cannot run before writing anything
+        request = MissionRequest.parse(
+            capability=source.capability,
+            goal=source.goal,
+            user_id=user_id,
+            priority=source.priority,
+            fork_of={"mission_id": mission_id, "checkpoint_id": checkpoint_id},
+        )
+        return self.runtime.dispatcher.submit(request)
+
+    def _carry_on_from(self, mission_id: str, checkpoint_id: str) -> Any:
         checkpoint = self.runtime.checkpoints.get(mission_id, checkpoint_id)
         envelope = self.runtime.codec.decode(checkpoint.envelope)
         if envelope.next_stage is None:
             raise MissionRequestError(f"checkpoint {checkpoint_id} is the end of the mission; nothing to carry on")
         if envelope.next_stage.startswith("await:") and envelope.interrupt is not None:
             envelope.next_stage, envelope.interrupt = envelope.interrupt.stage, None
-        new = envelope.model_copy(update={"mission_id": new_id("m_"), "user_id": user_id, "checkpoint_id": None})
-        self.runtime.missions.create(
-            MissionRecord(
-                mission_id=new.mission_id,
-                user_id=user_id,
-                capability=new.capability,
-                goal=new.raw_input,
-                status=MissionStatus.RUNNING,
-                stage=checkpoint.stage,
-            )
+        return envelope
+
+    def _forked_envelope(self, request: MissionRequest) -> Any:
+        assert request.fork_of is not None and request.mission_id
+        envelope = self._carry_on_from(request.fork_of.mission_id, request.fork_of.checkpoint_id)
+        return envelope.model_copy(
+            update={"mission_id": request.mission_id, "user_id": request.user_id, "checkpoint_id": None}
         )
-        state = initial_state(self.runtime.codec.encode(new), new.bounds.max_agent_hops)
-        response = self.runtime.sfn.start_execution(
-            stateMachineArn=self.state_machine_arn(new.capability), name=new.mission_id, input=json.dumps(state)
-        )
-        self.runtime.missions.update(new.mission_id, execution_arn=response["executionArn"])
-        return new.mission_id
 
     def cancel(self, record: MissionRecord) -> None:
-        if record.execution_arn:
+        """Cancel in any state that is not over; ConflictError (TransitionRefused) when it already ended."""
+        lifecycle = self.runtime.lifecycle
+        if record.status in NOT_STARTED:
             try:
-                self.runtime.sfn.stop_execution(executionArn=record.execution_arn, cause="cancelled by the user")
-            except Exception as exc:  # already ended: the status below still records the user's intent
-                code = getattr(exc, "response", {}).get("Error", {}).get("Code")
-                if code not in ("ExecutionDoesNotExist", "ValidationException"):
-                    raise
+                lifecycle.cancelled(record.mission_id)  # from here on no claim can start it
+            except TransitionRefused:
+                record = self.runtime.missions.get(record.mission_id)  # claimed meanwhile: stop it below
+            else:
+                self.runtime.dispatcher.cancel_queued(record.user_id, record.mission_id)
+                self._cancelled_event(record.mission_id)
+                return
+        lifecycle.move(record.mission_id, MissionStatus.CANCELLING)  # stage writes are refused from now on
+        current = self.runtime.missions.get(record.mission_id)
+        if current.execution_arn:
+            self._stop(current.execution_arn, "cancelled by the user")
         for interrupt in self.runtime.interrupts.pending(record.mission_id):
             self.runtime.interrupts.expire(record.mission_id, interrupt.interrupt_id)
-        self.runtime.missions.update(
-            record.mission_id,
-            status=MissionStatus.CANCELLED,
-            pending_interrupt=None,
-            terminal_reason="cancelled",
-            completed_at=_now(),
-        )
-        self.runtime.events.append(
-            record.mission_id,
-            f"9999-cancel-{new_id()}",
-            [Event(type=EventType.MISSION_CANCELLED, mission_id=record.mission_id)],
-        )
+            self._release(interrupt.task_token)
+        lifecycle.cancelled(record.mission_id)
+        self._cancelled_event(record.mission_id)
         self.runtime.dispatcher.finished(record.mission_id)
+
+    def _stop(self, execution_arn: str, cause: str) -> None:
+        try:
+            self.runtime.sfn.stop_execution(executionArn=execution_arn, cause=cause)
+        except Exception as exc:  # already ended: the status records the user's intent all the same
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+            if code not in ("ExecutionDoesNotExist", "ValidationException"):
+                raise
+
+    def _release(self, task_token: str) -> None:
+        """Free a waiting task's token (in AWS the stop already did; an emulator may still be waiting on it)."""
+        try:
+            self.runtime.sfn.send_task_failure(taskToken=task_token, error="MissionCancelled", cause="cancelled")
+        except Exception as exc:  # the execution is stopped: the token is gone, as intended
+            code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+            if code not in ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken", "ExecutionDoesNotExist"):
+                raise
+
+    def _cancelled_event(self, mission_id: str) -> None:
+        self.runtime.events.append(
+            mission_id,
+            f"9999-cancel-{new_id()}",
+            [Event(type=EventType.MISSION_CANCELLED, mission_id=mission_id)],
+        )
 
     def execution_ended(self, execution_arn: str, status: str) -> None:
         """Step Functions said an execution ended: record failures the stages could not, free the slot."""
@@ -167,14 +199,22 @@ class MissionService:
             record = self.runtime.missions.get(mission_id)
         except NotFound:
             return
-        if status != "SUCCEEDED" and record.status not in MissionStatus.TERMINAL:
-            self.runtime.missions.update(
-                mission_id,
-                status=MissionStatus.FAILED,
-                completed_at=_now(),
-                terminal_reason=f"execution_{status.lower()}",
-                pending_interrupt=None,
-            )
+        if record.status == MissionStatus.CANCELLING:  # its cancel stopped it: finish the cancel
+            try:
+                self.runtime.lifecycle.cancelled(mission_id)
+            except TransitionRefused:
+                pass
+        elif status != "SUCCEEDED" and record.status not in MissionStatus.TERMINAL:
+            try:
+                self.runtime.lifecycle.move(
+                    mission_id,
+                    MissionStatus.FAILED,
+                    completed_at=_now(),
+                    terminal_reason=f"execution_{status.lower()}",
+                    pending_interrupt=None,
+                )
+            except TransitionRefused:
+                pass  # it ended (or was cancelled) in the meantime
         elif record.status in MissionStatus.TERMINAL and not record.completed_at:
             self.runtime.missions.update(mission_id, completed_at=_now())
         self.runtime.dispatcher.finished(mission_id)

@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, field_validator
 from missions import capability as registry
 from missions.compiler import initial_state
 from missions.envelope import Bounds, Envelope, Model, new_id
+from missions.lifecycle import Lifecycle
 from missions.offload import EnvelopeCodec
 from missions.repositories.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
 from missions.store.ports import ConflictError, MissionRecord, MissionStore
@@ -22,6 +23,13 @@ from missions.triggers import Priority, TriggerSource
 
 class MissionRequestError(ValueError):
     """The request cannot start a mission; the message says why. Nothing was changed."""
+
+
+class ForkSource(Model):
+    """Where a forked mission carries on: a checkpoint of another mission of the same user."""
+
+    mission_id: str = Field(min_length=1, max_length=80)
+    checkpoint_id: str = Field(min_length=1, max_length=80)
 
 
 class MissionRequest(Model):
@@ -35,6 +43,7 @@ class MissionRequest(Model):
     deadline: str | None = Field(None, max_length=40)  # ISO 8601; earlier deadlines run first within a priority
     trigger: TriggerSource = TriggerSource.API
     idempotency_key: str | None = Field(None, min_length=1, max_length=512)
+    fork_of: ForkSource | None = None  # set by MissionService.fork only: the start uses that checkpoint
 
     @field_validator("goal")
     @classmethod
@@ -119,7 +128,7 @@ def start_mission(
             stateMachineArn=state_machine_arn(envelope.capability), name=envelope.mission_id, input=json.dumps(state)
         )
     except Exception as exc:
-        missions.update(envelope.mission_id, status="failed", terminal_reason=f"start_failed: {exc}"[:500])
+        Lifecycle(missions).move(envelope.mission_id, "failed", terminal_reason=f"start_failed: {exc}"[:500])
         raise
     missions.update(envelope.mission_id, execution_arn=response["executionArn"])
     return envelope

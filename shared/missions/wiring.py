@@ -13,6 +13,7 @@ from typing import Any
 from missions import capability as registry
 from missions.capability import Capability
 from missions.interrupts import record_interrupt
+from missions.lifecycle import Lifecycle, TransitionRefused
 from missions.llm.base import LLMProvider
 from missions.llm.scripted import ScriptedProvider
 from missions.offload import EnvelopeCodec
@@ -179,6 +180,10 @@ class Runtime:
         return webhooks.StaticWebhookSources({})
 
     @cached_property
+    def lifecycle(self) -> Lifecycle:
+        return Lifecycle(self.missions)
+
+    @cached_property
     def local_roots(self) -> Any:
         from missions.repositories.roots import AllowedRoots
 
@@ -326,7 +331,10 @@ class Runtime:
     def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:
         record = record_interrupt(event, self.interrupts)
         # only now can an answer reach the execution: only now is the mission waiting for one
-        self.missions.update(record.mission_id, status="interrupted", pending_interrupt=record.interrupt_id)
+        try:
+            self.lifecycle.waiting(record.mission_id, record.interrupt_id)
+        except TransitionRefused:
+            pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
         return {"interrupt_id": record.interrupt_id, "status": record.status}
 
 

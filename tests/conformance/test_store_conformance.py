@@ -24,7 +24,14 @@ from missions.store.memory import (
     MemoryInterruptStore,
     MemoryMissionStore,
 )
-from missions.store.ports import Checkpoint, ConflictError, InterruptRecord, MissionRecord, NotFound
+from missions.store.ports import (
+    Checkpoint,
+    ConflictError,
+    InterruptRecord,
+    MissionRecord,
+    NotFound,
+    TransitionRefused,
+)
 
 REGION = "us-east-1"
 BUCKET = "missions-blobs-test"
@@ -166,8 +173,14 @@ def test_mission_update(backend):
     backend.missions.create(record)
     counters = {"llm_calls": 3, "tokens_in": 1200, "cost_usd": 0.1 + 0.2, "tiny": 1.5e-7}
     result = {"answer": "42", "confidence": 0.875, "citations": [{"file": "a.py", "line": 3}], "empty": {}}
-    backend.missions.update(
-        "m1", status="running", stage="analyze", counters=counters, result=result, execution_arn="arn:x"
+    backend.missions.transition(
+        "m1",
+        "running",
+        frozenset({"created"}),
+        stage="analyze",
+        counters=counters,
+        result=result,
+        execution_arn="arn:x",
     )
     got = backend.missions.get("m1")
     assert got.status == "running"
@@ -181,16 +194,38 @@ def test_mission_update(backend):
     assert got.created_at == record.created_at
     assert (got.user_id, got.capability, got.goal) == (record.user_id, record.capability, record.goal)
 
-    backend.missions.update("m1", stage=None, status="completed")
+    backend.missions.transition("m1", "completed", frozenset({"running"}), stage=None)
     got = backend.missions.get("m1")
     assert got.stage is None
     assert got.status == "completed"
     assert got.counters == counters
 
 
+def test_a_transition_the_current_status_does_not_allow_is_refused_and_changes_nothing(backend):
+    # Given a mission that was cancelled
+    backend.missions.create(mission("m1"))
+    backend.missions.transition("m1", "cancelled", frozenset({"created", "queued"}), terminal_reason="cancelled")
+    # When a late stage tries to write it back to running (allowed only from running or interrupted)
+    with pytest.raises(TransitionRefused) as refused:
+        backend.missions.transition("m1", "running", frozenset({"running", "interrupted"}), stage="late")
+    # Then it is refused with the current status, and nothing changed
+    assert refused.value.current == "cancelled" and isinstance(refused.value, ConflictError)
+    got = backend.missions.get("m1")
+    assert (got.status, got.stage, got.terminal_reason) == ("cancelled", None, "cancelled")
+    with pytest.raises(NotFound):
+        backend.missions.transition("nope", "running", frozenset({"created"}))
+
+
+def test_plain_updates_cannot_change_a_status(backend):
+    backend.missions.create(mission("m1"))
+    with pytest.raises(ValueError, match="lifecycle"):
+        backend.missions.update("m1", status="completed")
+    assert backend.missions.get("m1").status == "created"
+
+
 def test_mission_update_missing_is_not_found(backend):
     with pytest.raises(NotFound):
-        backend.missions.update("nope", status="running")
+        backend.missions.update("nope", stage="x")
     with pytest.raises(NotFound):
         backend.missions.get("nope")  # and the update did not create it
 
@@ -476,9 +511,13 @@ def test_feedback_is_set_exactly_once_even_when_requests_race(backend):
 
 def test_interrupt_overdue_lists_only_old_unanswered_questions_oldest_first(backend):
     # Given questions asked at different times, one answered and one expired since
-    for interrupt_id, asked in [("old", "2026-01-01T00:00:00.000+00:00"), ("older", "2025-12-31T00:00:00.000+00:00"),
-                                ("new", "2026-01-03T00:00:00.000+00:00"), ("done", "2025-12-01T00:00:00.000+00:00"),
-                                ("gone", "2025-12-02T00:00:00.000+00:00")]:
+    for interrupt_id, asked in [
+        ("old", "2026-01-01T00:00:00.000+00:00"),
+        ("older", "2025-12-31T00:00:00.000+00:00"),
+        ("new", "2026-01-03T00:00:00.000+00:00"),
+        ("done", "2025-12-01T00:00:00.000+00:00"),
+        ("gone", "2025-12-02T00:00:00.000+00:00"),
+    ]:
         backend.interrupts.put(interrupt(f"m-{interrupt_id}", interrupt_id).model_copy(update={"created_at": asked}))
     backend.interrupts.answer("m-done", "done", InterruptResponse(decision="a"))
     backend.interrupts.expire("m-gone", "gone")
@@ -530,13 +569,14 @@ def test_malformed_artifacts_are_rejected_and_nothing_is_written(backend):
 
 
 def test_ended_before_finds_missions_of_a_status_that_ended_before_a_time_oldest_first(backend):
-    for mission_id, status, ended in [("old", "completed", "2026-01-01T00:00:00.000+00:00"),
-                                      ("older", "completed", "2025-12-01T00:00:00.000+00:00"),
-                                      ("recent", "completed", "2026-03-01T00:00:00.000+00:00"),
-                                      ("failed", "failed", "2025-11-01T00:00:00.000+00:00"),
-                                      ("running", "running", None)]:
-        backend.missions.create(mission(mission_id))
-        backend.missions.update(mission_id, status=status, completed_at=ended)
+    for mission_id, status, ended in [
+        ("old", "completed", "2026-01-01T00:00:00.000+00:00"),
+        ("older", "completed", "2025-12-01T00:00:00.000+00:00"),
+        ("recent", "completed", "2026-03-01T00:00:00.000+00:00"),
+        ("failed", "failed", "2025-11-01T00:00:00.000+00:00"),
+        ("running", "running", None),
+    ]:
+        backend.missions.create(mission(mission_id).model_copy(update={"status": status, "completed_at": ended}))
     found = backend.missions.ended_before("completed", "2026-02-01T00:00:00.000+00:00")
     assert [m.mission_id for m in found] == ["older", "old"]
     assert [m.mission_id for m in backend.missions.ended_before("failed", "2026-02-01")] == ["failed"]

@@ -25,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from missions.dispatch import Dispatcher
+from missions.lifecycle import Lifecycle
 from missions.specs import DISPATCH, MISSIONS
 from missions.starter import MissionRequest
 from missions.store.ports import MissionStore
@@ -65,7 +66,7 @@ class Executions:
         while (mission_id := self._ending.get()) is not None:
             try:
                 time.sleep(random.uniform(*self.delay))
-                self.missions.update(mission_id, status="completed")
+                Lifecycle(self.missions).end(mission_id, "completed")
                 with self.lock:
                     self.live[self.missions.get(mission_id).user_id].discard(mission_id)
                 assert self.dispatcher is not None

@@ -31,8 +31,12 @@ def test_missions_show_their_lifecycle_and_are_archived_by_age_and_outcome():
         # and a mission that failed at the same time
         failed = cloud.start("code_analysis", GOAL, context={"repo": str(REPO_ROOT)}, user_id="ada")
         cloud.wait(failed)
-        runtime.missions.update(
-            failed, status="failed", completed_at=runtime.missions.get(done.mission_id).completed_at
+        # (it completed; the test says it failed, at the same moment)
+        runtime.missions.transition(
+            failed,
+            "failed",
+            frozenset({"completed"}),
+            completed_at=runtime.missions.get(done.mission_id).completed_at,
         )
         ended = _ended(cloud, done.mission_id)
 

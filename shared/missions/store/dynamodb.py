@@ -31,6 +31,7 @@ from missions.store.ports import (
     InterruptRecord,
     MissionRecord,
     NotFound,
+    TransitionRefused,
     check_artifact,
 )
 
@@ -197,6 +198,14 @@ class DynamoMissionStore:
         return MissionRecord.model_validate(_deserialize(response["Item"]))
 
     def update(self, mission_id: str, **fields: Any) -> None:
+        if "status" in fields:
+            raise ValueError("a mission's status changes only through missions.lifecycle (transition)")
+        self._write(mission_id, fields, allowed_from=None)
+
+    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
+        self._write(mission_id, {**fields, "status": status}, allowed_from=allowed_from)
+
+    def _write(self, mission_id: str, fields: dict[str, Any], allowed_from: frozenset[str] | None) -> None:
         fields.pop("updated_at", None)
         unknown = set(fields) - set(MissionRecord.model_fields)
         if unknown:
@@ -213,18 +222,26 @@ class DynamoMissionStore:
         expression = "SET " + ", ".join(f"#f{i} = :v{i}" for i in kept)
         if removed:
             expression += " REMOVE " + ", ".join(f"#f{i}" for i in removed)
+        condition = "attribute_exists(#pk)"
+        extra_names = {"#pk": "mission_id"}
+        if allowed_from is not None:  # the lifecycle's guard: one conditional write, no read first
+            froms = sorted(allowed_from)
+            condition += f" AND #st IN ({', '.join(f':from{i}' for i in range(len(froms)))})"
+            extra_names["#st"] = "status"
+            attr_values.update({f":from{i}": {"S": value} for i, value in enumerate(froms)})
         try:
             self._client.update_item(
                 TableName=self.table_name,
                 Key={"mission_id": {"S": mission_id}},
                 UpdateExpression=expression,
-                ConditionExpression="attribute_exists(#pk)",
-                ExpressionAttributeNames={**names, "#pk": "mission_id"},
+                ConditionExpression=condition,
+                ExpressionAttributeNames={**names, **extra_names},
                 ExpressionAttributeValues=attr_values,
             )
         except ClientError as exc:
             if _condition_failed(exc):
-                raise NotFound(f"mission {mission_id}") from None
+                current = self.get(mission_id)  # NotFound when missing; else the status refused it
+                raise TransitionRefused(mission_id, current.status, str(fields.get("status"))) from None
             raise
 
     def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ from missions.store.ports import (
     NotFound,
     RepositoryRecord,
     RepositorySnapshot,
+    TransitionRefused,
     check_artifact,
 )
 
@@ -39,12 +40,26 @@ class MemoryMissionStore:
             raise NotFound(f"mission {mission_id}") from None
 
     def update(self, mission_id: str, **fields: Any) -> None:
+        if "status" in fields:
+            raise ValueError("a mission's status changes only through missions.lifecycle (transition)")
+        with self._lock:
+            self._set(mission_id, fields)
+
+    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
         with self._lock:
             if mission_id not in self._items:
                 raise NotFound(f"mission {mission_id}")
-            current = self._items[mission_id].model_dump()
-            current.update(fields, updated_at=utcnow())
-            self._items[mission_id] = MissionRecord.model_validate(current)
+            current = self._items[mission_id].status
+            if current not in allowed_from:
+                raise TransitionRefused(mission_id, current, status)
+            self._set(mission_id, {**fields, "status": status})
+
+    def _set(self, mission_id: str, fields: dict[str, Any]) -> None:
+        if mission_id not in self._items:
+            raise NotFound(f"mission {mission_id}")
+        current = self._items[mission_id].model_dump()
+        current.update(fields, updated_at=utcnow())
+        self._items[mission_id] = MissionRecord.model_validate(current)
 
     def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
         with self._lock:

@@ -22,11 +22,20 @@ class ConflictError(RuntimeError):
     """A conditional write lost: the thing already exists or changed state."""
 
 
+class TransitionRefused(ConflictError):
+    """A status change the mission's current status does not allow (see missions.lifecycle)."""
+
+    def __init__(self, mission_id: str, current: str, wanted: str):
+        super().__init__(f"mission {mission_id} is {current}; it cannot become {wanted}")
+        self.mission_id, self.current, self.wanted = mission_id, current, wanted
+
+
 class MissionStatus:
     CREATED = "created"
     QUEUED = "queued"
     RUNNING = "running"
     INTERRUPTED = "interrupted"
+    CANCELLING = "cancelling"  # the user cancelled; its execution is being stopped
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -42,6 +51,8 @@ def lifecycle_of(record: MissionRecord) -> str:
     status = record.status
     if status in (MissionStatus.CREATED, MissionStatus.QUEUED):
         return "created"
+    if status == MissionStatus.CANCELLING:
+        return "cancelled"
     if status == MissionStatus.RUNNING:
         return record.phase or ("planning" if record.stage is None else "executing")
     return status  # interrupted, completed, failed, cancelled, archived
@@ -101,7 +112,11 @@ class MissionStore(Protocol):
     def get(self, mission_id: str) -> MissionRecord: ...
 
     def update(self, mission_id: str, **fields: Any) -> None:
-        """Set fields on an existing mission (NotFound if missing)."""
+        """Set fields other than `status` on an existing mission (NotFound if missing)."""
+
+    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
+        """Set `status` (and fields) only if the current status is in `allowed_from`, in one conditional
+        write; TransitionRefused otherwise, NotFound if missing. Only missions.lifecycle calls it."""
 
     def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
         """Set once (conditional write); ConflictError if feedback exists, NotFound if the mission does not."""

@@ -1,0 +1,148 @@
+"""Cancel cancels in every state, and a fork is dispatched like any other start (on the emulation).
+
+Before the lifecycle owned the status: a queued mission that was cancelled later started and ended
+`completed`; a stage finishing after a cancel wrote `running` back over `cancelled`; a fork
+skipped the dispatcher, so a user at the limit of 3 running missions had 4.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from missions.capability import StageContext
+from missions.local.emulation import LocalCloud
+from missions.starter import MissionRequest
+from missions.store.ports import ConflictError
+from tests.integration.conftest import answer_hooks, chain, make_capability, registered
+from tests.support.hooks import FnHooks
+
+WAIT = 30.0
+ENTERED, RELEASE = threading.Event(), threading.Event()
+
+
+def _hold(ctx: StageContext) -> None:
+    """A stage that is in flight until the test lets it go."""
+    ENTERED.set()
+    RELEASE.wait(WAIT)
+
+
+def _ask(ctx: StageContext) -> None:
+    if not ctx.resume:
+        from missions.envelope import InterruptKind
+
+        ctx.ask(InterruptKind.CLARIFICATION, "which fence?")
+
+
+SLOW = make_capability("t_slow", chain("hold", "final"), {"hold": FnHooks(pre=_hold), "final": answer_hooks()})
+ASKS = make_capability("t_asks", chain("ask", "final"), {"ask": FnHooks(pre=_ask), "final": answer_hooks()})
+
+
+@pytest.fixture(scope="module")
+def cloud() -> Iterator[LocalCloud]:
+    with registered([SLOW, ASKS]) as names, LocalCloud(names) as local:
+        yield local
+
+
+def submit(cloud: LocalCloud, capability: str, user: str) -> str:
+    request = MissionRequest.parse(capability=capability, goal="paint the fence", user_id=user)
+    return cloud.runtime.service.submit(request).mission_id
+
+
+def until(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.02)
+    raise TimeoutError(what)
+
+
+def waiting_for_a_human(cloud: LocalCloud, user: str, count: int) -> list[str]:
+    ids = [submit(cloud, ASKS.name, user) for _ in range(count)]
+    for mission_id in ids:
+        until(lambda m=mission_id: cloud.runtime.missions.get(m).status == "interrupted", f"{mission_id} waits")
+    return ids
+
+
+def executions_named(cloud: LocalCloud, mission_id: str) -> list[dict]:
+    arn = cloud.state_machines[ASKS.name]
+    return [e for e in cloud.sfn.list_executions(stateMachineArn=arn)["executions"] if e["name"] == mission_id]
+
+
+def test_a_queued_mission_that_was_cancelled_never_starts(cloud: LocalCloud):
+    # Given a user whose 3 running slots are held by missions waiting for an answer, and a 4th queued
+    holding = waiting_for_a_human(cloud, "quinn", 3)
+    queued = submit(cloud, ASKS.name, "quinn")
+    assert cloud.runtime.missions.get(queued).status == "queued"
+    # When the user cancels the queued one, then a slot frees up
+    cloud.runtime.service.cancel(cloud.runtime.missions.get(queued))
+    cloud.runtime.service.cancel(cloud.runtime.missions.get(holding[0]))
+    # Then the cancelled mission stays cancelled, never started, and left the queue
+    time.sleep(0.3)
+    record = cloud.runtime.missions.get(queued)
+    assert (record.status, record.terminal_reason, record.execution_arn) == (
+        "cancelled",
+        "cancelled",
+        None,
+    )
+    assert executions_named(cloud, queued) == []
+    assert cloud.runtime.dispatcher._store.queued("quinn") == []
+    for mission_id in holding[1:]:
+        cloud.runtime.service.cancel(cloud.runtime.missions.get(mission_id))
+
+
+def test_a_mission_cancelled_while_a_stage_runs_stays_cancelled(cloud: LocalCloud):
+    # Given a mission whose stage is in flight
+    ENTERED.clear()
+    RELEASE.clear()
+    mission_id = submit(cloud, SLOW.name, "rita")
+    assert ENTERED.wait(WAIT)
+    until(lambda: cloud.runtime.missions.get(mission_id).execution_arn is not None, "the execution started")
+    # When the user cancels it, and only then the stage finishes and reports its progress
+    cloud.runtime.service.cancel(cloud.runtime.missions.get(mission_id))
+    RELEASE.set()
+    # Then the execution was stopped and the late stage could not write the mission back to running
+    until(lambda: cloud.status(mission_id) != "RUNNING", "the execution ended")
+    time.sleep(0.3)
+    record = cloud.runtime.missions.get(mission_id)
+    assert cloud.status(mission_id) == "ABORTED"
+    assert (record.status, record.terminal_reason) == ("cancelled", "cancelled")
+    # and cancelling again is a conflict, not a second cancel
+    with pytest.raises(ConflictError):
+        cloud.runtime.service.cancel(record)
+
+
+def test_a_mission_waiting_for_a_human_is_cancelled_and_its_question_can_no_longer_be_answered(cloud: LocalCloud):
+    [mission_id] = waiting_for_a_human(cloud, "sam", 1)
+    [question] = cloud.runtime.interrupts.pending(mission_id)
+    cloud.runtime.service.cancel(cloud.runtime.missions.get(mission_id))
+    until(lambda: cloud.status(mission_id) != "RUNNING", "the execution ended")
+    record = cloud.runtime.missions.get(mission_id)
+    assert (record.status, record.pending_interrupt) == ("cancelled", None)
+    assert cloud.runtime.interrupts.get(mission_id, question.interrupt_id).status == "expired"
+    with pytest.raises(ConflictError):
+        cloud.answer(mission_id, question.interrupt_id, {"text": "the white one"})
+    assert cloud.runtime.missions.get(mission_id).status == "cancelled"
+
+
+def test_a_fork_at_the_limit_is_queued_not_a_fourth_running_mission(cloud: LocalCloud):
+    # Given a user with 3 missions running (each waiting for an answer)
+    holding = waiting_for_a_human(cloud, "tara", 3)
+    checkpoint = cloud.runtime.checkpoints.list(holding[0])[0]
+    # When the user forks one of them
+    forked = cloud.runtime.service.fork(holding[0], checkpoint.checkpoint_id, "tara")
+    # Then the fork waits in the queue: never more than 3 running for that user
+    assert forked.status == "queued"
+    assert cloud.runtime.missions.get(forked.mission_id).status == "queued"
+    assert executions_named(cloud, forked.mission_id) == []
+    assert len(cloud.runtime.dispatcher._store.running("tara")) == 3
+    # and once a slot frees, it starts from the checkpoint (and asks its question again)
+    cloud.runtime.service.cancel(cloud.runtime.missions.get(holding[0]))
+    until(lambda: cloud.runtime.missions.get(forked.mission_id).status == "interrupted", "the fork started")
+    assert len(executions_named(cloud, forked.mission_id)) == 1
+    for mission_id in [*holding[1:], forked.mission_id]:
+        cloud.runtime.service.cancel(cloud.runtime.missions.get(mission_id))
