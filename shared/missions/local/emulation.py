@@ -10,6 +10,8 @@ import functools
 import io
 import json
 import os
+import shutil
+import tempfile
 import time
 import zipfile
 from collections.abc import Iterator
@@ -87,6 +89,7 @@ class LocalCloud:
         self.functions: dict[str, str] = {}  # function name -> arn
         self.state_machines: dict[str, str] = {}  # capability -> arn
         self._executions: dict[str, str] = {}  # mission id -> execution arn
+        self._workspace: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -109,6 +112,9 @@ class LocalCloud:
         self.events_client = boto3.client("events", region_name=REGION)
         # as `missions dev` defaults: the directory it started in is a root, and git imports may come from it
         overrides = {"repo_roots": [os.getcwd()], "local_git_sources": True, **self._settings_overrides}
+        if "workspace_dir" not in overrides:  # snapshots unpacked by this emulation's stages, removed with it
+            self._workspace = tempfile.mkdtemp(prefix="missions-workspace-")
+            overrides["workspace_dir"] = self._workspace
         self.settings = RuntimeSettings(
             **{f"{spec.id}_table": f"{self.prefix}-{spec.id}" for spec in TABLES},
             blob_bucket=f"{self.prefix}-blobs",
@@ -136,6 +142,9 @@ class LocalCloud:
         self.close()
 
     def close(self) -> None:
+        if self._workspace is not None:
+            shutil.rmtree(self._workspace, ignore_errors=True)
+            self._workspace = None
         for name in self.functions:
             patches.unregister(name)
         if self._mock is not None:
