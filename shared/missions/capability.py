@@ -20,6 +20,8 @@ from pydantic import BaseModel
 
 from missions.capability_config import CONFIG_FILE, CapabilityConfig, CapabilityConfigError, load_config
 from missions.envelope import Envelope, InterruptKind, InterruptResponse
+from missions.errors import EvidenceChainViolation as EvidenceChainViolation  # re-exported for capabilities
+from missions.errors import StageDefinitionError
 from missions.llm.scripted import OfflinePolicy
 from missions.pipeline import AgentConfig, PipelineConfig
 from missions.repositories.refs import CONTEXT_KEY, RepositoryRef, Workspaces
@@ -42,14 +44,6 @@ class InterruptRequested(Exception):
         super().__init__(question)
         self.kind, self.question = kind, question
         self.options, self.data = options or [], data or {}
-
-
-class StageDefinitionError(Exception):
-    """A capability's stage is wired wrongly (a bug, not a transient failure): never retried."""
-
-
-class EvidenceChainViolation(Exception):
-    """A stage cited evidence no tool returned, or a critic added content. Never retried."""
 
 
 @dataclass

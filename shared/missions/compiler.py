@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from missions.envelope import InterruptKind
+from missions.errors import NON_RETRYABLE_ERRORS
 from missions.pipeline import AgentConfig, PipelineConfig
 
 # dotted: stage names cannot contain a dot, so these never collide with a stage
@@ -37,7 +38,6 @@ TRANSIENT_LAMBDA_ERRORS = [
     "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException",
 ]
-NON_RETRYABLE_ERRORS = ["StageDefinitionError", "EvidenceChainViolation", "StageRequestError"]
 # guards on counters the stages report; hops are counted by the state machine itself
 COUNTER_GUARDS = (
     ("max_llm_calls", "llm_calls"),

@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from missions.capability import (
     Capability,
-    EvidenceChainViolation,
     InterruptRequested,
     StageContext,
     StageDefinitionError,
@@ -37,6 +36,7 @@ from missions.envelope import (
     StageRecord,
     utcnow,
 )
+from missions.errors import NON_RETRYABLE, StageRequestError
 from missions.events import Event, EventType
 from missions.lifecycle import Lifecycle, TransitionRefused
 from missions.llm.base import LLMProvider, LLMRequest
@@ -58,10 +58,6 @@ from missions.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor
 MODES = ("run", "join", "branch", "item", "finalize")
 log = logging.getLogger(__name__)
 AWAIT_PREFIX = "await:"
-
-
-class StageRequestError(ValueError):
-    """The state machine sent a request this runner cannot serve (a wiring bug): not retried."""
 
 
 class StageOutputError(Exception):
@@ -605,9 +601,6 @@ class StageRunner:
             else None,
         }
         return self.services.codec.pack(delta)
-
-
-NON_RETRYABLE = (StageDefinitionError, EvidenceChainViolation, StageRequestError)
 
 
 def _preview(value: Any, limit: int = 300) -> Any:
