@@ -270,3 +270,28 @@ def test_credentials_never_appear_in_a_refusal(tmp_path: Path):
     with pytest.raises(ArchiveRejected) as refused:
         snapshot_from_git("http://user:hunter2@127.0.0.1:9/x.git", None, tmp_path / "s.tar.gz", tmp_path / "w")
     assert "hunter2" not in str(refused.value)
+
+
+def test_a_redirect_is_not_followed(tmp_path: Path):
+    # Given a git host that answers with a redirect (to where the URL check never looked)
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Redirect(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", "http://169.254.169.254/latest/meta-data/")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(ArchiveRejected, match="302"):
+            snapshot_from_git(
+                f"http://127.0.0.1:{server.server_port}/repo.git", None, tmp_path / "s.tar.gz", tmp_path / "w"
+            )
+    finally:
+        server.shutdown()

@@ -318,8 +318,11 @@ def snapshot_from_git(
     workdir.mkdir(parents=True, exist_ok=True)
     target = workdir / "repository.git"
     errors = io.BytesIO()
+    transport: dict[str, object] = {}
+    if url.startswith(("https://", "http://")):
+        transport["pool_manager"] = _no_redirects()
     try:
-        repo = porcelain.clone(url, str(target), bare=True, checkout=False, errstream=errors)
+        repo = porcelain.clone(url, str(target), bare=True, checkout=False, errstream=errors, **transport)  # type: ignore[arg-type]
     except (GitProtocolError, HangupException, NotGitRepository, OSError, KeyError, ValueError) as exc:
         shutil.rmtree(target, ignore_errors=True)
         message = _public(str(exc)).splitlines()[0][:200] if str(exc) else type(exc).__name__
@@ -337,6 +340,18 @@ def snapshot_from_git(
         repo.close()
         if isinstance(repo, Repo):
             shutil.rmtree(target, ignore_errors=True)
+
+
+def _no_redirects():
+    """Git over HTTP that follows no redirect (a public host must not send the import to a private one,
+    which the URL check could not see) and gives up on a server that stops answering."""
+    import urllib3
+
+    return urllib3.PoolManager(
+        retries=urllib3.Retry(total=2, connect=2, read=1, redirect=False, raise_on_redirect=False),
+        timeout=urllib3.Timeout(connect=10.0, read=60.0),
+        headers={"User-Agent": "missions-repository-import"},
+    )
 
 
 def _resolve(repo, ref: str | None) -> tuple[bytes, str]:
