@@ -387,7 +387,7 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody):
             interrupts=svc.interrupts,
             missions=svc.missions,
             events=svc.events,
-            sfn=svc.sfn,
+            executions=svc.executions,
             mission_id=mission_id,
             interrupt_id=interrupt_id,
             response=InterruptResponse(**body.model_dump()),

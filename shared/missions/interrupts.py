@@ -10,7 +10,15 @@ from typing import Any
 from missions.envelope import InterruptResponse, Resume
 from missions.events import Event, EventType
 from missions.lifecycle import Lifecycle, TransitionRefused
-from missions.store.ports import ConflictError, EventStore, InterruptRecord, InterruptStore, MissionStore
+from missions.store.ports import (
+    ConflictError,
+    EventStore,
+    Executions,
+    InterruptRecord,
+    InterruptStore,
+    MissionStore,
+    TaskGone,
+)
 
 
 class AnswerRejected(ValueError):
@@ -22,7 +30,7 @@ def answer_interrupt(
     interrupts: InterruptStore,
     missions: MissionStore,
     events: EventStore,
-    sfn: Any,
+    executions: Executions,
     mission_id: str,
     interrupt_id: str,
     response: InterruptResponse | dict[str, Any],
@@ -39,13 +47,10 @@ def answer_interrupt(
     record = interrupts.answer(mission_id, interrupt_id, answer)
     resume = Resume(interrupt_id=interrupt_id, response=answer)
     try:
-        sfn.send_task_success(taskToken=record.task_token, output=json.dumps(resume.model_dump(mode="json")))
-    except Exception as exc:
-        code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
-        if code in ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken"):
-            interrupts.expire(mission_id, interrupt_id)  # the answer was refused: do not keep it
-            raise ConflictError(f"interrupt {interrupt_id} can no longer be answered ({code})") from exc
-        raise
+        executions.send_success(record.task_token, json.dumps(resume.model_dump(mode="json")))
+    except TaskGone as gone:
+        interrupts.expire(mission_id, interrupt_id)  # the answer was refused: do not keep it
+        raise ConflictError(f"interrupt {interrupt_id} can no longer be answered ({gone})") from gone
     events.append(
         mission_id,
         f"{record.checkpoint_id or '0000'}~answer-{interrupt_id}",

@@ -17,7 +17,7 @@ from missions.events import Event, EventType
 from missions.lifecycle import NOT_STARTED, TransitionRefused
 from missions.offload import EnvelopeCodec
 from missions.starter import MissionRequest, MissionRequestError, build_envelope
-from missions.store.ports import MissionRecord, MissionStatus, NotFound
+from missions.store.ports import MissionRecord, MissionStatus, NotFound, TaskGone
 
 USERS_NAMESPACE = ("_users",)
 
@@ -40,15 +40,13 @@ class MissionService:
             envelope = build_envelope(request, self.runtime.repositories)  # checked again: it may be gone
         codec: EnvelopeCodec = self.runtime.codec
         state = initial_state(codec.encode(envelope), envelope.bounds.max_agent_hops)
-        response = self.runtime.sfn.start_execution(
-            stateMachineArn=self.state_machine_arn(envelope.capability),
-            name=envelope.mission_id,
-            input=json.dumps(state),
+        execution_arn = self.runtime.executions.start(
+            self.state_machine_arn(envelope.capability), envelope.mission_id, json.dumps(state)
         )
         try:
-            self.runtime.lifecycle.progress(envelope.mission_id, execution_arn=response["executionArn"])
+            self.runtime.lifecycle.progress(envelope.mission_id, execution_arn=execution_arn)
         except TransitionRefused:  # cancelled between its claim and this start: stop what just began
-            self._stop(response["executionArn"], "cancelled before it started")
+            self.runtime.executions.stop(execution_arn, "cancelled before it started")
 
     def submit(self, request: MissionRequest) -> Any:
         """Dispatch with the user's preferences in the context (triggers use this too)."""
@@ -160,30 +158,16 @@ class MissionService:
         lifecycle.move(record.mission_id, MissionStatus.CANCELLING)  # stage writes are refused from now on
         current = self.runtime.missions.get(record.mission_id)
         if current.execution_arn:
-            self._stop(current.execution_arn, "cancelled by the user")
+            self.runtime.executions.stop(current.execution_arn, "cancelled by the user")
         for interrupt in self.runtime.interrupts.pending(record.mission_id):
             self.runtime.interrupts.expire(record.mission_id, interrupt.interrupt_id)
-            self._release(interrupt.task_token)
+            try:  # in AWS the stop already freed the token; an emulator may still be waiting on it
+                self.runtime.executions.send_failure(interrupt.task_token, "MissionCancelled", "cancelled")
+            except TaskGone:
+                pass
         lifecycle.cancelled(record.mission_id)
         self._cancelled_event(record.mission_id)
         self.runtime.dispatcher.finished(record.mission_id)
-
-    def _stop(self, execution_arn: str, cause: str) -> None:
-        try:
-            self.runtime.sfn.stop_execution(executionArn=execution_arn, cause=cause)
-        except Exception as exc:  # already ended: the status records the user's intent all the same
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code")
-            if code not in ("ExecutionDoesNotExist", "ValidationException"):
-                raise
-
-    def _release(self, task_token: str) -> None:
-        """Free a waiting task's token (in AWS the stop already did; an emulator may still be waiting on it)."""
-        try:
-            self.runtime.sfn.send_task_failure(taskToken=task_token, error="MissionCancelled", cause="cancelled")
-        except Exception as exc:  # the execution is stopped: the token is gone, as intended
-            code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
-            if code not in ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken", "ExecutionDoesNotExist"):
-                raise
 
     def _cancelled_event(self, mission_id: str) -> None:
         self.runtime.events.append(

@@ -17,7 +17,7 @@ from missions.envelope import Bounds, Envelope, Model, new_id
 from missions.lifecycle import Lifecycle
 from missions.offload import EnvelopeCodec
 from missions.repositories.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
-from missions.store.ports import ConflictError, MissionRecord, MissionStore
+from missions.store.ports import ConflictError, Executions, MissionRecord, MissionStore
 from missions.triggers import Priority, TriggerSource
 
 
@@ -108,7 +108,7 @@ def start_mission(
     *,
     missions: MissionStore,
     codec: EnvelopeCodec,
-    sfn: Any,
+    executions: Executions,
     state_machine_arn: Callable[[str], str],
     repositories: RepositoryResolver | None = None,
 ) -> Envelope:
@@ -124,13 +124,11 @@ def start_mission(
     )
     state = initial_state(codec.encode(envelope), envelope.bounds.max_agent_hops)
     try:
-        response = sfn.start_execution(
-            stateMachineArn=state_machine_arn(envelope.capability), name=envelope.mission_id, input=json.dumps(state)
-        )
+        execution_arn = executions.start(state_machine_arn(envelope.capability), envelope.mission_id, json.dumps(state))
     except Exception as exc:
         Lifecycle(missions).move(envelope.mission_id, "failed", terminal_reason=f"start_failed: {exc}"[:500])
         raise
-    missions.update(envelope.mission_id, execution_arn=response["executionArn"])
+    missions.update(envelope.mission_id, execution_arn=execution_arn)
     return envelope
 
 

@@ -26,6 +26,7 @@ from missions.store.dynamodb import (
     DynamoInterruptStore,
     DynamoMissionStore,
 )
+from missions.store.executions_sfn import StepFunctionsExecutions
 
 
 class Runtime:
@@ -178,6 +179,10 @@ class Runtime:
         if self.settings.webhook_secrets_prefix:
             return webhooks.SecretsManagerWebhookSources(self.settings.webhook_secrets_prefix)
         return webhooks.StaticWebhookSources({})
+
+    @cached_property
+    def executions(self) -> StepFunctionsExecutions:
+        return StepFunctionsExecutions(LazyClient(lambda: self.sfn))
 
     @cached_property
     def lifecycle(self) -> Lifecycle:

@@ -273,7 +273,7 @@ class LocalCloud:
             request,
             missions=self.runtime.missions,
             codec=self.runtime.codec,
-            sfn=self.sfn,
+            executions=self.runtime.executions,
             state_machine_arn=self.state_machines.__getitem__,
             repositories=self.runtime.repositories,
         )
@@ -328,7 +328,7 @@ class LocalCloud:
             interrupts=self.runtime.interrupts,
             missions=self.runtime.missions,
             events=self.runtime.events,
-            sfn=self.sfn,
+            executions=self.runtime.executions,
             mission_id=mission_id,
             interrupt_id=interrupt_id,
             response=response,

@@ -289,3 +289,23 @@ class SnapshotStore(Protocol):
 
     def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> str:
         """A URL a client PUTs exactly `size_bytes` to (a presigned S3 URL in AWS)."""
+
+
+class TaskGone(ConflictError):
+    """A waiting task's token no longer accepts an answer (timed out, or its execution ended)."""
+
+
+class Executions(Protocol):
+    """Running a mission's state machine (Step Functions in AWS): the runtime never sees the SDK."""
+
+    def start(self, state_machine_arn: str, name: str, input: str) -> str:
+        """Start an execution named `name` (the mission id); returns its ARN."""
+
+    def stop(self, execution_arn: str, cause: str) -> None:
+        """Stop it; an execution that already ended is not an error."""
+
+    def send_success(self, task_token: str, output: str) -> None:
+        """Resume a waiting task; TaskGone when its token no longer accepts an answer."""
+
+    def send_failure(self, task_token: str, error: str, cause: str) -> None:
+        """Fail a waiting task; TaskGone when its token no longer accepts it."""
