@@ -5,8 +5,7 @@ is stored on the mission and aggregated into per-capability learnings with atomi
 free text goes through the model (or the offline rules below) to extract durable preferences,
 which later missions read into their context through `preferences_for`.
 
-No AWS SDK is imported at module level: `DynamoLearningsStore` imports boto3 only when it has to
-create its own client, so the domain and the in-memory fakes stay SDK-free.
+The DynamoDB adapter of the learnings store is `missions.store.learnings_dynamodb`.
 """
 
 from __future__ import annotations
@@ -143,7 +142,7 @@ class LearningsStore(Protocol):
         """The capability's aggregates (all zeros when it never had feedback)."""
 
 
-def _increments(completed: bool | None, rating: int | None) -> dict[str, int]:
+def learning_increments(completed: bool | None, rating: int | None) -> dict[str, int]:
     increments = {"feedback_count": 1}
     if completed is True:
         increments["completions"] = 1
@@ -163,7 +162,7 @@ class InMemoryLearningsStore:
     def record(self, capability: str, *, completed: bool | None, rating: int | None) -> None:
         with self._lock:
             current = self._items.get(capability) or Learnings(capability=capability)
-            for name, amount in _increments(completed, rating).items():
+            for name, amount in learning_increments(completed, rating).items():
                 setattr(current, name, getattr(current, name) + amount)
             self._items[capability] = current
 
@@ -171,47 +170,6 @@ class InMemoryLearningsStore:
         with self._lock:
             found = self._items.get(capability)
             return found.model_copy() if found else Learnings(capability=capability)
-
-
-class DynamoLearningsStore:
-    """Learnings table (partition "capability"): one item per capability, counters bumped with ADD.
-
-    A single UpdateItem with ADD is atomic in DynamoDB, so concurrent feedback never loses a count
-    (a read-modify-write would).
-    """
-
-    def __init__(self, table_name: str, client: Any = None):
-        self.table_name = table_name
-        if client is None:
-            import boto3
-
-            client = boto3.client("dynamodb")
-        self._client = client
-
-    def record(self, capability: str, *, completed: bool | None, rating: int | None) -> None:
-        increments = _increments(completed, rating)
-        names = {f"#n{i}": name for i, name in enumerate(increments)}
-        values = {f":v{i}": {"N": str(amount)} for i, amount in enumerate(increments.values())}
-        self._client.update_item(
-            TableName=self.table_name,
-            Key={"capability": {"S": capability}},
-            UpdateExpression="ADD "
-            + ", ".join(f"#n{i} :v{i}" for i in range(len(increments)))
-            + " SET updated_at = :now",
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues={**values, ":now": {"S": utcnow()}},
-        )
-
-    def get(self, capability: str) -> Learnings:
-        response = self._client.get_item(
-            TableName=self.table_name, Key={"capability": {"S": capability}}, ConsistentRead=True
-        )
-        item = response.get("Item") or {}
-        counts = {name: int(item[name]["N"]) for name in _COUNTERS if name in item}
-        return Learnings(capability=capability, **counts)
-
-
-_COUNTERS = ("completions", "failures", "rating_sum", "rating_count", "feedback_count")
 
 
 # --------------------------------------------------------------------------- preferences in memory

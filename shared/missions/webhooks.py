@@ -30,8 +30,7 @@ import json
 import os
 import re
 import threading
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -138,50 +137,6 @@ class EnvWebhookSources:
         return {name: WebhookSource.from_config(name, value) for name, value in config.items()}
 
 
-class SecretsManagerWebhookSources:
-    """Sources from Secrets Manager: secret f"{prefix}/{name}" holds {"secret", "user_id"?, "max_body_bytes"?}.
-
-    Powertools caches found secrets for five minutes; unknown names are cached as well, so a
-    flood of deliveries to made-up sources does not become a flood of Secrets Manager calls.
-    """
-
-    NEGATIVE_TTL = 300.0
-
-    def __init__(self, prefix: str, fetch: Callable[[str], Any] | None = None):
-        self.prefix = prefix.rstrip("/")
-        self._fetch = fetch or _powertools_secret
-        self._missing: dict[str, float] = {}
-
-    def get(self, name: str) -> WebhookSource | None:
-        if not SOURCE_NAME.match(name):  # the name becomes part of a secret id
-            return None
-        if self._missing.get(name, 0.0) > time.monotonic():
-            return None
-        try:
-            config = self._fetch(f"{self.prefix}/{name}")
-        except Exception as exc:  # powertools wraps the ClientError: look at both
-            if "ResourceNotFoundException" not in (_error_code(exc), _error_code(exc.__context__)):
-                raise
-            config = None
-        if not isinstance(config, dict):
-            self._missing[name] = time.monotonic() + self.NEGATIVE_TTL
-            return None
-        return WebhookSource.from_config(name, config)
-
-
-def _powertools_secret(secret_id: str) -> Any:
-    from aws_lambda_powertools.utilities.parameters import get_secret
-
-    return get_secret(secret_id, transform="json", max_age=300)
-
-
-def _error_code(exc: BaseException | None) -> str | None:
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict):
-        return response.get("Error", {}).get("Code")
-    return None
-
-
 # --------------------------------------------------------------------------- delivery ids
 
 
@@ -210,51 +165,6 @@ class InMemoryDeliveryStore:
     def forget(self, delivery_id: str, source: str) -> None:
         with self._lock:
             self._seen.discard((source, delivery_id))
-
-
-class DynamoDeliveryStore:
-    """The deliveries table (`missions.specs.DELIVERIES`): one item per (source, id), kept `ttl_seconds`.
-
-    The partition key is f"{source}#{delivery_id}" ('#' occurs in neither), so two senders
-    numbering their deliveries alike do not collide. An item past its expiry that DynamoDB has
-    not yet deleted counts as absent.
-    """
-
-    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int = 7 * 86400):
-        self.table_name = table_name
-        if client is None:
-            import boto3
-
-            client = boto3.client("dynamodb")
-        self._client = client
-        self.ttl_seconds = ttl_seconds
-
-    @staticmethod
-    def key(delivery_id: str, source: str) -> str:
-        return f"{source}#{delivery_id}"
-
-    def remember(self, delivery_id: str, source: str) -> bool:
-        now = int(time.time())
-        try:
-            self._client.put_item(
-                TableName=self.table_name,
-                Item={
-                    "delivery_id": {"S": self.key(delivery_id, source)},
-                    "source": {"S": source},
-                    "received_at": {"N": str(now)},
-                    "expires_at": {"N": str(now + int(self.ttl_seconds))},
-                },
-                ConditionExpression="attribute_not_exists(delivery_id) OR expires_at < :now",
-                ExpressionAttributeValues={":now": {"N": str(now)}},
-            )
-        except Exception as exc:
-            if _error_code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise
-        return True
-
-    def forget(self, delivery_id: str, source: str) -> None:
-        self._client.delete_item(TableName=self.table_name, Key={"delivery_id": {"S": self.key(delivery_id, source)}})
 
 
 # --------------------------------------------------------------------------- verification
@@ -375,10 +285,8 @@ __all__ = [
     "TOLERANCE_SECONDS",
     "Delivery",
     "DeliveryStore",
-    "DynamoDeliveryStore",
     "EnvWebhookSources",
     "InMemoryDeliveryStore",
-    "SecretsManagerWebhookSources",
     "StaticWebhookSources",
     "WebhookRejected",
     "WebhookSource",

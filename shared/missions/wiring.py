@@ -148,7 +148,7 @@ class Runtime:
 
     @cached_property
     def learnings(self) -> Any:
-        from missions.feedback import DynamoLearningsStore
+        from missions.store.learnings_dynamodb import DynamoLearningsStore
 
         return DynamoLearningsStore(self._table("learnings"), client=self.dynamodb)
 
@@ -160,7 +160,7 @@ class Runtime:
 
     @cached_property
     def deliveries(self) -> Any:
-        from missions.webhooks import DynamoDeliveryStore
+        from missions.store.deliveries_dynamodb import DynamoDeliveryStore
 
         return DynamoDeliveryStore(self._table("deliveries"), client=self.dynamodb)
 
@@ -177,7 +177,9 @@ class Runtime:
                 }
             )
         if self.settings.webhook_secrets_prefix:
-            return webhooks.SecretsManagerWebhookSources(self.settings.webhook_secrets_prefix)
+            from missions.store.webhook_secrets import SecretsManagerWebhookSources
+
+            return SecretsManagerWebhookSources(self.settings.webhook_secrets_prefix)
         return webhooks.StaticWebhookSources({})
 
     @cached_property

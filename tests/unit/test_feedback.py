@@ -13,7 +13,6 @@ from missions.events import Event, EventType
 from missions.feedback import (
     FEEDBACK_COMPLAINT,
     FEEDBACK_RECEIVED,
-    DynamoLearningsStore,
     Feedback,
     InMemoryLearningsStore,
     Preference,
@@ -27,6 +26,7 @@ from missions.llm.base import LLMError, LLMRequest, LLMResult
 from missions.llm.scripted import ScriptedProvider
 from missions.longterm.inmemory import InMemoryLongTermMemory
 from missions.specs import LEARNINGS
+from missions.store.learnings_dynamodb import DynamoLearningsStore
 from missions.store.memory import MemoryEventStore, MemoryMissionStore
 from missions.store.ports import ConflictError, MissionRecord
 from tests.support.aws import use_fake_aws

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from missions.specs import DELIVERIES
+from missions.store.deliveries_dynamodb import DynamoDeliveryStore
+from missions.store.webhook_secrets import SecretsManagerWebhookSources
 from missions.webhooks import (
     Delivery,
-    DynamoDeliveryStore,
     EnvWebhookSources,
     InMemoryDeliveryStore,
-    SecretsManagerWebhookSources,
     StaticWebhookSources,
     WebhookRejected,
     WebhookSource,
