@@ -25,6 +25,7 @@ from infra.components.triggers import Triggers
 from infra.config import EnvironmentConfig
 from missions import capability as registry
 from missions.capability import Capability
+from missions.settings import environment_of
 from missions.specs import INTERRUPT_FUNCTION, TABLES, state_machine_name
 
 
@@ -51,25 +52,25 @@ class MissionsStack(Stack):
             openai_secret_arn=secrets.openai_key_arn_pattern,
             webhook_secrets_arn_pattern=secrets.webhook_arn_pattern,
         )
+        # every function's settings, named by the runtime's own settings model (missions.settings)
         environment = {
-            **{f"MISSIONS_{spec.id.upper()}_TABLE": storage.tables[spec.id].table_name for spec in TABLES},
-            "MISSIONS_BLOB_BUCKET": storage.bucket.bucket_name,
-            "MISSIONS_SNAPSHOT_BUCKET": storage.snapshots.bucket_name,
-            "MISSIONS_EVENT_BUS": bus.event_bus_name,
-            "MISSIONS_LLM_PROVIDER": config.llm_provider,
-            "MISSIONS_OPENAI_SECRET": secrets.openai_key_name,
-            "MISSIONS_WEBHOOK_SECRETS_PREFIX": secrets.webhook_prefix,
-            "MISSIONS_CONCURRENCY_LIMIT": str(config.concurrency_limit),
-            "MISSIONS_INTERRUPT_SLA_HOURS": str(config.interrupt_sla_hours),
+            **environment_of(
+                **{f"{spec.id}_table": storage.tables[spec.id].table_name for spec in TABLES},
+                blob_bucket=storage.bucket.bucket_name,
+                snapshot_bucket=storage.snapshots.bucket_name,
+                event_bus=bus.event_bus_name,
+                llm_provider=config.llm_provider,
+                openai_secret=secrets.openai_key_name,
+                webhook_secrets_prefix=secrets.webhook_prefix,
+                concurrency_limit=config.concurrency_limit,
+                interrupt_sla_hours=config.interrupt_sla_hours,
+                repo_roots=config.repo_roots or None,
+                local_git_sources=config.local_git_sources or None,
+                checkpoint_ttl_days=config.checkpoint_ttl_days,
+            ),
             "POWERTOOLS_METRICS_NAMESPACE": "Missions",
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
-        if config.repo_roots:
-            environment["MISSIONS_REPO_ROOTS"] = json.dumps(config.repo_roots)
-        if config.local_git_sources:
-            environment["MISSIONS_LOCAL_GIT_SOURCES"] = "true"
-        if config.checkpoint_ttl_days:
-            environment["MISSIONS_CHECKPOINT_TTL_DAYS"] = str(config.checkpoint_ttl_days)
         functions = FunctionFactory(config=config, layer=layer, environment=environment)
 
         interrupt = functions.create(
@@ -99,8 +100,12 @@ class MissionsStack(Stack):
             )
             for name in state_machines
         ]
-        functions.environment["MISSIONS_STATE_MACHINE_ARNS"] = self.to_json_string(
-            {name: machine.state_machine_arn for name, machine in state_machines.items()}
+        functions.environment.update(
+            environment_of(
+                state_machine_arns=self.to_json_string(
+                    {name: machine.state_machine_arn for name, machine in state_machines.items()}
+                )
+            )
         )
 
         triggers = Triggers(

@@ -12,6 +12,7 @@ from constructs import Construct
 from infra.components.access import ACCESS, Resources, grant
 from infra.components.functions import FunctionFactory
 from infra.config import EnvironmentConfig
+from missions.settings import environment_of
 from missions.specs import RETENTION_FUNCTION, SLA_FUNCTION, FunctionSpec
 
 
@@ -36,10 +37,10 @@ class Housekeeping(Construct):
             events.Schedule.cron(minute="17", hour="3"),  # daily, off the hour
             factory,
             resources,
-            environment={
-                "MISSIONS_RETENTION_COMPLETED_DAYS": str(config.retention_completed_days),
-                "MISSIONS_RETENTION_FAILED_DAYS": str(config.retention_failed_days),
-            },
+            environment=environment_of(
+                retention_completed_days=config.retention_completed_days,
+                retention_failed_days=config.retention_failed_days,
+            ),
             timeout_seconds=300,
         )
 

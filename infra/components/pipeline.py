@@ -17,6 +17,7 @@ from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
 from missions.capability import Capability
 from missions.compiler import compile_pipeline, placeholders
+from missions.settings import environment_of
 from missions.specs import STAGE_FUNCTION, state_machine_name
 
 # the workspace keeps up to 3 unpacked snapshots (missions.repositories.workspace) of at most 500 MB each
@@ -56,7 +57,7 @@ class CapabilityPipeline(Construct):
                 memory_mb=agent.memory_mb,
                 timeout_seconds=agent.timeout_seconds,
                 reserved_concurrency=agent.reserved_concurrency,
-                environment={"MISSIONS_CAPABILITY": capability.name},
+                environment=environment_of(capability=capability.name),
                 ephemeral_storage_mb=WORKSPACE_STORAGE_MB if reads_code else None,
             )
             grant(function.role, ACCESS["stage"], resources, openai=agent.has_llm)  # type: ignore[arg-type]

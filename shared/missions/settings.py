@@ -16,6 +16,12 @@ class SettingsError(ValueError):
     pass
 
 
+PREFIX = "MISSIONS_"
+# read by the `missions` CLI as a client of a deployed API, never by the runtime
+CLIENT_VARIABLES = frozenset({"MISSIONS_DEBUG", "MISSIONS_API_URL", "MISSIONS_TOKEN"})
+JSON_FIELDS = ("openai_models", "state_machine_arns", "webhook_sources", "repo_roots", "operators")
+
+
 class RuntimeSettings(BaseModel):
     """What a stage, interrupt or starter function needs to know about its environment."""
 
@@ -63,15 +69,17 @@ class RuntimeSettings(BaseModel):
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
         """Settings from MISSIONS_* variables (and OPENAI_API_KEY / OPENAI_BASE_URL)."""
         env = os.environ if environ is None else environ
-        values: dict[str, object] = {
-            key[len("MISSIONS_") :].lower(): value for key, value in env.items() if key.startswith("MISSIONS_")
-        }
+        named = {key: value for key, value in env.items() if key.startswith(PREFIX) and key not in CLIENT_VARIABLES}
+        unknown = sorted(key for key in named if key[len(PREFIX) :].lower() not in cls.model_fields)
+        if unknown:  # a misspelt setting would otherwise be ignored in silence
+            raise SettingsError(f"unknown runtime settings {unknown}; see missions.settings.RuntimeSettings")
+        values: dict[str, object] = {key[len(PREFIX) :].lower(): value for key, value in named.items()}
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
             if env.get(name):
                 values.setdefault(name.lower(), env[name])
         import json
 
-        for name in ("openai_models", "state_machine_arns", "webhook_sources", "repo_roots", "operators"):
+        for name in JSON_FIELDS:
             if isinstance(values.get(name), str):
                 values[name] = json.loads(str(values[name]))
         if "llm_provider" not in values and (values.get("openai_api_key") or values.get("openai_base_url")):
@@ -81,6 +89,31 @@ class RuntimeSettings(BaseModel):
         except ValidationError as exc:
             problems = "; ".join(f"MISSIONS_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
             raise SettingsError(f"invalid runtime settings: {problems}") from exc
+
+
+def environment_of(**values: Any) -> dict[str, str]:
+    """A function environment holding these settings, named exactly as `from_env` reads them.
+
+    The CDK stack builds every function's environment with it, so a variable name is never typed
+    by hand and an unknown setting fails the synth. Values may be CDK tokens (strings).
+    """
+    unknown = sorted(set(values) - set(RuntimeSettings.model_fields))
+    if unknown:
+        raise SettingsError(f"unknown runtime settings {unknown}")
+    environment = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, dict | list | tuple) and name in JSON_FIELDS:
+            import json
+
+            text = json.dumps(value)
+        else:
+            text = str(value)
+        environment[f"{PREFIX}{name.upper()}"] = text
+    return environment
 
 
 @lru_cache(maxsize=1)
