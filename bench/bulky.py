@@ -6,9 +6,9 @@ import hashlib
 
 from pydantic import BaseModel
 
-from missions.capability import Capability, StageContext, StageHooks
-from missions.pipeline import AgentConfig, PipelineConfig, ToolAccess
-from missions.tools import ToolCatalog, ToolResult
+from missions.core.capability import Capability, StageContext, StageHooks
+from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
+from missions.core.tools import ToolCatalog, ToolResult
 
 CATALOG = ToolCatalog()
 

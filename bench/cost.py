@@ -1,7 +1,7 @@
 """Infrastructure cost of the demo mission: metered on the emulation, priced at AWS list prices.
 
 The mission really runs (moto executes the compiled state machine, the handlers run in-process)
-under missions.local.metering.Meter; missions.costing prices what it counted. The LLM is the
+under missions.local.metering.Meter; missions.core.costing prices what it counted. The LLM is the
 offline scripted model, so tokens cost nothing here: this is the AWS bill alone. Lambda
 durations are this machine's (warm, in-process), so that line is the least exact.
 """
@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
-from missions.costing import estimate
+from missions.core.costing import estimate
 
 UNITS = {
     "step_functions": "state transitions",

@@ -25,11 +25,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from missions.dispatch import Dispatcher, DispatchResult, InMemoryDispatchStore, mission_id_for
-from missions.lifecycle import Lifecycle
-from missions.starter import MissionRequest
-from missions.store.memory import MemoryMissionStore
-from missions.store.ports import MissionStore
+from missions.adapters.memory.dispatch import InMemoryDispatchStore
+from missions.adapters.memory.store import MemoryMissionStore
+from missions.core.requests import MissionRequest
+from missions.ports.store import MissionStore
+from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
+from missions.service.lifecycle import Lifecycle
 
 EVENTS = 1_000
 USERS = 50
@@ -177,9 +178,9 @@ def on_moto(events: list[MissionRequest]) -> dict[str, Any]:
     import boto3
     from moto import mock_aws
 
-    from missions.specs import DISPATCH, MISSIONS
-    from missions.store.dispatch_dynamodb import DynamoDispatchStore
-    from missions.store.dynamodb import DynamoMissionStore, table_definition
+    from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
+    from missions.adapters.dynamodb.store import DynamoMissionStore, table_definition
+    from missions.core.specs import DISPATCH, MISSIONS
 
     with mock_aws():
         raw = boto3.client("dynamodb", region_name=REGION)

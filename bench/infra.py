@@ -101,8 +101,7 @@ def rows(results: dict) -> list[tuple[str, str]]:
     out.append(
         (
             "synth dev stack (nag included) / empty app",
-            f"{results['synth_dev_s']} s / {results['synth_empty_app_s']} s "
-            f"({results['synth_ratio_to_empty_app']}x)",
+            f"{results['synth_dev_s']} s / {results['synth_empty_app_s']} s ({results['synth_ratio_to_empty_app']}x)",
         )
     )
     return out

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from missions import capability as registry
-from missions.costing import estimate
-from missions.envelope import InterruptKind, InterruptResponse
+from missions.core import capability as registry
+from missions.core.costing import estimate
+from missions.core.envelope import InterruptKind, InterruptResponse
 
 LLM_BUDGET = {1: 2, 2: 5, 3: 20}  # issue 5: at most this many LLM calls per mission of a level
 CONTEXTS: dict[str, dict[str, Any]] = {}  # per capability, e.g. code_analysis needs the repository

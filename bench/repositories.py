@@ -32,11 +32,11 @@ def _median_seconds(action, runs: int = RUNS) -> float:
 
 
 def run() -> dict:
-    from missions.repositories.archive import extract_snapshot, snapshot_from_git
-    from missions.repositories.refs import RepositoryRef, snapshot_key
-    from missions.repositories.roots import AllowedRoots
-    from missions.repositories.workspace import RepositoryWorkspaces
-    from missions.store.memory import MemorySnapshotStore
+    from missions.adapters.memory.store import MemorySnapshotStore
+    from missions.core.refs import RepositoryRef, snapshot_key
+    from missions.core.roots import AllowedRoots
+    from missions.service.repositories.archive import extract_snapshot, snapshot_from_git
+    from missions.service.repositories.workspace import RepositoryWorkspaces
 
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)

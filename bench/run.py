@@ -31,7 +31,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def missions_on_emulation() -> dict:
     from bench import bulky
-    from missions import capability as registry
+    from missions.core import capability as registry
     from missions.local.emulation import LocalCloud
 
     registry.register(bulky.CAPABILITY)
@@ -75,7 +75,7 @@ IMPORTS = {
     "floor_with_one_model": "import boto3; from pydantic import BaseModel; from aws_lambda_powertools import Logger\n"
     "class M(BaseModel):\n    x: int = 0\nM(x=1)",
     "non_llm_stage": "import functions.stage.handler, capabilities.code_analysis",
-    "llm_stage": "import functions.stage.handler, capabilities.code_analysis, missions.llm.openai_provider",
+    "llm_stage": "import functions.stage.handler, capabilities.code_analysis, missions.adapters.llm.openai_provider",
 }
 
 
@@ -106,18 +106,19 @@ def import_times() -> dict:
 PEAK_SCRIPT = """
 import sys
 import functions.stage.handler as handler
-from missions import capability as registry
-from missions.llm.scripted import ScriptedProvider
-from missions.offload import EnvelopeCodec
-from missions.runner import StageRunner, StageServices
-from missions.starter import MissionRequest, build_envelope
-from missions.store.memory import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore
+from missions.core import capability as registry
+from missions.adapters.llm.scripted import ScriptedProvider
+from missions.core.offload import EnvelopeCodec
+from missions.service.runner import StageRunner, StageServices
+from missions.service.launcher import build_envelope
+from missions.core.requests import MissionRequest
+from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore
 from missions.local.patches import LocalContext
 
 from pathlib import Path
-from missions.repositories.resolver import UserRepositories
-from missions.repositories.roots import AllowedRoots
-from missions.repositories.workspace import RepositoryWorkspaces
+from missions.service.repositories.resolver import UserRepositories
+from missions.core.roots import AllowedRoots
+from missions.service.repositories.workspace import RepositoryWorkspaces
 
 ROOTS = AllowedRoots.of([sys.argv[2]])
 

@@ -23,10 +23,10 @@ from infra.components.secrets import Secrets
 from infra.components.storage import Storage
 from infra.components.triggers import Triggers
 from infra.config import EnvironmentConfig
-from missions import capability as registry
-from missions.capability import Capability
-from missions.settings import environment_of
-from missions.specs import INTERRUPT_FUNCTION, TABLES, state_machine_name
+from missions.core import capability as registry
+from missions.core.capability import Capability
+from missions.core.settings import environment_of
+from missions.core.specs import INTERRUPT_FUNCTION, TABLES, state_machine_name
 
 
 def selected_capabilities(config: EnvironmentConfig) -> list[Capability]:
@@ -52,7 +52,7 @@ class MissionsStack(Stack):
             openai_secret_arn=secrets.openai_key_arn_pattern,
             webhook_secrets_arn_pattern=secrets.webhook_arn_pattern,
         )
-        # every function's settings, named by the runtime's own settings model (missions.settings)
+        # every function's settings, named by the runtime's own settings model (missions.core.settings)
         environment = {
             **environment_of(
                 **{f"{spec.id}_table": storage.tables[spec.id].table_name for spec in TABLES},

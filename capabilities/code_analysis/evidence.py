@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from missions.capability import EvidenceChainViolation
-from missions.envelope import Citation
+from missions.core.capability import EvidenceChainViolation
+from missions.core.envelope import Citation
 
 CITATION = re.compile(r"^\[?(?P<file>[^\s\[\]:]+):(?P<line>\d+)\]?$")
 

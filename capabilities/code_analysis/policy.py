@@ -19,7 +19,7 @@ from capabilities.code_analysis.models import (
     SynthesisOutput,
 )
 from capabilities.code_analysis.stages import current_goal, question
-from missions.llm.base import LLMRequest
+from missions.core.llm import LLMRequest
 
 STOPWORDS = frozenset(
     """

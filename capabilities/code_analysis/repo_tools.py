@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from missions.envelope import Citation, Model
-from missions.repositories.roots import NEVER_ROOTS
-from missions.tools import RiskLevel, ToolCatalog, ToolCategory, ToolError, ToolResult
+from missions.core.envelope import Citation, Model
+from missions.core.roots import NEVER_ROOTS
+from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolError, ToolResult
 
 CATALOG = ToolCatalog()
 

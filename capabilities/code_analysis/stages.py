@@ -8,8 +8,8 @@ from typing import Any
 
 from capabilities.code_analysis import evidence
 from capabilities.code_analysis.models import CriticOutput, IntentOutput, PlanOutput, SynthesisOutput
-from missions.capability import EvidenceChainViolation, StageContext, StageHooks
-from missions.envelope import Envelope, InterruptKind
+from missions.core.capability import EvidenceChainViolation, StageContext, StageHooks
+from missions.core.envelope import Envelope, InterruptKind
 
 EVIDENCE_CHARS = 12_000
 FOLLOW_SYMBOLS = 3

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from missions.connectors.dining import DAYS, DIETARY, WEEKEND
+from capabilities.dining.connectors import DAYS, DIETARY, WEEKEND
 
 WEEKNIGHTS = frozenset({"monday", "tuesday", "wednesday", "thursday"})
 BUDGET_FACTORS = {"lower": 0.6, "higher": 1.5}

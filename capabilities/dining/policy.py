@@ -10,7 +10,7 @@ from typing import Any
 
 from capabilities.dining.criteria import read_goal
 from capabilities.dining.stages import FACTS, OptionNote, RankNotes, Summary, describe
-from missions.llm.base import LLMRequest
+from missions.core.llm import LLMRequest
 
 
 def facts_of(request: LLMRequest) -> dict[str, Any]:

@@ -13,13 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from capabilities.dining.connectors import RestaurantListing, merge_listings
 from capabilities.dining.criteria import GoalCriteria, plan_criteria, read_goal
 from capabilities.dining.ranking import TOP_N, WEIGHTS, apply_filters, card, one_line, rank
 from capabilities.dining.tools import listings_of, tool_id
-from missions.capability import StageContext, StageDefinitionError, StageHooks
-from missions.connectors.base import call_source, with_simulated_failures
-from missions.connectors.dining import RestaurantListing, merge_listings
-from missions.envelope import InterruptKind
+from missions.core.capability import StageContext, StageDefinitionError, StageHooks
+from missions.core.connectors import call_source, with_simulated_failures
+from missions.core.envelope import InterruptKind
 
 SOURCE_STAGES = ("maps", "reviews", "reservations")  # each stage is named after its source
 NONE = "none"  # the option that declines every restaurant

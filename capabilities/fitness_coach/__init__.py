@@ -11,8 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from capabilities.fitness_coach.policy import adjustments, offline_policy
-from missions.capability import StageContext, StageHooks
-from missions.envelope import InterruptKind
+from missions.core.capability import StageContext, StageHooks
+from missions.core.envelope import InterruptKind
 
 DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 REST = "Rest: walk 30 min"

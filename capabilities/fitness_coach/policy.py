@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from missions.llm.base import LLMRequest
+from missions.core.llm import LLMRequest
 
 NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 SLOTS = {2: "Tue Fri", 3: "Mon Wed Fri", 4: "Mon Tue Thu Fri", 5: "Mon Tue Wed Fri Sat", 6: "Mon Tue Wed Thu Fri Sat"}

@@ -10,7 +10,7 @@ from typing import Any
 
 from capabilities.shopping.query import read_goal
 from capabilities.shopping.stages import FACTS, Summary, describe
-from missions.llm.base import LLMRequest
+from missions.core.llm import LLMRequest
 
 
 def facts_of(request: LLMRequest) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from missions.connectors.shopping import Offer, find_seller
+from capabilities.shopping.connectors import Offer, find_seller
 
 MAX_OPTIONS = 3
 

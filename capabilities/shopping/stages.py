@@ -12,12 +12,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from capabilities.shopping.connectors import Offer
 from capabilities.shopping.query import MAX_OPTIONS, ProductQuery, choose_options, constraints, read_goal
 from capabilities.shopping.tools import SEARCH, SOURCE, offers_of
-from missions.capability import StageContext, StageDefinitionError, StageHooks
-from missions.connectors.base import call_source, with_simulated_failures
-from missions.connectors.shopping import Offer
-from missions.envelope import InterruptKind
+from missions.core.capability import StageContext, StageDefinitionError, StageHooks
+from missions.core.connectors import call_source, with_simulated_failures
+from missions.core.envelope import InterruptKind
 
 NONE = "none"  # the option that declines every offer
 FACTS = "Facts (JSON):\n"

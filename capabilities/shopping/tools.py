@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from missions.connectors.base import ConnectorError, ConnectorRejected
-from missions.connectors.shopping import Offer, PriceComparison, SamplePriceComparison
-from missions.tools import ToolCatalog, ToolCategory, ToolResult, TransientToolError
+from capabilities.shopping.connectors import Offer, PriceComparison, SamplePriceComparison
+from missions.core.connectors import ConnectorError, ConnectorRejected
+from missions.core.tools import ToolCatalog, ToolCategory, ToolResult, TransientToolError
 
 SERVICE: PriceComparison = SamplePriceComparison()  # swap in a real service here
 SOURCE = SERVICE.name  # what {"simulate_failures": {...}} names

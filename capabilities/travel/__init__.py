@@ -3,7 +3,7 @@
 The graph, prompts, bounds and edge limits are in capability.toml; this package holds the code:
 the trip state (state.py), ranking (ranking.py), the day layout (itinerary.py), the hooks
 (stages.py), the worker tool (tools.py) and the offline policy (policy.py). The services are
-connectors (missions.connectors.travel) with bundled sample data, so it all runs offline.
+connectors (capabilities.travel.connectors) with bundled sample data, so it all runs offline.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from capabilities.travel.connectors import destinations
 from capabilities.travel.itinerary import layout
 from capabilities.travel.models import (
     Adjustment,
@@ -26,9 +27,8 @@ from capabilities.travel.models import (
 )
 from capabilities.travel.ranking import category
 from capabilities.travel.state import CONFIDENCE_FLOOR, COORDINATORS, coverage_confidence, latest, picked
-from missions.connectors.travel import destinations
-from missions.envelope import Envelope
-from missions.llm.base import LLMRequest
+from missions.core.envelope import Envelope
+from missions.core.llm import LLMRequest
 
 MONTHS = "January February March April May June July August September October November December".split()
 INTERESTS = ("museum", "art", "food", "wine", "hiking", "outdoors", "history", "nightlife", "day trip", "shopping")

@@ -27,8 +27,8 @@ from capabilities.travel.state import (
     ready,
     trip_query,
 )
-from missions.capability import StageContext, StageDefinitionError, StageHooks
-from missions.envelope import InterruptKind
+from missions.core.capability import StageContext, StageDefinitionError, StageHooks
+from missions.core.envelope import InterruptKind
 
 APPROVE = {"approve", "approved", "yes", "y", "ok", "accept", "looks good"}
 SEARCH_AGAIN, CONTINUE = "search again", "continue"

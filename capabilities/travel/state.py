@@ -12,8 +12,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from missions.connectors.travel import TripQuery
-from missions.envelope import Envelope
+from capabilities.travel.connectors import TripQuery
+from missions.core.envelope import Envelope
 
 CONFIDENCE_FLOOR = 0.6  # below it the traveler is asked whether to accept or search again
 MAX_RUNS = 3  # runs of one coordinator the traveler can still ask to search again after

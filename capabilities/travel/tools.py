@@ -12,9 +12,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from missions.connectors import travel
-from missions.connectors.base import call_source, with_simulated_failures
-from missions.tools import ToolCatalog, ToolCategory, ToolResult
+from capabilities.travel import connectors as travel
+from missions.core.connectors import call_source, with_simulated_failures
+from missions.core.tools import ToolCatalog, ToolCategory, ToolResult
 
 CATALOG = ToolCatalog()
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
 
-from missions import api
-from missions.wiring import Runtime, default_runtime
+from missions.app import api
+from missions.app.handler import lambda_handler as handler
+from missions.app.runtime import Runtime
 
-logger = Logger(service="missions-api")
 
-
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
-def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
-    return api.handle(event, context, (runtime or default_runtime()).service)
+@handler(correlation_paths.API_GATEWAY_HTTP)
+def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
+    return api.handle(event, context, runtime)

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
 
-from missions.ingest import receive_webhook
-from missions.wiring import Runtime, default_runtime
-
-logger = Logger(service="missions-webhook")
+from missions.app.handler import lambda_handler as handler
+from missions.app.runtime import Runtime
 
 
-@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
-def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime | None = None) -> dict[str, Any]:
-    return receive_webhook(event, runtime or default_runtime())
+@handler(correlation_paths.API_GATEWAY_HTTP)
+def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
+    return runtime.handle_webhook(event)

@@ -44,11 +44,15 @@ class Access:
     list_snapshots: bool = False  # s3:ListBucket, to delete every snapshot of a repository
 
 
+# Appending to a mission's timeline: one update allocates the batch's place in the per-mission
+# sequence (a get when a retried batch looks its place up again), a batch write holds the events.
+_APPEND_EVENTS = (GET, UPDATE, BATCH_WRITE)
+
 # Starting a mission: the record, its first events, the first checkpoint (and blobs), the
 # dispatcher's claim and queue, and the user's stored preferences read into its context.
 _STARTS = {
     "missions": TableAccess((GET, PUT, UPDATE)),
-    "events": TableAccess((PUT, BATCH_WRITE)),
+    "events": TableAccess(_APPEND_EVENTS),
     "checkpoints": TableAccess((GET, PUT)),
     "dispatch": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, CONDITION_CHECK)),
     "memory": TableAccess((GET, QUERY)),
@@ -64,7 +68,7 @@ ACCESS: dict[str, Access] = {
     "stage": Access(
         tables={
             "checkpoints": TableAccess((GET, PUT, QUERY)),
-            "events": TableAccess((PUT, BATCH_WRITE)),
+            "events": TableAccess(_APPEND_EVENTS),
             "missions": TableAccess((GET, UPDATE)),
             "interrupts": TableAccess((GET, UPDATE)),
             "artifacts": TableAccess((GET, PUT, QUERY)),
@@ -78,7 +82,7 @@ ACCESS: dict[str, Access] = {
             "missions": TableAccess((GET, PUT, UPDATE, QUERY), indexes=("by_user", "by_capability")),
             "checkpoints": TableAccess((GET, PUT, QUERY)),
             "interrupts": TableAccess((GET, UPDATE, QUERY)),
-            "events": TableAccess((PUT, BATCH_WRITE, QUERY)),
+            "events": TableAccess((*_APPEND_EVENTS, QUERY)),
             "memory": TableAccess((GET, PUT, DELETE, QUERY), indexes=("by_namespace_head",)),
             "learnings": TableAccess((GET, UPDATE)),
             "artifacts": TableAccess((GET, QUERY)),

@@ -17,7 +17,7 @@ from infra.components.functions import FunctionFactory, retention
 from infra.components.nag import acknowledge, rendered
 from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
-from missions.specs import API_FUNCTION, WEBHOOK_FUNCTION
+from missions.core.specs import API_FUNCTION, WEBHOOK_FUNCTION
 
 WEBHOOK_ROUTE = "/webhooks/{source}"
 # one JSON line per request: enough to trace a call to its Lambda invocation without logging bodies
@@ -38,7 +38,7 @@ ACCESS_LOG_FORMAT = {
 
 def api_routes() -> list[tuple[str, str]]:
     """(method, path) of every route the api handler serves, read from its OpenAPI document."""
-    from missions.api import app
+    from missions.app.api import app
 
     schema = app.get_openapi_schema()
     routes = []

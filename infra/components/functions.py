@@ -18,7 +18,7 @@ from constructs import Construct
 from infra.components.nag import acknowledge
 from infra.components.storage import removal_policy
 from infra.config import LOG_RETENTION_DAYS, EnvironmentConfig
-from missions.specs import FunctionSpec
+from missions.core.specs import FunctionSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNTIME = lambda_.Runtime.PYTHON_3_14  # the layer is built for this version (layers/build.py --python)

@@ -12,8 +12,8 @@ from constructs import Construct
 from infra.components.access import ACCESS, Resources, grant
 from infra.components.functions import FunctionFactory
 from infra.config import EnvironmentConfig
-from missions.settings import environment_of
-from missions.specs import RETENTION_FUNCTION, SLA_FUNCTION, FunctionSpec
+from missions.core.settings import environment_of
+from missions.core.specs import RETENTION_FUNCTION, SLA_FUNCTION, FunctionSpec
 
 
 class Housekeeping(Construct):

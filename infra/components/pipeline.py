@@ -15,12 +15,12 @@ from infra.components.functions import FunctionFactory, retention
 from infra.components.nag import acknowledge
 from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
-from missions.capability import Capability
-from missions.compiler import compile_pipeline, placeholders
-from missions.settings import environment_of
-from missions.specs import STAGE_FUNCTION, state_machine_name
+from missions.core.capability import Capability
+from missions.core.compiler import compile_pipeline, placeholders
+from missions.core.settings import environment_of
+from missions.core.specs import STAGE_FUNCTION, state_machine_name
 
-# the workspace keeps up to 3 unpacked snapshots (missions.repositories.workspace) of at most 500 MB each
+# the workspace keeps up to 3 unpacked snapshots (missions.service.repositories.workspace) of at most 500 MB each
 # (SnapshotLimits.max_total_bytes), plus the archive being unpacked
 WORKSPACE_STORAGE_MB = 2048
 

@@ -3,7 +3,7 @@
 The API registers a repository and puts an import request on the mission bus; a rule hands it
 to this function, with EventBridge's retries and a dead-letter queue. It is the only function
 with network egress that matters (git over https to public hosts: Lambda functions outside a
-VPC reach the internet; the URL policy in missions.repositories.service refuses private and
+VPC reach the internet; the URL policy in missions.service.repositories.service refuses private and
 loopback addresses and credentials) and the only one that writes snapshots.
 """
 
@@ -19,7 +19,7 @@ from constructs import Construct
 from infra.components.access import ACCESS, Resources, grant
 from infra.components.functions import FunctionFactory
 from infra.config import EnvironmentConfig
-from missions.specs import REPOSITORY_IMPORT_FUNCTION, REPOSITORY_IMPORT_PATTERN
+from missions.core.specs import REPOSITORY_IMPORT_FUNCTION, REPOSITORY_IMPORT_PATTERN
 
 # a clone (with history), the upload or the normalized archive, and the unpacked tree being checked:
 # SnapshotLimits allows 100 MB archives and 500 MB unpacked, so 4 GB leaves room for a large history

@@ -1,4 +1,4 @@
-"""Every table the runtime uses (from missions.specs, shared with the emulation), the blob bucket and
+"""Every table the runtime uses (from missions.core.specs, shared with the emulation), the blob bucket and
 the bucket of repository snapshots."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from constructs import Construct
 
 from infra.components.nag import acknowledge
 from infra.config import EnvironmentConfig
-from missions.specs import TABLES, TableSpec
+from missions.core.specs import TABLES, TableSpec
 
 
 def removal_policy(config: EnvironmentConfig) -> RemovalPolicy:

@@ -22,11 +22,17 @@ from infra.components.access import ACCESS, Resources, grant
 from infra.components.functions import FunctionFactory
 from infra.components.nag import acknowledge
 from infra.config import EnvironmentConfig
-from missions.capability import Capability
-from missions.specs import MEMORY_STREAM_FUNCTION, SCHEDULE_FUNCTION, STATUS_FUNCTION, TRIGGER_FUNCTION
-from missions.trigger_rules import memory_rules, schedule_specs, webhook_rules
-
-ENDED = ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"]
+from missions.core.capability import Capability
+from missions.core.specs import (
+    EXECUTION_ENDED,
+    EXECUTION_STATUS_DETAIL_TYPE,
+    EXECUTION_STATUS_SOURCE,
+    MEMORY_STREAM_FUNCTION,
+    SCHEDULE_FUNCTION,
+    STATUS_FUNCTION,
+    TRIGGER_FUNCTION,
+)
+from missions.core.trigger_specs import memory_rules, schedule_specs, webhook_rules
 
 
 class Triggers(Construct):
@@ -104,9 +110,9 @@ class Triggers(Construct):
                 "ExecutionEnded",
                 description="Step Functions executions of mission state machines that ended",
                 event_pattern=events.EventPattern(
-                    source=["aws.states"],
-                    detail_type=["Step Functions Execution Status Change"],
-                    detail={"stateMachineArn": state_machine_arns, "status": ENDED},
+                    source=[EXECUTION_STATUS_SOURCE],
+                    detail_type=[EXECUTION_STATUS_DETAIL_TYPE],
+                    detail={"stateMachineArn": state_machine_arns, "status": list(EXECUTION_ENDED)},
                 ),
             ).add_target(self._lambda_target(status, STATUS_FUNCTION.id))
 

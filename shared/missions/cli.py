@@ -15,10 +15,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from missions import capability as registry
-from missions.compiler import compile_json
-from missions.envelope import InterruptKind, InterruptResponse
-from missions.events import Event, EventType
+from missions.core import capability as registry
+from missions.core.compiler import compile_json
+from missions.core.envelope import InterruptKind, InterruptResponse
+from missions.core.events import Event, EventType
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -68,14 +68,14 @@ def classify(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Which capability would take a goal, and its complexity (1 simple, 2 coordinated, 3 complex)."""
-    from missions.classification import classify_complexity, offline_goal_analysis, select_by_keywords
-    from missions.llm.scripted import ScriptedProvider
+    from missions.adapters.llm.scripted import ScriptedProvider
+    from missions.core.classification import classify_complexity, offline_goal_analysis, select_by_keywords
 
     if not goal.strip():
         fail("the goal is empty")
     settings = _llm_settings()
     if settings.get("llm_provider") == "openai":
-        from missions.llm.openai_provider import OpenAIProvider
+        from missions.adapters.llm.openai_provider import OpenAIProvider
 
         key = settings.get("openai_api_key")
         llm = OpenAIProvider(
@@ -148,8 +148,8 @@ def run(
         }.items()
         if v is not None
     }
+    from missions.core.errors import MissionRequestError
     from missions.local.emulation import LocalCloud
-    from missions.starter import MissionRequestError
 
     llm = {} if offline else _llm_settings()
     started = time.perf_counter()
@@ -211,7 +211,7 @@ def dev(
         )
         out.print(
             f"  webhooks: POST {server.url}/webhooks/<source>, signed with the secret "
-            f"{webhook_secret!r} (see missions.webhooks)",
+            f"{webhook_secret!r} (see missions.service.webhooks)",
             highlight=False,
         )
         out.print(f'  schedules: POST {server.url}/_dev/clock {{"advance_seconds": 3600}}', highlight=False)
@@ -276,7 +276,7 @@ def _archive_of(source: str, scratch: str) -> tuple[str, str]:
 
     path = Path(source).expanduser()
     if path.is_dir():
-        from missions.repositories.archive import ArchiveRejected, snapshot_from_directory
+        from missions.service.repositories.archive import ArchiveRejected, snapshot_from_directory
 
         try:
             return str(snapshot_from_directory(path, Path(scratch) / "upload.tar.gz").path), "tar.gz"
@@ -369,7 +369,7 @@ def repos_rm(
 
 
 def _repo_roots(paths: list[str]) -> list[str]:
-    from missions.repositories.roots import AllowedRoots, PathRefused
+    from missions.core.roots import AllowedRoots, PathRefused
 
     for path in paths:
         if not os.path.isdir(os.path.expanduser(path)):
@@ -419,7 +419,7 @@ def _follow(cloud: Any, mission_id: str, answers: list[str], timeout: float, qui
             for event in events:
                 _render(event)
         status = cloud.status(mission_id)
-        if status in ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"):
+        if status in ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED", "NEVER_STARTED"):
             events, cursor = cloud.events(mission_id, after=cursor)
             if not quiet:
                 for event in events:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from missions.dispatch import NO_DEADLINE, Claim, InMemoryDispatchStore, QueueEntry, deadline_key
-from missions.specs import DISPATCH
-from missions.starter import MissionRequest
-from missions.triggers import Priority
+from missions.adapters.memory.dispatch import InMemoryDispatchStore
+from missions.core.requests import MissionRequest
+from missions.core.specs import DISPATCH
+from missions.core.triggers import Priority
+from missions.ports.dispatch import NO_DEADLINE, Claim, QueueEntry
+from missions.service.dispatch import deadline_key
 
 REGION = "us-east-1"
 
@@ -26,8 +28,8 @@ def store(request, monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.store.dispatch_dynamodb import DynamoDispatchStore
-    from missions.store.dynamodb import table_definition
+    from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
+    from missions.adapters.dynamodb.store import table_definition
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.setenv(name, "testing")

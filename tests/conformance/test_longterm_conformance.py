@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from missions.longterm.inmemory import InMemoryLongTermMemory
-from missions.longterm.ports import MAX_VALUE_BYTES, PREFERENCES, MemoryValidationError
-from missions.specs import MEMORY
+from missions.adapters.memory.longterm import InMemoryLongTermMemory
+from missions.core.errors import MemoryValidationError
+from missions.core.memory import MAX_VALUE_BYTES, PREFERENCES
+from missions.core.specs import MEMORY
 
 REGION = "us-east-1"
 TABLE = "test-memory"
@@ -28,8 +29,8 @@ def memory(request, monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.longterm.dynamodb import DynamoLongTermMemory
-    from missions.store.dynamodb import table_definition
+    from missions.adapters.dynamodb.longterm import DynamoLongTermMemory
+    from missions.adapters.dynamodb.store import table_definition
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")

@@ -6,9 +6,10 @@ import threading
 
 import pytest
 
-from missions.specs import REPOSITORIES
-from missions.store.memory import MemoryRepositoryStore
-from missions.store.ports import ConflictError, NotFound, RepositoryRecord, RepositorySnapshot
+from missions.adapters.memory.store import MemoryRepositoryStore
+from missions.core.errors import ConflictError, NotFound
+from missions.core.specs import REPOSITORIES
+from missions.ports.store import RepositoryRecord, RepositorySnapshot
 from tests.support.aws import FAKE_AWS_ENV, SerializedClient
 
 REGION = "us-east-1"
@@ -22,8 +23,8 @@ def store(request, monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.store.dynamodb import table_definition
-    from missions.store.repositories_dynamodb import DynamoRepositoryStore
+    from missions.adapters.dynamodb.repositories import DynamoRepositoryStore
+    from missions.adapters.dynamodb.store import table_definition
 
     for key, value in FAKE_AWS_ENV.items():
         monkeypatch.setenv(key, value)

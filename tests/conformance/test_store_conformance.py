@@ -13,10 +13,7 @@ from typing import Any
 
 import pytest
 
-from missions.envelope import InterruptKind, InterruptResponse
-from missions.events import Event, EventType
-from missions.specs import BLOB_INLINE_LIMIT, CHECKPOINTS, TABLES
-from missions.store.memory import (
+from missions.adapters.memory.store import (
     MemoryArtifactStore,
     MemoryBlobStore,
     MemoryCheckpointStore,
@@ -24,14 +21,11 @@ from missions.store.memory import (
     MemoryInterruptStore,
     MemoryMissionStore,
 )
-from missions.store.ports import (
-    Checkpoint,
-    ConflictError,
-    InterruptRecord,
-    MissionRecord,
-    NotFound,
-    TransitionRefused,
-)
+from missions.core.envelope import InterruptKind, InterruptResponse
+from missions.core.errors import ConflictError, NotFound, TransitionRefused
+from missions.core.events import Event, EventType
+from missions.core.specs import BLOB_INLINE_LIMIT, CHECKPOINTS, TABLES
+from missions.ports.store import Checkpoint, InterruptRecord, MissionRecord, event_position
 
 REGION = "us-east-1"
 BUCKET = "missions-blobs-test"
@@ -70,7 +64,7 @@ def backend(request, monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.store.dynamodb import (
+    from missions.adapters.dynamodb.store import (
         DynamoArtifactStore,
         DynamoBlobStore,
         DynamoCheckpointStore,
@@ -307,14 +301,8 @@ def test_events_append_and_read_in_order(backend):
 
     events, cursor = backend.events.read("m1")
     assert [e.payload["n"] for e in events] == [0, 1, 2, 3, 4]
-    assert [e.position for e in events] == [
-        "0001-plan#0000",
-        "0001-plan#0001",
-        "0002-analyze#0000",
-        "0002-analyze#0001",
-        "0002-analyze#0002",
-    ]
-    assert cursor == "0002-analyze#0002"
+    assert [e.position for e in events] == [event_position(n) for n in range(1, 6)]
+    assert cursor == event_position(5)
     assert all(e.mission_id == "m1" for e in events)
     assert events[1].payload["cost_usd"] == 0.015
     assert events[0].type is EventType.AGENT_COMPLETED
@@ -326,7 +314,7 @@ def test_events_read_after_cursor(backend):
     backend.events.append("m1", "0002-analyze", [event("m1", 2), event("m1", 3)])
     later, cursor2 = backend.events.read("m1", after=cursor)
     assert [e.payload["n"] for e in later] == [2, 3]
-    assert cursor2 == "0002-analyze#0001"
+    assert cursor2 == event_position(4)
     nothing, cursor3 = backend.events.read("m1", after=cursor2)
     assert nothing == []
     assert cursor3 == cursor2  # unchanged when nothing new
@@ -362,12 +350,50 @@ def test_events_paginate_without_loss(backend):
 
 
 def test_events_reappend_is_idempotent(backend):
+    # Given a stage's events appended once
     batch = [event("m1", 0), event("m1", 1), event("m1", 2)]
     backend.events.append("m1", "0001-plan", batch)
-    backend.events.append("m1", "0001-plan", batch)  # a retried stage writes the same events again
+    # When the retried stage appends the same batch again
+    backend.events.append("m1", "0001-plan", batch)
+    # Then the timeline holds them once, where they were
     events, _ = backend.events.read("m1")
     assert [e.payload["n"] for e in events] == [0, 1, 2]
-    assert [e.position for e in events] == ["0001-plan#0000", "0001-plan#0001", "0001-plan#0002"]
+    assert [e.position for e in events] == [event_position(1), event_position(2), event_position(3)]
+
+
+def test_a_retry_that_writes_fewer_events_leaves_none_of_the_first_try(backend):
+    backend.events.append("m1", "0001-plan", [event("m1", 0), event("m1", 1), event("m1", 2)])
+    backend.events.append("m1", "0001-plan", [event("m1", 10)])
+    backend.events.append("m1", "0002-next", [event("m1", 20)])
+    events, _ = backend.events.read("m1")
+    assert [e.payload["n"] for e in events] == [10, 20]
+
+
+def test_a_retry_that_writes_more_events_keeps_them_before_the_next_batch(backend):
+    backend.events.append("m1", "0001-plan", [event("m1", 0)])
+    backend.events.append("m1", "0001-plan", [event("m1", 0), event("m1", 1), event("m1", 2)])
+    backend.events.append("m1", "0002-next", [event("m1", 3)])
+    events, _ = backend.events.read("m1")
+    assert [e.payload["n"] for e in events] == [0, 1, 2, 3]
+
+
+def test_the_store_orders_the_timeline_not_the_writers(backend):
+    # Given writers whose batch names sort in no useful order (a cancel, an answer, a stage)
+    backend.events.append("m1", "0007-late-stage", [event("m1", 0)])
+    backend.events.append("m1", "answer-i_1", [event("m1", 1)])
+    backend.events.append("m1", "0001-early-name", [event("m1", 2)])
+    backend.events.append("m1", "cancelled", [event("m1", 3)])
+    # When a reader follows the timeline with a cursor between appends
+    first, cursor = backend.events.read("m1", limit=2)
+    backend.events.append("m1", "0000-first-by-name", [event("m1", 4)])
+    rest, _ = backend.events.read("m1", after=cursor)
+    # Then it sees every event once, in the order they were appended
+    assert [e.payload["n"] for e in first + rest] == [0, 1, 2, 3, 4]
+
+
+def test_an_empty_batch_writes_nothing(backend):
+    backend.events.append("m1", "0001-plan", [])
+    assert backend.events.read("m1") == ([], None)
 
 
 # --------------------------------------------------------------------------- interrupts
@@ -556,7 +582,7 @@ def test_a_retried_stage_finds_its_own_artifact_instead_of_adding_a_version(back
 
 
 def test_malformed_artifacts_are_rejected_and_nothing_is_written(backend):
-    from missions.store.ports import ArtifactRejected
+    from missions.core.artifacts import ArtifactRejected
 
     with pytest.raises(ArtifactRejected, match="segments"):
         backend.artifacts.put("m1", "../etc/passwd", {})

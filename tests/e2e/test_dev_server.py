@@ -16,7 +16,7 @@ import pytest
 
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from missions.webhooks import sign
+from missions.service.webhooks import sign
 
 pytestmark = pytest.mark.e2e
 SECRET = "s3cret"
@@ -41,7 +41,7 @@ def repo(tmp_path_factory) -> Path:
 def server(repo: Path):
     sources = {"git": {"secret": SECRET, "user_id": "alice"}}
     cloud = LocalCloud(["code_analysis"], settings={"webhook_sources": sources, "repo_roots": [str(repo)]})
-    with cloud, DevServer(cloud, port=0, clock_start=MONDAY_0750, watch_interval=0.05) as dev:
+    with cloud, DevServer(cloud, port=0, clock_start=MONDAY_0750) as dev:
         dev.repo = repo  # type: ignore[attr-defined]
         yield dev
 

@@ -61,8 +61,16 @@ def test_the_review_is_asked_in_the_terminal_and_yes_completes_the_mission() -> 
     # Then the question, the stages and the plan are shown, and the mission completed
     assert result.returncode == 0, result.stderr
     shown = result.stdout + result.stderr
-    for text in ("▶ assess", "▶ workout", "▶ nutrition", "▶ synthesize", "▶ present", "Accept this plan",
-                 "Full-body circuit", "completed"):
+    for text in (
+        "▶ assess",
+        "▶ workout",
+        "▶ nutrition",
+        "▶ synthesize",
+        "▶ present",
+        "Accept this plan",
+        "Full-body circuit",
+        "completed",
+    ):
         assert text in shown, text
 
 

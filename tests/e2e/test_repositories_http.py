@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from missions.core.refs import snapshot_key
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from missions.repositories.archive import extract_snapshot
-from missions.repositories.refs import snapshot_key
+from missions.service.repositories.archive import extract_snapshot
 from tests.support.archives import tar_gz_bytes as tar_gz
 
 pytestmark = pytest.mark.e2e
@@ -31,7 +31,7 @@ GOAL = "Where is EnvelopeCodec defined?"
 @pytest.fixture(scope="module")
 def server():
     cloud = LocalCloud(["code_analysis"], settings={"repo_roots": [str(ROOT)]})
-    with cloud, DevServer(cloud, port=0, watch_interval=0.05) as dev:
+    with cloud, DevServer(cloud, port=0) as dev:
         yield dev
 
 

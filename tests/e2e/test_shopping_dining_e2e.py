@@ -71,7 +71,7 @@ def test_cli_runs_a_dining_mission_and_answers_the_choice_by_number() -> None:
 
 @pytest.fixture(scope="module")
 def server():
-    with LocalCloud(["shopping", "dining"]) as cloud, DevServer(cloud, port=0, watch_interval=0.05) as dev:
+    with LocalCloud(["shopping", "dining"]) as cloud, DevServer(cloud, port=0) as dev:
         yield dev
 
 

@@ -60,7 +60,7 @@ def test_cli_answers_the_choice_then_two_reviews_and_prints_the_final_itinerary(
 
 @pytest.fixture(scope="module")
 def server():
-    with LocalCloud(["travel"]) as cloud, DevServer(cloud, port=0, watch_interval=0.05) as dev:
+    with LocalCloud(["travel"]) as cloud, DevServer(cloud, port=0) as dev:
         yield dev
 
 

@@ -17,13 +17,13 @@ from pathlib import Path
 import boto3
 import pytest
 
-from missions import capability as registry
+from missions.core import capability as registry
+from missions.core.refs import snapshot_key
+from missions.core.specs import state_machine_name
 from missions.local import patches
 from missions.local.devserver import http_event
-from missions.repositories.archive import extract_snapshot
-from missions.repositories.refs import snapshot_key
-from missions.specs import state_machine_name
-from missions.webhooks import sign
+from missions.service.repositories.archive import extract_snapshot
+from missions.service.webhooks import sign
 from tests.infra.conftest import Assembly, synthesize
 from tests.support.archives import tar_gz_bytes
 from tests.support.aws import FAKE_AWS_ENV

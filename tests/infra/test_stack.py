@@ -18,9 +18,9 @@ from infra.components.access import ACCESS
 from infra.components.api import WEBHOOK_ROUTE, api_routes
 from infra.components.pipeline import definition_of
 from infra.config import ConfigError, load_environments
-from missions import capability as registry
-from missions.specs import TABLES
-from missions.trigger_rules import memory_rules, schedule_specs, webhook_rules
+from missions.core import capability as registry
+from missions.core.specs import TABLES
+from missions.core.trigger_specs import memory_rules, schedule_specs, webhook_rules
 from tests.infra.conftest import Assembly, synthesize
 
 ENVIRONMENTS = ("dev", "staging", "prod")

@@ -5,7 +5,7 @@ marked `integration` (`-m "not integration"` skips them).
 
 Test capabilities are built with `make_capability`: a PipelineConfig from a few AgentConfigs,
 hooks from plain functions (`FnHooks`) and a deterministic offline policy (`offline_policy`)
-for stages that have an LLM. Register them with `missions.capability.register` before entering
+for stages that have an LLM. Register them with `missions.core.capability.register` before entering
 a LocalCloud; `registered(...)` does that for a block and unregisters them afterwards.
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from missions import capability as registry
-from missions.capability import Capability, StageContext, StageHooks
-from missions.compiler import FINALIZE
-from missions.llm.base import LLMRequest
-from missions.pipeline import AgentConfig, PipelineConfig
-from missions.tools import ToolCatalog
+from missions.core import capability as registry
+from missions.core.capability import Capability, StageContext, StageHooks
+from missions.core.compiler import FINALIZE
+from missions.core.llm import LLMRequest
+from missions.core.pipeline import AgentConfig, PipelineConfig
+from missions.core.tools import ToolCatalog
 from tests.support.hooks import FnHooks, Note
 
 HERE = Path(__file__).resolve().parent

@@ -11,13 +11,14 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys
 from missions.local.emulation import LocalCloud
-from missions.starter import MissionRequest, build_envelope
+from missions.service.launcher import build_envelope
+from missions.core.requests import MissionRequest
 
 settings = {"llm_provider": "openai", "openai_api_key": "sk-test", "openai_base_url": "http://127.0.0.1:9/v1"}
 with LocalCloud(["code_analysis"], settings=settings) as cloud:
     envelope = build_envelope(MissionRequest(capability="code_analysis", goal="Where is EnvelopeCodec?",
                                              context={"repo": "."}), cloud.runtime.repositories)
-    from missions.store.ports import MissionRecord
+    from missions.ports.store import MissionRecord
     cloud.runtime.missions.create(MissionRecord(mission_id=envelope.mission_id, user_id="u",
                                                 capability="code_analysis", goal="g"))
     import functions.stage.handler as handler

@@ -24,11 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from missions.dispatch import Dispatcher
-from missions.lifecycle import Lifecycle
-from missions.specs import DISPATCH, MISSIONS
-from missions.starter import MissionRequest
-from missions.store.ports import MissionStore
+from missions.core.requests import MissionRequest
+from missions.core.specs import DISPATCH, MISSIONS
+from missions.ports.store import MissionStore
+from missions.service.dispatch import Dispatcher
+from missions.service.lifecycle import Lifecycle
 from tests.support.aws import SerializedClient
 
 REGION = "us-east-1"
@@ -97,8 +97,8 @@ def cloud(monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.store.dispatch_dynamodb import DynamoDispatchStore
-    from missions.store.dynamodb import DynamoMissionStore, table_definition
+    from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
+    from missions.adapters.dynamodb.store import DynamoMissionStore, table_definition
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.setenv(name, "testing")

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from missions.envelope import Envelope, InterruptKind
+from missions.core.envelope import Envelope, InterruptKind
 from missions.local.emulation import LocalCloud
-from missions.store.ports import InterruptRecord
+from missions.ports.store import InterruptRecord
 
 CAPABILITY = "fitness_coach"
 PARALLEL = "parallel.workout+nutrition"

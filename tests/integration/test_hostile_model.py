@@ -15,9 +15,9 @@ from dulwich import porcelain
 
 from capabilities.code_analysis.models import CriticOutput, PlanOutput, PlanStep
 from capabilities.code_analysis.policy import offline_policy
-from missions.events import EventType
-from missions.llm.base import LLMRequest
-from missions.llm.scripted import ScriptedProvider
+from missions.adapters.llm.scripted import ScriptedProvider
+from missions.core.events import EventType
+from missions.core.llm import LLMRequest
 from missions.local.emulation import LocalCloud
 
 pytestmark = pytest.mark.integration

@@ -13,10 +13,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from missions.capability import StageContext
+from missions.core.capability import StageContext
+from missions.core.errors import ConflictError
+from missions.core.requests import MissionRequest
 from missions.local.emulation import LocalCloud
-from missions.starter import MissionRequest
-from missions.store.ports import ConflictError
 from tests.integration.conftest import answer_hooks, chain, make_capability, registered
 from tests.support.hooks import FnHooks
 
@@ -32,7 +32,7 @@ def _hold(ctx: StageContext) -> None:
 
 def _ask(ctx: StageContext) -> None:
     if not ctx.resume:
-        from missions.envelope import InterruptKind
+        from missions.core.envelope import InterruptKind
 
         ctx.ask(InterruptKind.CLARIFICATION, "which fence?")
 
@@ -49,7 +49,7 @@ def cloud() -> Iterator[LocalCloud]:
 
 def submit(cloud: LocalCloud, capability: str, user: str) -> str:
     request = MissionRequest.parse(capability=capability, goal="paint the fence", user_id=user)
-    return cloud.runtime.service.submit(request).mission_id
+    return cloud.runtime.launcher.submit(request).mission_id
 
 
 def until(condition, what: str) -> None:
@@ -79,8 +79,8 @@ def test_a_queued_mission_that_was_cancelled_never_starts(cloud: LocalCloud):
     queued = submit(cloud, ASKS.name, "quinn")
     assert cloud.runtime.missions.get(queued).status == "queued"
     # When the user cancels the queued one, then a slot frees up
-    cloud.runtime.service.cancel(cloud.runtime.missions.get(queued))
-    cloud.runtime.service.cancel(cloud.runtime.missions.get(holding[0]))
+    cloud.runtime.control.cancel(cloud.runtime.missions.get(queued))
+    cloud.runtime.control.cancel(cloud.runtime.missions.get(holding[0]))
     # Then the cancelled mission stays cancelled, never started, and left the queue
     time.sleep(0.3)
     record = cloud.runtime.missions.get(queued)
@@ -90,9 +90,9 @@ def test_a_queued_mission_that_was_cancelled_never_starts(cloud: LocalCloud):
         None,
     )
     assert executions_named(cloud, queued) == []
-    assert cloud.runtime.dispatcher._store.queued("quinn") == []
+    assert cloud.runtime.launcher.dispatcher.queued("quinn") == []
     for mission_id in holding[1:]:
-        cloud.runtime.service.cancel(cloud.runtime.missions.get(mission_id))
+        cloud.runtime.control.cancel(cloud.runtime.missions.get(mission_id))
 
 
 def test_a_mission_cancelled_while_a_stage_runs_stays_cancelled(cloud: LocalCloud):
@@ -103,7 +103,7 @@ def test_a_mission_cancelled_while_a_stage_runs_stays_cancelled(cloud: LocalClou
     assert ENTERED.wait(WAIT)
     until(lambda: cloud.runtime.missions.get(mission_id).execution_arn is not None, "the execution started")
     # When the user cancels it, and only then the stage finishes and reports its progress
-    cloud.runtime.service.cancel(cloud.runtime.missions.get(mission_id))
+    cloud.runtime.control.cancel(cloud.runtime.missions.get(mission_id))
     RELEASE.set()
     # Then the execution was stopped and the late stage could not write the mission back to running
     until(lambda: cloud.status(mission_id) != "RUNNING", "the execution ended")
@@ -113,13 +113,13 @@ def test_a_mission_cancelled_while_a_stage_runs_stays_cancelled(cloud: LocalClou
     assert (record.status, record.terminal_reason) == ("cancelled", "cancelled")
     # and cancelling again is a conflict, not a second cancel
     with pytest.raises(ConflictError):
-        cloud.runtime.service.cancel(record)
+        cloud.runtime.control.cancel(record)
 
 
 def test_a_mission_waiting_for_a_human_is_cancelled_and_its_question_can_no_longer_be_answered(cloud: LocalCloud):
     [mission_id] = waiting_for_a_human(cloud, "sam", 1)
     [question] = cloud.runtime.interrupts.pending(mission_id)
-    cloud.runtime.service.cancel(cloud.runtime.missions.get(mission_id))
+    cloud.runtime.control.cancel(cloud.runtime.missions.get(mission_id))
     until(lambda: cloud.status(mission_id) != "RUNNING", "the execution ended")
     record = cloud.runtime.missions.get(mission_id)
     assert (record.status, record.pending_interrupt) == ("cancelled", None)
@@ -134,15 +134,30 @@ def test_a_fork_at_the_limit_is_queued_not_a_fourth_running_mission(cloud: Local
     holding = waiting_for_a_human(cloud, "tara", 3)
     checkpoint = cloud.runtime.checkpoints.list(holding[0])[0]
     # When the user forks one of them
-    forked = cloud.runtime.service.fork(holding[0], checkpoint.checkpoint_id, "tara")
+    forked = cloud.runtime.launcher.fork(holding[0], checkpoint.checkpoint_id, "tara")
     # Then the fork waits in the queue: never more than 3 running for that user
     assert forked.status == "queued"
     assert cloud.runtime.missions.get(forked.mission_id).status == "queued"
     assert executions_named(cloud, forked.mission_id) == []
-    assert len(cloud.runtime.dispatcher._store.running("tara")) == 3
+    assert len(cloud.runtime.launcher.dispatcher.running("tara")) == 3
     # and once a slot frees, it starts from the checkpoint (and asks its question again)
-    cloud.runtime.service.cancel(cloud.runtime.missions.get(holding[0]))
+    cloud.runtime.control.cancel(cloud.runtime.missions.get(holding[0]))
     until(lambda: cloud.runtime.missions.get(forked.mission_id).status == "interrupted", "the fork started")
     assert len(executions_named(cloud, forked.mission_id)) == 1
     for mission_id in [*holding[1:], forked.mission_id]:
-        cloud.runtime.service.cancel(cloud.runtime.missions.get(mission_id))
+        cloud.runtime.control.cancel(cloud.runtime.missions.get(mission_id))
+
+
+def test_the_cli_emulation_starts_through_the_dispatcher(cloud: LocalCloud):
+    # Given a user of the CLI's emulation whose 3 running slots are held by missions waiting for an answer
+    holding = [cloud.start(ASKS.name, "paint the fence", user_id="uma") for _ in range(3)]
+    for mission_id in holding:
+        assert cloud.wait(mission_id, WAIT, until_interrupt=True) == "INTERRUPTED"
+    # When a 4th starts the way `missions run` starts one
+    fourth = cloud.start(ASKS.name, "paint the fence", user_id="uma")
+    # Then it waits in the queue, and starts as soon as a slot frees
+    assert cloud.status(fourth) == "QUEUED" and cloud.runtime.missions.get(fourth).trigger == "cli"
+    cloud.runtime.control.cancel(cloud.runtime.missions.get(holding[0]))
+    assert cloud.wait(fourth, WAIT, until_interrupt=True) == "INTERRUPTED"
+    for mission_id in [*holding[1:], fourth]:
+        cloud.runtime.control.cancel(cloud.runtime.missions.get(mission_id))

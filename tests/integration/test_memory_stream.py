@@ -9,9 +9,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from missions.longterm.dynamodb import DynamoLongTermMemory, change_from_stream_record
-from missions.specs import MEMORY
-from missions.store.dynamodb import table_definition
+from missions.adapters.dynamodb.longterm import DynamoLongTermMemory, change_from_stream_record
+from missions.adapters.dynamodb.store import table_definition
+from missions.core.specs import MEMORY
 
 REGION = "us-east-1"
 TABLE = "test-memory"

@@ -1,5 +1,5 @@
 """The meter counts a real mission on the emulation (missions.local.metering.Meter), and
-missions.costing prices it.
+missions.core.costing prices it.
 
 One LocalCloud serves the module; each test meters its own calls with its own Meter, one
 mission at a time (the meter counts every in-process invocation while it runs).
@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from missions import capability as registry
-from missions.costing import Usage, estimate, item_size, lambda_gb_seconds
-from missions.envelope import utcnow
+from missions.core import capability as registry
+from missions.core.costing import Usage, estimate, item_size, lambda_gb_seconds
+from missions.core.envelope import utcnow
+from missions.core.specs import stage_function_name
 from missions.local import patches
 from missions.local.emulation import LocalCloud, MissionOutcome
 from missions.local.metering import Invocation, Meter
-from missions.specs import stage_function_name
 from tests.integration.conftest import REPO_ROOT, stage_tasks
 from tests.support.aws import use_fake_aws
 
@@ -68,17 +68,23 @@ def test_transitions_are_the_states_the_execution_entered(demo: Metered) -> None
 
 
 def test_lambda_requests_are_the_stage_invocations(demo: Metered, cloud: LocalCloud) -> None:
-    # Then every stage Task the execution entered is one invocation of that stage's function
+    # Then every stage Task the execution entered is one invocation of that stage's function,
+    # and the status function hears once that the execution ended
     capability = registry.load("code_analysis")
     stages = stage_tasks(demo.states, capability)
     expected = Counter(stage_function_name(cloud.prefix, "code_analysis", stage) for stage in stages)
+    expected[f"{cloud.prefix}-status"] = 1
     assert Counter(i.function_name for i in demo.invocations) == expected
-    assert demo.usage.lambda_requests == len(stages) == sum(e["type"] == "TaskStateEntered" for e in demo.history)
+    # each stage's task, and the status function once, when the execution's end is reported
+    assert (
+        demo.usage.lambda_requests == len(stages) + 1 == sum(e["type"] == "TaskStateEntered" for e in demo.history) + 1
+    )
     # and each is billed its measured duration at its configured memory
     memory = {
         stage_function_name(cloud.prefix, "code_analysis", agent.name): agent.memory_mb
         for agent in capability.pipeline.agents
     }
+    memory[f"{cloud.prefix}-status"] = 256  # the emulation's service functions
     assert all(i.memory_mb == memory[i.function_name] for i in demo.invocations)
     billed = sum(lambda_gb_seconds(i.duration_ms, i.memory_mb) for i in demo.invocations)
     assert demo.usage.lambda_gb_seconds == pytest.approx(billed) and billed > 0
@@ -129,7 +135,7 @@ def test_an_answered_interrupt_bills_the_interrupt_function_and_the_answer(cloud
     names = Counter(i.function_name for i in meter.invocations)
     assert names[f"{cloud.prefix}-interrupt"] == 1
     tasks = sum(e["type"] == "TaskStateEntered" for e in cloud.history(mission_id))
-    assert usage.lambda_requests == tasks
+    assert usage.lambda_requests == tasks + 1  # and the status function, once
 
 
 def test_usage_for_refuses_when_a_second_mission_ran(cloud: LocalCloud) -> None:

@@ -19,15 +19,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from missions.capability import Capability, StageContext, StageDefinitionError
-from missions.compiler import FINALIZE
-from missions.envelope import Bounds, InterruptKind
-from missions.events import EventType
-from missions.interrupts import AnswerRejected
+from missions.core.capability import Capability, StageContext, StageDefinitionError
+from missions.core.compiler import FINALIZE
+from missions.core.envelope import Bounds, InterruptKind
+from missions.core.errors import AnswerRejected, ConflictError
+from missions.core.events import EventType
+from missions.core.pipeline import AgentConfig, EdgeLimit, FanOut, RoutingRule, ToolAccess
+from missions.core.tools import ToolCatalog, ToolResult
 from missions.local.emulation import LocalCloud, MissionOutcome
-from missions.pipeline import AgentConfig, EdgeLimit, FanOut, RoutingRule, ToolAccess
-from missions.store.ports import ConflictError
-from missions.tools import ToolCatalog, ToolResult
 from tests.integration.conftest import (
     REPO_ROOT,
     FnHooks,
@@ -285,7 +284,7 @@ def _claimed_texts(claim: str) -> list[str]:
 @pytest.fixture(scope="module")
 def analysis(cloud: LocalCloud) -> MissionOutcome:
     # Given this very repository, resolved from this file's path
-    assert (REPO_ROOT / "shared" / "missions" / "offload.py").is_file()
+    assert (REPO_ROOT / "shared" / "missions" / "core" / "offload.py").is_file()
     # When code_analysis answers a question about it
     return _run(cloud, "code_analysis", QUESTION, context={"repo": str(REPO_ROOT)})
 

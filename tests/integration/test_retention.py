@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from functions.retention.handler import lambda_handler as retention
 from missions.local.emulation import LocalCloud
-from missions.local.patches import LocalContext
-from missions.retention import ARCHIVE_NAMESPACE
-from missions.store.ports import lifecycle_of
+from missions.ports.store import lifecycle_of
+from missions.service.retention import ARCHIVE_NAMESPACE
 from tests.integration.conftest import REPO_ROOT
 
 GOAL = "Where is max_agent_hops enforced?"
@@ -41,18 +39,14 @@ def test_missions_show_their_lifecycle_and_are_archived_by_age_and_outcome():
         ended = _ended(cloud, done.mission_id)
 
         # When retention runs 8 days later
-        report = retention(
-            {}, LocalContext("missions-retention"), runtime=cloud.runtime, now=lambda: ended + timedelta(days=8)
-        )
+        report = cloud.runtime.handle_retention(now=lambda: ended + timedelta(days=8))
         # Then only the failed one is archived (7 days); the completed one is kept (30 days)
         assert report["archived"] == [failed] and not report["failures"]
         assert lifecycle_of(runtime.missions.get(failed)) == "archived"
         assert lifecycle_of(runtime.missions.get(done.mission_id)) == "completed"
 
         # When it runs 31 days later
-        report = retention(
-            {}, LocalContext("missions-retention"), runtime=cloud.runtime, now=lambda: ended + timedelta(days=31)
-        )
+        report = cloud.runtime.handle_retention(now=lambda: ended + timedelta(days=31))
         # Then the completed one is archived: summary in long-term memory, checkpoints gone, record kept
         assert report["archived"] == [done.mission_id] and report["checkpoints_removed"] > 0
         assert runtime.checkpoints.list(done.mission_id) == []
@@ -63,9 +57,7 @@ def test_missions_show_their_lifecycle_and_are_archived_by_age_and_outcome():
         assert summary.value["result"]
 
         # And a second run finds nothing more to do
-        again = retention(
-            {}, LocalContext("missions-retention"), runtime=cloud.runtime, now=lambda: ended + timedelta(days=60)
-        )
+        again = cloud.runtime.handle_retention(now=lambda: ended + timedelta(days=60))
         assert again["archived"] == []
 
 
@@ -73,10 +65,7 @@ def test_retention_ages_are_configurable():
     with LocalCloud(["code_analysis"], settings={"retention_completed_days": 2}) as cloud:
         done = cloud.run("code_analysis", GOAL, context={"repo": str(REPO_ROOT)})
         ended = datetime.fromisoformat(cloud.runtime.missions.get(done.mission_id).completed_at)
-        report = retention(
-            {},
-            LocalContext("missions-retention"),
-            runtime=cloud.runtime,
+        report = cloud.runtime.handle_retention(
             now=lambda: ended.astimezone(UTC) + timedelta(days=3),
         )
         assert report["archived"] == [done.mission_id]

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from missions import capability as registry
-from missions.capability import Capability
-from missions.envelope import Envelope, InterruptKind
-from missions.interrupts import AnswerRejected
+from missions.core import capability as registry
+from missions.core.capability import Capability
+from missions.core.envelope import Envelope, InterruptKind
+from missions.core.errors import AnswerRejected
 from missions.local.emulation import LocalCloud
-from missions.store.ports import InterruptRecord
+from missions.ports.store import InterruptRecord
 from tests.integration.conftest import registered, stage_tasks
 
 WAIT = 30.0

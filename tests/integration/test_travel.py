@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from missions.envelope import Envelope, InterruptKind
-from missions.events import Event, EventType
+from missions.core.envelope import Envelope, InterruptKind
+from missions.core.events import Event, EventType
 from missions.local.emulation import LocalCloud
-from missions.store.ports import InterruptRecord
+from missions.ports.store import InterruptRecord
 
 WAIT = 60.0
 GOAL = "Plan a 5-day Paris trip for May 2026, budget $3000, 2 travelers"

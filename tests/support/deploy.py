@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from missions.app.runtime import Runtime
+from missions.core.settings import RuntimeSettings
+from missions.core.specs import INTERRUPT_FUNCTION, SERVICE_FUNCTIONS, STAGE_FUNCTION, FunctionSpec
 from missions.local import patches
-from missions.settings import RuntimeSettings
-from missions.specs import INTERRUPT_FUNCTION, SERVICE_FUNCTIONS, STAGE_FUNCTION, FunctionSpec
-from missions.wiring import Runtime
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -104,16 +104,21 @@ def run_in_process(deployment: Deployment, session_factory: Any, clients: dict[s
         session.events.register("before-parameter-build", functools.partial(_record, deployment.calls, name))
         runtime = Runtime(
             RuntimeSettings.from_env(environment),
-            dynamodb=session.client("dynamodb"),
-            s3=session.client("s3"),
-            sfn=session.client("stepfunctions"),
-            eventbridge=session.client("events"),
-            read_secret=lambda secret_id, session=session: session.client("secretsmanager").get_secret_value(
-                SecretId=secret_id
-            )["SecretString"],
+            clients={name: session.client(name) for name in ("dynamodb", "s3", "stepfunctions", "events")},
+            secrets=_SessionSecrets(session),
         )
         deployment.runtimes[name] = runtime
         patches.register(name, functools.partial(_handler(spec), runtime=runtime))
+
+
+class _SessionSecrets:
+    """The SecretReader port on the function's own session, so its role is checked like its other calls."""
+
+    def __init__(self, session: Any):
+        self._session = session
+
+    def read(self, secret_id: str) -> str:
+        return str(self._session.client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"])
 
 
 def stop(deployment: Deployment) -> None:

@@ -16,24 +16,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from missions import capability as registry
-from missions.capability import Capability
-from missions.envelope import Envelope, InterruptKind
-from missions.llm.base import LLMProvider
-from missions.llm.scripted import ScriptedProvider
-from missions.offload import DEFAULT_THRESHOLD, EnvelopeCodec
-from missions.repositories.resolver import UserRepositories
-from missions.repositories.roots import AllowedRoots
-from missions.repositories.workspace import RepositoryWorkspaces
-from missions.runner import AWAIT_PREFIX, StageRunner, StageServices
-from missions.starter import MissionRequest, build_envelope
-from missions.store.memory import (
+from missions.adapters.llm.scripted import ScriptedProvider
+from missions.adapters.memory.store import (
     MemoryBlobStore,
     MemoryCheckpointStore,
     MemoryEventStore,
     MemoryMissionStore,
 )
-from missions.store.ports import MissionRecord
+from missions.core import capability as registry
+from missions.core.capability import Capability
+from missions.core.envelope import Envelope, InterruptKind
+from missions.core.llm import LLMProvider
+from missions.core.offload import DEFAULT_THRESHOLD, EnvelopeCodec
+from missions.core.requests import MissionRequest
+from missions.core.roots import AllowedRoots
+from missions.ports.store import MissionRecord
+from missions.service.launcher import build_envelope
+from missions.service.repositories.resolver import UserRepositories
+from missions.service.repositories.workspace import RepositoryWorkspaces
+from missions.service.runner import AWAIT_PREFIX, StageRunner, StageServices
 
 MAX_STEPS = 10_000
 

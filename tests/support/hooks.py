@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from missions.capability import StageContext, StageHooks
+from missions.core.capability import StageContext, StageHooks
 
 Hook = Callable[[StageContext], Any]
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from missions.capability import Capability, StageHooks
-from missions.capability_config import CapabilityConfigError, load_config
-from missions.llm.scripted import ScriptedProvider  # noqa: F401 (the offline policy's consumer)
+from missions.adapters.llm.scripted import ScriptedProvider  # noqa: F401 (the offline policy's consumer)
+from missions.core.capability import Capability, StageHooks
+from missions.core.capability_config import CapabilityConfigError, load_config
 
 VALID = """
 name = "errands"

@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from missions.classification import (
+from missions.adapters.llm.scripted import ScriptedProvider
+from missions.core.classification import (
     GoalAnalysis,
     classify_complexity,
     level_of,
     offline_goal_analysis,
     select_by_keywords,
 )
-from missions.llm.scripted import ScriptedProvider
 
 EXAMPLES = [
     ("Buy AirPods Pro at the best price", 1),

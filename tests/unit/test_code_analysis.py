@@ -11,10 +11,10 @@ from capabilities.code_analysis import evidence
 from capabilities.code_analysis.models import CriticOutput, Finding, IntentOutput, SynthesisOutput
 from capabilities.code_analysis.policy import offline_policy
 from capabilities.code_analysis.stages import Critic, Synthesizer
-from missions import capability as registry
-from missions.capability import EvidenceChainViolation, StageContext
-from missions.envelope import Citation, Envelope
-from missions.llm.base import LLMRequest
+from missions.core import capability as registry
+from missions.core.capability import EvidenceChainViolation, StageContext
+from missions.core.envelope import Citation, Envelope
+from missions.core.llm import LLMRequest
 from tests.support.driver import DirectDriver
 
 CAPABILITY = registry.load("code_analysis")  # built from capability.toml + the package's hooks
@@ -233,7 +233,7 @@ def test_a_vague_question_is_clarified_then_answered(repo: Path):
 
 
 def test_a_missing_repository_cannot_start(tmp_path: Path):
-    from missions.starter import MissionRequestError
+    from missions.core.errors import MissionRequestError
 
     with pytest.raises(MissionRequestError, match="is not a directory"):
         DirectDriver(CAPABILITY).run("where is x?", context={"repo": str(tmp_path / "nope")})

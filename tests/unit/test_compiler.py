@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from missions import capability as registry
-from missions.compiler import (
+from missions.core import capability as registry
+from missions.core.compiler import (
     COUNTER_GUARDS,
     DONE,
     FAILED,
@@ -25,8 +25,8 @@ from missions.compiler import (
     initial_state,
     placeholders,
 )
-from missions.envelope import InterruptKind
-from missions.pipeline import AgentConfig, EdgeLimit, FanOut, PipelineConfig, RoutingRule, ToolAccess
+from missions.core.envelope import InterruptKind
+from missions.core.pipeline import AgentConfig, EdgeLimit, FanOut, PipelineConfig, RoutingRule, ToolAccess
 
 PARALLEL = PipelineConfig(
     name="diamond",

@@ -11,15 +11,7 @@ import pytest
 
 from capabilities.dining import criteria as dining_criteria
 from capabilities.dining import tools as dining_tools
-from capabilities.dining.criteria import GoalCriteria, plan_criteria, read_goal
-from capabilities.dining.ranking import apply_filters, availability, composite, price_fit, rank
-from capabilities.dining.stages import SourceSearch
-from capabilities.shopping.query import ProductQuery, choose_options, constraints
-from capabilities.shopping.query import read_goal as read_shopping_goal
-from missions import capability as registry
-from missions.capability import StageContext
-from missions.connectors.base import ConnectorError, ConnectorRejected, call_source, with_simulated_failures
-from missions.connectors.dining import (
+from capabilities.dining.connectors import (
     PLACES,
     DiningQuery,
     RestaurantListing,
@@ -30,9 +22,17 @@ from missions.connectors.dining import (
     sample_sources,
     similar_names,
 )
-from missions.connectors.shopping import SELLERS, SamplePriceComparison, find_seller
-from missions.envelope import Envelope
-from missions.tools import ToolExecutor
+from capabilities.dining.criteria import GoalCriteria, plan_criteria, read_goal
+from capabilities.dining.ranking import apply_filters, availability, composite, price_fit, rank
+from capabilities.dining.stages import SourceSearch
+from capabilities.shopping.connectors import SELLERS, SamplePriceComparison, find_seller
+from capabilities.shopping.query import ProductQuery, choose_options, constraints
+from capabilities.shopping.query import read_goal as read_shopping_goal
+from missions.core import capability as registry
+from missions.core.capability import StageContext
+from missions.core.connectors import ConnectorError, ConnectorRejected, call_source, with_simulated_failures
+from missions.core.envelope import Envelope
+from missions.core.tools import ToolExecutor
 
 WEEKNIGHT_ITALIAN = DiningQuery(cuisine="italian", day="tuesday", time="19:30", party_size=2, radius_km=5)
 

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from missions.dispatch import Dispatcher, DispatchResult, InMemoryDispatchStore, mission_id_for
-from missions.starter import MissionRequest, MissionRequestError
-from missions.store.memory import MemoryMissionStore
+from missions.adapters.memory.dispatch import InMemoryDispatchStore
+from missions.adapters.memory.store import MemoryMissionStore
+from missions.core.errors import MissionRequestError
+from missions.core.requests import MissionRequest
+from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 
 
 class FakeStart:

@@ -11,7 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from missions.longterm.embeddings import Embedder, HashingEmbedder, OpenAIEmbedder, cosine, text_of
+from missions.adapters.embeddings import HashingEmbedder, OpenAIEmbedder, cosine, text_of
+from missions.ports.memory import Embedder
 from tests.support.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +28,7 @@ def test_hashing_embedder_is_deterministic_across_processes():
     # When another interpreter (another PYTHONHASHSEED) computes them
     code = (
         "import json, sys\n"
-        "from missions.longterm.embeddings import HashingEmbedder\n"
+        "from missions.adapters.embeddings import HashingEmbedder\n"
         "print(json.dumps(HashingEmbedder(64).embed(json.loads(sys.argv[1]))))\n"
     )
     result = subprocess.run(
@@ -150,7 +151,7 @@ def test_openai_embedder_refuses_vectors_of_the_wrong_size():
 
 
 def test_openai_embedder_without_a_key_fails_clearly(monkeypatch):
-    from missions.llm.base import LLMError
+    from missions.core.llm import LLMError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(LLMError, match="cannot create the OpenAI client"):
@@ -160,7 +161,7 @@ def test_openai_embedder_without_a_key_fails_clearly(monkeypatch):
 def test_importing_the_embedders_does_not_import_openai():
     code = (
         "import sys\n"
-        "import missions.longterm.embeddings, missions.longterm.inmemory, missions.longterm.dynamodb\n"
+        "import missions.adapters.embeddings, missions.adapters.memory.longterm, missions.adapters.dynamodb.longterm\n"
         "assert 'openai' not in sys.modules\n"
     )
     result = subprocess.run(

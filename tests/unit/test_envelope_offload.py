@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from missions.envelope import (
+from missions.adapters.memory.store import MemoryBlobStore
+from missions.core.envelope import (
     INLINE_FIELDS,
     Bounds,
     Citation,
@@ -21,7 +22,7 @@ from missions.envelope import (
     InterruptKind,
     InterruptResponse,
 )
-from missions.offload import (
+from missions.core.offload import (
     DEFAULT_THRESHOLD,
     PACK_THRESHOLD,
     REF_KEY,
@@ -29,7 +30,6 @@ from missions.offload import (
     EnvelopeCodec,
     encoded_size,
 )
-from missions.store.memory import MemoryBlobStore
 
 MB = 1024 * 1024
 

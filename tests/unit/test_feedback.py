@@ -9,26 +9,25 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from missions.events import Event, EventType
-from missions.feedback import (
+from missions.adapters.dynamodb.learnings import DynamoLearningsStore
+from missions.adapters.llm.scripted import ScriptedProvider
+from missions.adapters.memory.learnings import InMemoryLearningsStore
+from missions.adapters.memory.longterm import InMemoryLongTermMemory
+from missions.adapters.memory.store import MemoryEventStore, MemoryMissionStore
+from missions.core.errors import ConflictError, NotFound
+from missions.core.events import Event, EventType
+from missions.core.llm import LLMError, LLMRequest, LLMResult
+from missions.core.preferences import Preference, PreferenceExtraction, offline_preference_policy
+from missions.core.specs import LEARNINGS
+from missions.ports.store import MissionRecord
+from missions.service.feedback import (
     FEEDBACK_COMPLAINT,
     FEEDBACK_RECEIVED,
     Feedback,
-    InMemoryLearningsStore,
-    Preference,
-    PreferenceExtraction,
     apply_feedback,
-    offline_preference_policy,
     preferences_for,
     preferences_namespace,
 )
-from missions.llm.base import LLMError, LLMRequest, LLMResult
-from missions.llm.scripted import ScriptedProvider
-from missions.longterm.inmemory import InMemoryLongTermMemory
-from missions.specs import LEARNINGS
-from missions.store.learnings_dynamodb import DynamoLearningsStore
-from missions.store.memory import MemoryEventStore, MemoryMissionStore
-from missions.store.ports import ConflictError, MissionRecord
 from tests.support.aws import use_fake_aws
 
 DINING = "great but too expensive for a weeknight, and I want more vegetarian options"
@@ -148,8 +147,8 @@ def test_preferences_for_returns_a_flat_dict_of_values(world):
 
 
 def test_without_a_model_the_text_is_read_by_the_offline_rules(world):
-    # Given no LLM provider / When feedback has text / Then the offline rules still extract preferences
-    outcome = world.give(world.mission(), text="too expensive", llm=None)
+    # Given the offline model / When feedback has text / Then the offline rules extract preferences
+    outcome = world.give(world.mission(), text="too expensive", llm="offline")
     assert outcome.preferences_written == ["budget"]
 
 
@@ -298,7 +297,7 @@ def dynamo_client(monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.store.dynamodb import table_definition
+    from missions.adapters.dynamodb.store import table_definition
 
     use_fake_aws(monkeypatch)
     with mock_aws():
@@ -371,8 +370,8 @@ def test_feedback_on_another_users_mission_is_refused_and_changes_nothing(world)
     # Given alice's finished mission
     mission = world.mission()
     before = world.snapshot()
-    # When bob gives feedback on it / Then it is refused as not his
-    with pytest.raises(PermissionError):
+    # When bob gives feedback on it / Then it is refused as if there were no such mission
+    with pytest.raises(NotFound):
         world.give(mission, user="bob", quality=1, text="too expensive")
     # And nothing changed
     assert world.snapshot() == before
@@ -385,7 +384,7 @@ def test_feedback_on_an_unfinished_mission_is_refused_and_changes_nothing(world,
     mission = world.mission(status=status)
     before = world.snapshot()
     # When its owner gives feedback / Then it is refused
-    with pytest.raises(ValueError, match="mission still running"):
+    with pytest.raises(ConflictError, match=f"is still {status}"):
         world.give(mission, quality=5, text="too expensive")
     # And nothing changed
     assert world.snapshot() == before

@@ -13,10 +13,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from missions import capability as registry
-from missions.compiler import compile_pipeline
-from missions.longterm.ports import MemoryChange
-from missions.trigger_rules import memory_change_event, requests_for_event, schedule_specs
+from missions.core import capability as registry
+from missions.core.compiler import compile_pipeline
+from missions.core.memory import MemoryChange
+from missions.core.trigger_specs import memory_change_event, schedule_specs
+from missions.service.trigger_rules import requests_for_event
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "capabilities" / "fitness_coach"
@@ -46,7 +47,7 @@ def _sources() -> list[Path]:
 def test_no_file_outside_its_folder_names_the_capability() -> None:
     # Given every source file of the repository but the capability's own folder, tests/ and docs/
     sources = _sources()
-    assert ROOT / "shared" / "missions" / "capability.py" in sources  # the scan reaches the core
+    assert ROOT / "shared" / "missions" / "core" / "capability.py" in sources  # the scan reaches the core
     assert ROOT / "capabilities" / "code_analysis" / "__init__.py" in sources  # and the other capabilities
     assert not any(FOLDER in path.parents for path in sources)
 

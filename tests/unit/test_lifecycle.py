@@ -2,8 +2,8 @@
 
 import pytest
 
-from missions import capability as registry
-from missions.store.ports import LIFECYCLE, MissionRecord, lifecycle_of
+from missions.core import capability as registry
+from missions.ports.store import LIFECYCLE, MissionRecord, lifecycle_of
 
 
 @pytest.mark.parametrize(

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from missions.envelope import utcnow
-from missions.feedback import Learnings
-from missions.metrics import mission_metrics, window_start
-from missions.specs import MISSIONS
-from missions.store.memory import MemoryMissionStore
-from missions.store.missions_query import DynamoMissionsByCapability, InMemoryMissionsByCapability
-from missions.store.ports import MissionRecord
+from missions.adapters.dynamodb.missions_query import DynamoMissionsByCapability
+from missions.adapters.memory.store import InMemoryMissionsByCapability, MemoryMissionStore
+from missions.core.envelope import utcnow
+from missions.core.specs import MISSIONS
+from missions.ports.learnings import Learnings
+from missions.ports.store import MissionRecord
+from missions.service.metrics import mission_metrics, window_start
 from tests.support.aws import use_fake_aws
 
 NOW = datetime(2025, 6, 30, 12, 0, tzinfo=UTC)
@@ -189,7 +189,7 @@ def test_dynamo_query_reads_the_by_capability_index_across_pages(monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.store.dynamodb import DynamoMissionStore, table_definition
+    from missions.adapters.dynamodb.store import DynamoMissionStore, table_definition
 
     use_fake_aws(monkeypatch)
     with mock_aws():

@@ -12,9 +12,9 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-from missions.llm import LLMError, LLMProvider, LLMRequest, TransientLLMError
-from missions.llm.openai_provider import OpenAIProvider
-from missions.llm.pricing import cost_usd
+from missions.adapters.llm.openai_provider import OpenAIProvider
+from missions.core.llm import LLMError, LLMProvider, LLMRequest, TransientLLMError
+from missions.core.pricing import cost_usd
 from tests.support.fake_openai import FakeOpenAI, error_body
 
 REPO = Path(__file__).resolve().parents[2]
@@ -534,9 +534,13 @@ def test_importing_the_llm_package_does_not_import_openai():
     # Given a fresh interpreter with the runtime on its path
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'shared'}{os.pathsep}{REPO}"}
 
-    # When missions.llm is imported
+    # When the LLM core and the scripted provider are imported
     completed = subprocess.run(
-        [sys.executable, "-c", "import missions.llm, sys; assert 'openai' not in sys.modules"],
+        [
+            sys.executable,
+            "-c",
+            "import missions.core.llm, missions.adapters.llm.scripted, sys; assert 'openai' not in sys.modules",
+        ],
         env=env,
         capture_output=True,
         text=True,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from missions.envelope import InterruptKind
-from missions.pipeline import (
+from missions.core.envelope import InterruptKind
+from missions.core.pipeline import (
     AgentConfig,
     EdgeLimit,
     PipelineConfig,

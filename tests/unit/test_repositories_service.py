@@ -7,20 +7,14 @@ from pathlib import Path
 import pytest
 from dulwich import porcelain
 
-from missions.repositories.archive import extract_snapshot
-from missions.repositories.refs import SHARED_OWNER, RepositoryRef
-from missions.repositories.resolver import RepositoryRefused, UserRepositories
-from missions.repositories.roots import AllowedRoots
-from missions.repositories.service import (
-    DependencyUnavailable,
-    RepositoryConflict,
-    RepositoryRequestError,
-    RepositoryService,
-    UrlPolicy,
-)
-from missions.repositories.workspace import RepositoryWorkspaces, WorkspaceRefused
-from missions.store.memory import MemoryRepositoryStore, MemorySnapshotStore
-from missions.store.ports import NotFound
+from missions.adapters.memory.store import MemoryRepositoryStore, MemorySnapshotStore
+from missions.core.errors import DependencyUnavailable, NotFound, RepositoryConflict, RepositoryRequestError
+from missions.core.refs import SHARED_OWNER, RepositoryRef
+from missions.core.roots import AllowedRoots
+from missions.service.repositories.archive import extract_snapshot
+from missions.service.repositories.resolver import RepositoryRefused, UserRepositories
+from missions.service.repositories.service import RepositoryService, UrlPolicy
+from missions.service.repositories.workspace import RepositoryWorkspaces, WorkspaceRefused
 from tests.support.archives import tar_gz_bytes as tar_gz
 
 PUBLIC = {"github.com": ["140.82.121.4"], "evil.example": ["169.254.169.254"], "intranet.example": ["10.0.0.7"]}

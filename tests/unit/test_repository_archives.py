@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from dulwich import porcelain
 
-from missions.repositories.archive import (
+from missions.service.repositories.archive import (
     ArchiveRejected,
     SnapshotLimits,
     extract_snapshot,

@@ -9,14 +9,16 @@ import pytest
 
 from capabilities.code_analysis import repo_tools
 from capabilities.code_analysis.repo_tools import CATALOG
-from missions import capability as registry
-from missions.pipeline import AgentConfig, ToolAccess
-from missions.repositories.refs import RepositoryRef
-from missions.repositories.resolver import RepositoryRefused, UserRepositories
-from missions.repositories.roots import AllowedRoots, PathRefused
-from missions.repositories.workspace import RepositoryWorkspaces, WorkspaceRefused
-from missions.starter import MissionRequest, MissionRequestError, build_envelope
-from missions.tools import ToolExecutor
+from missions.core import capability as registry
+from missions.core.errors import MissionRequestError
+from missions.core.pipeline import AgentConfig, ToolAccess
+from missions.core.refs import RepositoryRef
+from missions.core.requests import MissionRequest
+from missions.core.roots import AllowedRoots, PathRefused
+from missions.core.tools import ToolExecutor
+from missions.service.launcher import build_envelope
+from missions.service.repositories.resolver import RepositoryRefused, UserRepositories
+from missions.service.repositories.workspace import RepositoryWorkspaces, WorkspaceRefused
 
 
 @pytest.fixture

@@ -8,16 +8,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from missions import capability as registry
-from missions.capability import Capability, StageContext, StageHooks
-from missions.envelope import Envelope, InterruptKind
-from missions.events import EventType
-from missions.llm.base import LLMRequest
-from missions.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule, ToolAccess
-from missions.runner import StageRequestError
-from missions.starter import MissionRequest, build_envelope
-from missions.store.ports import MissionRecord
-from missions.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
+from missions.core import capability as registry
+from missions.core.capability import Capability, StageContext, StageHooks
+from missions.core.envelope import Envelope, InterruptKind
+from missions.core.errors import StageRequestError
+from missions.core.events import EventType
+from missions.core.llm import LLMRequest
+from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule, ToolAccess
+from missions.core.requests import MissionRequest
+from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
+from missions.ports.store import MissionRecord
+from missions.service.launcher import build_envelope
 from tests.support.driver import DirectDriver
 from tests.support.hooks import FnHooks as Hooks
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from missions.settings import RuntimeSettings, SettingsError, environment_of
+from missions.core.settings import RuntimeSettings, SettingsError, environment_of
 
 TABLES = {f"{name}_table": f"t-{name}" for name in ("missions", "checkpoints", "events", "interrupts")}
 

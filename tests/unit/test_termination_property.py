@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from missions.capability import Capability, StageContext, StageHooks
-from missions.envelope import Bounds
-from missions.llm.base import LLMRequest
-from missions.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
+from missions.core.capability import Capability, StageContext, StageHooks
+from missions.core.envelope import Bounds
+from missions.core.llm import LLMRequest
+from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
 from tests.support.driver import DirectDriver
 
 TERMINAL_REASONS = {"completed", "max_agent_hops", "max_iterations", "max_llm_calls"}

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from missions.pipeline import AgentConfig, ToolAccess
-from missions.tools import (
+from missions.core.pipeline import AgentConfig, ToolAccess
+from missions.core.tools import (
     ConfirmationRequired,
     RiskLevel,
     ToolCallRecord,

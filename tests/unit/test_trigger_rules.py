@@ -9,25 +9,21 @@ from typing import Any
 
 import pytest
 
-from missions.capability import Capability
-from missions.longterm.ports import MemoryChange
-from missions.pipeline import AgentConfig, PipelineConfig
-from missions.starter import MissionRequest
-from missions.trigger_rules import (
-    LocalScheduleClock,
-    ScheduleSpec,
+from missions.core.capability import Capability
+from missions.core.cron import parse_cron
+from missions.core.memory import MemoryChange
+from missions.core.pipeline import AgentConfig, PipelineConfig
+from missions.core.requests import MissionRequest
+from missions.core.trigger_specs import ScheduleSpec, memory_change_event, memory_rules, schedule_specs, webhook_rules
+from missions.core.triggers import MemoryTrigger, Priority, ScheduleTrigger, Triggers, TriggerSource, WebhookTrigger
+from missions.local.clock import LocalScheduleClock
+from missions.service.trigger_rules import (
     condition_holds,
-    memory_change_event,
-    memory_rules,
     normalize_scheduled_time,
-    parse_cron,
     requests_for_event,
     requests_for_schedule,
-    schedule_specs,
-    webhook_rules,
 )
-from missions.triggers import MemoryTrigger, Priority, ScheduleTrigger, Triggers, TriggerSource, WebhookTrigger
-from missions.webhooks import Delivery, bus_event
+from missions.service.webhooks import Delivery, bus_event
 from tests.support.aws import use_fake_aws
 
 AWS_NAME = re.compile(r"^[.\-_A-Za-z0-9]{1,64}$")

@@ -9,20 +9,12 @@ from typing import Any
 
 import pytest
 
-from missions.specs import DELIVERIES
-from missions.store.deliveries_dynamodb import DynamoDeliveryStore
-from missions.store.webhook_secrets import SecretsManagerWebhookSources
-from missions.webhooks import (
-    Delivery,
-    EnvWebhookSources,
-    InMemoryDeliveryStore,
-    StaticWebhookSources,
-    WebhookRejected,
-    WebhookSource,
-    bus_event,
-    sign,
-    verify_delivery,
-)
+from missions.adapters.dynamodb.deliveries import DynamoDeliveryStore
+from missions.adapters.memory.webhooks import InMemoryDeliveryStore, StaticWebhookSources
+from missions.adapters.secrets import SecretsManagerWebhookSources
+from missions.core.specs import DELIVERIES
+from missions.ports.webhooks import WebhookSource
+from missions.service.webhooks import Delivery, WebhookRejected, bus_event, sign, verify_delivery
 from tests.support.aws import use_fake_aws
 
 NOW = 1_700_000_000
@@ -259,37 +251,40 @@ def test_bus_event_carries_the_delivery():
 
 
 def test_the_bus_source_constant_agrees_with_trigger_rules():
-    from missions import trigger_rules, webhooks
+    from missions.core import trigger_specs
+    from missions.service import webhooks
 
-    assert webhooks.BUS_SOURCE == trigger_rules.WEBHOOK_SOURCE
+    assert webhooks.BUS_SOURCE == trigger_specs.WEBHOOK_SOURCE
 
 
 # -- sources ---------------------------------------------------------------------------------
 
 
-def test_env_sources_are_read_on_first_use_only():
-    # Given sources built before the variable holds anything
-    env: dict[str, str] = {}
-    sources = EnvWebhookSources(env)
-    # When the variable is set before the first lookup
-    env["MISSIONS_WEBHOOK_SOURCES"] = json.dumps({"stripe": {"secret": "k", "user_id": "ops"}})
-    # Then the lookup sees it, and later changes are not read again
+def test_sources_come_from_the_settings_model_only():
+    # Given webhook sources in the one settings model (MISSIONS_WEBHOOK_SOURCES)
+    from missions.app.runtime import Runtime
+    from missions.core.settings import RuntimeSettings
+
+    env = {
+        "MISSIONS_MISSIONS_TABLE": "m-missions",
+        "MISSIONS_CHECKPOINTS_TABLE": "m-checkpoints",
+        "MISSIONS_EVENTS_TABLE": "m-events",
+        "MISSIONS_INTERRUPTS_TABLE": "m-interrupts",
+        "MISSIONS_BLOB_BUCKET": "m-blobs",
+        "MISSIONS_WEBHOOK_SOURCES": json.dumps({"stripe": {"secret": "k", "user_id": "ops"}, "ci": {"secret": "k"}}),
+    }
+    # When the runtime builds its sources
+    sources = Runtime(RuntimeSettings.from_env(env)).webhook_sources
+    # Then each is read as configured, the user defaulting to "system"
     assert sources.get("stripe") == WebhookSource("stripe", "k", user_id="ops")
-    env["MISSIONS_WEBHOOK_SOURCES"] = "{}"
-    assert sources.get("stripe") is not None
+    assert sources.get("ci") == WebhookSource("ci", "k", user_id="system")
     assert sources.get("other") is None
-    assert EnvWebhookSources({}).get("stripe") is None
 
 
-def test_env_sources_default_to_the_system_user(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setenv("MISSIONS_WEBHOOK_SOURCES", '{"ci": {"secret": "k"}}')
-    assert EnvWebhookSources().get("ci") == WebhookSource("ci", "k", user_id="system")
-
-
-@pytest.mark.parametrize("raw", ["not json", "[1]", '{"a": "b"}', '{"a": {"user_id": "x"}}'])
-def test_bad_env_sources_fail_clearly(raw: str):
-    with pytest.raises(ValueError, match="MISSIONS_WEBHOOK_SOURCES|secret"):
-        EnvWebhookSources({"MISSIONS_WEBHOOK_SOURCES": raw}).get("a")
+@pytest.mark.parametrize("config", [{"user_id": "x"}, {"secret": ""}, {"secret": 5}])
+def test_a_source_without_a_secret_fails_clearly(config: dict[str, object]):
+    with pytest.raises(ValueError, match="secret"):
+        WebhookSource.from_config("a", config)
 
 
 def test_the_secret_is_not_in_the_repr():
@@ -337,7 +332,7 @@ def dynamodb(monkeypatch: pytest.MonkeyPatch):
     import boto3
     from moto import mock_aws
 
-    from missions.store.dynamodb import table_definition
+    from missions.adapters.dynamodb.store import table_definition
 
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
@@ -391,6 +386,6 @@ def test_importing_webhooks_imports_no_boto3():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    code = "import sys; sys.path[:0] = ['shared', '.']; import missions.webhooks; assert 'boto3' not in sys.modules"
+    code = "import sys; sys.path[:0] = ['shared', '.']; import missions.service.webhooks; assert 'boto3' not in sys.modules"  # noqa: E501
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

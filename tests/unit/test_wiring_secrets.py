@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from missions.settings import RuntimeSettings
-from missions.wiring import Runtime
+from missions.app.runtime import Runtime
+from missions.core.settings import RuntimeSettings
 
 TABLES = {f"{name}_table": f"t-{name}" for name in ("missions", "checkpoints", "events", "interrupts")}
 
 
-def _runtime(reads: list[str], **settings) -> Runtime:
-    def read_secret(secret_id: str) -> str:
-        reads.append(secret_id)
+class FakeSecrets:
+    """The SecretReader port, remembering what was read."""
+
+    def __init__(self, reads: list[str]):
+        self.reads = reads
+
+    def read(self, secret_id: str) -> str:
+        self.reads.append(secret_id)
         return "sk-from-secrets-manager"
 
-    return Runtime(RuntimeSettings(blob_bucket="blobs", **TABLES, **settings), read_secret=read_secret)
+
+def _runtime(reads: list[str], **settings) -> Runtime:
+    return Runtime(RuntimeSettings(blob_bucket="blobs", **TABLES, **settings), secrets=FakeSecrets(reads))
 
 
 def test_the_deployed_key_is_read_from_the_named_secret():

@@ -6,8 +6,8 @@ handler. What AWS does around them is played here:
   authorizer's `sub` claim); any other request has no identity and gets 401.
 - schedules: EventBridge Scheduler never fires in moto, so the server owns a clock;
   POST /_dev/clock {"advance_seconds": N} moves it and fires what fell due.
-- status changes: a watcher turns ended executions into the Step Functions status-change
-  events the status handler receives in AWS (which frees the user's slot).
+- status changes: the emulation itself reports ended executions to the status function, as
+  Step Functions does in AWS (missions.local.patches), which frees the user's slot.
 - S3 uploads: presigned upload URLs point at /_dev/s3/<bucket>/<key> here, which stores the
   body in the emulated bucket as S3 would (an archive a user uploads for a repository).
 Memory-change triggers need nothing here: moto's stream mapping calls the stream handler.
@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from missions import capability as registry
+from missions.core import capability as registry
 from missions.local.emulation import LocalCloud
 from missions.local.patches import LocalContext
 
@@ -82,9 +82,9 @@ class DevServer:
         host: str = "127.0.0.1",
         port: int = 8787,
         clock_start: datetime | None = None,
-        watch_interval: float = 0.1,
     ):
-        from missions.trigger_rules import LocalScheduleClock, schedule_specs
+        from missions.core.trigger_specs import schedule_specs
+        from missions.local.clock import LocalScheduleClock
 
         self.cloud = cloud
         self.clock = LocalScheduleClock(
@@ -93,8 +93,6 @@ class DevServer:
         self._server = ThreadingHTTPServer((host, port), self._handler_class())
         self._server.daemon_threads = True
         self._stop = threading.Event()
-        self._notified: set[str] = set()
-        self._watch_interval = watch_interval
         self._threads: list[threading.Thread] = []
         cloud.runtime.upload_endpoint = self.url + S3_PREFIX.rstrip("/")
 
@@ -104,10 +102,9 @@ class DevServer:
         return f"http://{host}:{port}"
 
     def start(self) -> DevServer:
-        for target in (self._server.serve_forever, self._watch):
-            thread = threading.Thread(target=target, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        thread.start()
+        self._threads.append(thread)
         return self
 
     def stop(self) -> None:
@@ -183,36 +180,6 @@ class DevServer:
             )
             fired.append({"schedule": spec.name, "scheduled_time": scheduled_time, "result": result})
         return fired
-
-    def _watch(self) -> None:
-        """Play Step Functions' execution status-change events for executions that ended."""
-        handler = _handler("status")
-        while not self._stop.wait(self._watch_interval):
-            for arn in list(self.cloud.state_machines.values()):
-                try:
-                    executions = self.cloud.sfn.list_executions(stateMachineArn=arn)["executions"]
-                except Exception:  # the emulation is shutting down
-                    return
-                for execution in executions:
-                    if execution["status"] == "RUNNING" or execution["executionArn"] in self._notified:
-                        continue
-                    self._notified.add(execution["executionArn"])
-                    event = {
-                        "source": "aws.states",
-                        "detail-type": "Step Functions Execution Status Change",
-                        "detail": {
-                            "executionArn": execution["executionArn"],
-                            "name": execution["name"],
-                            "status": execution["status"],
-                            "stateMachineArn": arn,
-                        },
-                    }
-                    try:
-                        handler(
-                            event, LocalContext(function_name=f"{self.cloud.prefix}-status"), runtime=self.cloud.runtime
-                        )
-                    except Exception as exc:
-                        print(f"status handler failed for {execution['name']}: {exc}")
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self

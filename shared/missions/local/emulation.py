@@ -1,6 +1,6 @@
 """AWS on a laptop: moto with Step Functions execution, the real handlers called in-process.
 
-Resources come from the same specs the CDK stack deploys (missions.specs) and the state
+Resources come from the same specs the CDK stack deploys (missions.core.specs) and the state
 machines from the same compiler output, so what runs here is what runs in AWS.
 """
 
@@ -18,27 +18,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from missions import capability as registry
-from missions.compiler import compile_pipeline, placeholders
-from missions.envelope import Envelope, InterruptResponse
-from missions.events import Event
-from missions.interrupts import answer_interrupt
-from missions.llm.base import LLMProvider
-from missions.local import patches
-from missions.settings import RuntimeSettings
-from missions.specs import (
+from missions.adapters.dynamodb.store import table_definition, time_to_live
+from missions.app.runtime import Runtime
+from missions.core import capability as registry
+from missions.core.compiler import compile_pipeline, placeholders
+from missions.core.envelope import Envelope, InterruptResponse
+from missions.core.events import Event
+from missions.core.llm import LLMProvider
+from missions.core.requests import MissionRequest
+from missions.core.settings import RuntimeSettings
+from missions.core.specs import (
     INTERRUPT_FUNCTION,
     REPOSITORY_IMPORT_PATTERN,
     SERVICE_FUNCTIONS,
     STAGE_FUNCTION,
     TABLES,
     FunctionSpec,
+    execution_ended_pattern,
     stage_function_name,
     state_machine_name,
 )
-from missions.starter import MissionRequest, start_mission
-from missions.store.dynamodb import table_definition, time_to_live
-from missions.wiring import Runtime
+from missions.local import patches
+from missions.ports.store import MissionRecord, MissionStatus
+from missions.service.interrupts import answer_interrupt
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -51,6 +53,7 @@ FAKE_ENV = {
     "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",  # DynamoDB Streams reads with current botocore
     "POWERTOOLS_LOG_LEVEL": "WARNING",
     "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true",  # EMF goes to stdout in Lambda; here that is the CLI's output
 }
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 
@@ -128,12 +131,9 @@ class LocalCloud:
         )
         self.runtime = Runtime(
             self.settings,
-            dynamodb=self.dynamodb,
-            s3=self.s3,
+            clients={"dynamodb": self.dynamodb, "s3": self.s3, "stepfunctions": self.sfn, "events": self.events_client},
             llm=self._llm,
             on_timings=self._on_timings,
-            sfn=self.sfn,
-            eventbridge=self.events_client,
         )
         self._provision()
         return self
@@ -205,7 +205,7 @@ class LocalCloud:
 
     def _provision_triggers(self) -> None:
         """The event bus, a rule per webhook and memory trigger, and the memory table's stream."""
-        from missions.trigger_rules import memory_rules, webhook_rules
+        from missions.core.trigger_specs import memory_rules, webhook_rules
 
         functions = {spec.id: self._function(f"{self.prefix}-{spec.id}", spec, 256) for spec in SERVICE_FUNCTIONS}
         self.events_client.create_event_bus(Name=self.settings.event_bus)
@@ -228,6 +228,13 @@ class LocalCloud:
             Rule=f"{self.prefix}-repository-import",
             EventBusName=self.settings.event_bus,
             Targets=[{"Id": "import", "Arn": functions["repository-import"]}],
+        )
+        self.events_client.put_rule(  # on the default bus, where Step Functions reports ended executions
+            Name=f"{self.prefix}-execution-ended",
+            EventPattern=json.dumps(execution_ended_pattern(list(self.state_machines.values()))),
+        )
+        self.events_client.put_targets(
+            Rule=f"{self.prefix}-execution-ended", Targets=[{"Id": "status", "Arn": functions["status"]}]
         )
         stream = self.dynamodb.describe_table(TableName=self.settings.memory_table)["Table"]["LatestStreamArn"]
         self.lambda_.create_event_source_mapping(
@@ -260,7 +267,10 @@ class LocalCloud:
         user_id: str = "local",
         bounds: dict[str, Any] | None = None,
         mission_id: str | None = None,
+        priority: str = "medium",
     ) -> str:
+        """Submit a mission through the launcher, as every trigger does: it starts now, or queues
+        behind the user's running missions (see `wait`). MissionRequestError when it cannot run."""
         request = MissionRequest.parse(
             capability=capability,
             goal=goal,
@@ -268,51 +278,71 @@ class LocalCloud:
             context=context or {},
             bounds=bounds or {},
             mission_id=mission_id,
+            priority=priority,
+            trigger="cli",
         )
-        envelope = start_mission(
-            request,
-            missions=self.runtime.missions,
-            codec=self.runtime.codec,
-            executions=self.runtime.executions,
-            state_machine_arn=self.state_machines.__getitem__,
-            repositories=self.runtime.repositories,
-        )
-        return envelope.mission_id
+        return self.runtime.launcher.submit(request).mission_id
 
     def execution_arn(self, mission_id: str) -> str:
+        """The mission's execution; a queued mission has none yet (`wait` waits for it to start)."""
         # cached: polling the mission's item while its stages update it races inside moto,
         # whose DynamoDB is not thread-safe (a read can see the item's dict change size)
         arn = self._executions.get(mission_id)
         if arn is None:
             arn = self.runtime.missions.get(mission_id).execution_arn
-            assert arn, f"mission {mission_id} has no execution"
+            if not arn:
+                raise LookupError(f"mission {mission_id} has not started")
             self._executions[mission_id] = arn
         return arn
 
     def status(self, mission_id: str) -> str:
-        return self.sfn.describe_execution(executionArn=self.execution_arn(mission_id))["status"]
+        """The execution's status, or QUEUED while the mission waits for a slot (or ENDED when it was
+        cancelled or failed before it ever started)."""
+        try:
+            arn = self.execution_arn(mission_id)
+        except LookupError:
+            record = self._read(mission_id)
+            if record is not None and record.status in MissionStatus.TERMINAL and not record.execution_arn:
+                return "NEVER_STARTED"
+            return "QUEUED"
+        return str(self.sfn.describe_execution(executionArn=arn)["status"])
 
     def wait(self, mission_id: str, timeout: float = 120.0, until_interrupt: bool = False) -> str:
-        """Poll until the execution ends (or, optionally, until it waits for a human)."""
+        """Poll until the execution ends (or, optionally, until it waits for a human); a queued mission
+        is waited for through its start."""
         deadline = time.monotonic() + timeout
+        status = "QUEUED"
         while time.monotonic() < deadline:
             status = self.status(mission_id)
-            if status in TERMINAL:
+            if status in TERMINAL:  # and once Step Functions reported it, as the status function hears it
+                if not patches.wait_reported(self.execution_arn(mission_id), max(0.0, deadline - time.monotonic())):
+                    break
+                return status
+            if status == "NEVER_STARTED":
                 return status
             if until_interrupt and self.runtime.interrupts.pending(mission_id) and self._shows_interrupt(mission_id):
                 return "INTERRUPTED"
             time.sleep(0.02)
         raise TimeoutError(f"mission {mission_id} still {status} after {timeout}s")
 
+    def _read(self, mission_id: str) -> MissionRecord | None:
+        try:
+            return self.runtime.missions.get(mission_id)
+        except RuntimeError:  # moto's item changed while it was read: look again on the next poll
+            return None
+
     def _shows_interrupt(self, mission_id: str) -> bool:
         """The interrupt handler records the question, then marks the mission: wait for both."""
-        try:
-            return self.runtime.missions.get(mission_id).status == "interrupted"
-        except RuntimeError:  # moto's item changed while it was read: look again on the next poll
-            return False
+        record = self._read(mission_id)
+        return record is not None and record.status == MissionStatus.INTERRUPTED
 
     def outcome(self, mission_id: str) -> MissionOutcome:
-        described = self.sfn.describe_execution(executionArn=self.execution_arn(mission_id))
+        try:
+            arn = self.execution_arn(mission_id)
+        except LookupError:  # cancelled or refused before it ever started
+            record = self.runtime.missions.get(mission_id)
+            return MissionOutcome(mission_id, "NEVER_STARTED", None, record.status, record.terminal_reason)
+        described = self.sfn.describe_execution(executionArn=arn)
         envelope = None
         if described.get("output"):
             envelope = self.runtime.codec.decode(json.loads(described["output"])["envelope"])

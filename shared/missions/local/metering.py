@@ -4,7 +4,7 @@
         outcome = meter.run("code_analysis", goal)          # cloud.run, with the start billed
         cost = estimate(meter.usage_for(outcome.mission_id))
 
-How each line is counted (priced by missions.costing):
+How each line is counted (priced by missions.core.costing):
 - Lambda: every in-process invocation (`patches.observe`), failed ones too: one request and its
   duration rounded up to 1 ms times the function's memory. Durations are this machine's, warm:
   a cold start's init (billed by AWS since August 2025) is not included.
@@ -35,10 +35,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from missions.costing import Usage, billed_events, item_size, lambda_gb_seconds, read_units, write_units
+from missions.core.costing import Usage, billed_events, item_size, lambda_gb_seconds, read_units, write_units
+from missions.core.specs import TABLES
 from missions.local import patches
 from missions.local.emulation import ACCOUNT, REGION, LocalCloud, MissionOutcome
-from missions.specs import TABLES
 
 S3_PUTS = {"PutObject", "CopyObject", "ListObjects", "ListObjectsV2", "CreateMultipartUpload", "UploadPart"}
 S3_GETS = {"GetObject", "HeadObject"}

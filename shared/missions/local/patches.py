@@ -12,7 +12,12 @@
    AWS::StepFunctions::StateMachine gets its DefinitionSubstitutions applied (moto drops
    them) and is created in the backend that executes (moto used the non-executing one).
 
-tests/integration/test_patches.py fails loudly if a moto upgrade breaks either.
+5. Step Functions: moto never reports an execution that ended. As AWS does, each one that ends
+   now puts a "Step Functions Execution Status Change" event on its account's default bus, where
+   the rule the stack also deploys hands it to the status function (which frees the user's slot
+   and starts what was queued). Delivered from moto's worker thread when the execution ends.
+
+tests/integration/test_patches.py fails loudly if a moto upgrade breaks any of them.
 
 Every in-process invocation is observable (`observe`, `invoking`) so a meter can count
 Lambda requests and durations, and tell a function's AWS calls from the harness's.
@@ -21,6 +26,7 @@ Lambda requests and durations, and tell a function's AWS calls from the harness'
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 import traceback
@@ -39,6 +45,9 @@ _INVOKING: ContextVar[str | None] = ContextVar("missions_local_invoking", defaul
 _LOCK = threading.Lock()
 _INSTALLED = False
 _ORIGINAL: dict[str, Any] = {}
+_log = logging.getLogger(__name__)
+_REPORTED: set[str] = set()  # executions whose end was reported (patch 5)
+_REPORTED_CHANGED = threading.Condition()
 
 
 @dataclass
@@ -120,9 +129,13 @@ def install() -> None:
         _ORIGINAL["invoke"] = LambdaFunction._invoke_lambda
         _ORIGINAL["send_to_targets"] = Rule.send_to_targets
         _ORIGINAL["send_dynamodb_items"] = LambdaBackend.send_dynamodb_items
+        from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+
+        _ORIGINAL["terminated"] = BaseExecutionWorkerCommunication.terminated
         LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
         LambdaBackend.send_dynamodb_items = _send_dynamodb_items  # type: ignore[method-assign]
+        BaseExecutionWorkerCommunication.terminated = _terminated  # type: ignore[method-assign]
         _INSTALLED = True
 
 
@@ -138,9 +151,12 @@ def uninstall() -> None:
         StateMachine.create_from_cloudformation_json = _ORIGINAL["state_machine_from_cfn"]  # type: ignore[assignment]
         if _ORIGINAL.pop("bus_ref", False):
             del EventBus.physical_resource_id  # type: ignore[attr-defined]
+        from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
+
         LambdaFunction._invoke_lambda = _ORIGINAL["invoke"]  # type: ignore[method-assign]
         Rule.send_to_targets = _ORIGINAL["send_to_targets"]  # type: ignore[method-assign]
         LambdaBackend.send_dynamodb_items = _ORIGINAL["send_dynamodb_items"]  # type: ignore[method-assign]
+        BaseExecutionWorkerCommunication.terminated = _ORIGINAL["terminated"]  # type: ignore[method-assign]
         _INSTALLED = False
 
 
@@ -268,3 +284,39 @@ def _deliver_state_machine(arn: str, target: dict[str, Any], event: Any) -> None
     boto3.client("stepfunctions", region_name=region).start_execution(
         stateMachineArn=arn, name=str(uuid.uuid4()), input=json.dumps(_target_input(target, event))
     )
+
+
+def _terminated(self: Any) -> None:
+    """moto's own, then the status-change event AWS would put on the default bus."""
+    _ORIGINAL["terminated"](self)
+    execution = self.execution
+    from moto.events.models import events_backends
+
+    from missions.core.specs import EXECUTION_STATUS_DETAIL_TYPE, EXECUTION_STATUS_SOURCE
+
+    detail = {
+        "executionArn": execution.exec_arn,
+        "stateMachineArn": execution.state_machine_arn,
+        "name": execution.name,
+        "status": execution.exec_status.value,
+    }
+    event = {
+        "Source": EXECUTION_STATUS_SOURCE,
+        "DetailType": EXECUTION_STATUS_DETAIL_TYPE,
+        "Detail": json.dumps(detail),
+        "Resources": [execution.exec_arn],
+    }
+    try:
+        events_backends[execution.account_id][execution.region_name].put_events([event])
+    except Exception:  # in AWS a failed delivery is retried, then dead-lettered: never the execution's problem
+        _log.exception("status change of %s was not delivered", execution.exec_arn)
+    finally:
+        with _REPORTED_CHANGED:
+            _REPORTED.add(execution.exec_arn)
+            _REPORTED_CHANGED.notify_all()
+
+
+def wait_reported(execution_arn: str, timeout: float) -> bool:
+    """Wait until the end of the execution was reported (and the rules it matched ran); False on timeout."""
+    with _REPORTED_CHANGED:
+        return _REPORTED_CHANGED.wait_for(lambda: execution_arn in _REPORTED, timeout)

@@ -1,0 +1,210 @@
+"""The dispatcher's store on DynamoDB (table `missions.core.specs.DISPATCH`: partition "pk", sort "sk").
+
+Items:
+  pk "queue#<user>",   sk QueueEntry.sort_key  one queued mission; "entry" holds it as JSON, so a
+                                               Query on the partition reads the queue in order
+  pk "running#<user>", sk "running"            the user's running set: "running", a string set of
+                                               mission ids (absent when empty)
+
+A claim is one TransactWriteItems (delete the entry if it exists + add the id to the set if it
+has room or already holds it), so a slot is never taken for an entry someone else claimed.
+Under load DynamoDB cancels writes that race a transaction on the same item (TransactionConflict);
+botocore does not retry those, so they are retried here with jittered backoff. The
+transaction's ClientRequestToken is left to botocore: it generates one per call and reuses it on
+its own retries, so a retried claim that had in fact committed is not taken for a lost one (a
+token derived from the entry would let two drainers both "win" the same entry).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import boto3
+from botocore.exceptions import ClientError
+
+from missions.ports.dispatch import Claim, QueueEntry
+
+T = TypeVar("T")
+
+_RUNNING_SK = "running"
+_CONFLICT_ATTEMPTS = 10
+
+
+def _code(exc: ClientError) -> str:
+    return exc.response.get("Error", {}).get("Code", "")
+
+
+def _reasons(exc: ClientError) -> list[str]:
+    return [reason.get("Code", "") for reason in exc.response.get("CancellationReasons") or []]
+
+
+class _Conflict(Exception):
+    """A write raced a transaction on the same item: nothing was written, try again."""
+
+
+def _retrying(write: Callable[[], T]) -> T:
+    for attempt in range(_CONFLICT_ATTEMPTS):
+        try:
+            return write()
+        except _Conflict:
+            time.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))
+    raise RuntimeError(f"dispatch write still conflicting after {_CONFLICT_ATTEMPTS} attempts")
+
+
+class DynamoDispatchStore:
+    """`missions.service.dispatch.DispatchStore` on the DISPATCH table."""
+
+    def __init__(self, table_name: str, client: Any = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+
+    # ----------------------------------------------------------------------- queue
+
+    def enqueue(self, entry: QueueEntry) -> None:
+        item = {
+            "pk": {"S": _queue_pk(entry.user_id)},
+            "sk": {"S": entry.sort_key},
+            "mission_id": {"S": entry.mission_id},
+            "entry": {"S": entry.model_dump_json()},
+        }
+
+        def put() -> None:
+            try:
+                self._client.put_item(TableName=self.table_name, Item=item)
+            except ClientError as exc:
+                if _code(exc) == "TransactionConflictException":
+                    raise _Conflict from None
+                raise
+
+        _retrying(put)
+
+    def head(self, user_id: str) -> QueueEntry | None:
+        page = self._client.query(**self._queue_query(user_id), Limit=1)
+        items = page.get("Items", [])
+        return _entry(items[0]) if items else None
+
+    def queued(self, user_id: str) -> list[QueueEntry]:
+        kwargs = self._queue_query(user_id)
+        entries: list[QueueEntry] = []
+        while True:
+            page = self._client.query(**kwargs)
+            entries += [_entry(item) for item in page.get("Items", [])]
+            if not page.get("LastEvaluatedKey"):
+                return entries
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def remove(self, entry: QueueEntry) -> bool:
+        def delete() -> bool:
+            try:
+                self._client.delete_item(
+                    TableName=self.table_name,
+                    Key=_queue_key(entry),
+                    ConditionExpression="attribute_exists(pk)",
+                )
+                return True
+            except ClientError as exc:
+                if _code(exc) == "ConditionalCheckFailedException":
+                    return False
+                if _code(exc) == "TransactionConflictException":
+                    raise _Conflict from None
+                raise
+
+        return _retrying(delete)
+
+    # ----------------------------------------------------------------------- running set
+
+    def claim(self, entry: QueueEntry, limit: int) -> Claim:
+        room = "attribute_not_exists(#r) OR size(#r) < :limit OR contains(#r, :idv)"
+        values: dict[str, Any] = {":id": {"SS": [entry.mission_id]}, ":idv": {"S": entry.mission_id}}
+        if limit >= 1:
+            values[":limit"] = {"N": str(limit)}
+        else:  # no room at all: only a mission already holding a slot may claim
+            room = "contains(#r, :idv)"
+
+        def transact() -> Claim:
+            try:
+                self._client.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Delete": {
+                                "TableName": self.table_name,
+                                "Key": _queue_key(entry),
+                                "ConditionExpression": "attribute_exists(pk)",
+                            }
+                        },
+                        {
+                            "Update": {
+                                "TableName": self.table_name,
+                                "Key": _running_key(entry.user_id),
+                                "UpdateExpression": "ADD #r :id",
+                                "ConditionExpression": room,
+                                "ExpressionAttributeNames": {"#r": "running"},
+                                "ExpressionAttributeValues": values,
+                            }
+                        },
+                    ]
+                )
+                return Claim.CLAIMED
+            except ClientError as exc:
+                if _code(exc) != "TransactionCanceledException":
+                    raise
+                reasons = _reasons(exc) + ["", ""]
+                if reasons[0] == "ConditionalCheckFailed":
+                    return Claim.GONE
+                if reasons[1] == "ConditionalCheckFailed":
+                    return Claim.FULL
+                if "TransactionConflict" in reasons:
+                    raise _Conflict from None
+                raise
+
+        return _retrying(transact)
+
+    def release(self, user_id: str, mission_id: str) -> None:
+        def delete() -> None:
+            try:
+                self._client.update_item(
+                    TableName=self.table_name,
+                    Key=_running_key(user_id),
+                    UpdateExpression="DELETE #r :id",
+                    ExpressionAttributeNames={"#r": "running"},
+                    ExpressionAttributeValues={":id": {"SS": [mission_id]}},
+                )
+            except ClientError as exc:
+                if _code(exc) == "TransactionConflictException":
+                    raise _Conflict from None
+                raise
+
+        _retrying(delete)
+
+    def running(self, user_id: str) -> set[str]:
+        response = self._client.get_item(TableName=self.table_name, Key=_running_key(user_id), ConsistentRead=True)
+        return set(response.get("Item", {}).get("running", {}).get("SS", []))
+
+    # ----------------------------------------------------------------------- helpers
+
+    def _queue_query(self, user_id: str) -> dict[str, Any]:
+        return {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": _queue_pk(user_id)}},
+            "ConsistentRead": True,
+        }
+
+
+def _queue_pk(user_id: str) -> str:
+    return f"queue#{user_id}"
+
+
+def _queue_key(entry: QueueEntry) -> dict[str, Any]:
+    return {"pk": {"S": _queue_pk(entry.user_id)}, "sk": {"S": entry.sort_key}}
+
+
+def _running_key(user_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"running#{user_id}"}, "sk": {"S": _RUNNING_SK}}
+
+
+def _entry(item: dict[str, Any]) -> QueueEntry:
+    return QueueEntry.model_validate_json(item["entry"]["S"])

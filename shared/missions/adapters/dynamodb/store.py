@@ -1,0 +1,748 @@
+"""DynamoDB adapters of the store ports (and the blob store of `missions.core.offload`).
+
+Clients are injected (or created lazily in the constructor, never at import time) and only
+the low-level client is used, with boto3's TypeSerializer/TypeDeserializer. DynamoDB has no
+float type: floats are written as Decimal (through their shortest repr, so they round-trip
+exactly) and read back as float, integral numbers as int.
+
+Table layouts follow `missions.core.specs` (the same specs the CDK stack deploys).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from decimal import Decimal
+from functools import cache
+from typing import Any
+
+import boto3
+from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+from pydantic import TypeAdapter
+
+from missions.core.artifacts import Artifact, check_artifact
+from missions.core.envelope import InterruptResponse, utcnow
+from missions.core.errors import ConflictError, NotFound, TransitionRefused
+from missions.core.events import Event
+from missions.core.specs import BLOB_INLINE_LIMIT, TableSpec
+from missions.ports.store import Checkpoint, InterruptRecord, MissionRecord, event_position
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+_BATCH_SIZE = 25
+_BATCH_ATTEMPTS = 8
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def table_definition(spec: TableSpec, name: str) -> dict[str, Any]:
+    """CreateTable kwargs for a spec (all key attributes are strings)."""
+    definition: dict[str, Any] = {
+        "TableName": name,
+        "KeySchema": spec.key_schema(),
+        "AttributeDefinitions": [{"AttributeName": attr, "AttributeType": "S"} for attr in spec.attributes()],
+        "BillingMode": "PAY_PER_REQUEST",
+    }
+    if spec.indexes:
+        definition["GlobalSecondaryIndexes"] = [
+            {
+                "IndexName": index.name,
+                "KeySchema": [{"AttributeName": index.partition_key, "KeyType": "HASH"}]
+                + ([{"AttributeName": index.sort_key, "KeyType": "RANGE"}] if index.sort_key else []),
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for index in spec.indexes
+        ]
+    if spec.stream:
+        definition["StreamSpecification"] = {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}
+    return definition
+
+
+def time_to_live(spec: TableSpec, name: str) -> dict[str, Any] | None:
+    """UpdateTimeToLive kwargs for a spec, or None when the table has no TTL attribute."""
+    if not spec.ttl_attribute:
+        return None
+    return {
+        "TableName": name,
+        "TimeToLiveSpecification": {"Enabled": True, "AttributeName": spec.ttl_attribute},
+    }
+
+
+# --------------------------------------------------------------------------- (de)serialization
+
+
+def _to_dynamo(value: Any) -> Any:
+    """JSON-plain Python -> values TypeSerializer accepts (floats become Decimal)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int, bytes, Binary, Decimal)):
+        return value
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"DynamoDB cannot store the number {value!r}")
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {str(k): _to_dynamo(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_dynamo(v) for v in value]
+    raise TypeError(f"cannot store {type(value).__name__} in DynamoDB")
+
+
+def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        if value == value.to_integral_value() and value.as_tuple().exponent >= 0:
+            return int(value)
+        return float(value)
+    if isinstance(value, Binary):
+        return bytes(value.value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_from_dynamo(v) for v in value]
+    if isinstance(value, set):  # never written by these adapters; be lenient on read
+        return [_from_dynamo(v) for v in value]
+    return value
+
+
+def _serialize(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _serializer.serialize(_to_dynamo(v)) for k, v in item.items()}
+
+
+def _value(value: Any) -> dict[str, Any]:
+    return _serializer.serialize(_to_dynamo(value))
+
+
+def _deserialize(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _from_dynamo(_deserializer.deserialize(v)) for k, v in item.items()}
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    return exc.response.get("Error", {}).get("Code") == _CONDITION_FAILED
+
+
+def _write_batches(client: Any, table_name: str, requests: list[dict[str, Any]]) -> None:
+    """BatchWriteItem in batches of 25, retrying unprocessed items with backoff."""
+    for start in range(0, len(requests), _BATCH_SIZE):
+        pending: dict[str, list[dict[str, Any]]] = {table_name: requests[start : start + _BATCH_SIZE]}
+        for attempt in range(_BATCH_ATTEMPTS):
+            response = client.batch_write_item(RequestItems=pending)
+            pending = {k: v for k, v in (response.get("UnprocessedItems") or {}).items() if v}
+            if not pending:
+                break
+            time.sleep(min(0.05 * 2**attempt, 2.0))
+        else:
+            left = sum(len(v) for v in pending.values())
+            raise RuntimeError(f"{left} writes to {table_name} still unprocessed after {_BATCH_ATTEMPTS} attempts")
+
+
+def _expires_at(ttl_seconds: int | None) -> int | None:
+    return int(time.time()) + int(ttl_seconds) if ttl_seconds else None
+
+
+def _query_all(client: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    while True:
+        page = client.query(**kwargs)
+        items.extend(page.get("Items", []))
+        last = page.get("LastEvaluatedKey")
+        if not last:
+            return items
+        kwargs["ExclusiveStartKey"] = last
+
+
+@cache
+def _mission_field_adapter(name: str) -> TypeAdapter[Any]:
+    return TypeAdapter(MissionRecord.model_fields[name].annotation)
+
+
+# --------------------------------------------------------------------------- missions
+
+
+class DynamoMissionStore:
+    """Missions table: key mission_id; GSIs by_user (user_id, created_at), by_capability, and by_status
+    (status, completed_at). Unset fields are absent, not NULL: an index key may not be NULL."""
+
+    INDEX = "by_user"
+
+    def __init__(self, table_name: str, client: Any = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+
+    def create(self, record: MissionRecord) -> None:
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=_serialize(record.model_dump(mode="json", exclude_none=True)),
+                ConditionExpression="attribute_not_exists(mission_id)",
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                raise ConflictError(f"mission {record.mission_id} exists") from None
+            raise
+
+    def get(self, mission_id: str) -> MissionRecord:
+        response = self._client.get_item(
+            TableName=self.table_name, Key={"mission_id": {"S": mission_id}}, ConsistentRead=True
+        )
+        if "Item" not in response:
+            raise NotFound(f"mission {mission_id}")
+        return MissionRecord.model_validate(_deserialize(response["Item"]))
+
+    def update(self, mission_id: str, **fields: Any) -> None:
+        if "status" in fields:
+            raise ValueError("a mission's status changes only through missions.service.lifecycle (transition)")
+        self._write(mission_id, fields, allowed_from=None)
+
+    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
+        self._write(mission_id, {**fields, "status": status}, allowed_from=allowed_from)
+
+    def _write(self, mission_id: str, fields: dict[str, Any], allowed_from: frozenset[str] | None) -> None:
+        fields.pop("updated_at", None)
+        unknown = set(fields) - set(MissionRecord.model_fields)
+        if unknown:
+            raise ValueError(f"unknown mission fields: {sorted(unknown)}")
+        if "mission_id" in fields:
+            raise ValueError("mission_id cannot be updated")
+        values = {name: _mission_field_adapter(name).validate_python(v) for name, v in fields.items()}
+        values = {name: _mission_field_adapter(name).dump_python(v, mode="json") for name, v in values.items()}
+        values["updated_at"] = utcnow()
+        names = {f"#f{i}": name for i, name in enumerate(values)}
+        kept = [i for i, value in enumerate(values.values()) if value is not None]
+        removed = [i for i, value in enumerate(values.values()) if value is None]
+        attr_values = {f":v{i}": _value(value) for i, value in enumerate(values.values()) if value is not None}
+        expression = "SET " + ", ".join(f"#f{i} = :v{i}" for i in kept)
+        if removed:
+            expression += " REMOVE " + ", ".join(f"#f{i}" for i in removed)
+        condition = "attribute_exists(#pk)"
+        extra_names = {"#pk": "mission_id"}
+        if allowed_from is not None:  # the lifecycle's guard: one conditional write, no read first
+            froms = sorted(allowed_from)
+            condition += f" AND #st IN ({', '.join(f':from{i}' for i in range(len(froms)))})"
+            extra_names["#st"] = "status"
+            attr_values.update({f":from{i}": {"S": value} for i, value in enumerate(froms)})
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key={"mission_id": {"S": mission_id}},
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={**names, **extra_names},
+                ExpressionAttributeValues=attr_values,
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                current = self.get(mission_id)  # NotFound when missing; else the status refused it
+                raise TransitionRefused(mission_id, current.status, str(fields.get("status"))) from None
+            raise
+
+    def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
+        """Record feedback exactly once, however many requests race to give it."""
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key={"mission_id": {"S": mission_id}},
+                UpdateExpression="SET #fb = :fb, updated_at = :now",
+                ConditionExpression="attribute_exists(mission_id) AND (attribute_not_exists(#fb) OR #fb = :null)",
+                ExpressionAttributeNames={"#fb": "feedback"},
+                ExpressionAttributeValues={":fb": _value(feedback), ":now": {"S": utcnow()}, ":null": {"NULL": True}},
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            self.get(mission_id)  # NotFound when it does not exist
+            raise ConflictError(f"mission {mission_id} already has feedback") from None
+
+    def ended_before(self, status: str, before: str, limit: int = 100) -> list[MissionRecord]:
+        response = self._client.query(
+            TableName=self.table_name,
+            IndexName="by_status",
+            KeyConditionExpression="#s = :s AND completed_at < :before",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":s": {"S": status}, ":before": {"S": before}},
+            Limit=limit,
+        )
+        return [MissionRecord.model_validate(_deserialize(item)) for item in response.get("Items", [])]
+
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
+        if limit <= 0:
+            return []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "IndexName": self.INDEX,
+            "KeyConditionExpression": "user_id = :u",
+            "ExpressionAttributeValues": {":u": {"S": user_id}},
+            "ScanIndexForward": False,
+        }
+        records: list[MissionRecord] = []
+        while len(records) < limit:
+            page = self._client.query(**kwargs, Limit=limit - len(records))
+            records += [MissionRecord.model_validate(_deserialize(item)) for item in page.get("Items", [])]
+            if not page.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return records
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+
+class DynamoCheckpointStore:
+    """Checkpoints table: thread_id / checkpoint_id. The envelope is a compact JSON string."""
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+        self.ttl_seconds = ttl_seconds
+
+    def put(self, checkpoint: Checkpoint) -> Checkpoint:
+        item = checkpoint.model_dump(mode="json", exclude={"envelope"})
+        item["envelope"] = json.dumps(checkpoint.envelope, separators=(",", ":"), ensure_ascii=False)
+        expires = _expires_at(self.ttl_seconds)
+        if expires is not None:
+            item["expires_at"] = expires
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=_serialize(item),
+                ConditionExpression="attribute_not_exists(checkpoint_id)",
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):  # a retried stage: history does not fork
+                return self.get(checkpoint.thread_id, checkpoint.checkpoint_id)
+            raise
+        return checkpoint
+
+    def get(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
+        response = self._client.get_item(
+            TableName=self.table_name,
+            Key={"thread_id": {"S": thread_id}, "checkpoint_id": {"S": checkpoint_id}},
+            ConsistentRead=True,
+        )
+        if "Item" not in response:
+            raise NotFound(f"checkpoint {thread_id}/{checkpoint_id}")
+        return self._decode(response["Item"])
+
+    def list(self, thread_id: str) -> list[Checkpoint]:
+        items = _query_all(
+            self._client,
+            TableName=self.table_name,
+            KeyConditionExpression="thread_id = :t",
+            ExpressionAttributeValues={":t": {"S": thread_id}},
+            ConsistentRead=True,
+        )
+        return [self._decode(item) for item in items]
+
+    def delete_thread(self, thread_id: str) -> int:
+        keys = _query_all(
+            self._client,
+            TableName=self.table_name,
+            KeyConditionExpression="thread_id = :t",
+            ExpressionAttributeValues={":t": {"S": thread_id}},
+            ProjectionExpression="thread_id, checkpoint_id",
+        )
+        _write_batches(self._client, self.table_name, [{"DeleteRequest": {"Key": key}} for key in keys])
+        return len(keys)
+
+    def latest(self, thread_id: str) -> Checkpoint | None:
+        page = self._client.query(
+            TableName=self.table_name,
+            KeyConditionExpression="thread_id = :t",
+            ExpressionAttributeValues={":t": {"S": thread_id}},
+            ConsistentRead=True,
+            ScanIndexForward=False,
+            Limit=1,
+        )
+        items = page.get("Items", [])
+        return self._decode(items[0]) if items else None
+
+    @staticmethod
+    def _decode(raw: dict[str, Any]) -> Checkpoint:
+        item = _deserialize(raw)
+        item.pop("expires_at", None)
+        item["envelope"] = json.loads(item["envelope"])
+        return Checkpoint.model_validate(item)
+
+
+# --------------------------------------------------------------------------- events
+
+
+class DynamoEventStore:
+    """Events table: mission_id / position. Positions come from a per-mission sequence kept in the
+    table's own item at position "c" (which sorts before every event, "e<sequence>"): one atomic
+    update allocates a batch's range and remembers the batch, so a retried batch is rewritten in
+    place and concurrent writers never interleave within a batch."""
+
+    SEQUENCE = "c"
+    FIRST_EVENT = "e"  # every event position sorts after it, the sequence item before it
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+        self.ttl_seconds = ttl_seconds
+
+    def append(self, mission_id: str, batch_id: str, events: list[Event]) -> None:
+        if not events:
+            return
+        first, stale = self._allocate(mission_id, batch_id, len(events))
+        expires = _expires_at(self.ttl_seconds)
+        requests = []
+        for index, event in enumerate(events):
+            item = event.model_dump(mode="json")
+            item["mission_id"] = mission_id
+            item["position"] = event_position(first + index)
+            if expires is not None:
+                item["expires_at"] = expires
+            requests.append({"PutRequest": {"Item": _serialize(item)}})
+        for sequence in stale:  # a retry wrote fewer events than its first attempt
+            key = {"mission_id": {"S": mission_id}, "position": {"S": event_position(sequence)}}
+            requests.append({"DeleteRequest": {"Key": key}})
+        _write_batches(self._client, self.table_name, requests)
+
+    def _allocate(self, mission_id: str, batch_id: str, count: int) -> tuple[int, range]:
+        """The first sequence number of the batch, and the numbers a previous try of it used beyond its end."""
+        key = {"mission_id": {"S": mission_id}, "position": {"S": self.SEQUENCE}}
+        values: dict[str, Any] = {
+            ":zero": {"N": "0"},
+            ":one": {"N": "1"},
+            ":n": {"N": str(count)},
+            ":b": {"S": batch_id},
+        }
+        update = (
+            "SET top_seq = if_not_exists(top_seq, :zero) + :n, batch_id = :b,"
+            " batch_first = if_not_exists(top_seq, :zero) + :one, batch_count = :n"
+        )
+        expires = _expires_at(self.ttl_seconds)
+        if expires is not None:
+            update += ", expires_at = :e"
+            values[":e"] = {"N": str(expires)}
+        try:
+            result = self._client.update_item(
+                TableName=self.table_name,
+                Key=key,
+                UpdateExpression=update,
+                ConditionExpression="attribute_not_exists(batch_id) OR batch_id <> :b",
+                ExpressionAttributeValues=values,
+                ReturnValues="UPDATED_NEW",
+            )
+            return int(result["Attributes"]["batch_first"]["N"]), range(0)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+        # the same batch again (a retry): its range stays, grown if this try wrote more
+        current = self._client.get_item(TableName=self.table_name, Key=key, ConsistentRead=True)["Item"]
+        first, before = int(current["batch_first"]["N"]), int(current["batch_count"]["N"])
+        if count != before:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key=key,
+                UpdateExpression="SET batch_count = :n, top_seq = if_not_exists(top_seq, :zero) + :grow",
+                ConditionExpression="batch_id = :b",
+                ExpressionAttributeValues={
+                    ":n": {"N": str(count)},
+                    ":b": {"S": batch_id},
+                    ":zero": {"N": "0"},
+                    ":grow": {"N": str(max(0, first + count - 1 - int(current["top_seq"]["N"])))},
+                },
+            )
+        return first, range(first + count, first + before)
+
+    def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
+        if limit <= 0:
+            return [], after
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "ConsistentRead": True,
+            "KeyConditionExpression": "mission_id = :m AND #p > :after",
+            "ExpressionAttributeNames": {"#p": "position"},
+            "ExpressionAttributeValues": {":m": {"S": mission_id}, ":after": {"S": max(after or "", self.FIRST_EVENT)}},
+        }
+        events: list[Event] = []
+        while len(events) < limit:
+            page = self._client.query(**kwargs, Limit=limit - len(events))
+            for raw in page.get("Items", []):
+                item = _deserialize(raw)
+                item.pop("expires_at", None)
+                events.append(Event.model_validate(item))
+            if not page.get("LastEvaluatedKey"):
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return events, (events[-1].position if events else after)
+
+
+# --------------------------------------------------------------------------- interrupts
+
+
+class DynamoInterruptStore:
+    """Interrupts table: mission_id / interrupt_id."""
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+        self.ttl_seconds = ttl_seconds
+
+    WAITING_INDEX = "waiting"
+
+    def put(self, record: InterruptRecord) -> None:
+        item = record.model_dump(mode="json")
+        if record.status == "pending":
+            item["waiting"] = "pending"  # the sparse index of unanswered questions
+        expires = _expires_at(self.ttl_seconds)
+        if expires is not None:
+            item["expires_at"] = expires
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=_serialize(item),
+                ConditionExpression="attribute_not_exists(interrupt_id) OR #s = :pending",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={":pending": {"S": "pending"}},
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                raise ConflictError(f"interrupt {record.interrupt_id} is no longer pending") from None
+            raise
+
+    def get(self, mission_id: str, interrupt_id: str) -> InterruptRecord:
+        response = self._client.get_item(
+            TableName=self.table_name, Key=self._key(mission_id, interrupt_id), ConsistentRead=True
+        )
+        if "Item" not in response:
+            raise NotFound(f"interrupt {mission_id}/{interrupt_id}")
+        return self._decode(response["Item"])
+
+    def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse) -> InterruptRecord:
+        try:
+            result = self._client.update_item(
+                TableName=self.table_name,
+                Key=self._key(mission_id, interrupt_id),
+                UpdateExpression="SET #s = :answered, #r = :response, answered_at = :now REMOVE waiting",
+                ConditionExpression="#s = :pending",
+                ExpressionAttributeNames={"#s": "status", "#r": "response"},
+                ExpressionAttributeValues={
+                    ":answered": {"S": "answered"},
+                    ":pending": {"S": "pending"},
+                    ":response": _value(response.model_dump(mode="json")),
+                    ":now": {"S": utcnow()},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            current = self.get(mission_id, interrupt_id)  # NotFound when it never existed
+            raise ConflictError(f"interrupt {interrupt_id} is already {current.status}") from None
+        return self._decode(result["Attributes"])
+
+    def expire(self, mission_id: str, interrupt_id: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key=self._key(mission_id, interrupt_id),
+                UpdateExpression="SET #s = :expired REMOVE #r, answered_at, waiting",
+                ConditionExpression="attribute_exists(interrupt_id)",
+                ExpressionAttributeNames={"#s": "status", "#r": "response"},
+                ExpressionAttributeValues={":expired": {"S": "expired"}},
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            raise NotFound(f"interrupt {mission_id}/{interrupt_id}") from None
+
+    def pending(self, mission_id: str) -> list[InterruptRecord]:
+        items = _query_all(
+            self._client,
+            TableName=self.table_name,
+            KeyConditionExpression="mission_id = :m",
+            FilterExpression="#s = :pending",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":m": {"S": mission_id}, ":pending": {"S": "pending"}},
+            ConsistentRead=True,
+        )
+        return [self._decode(item) for item in items]
+
+    def overdue(self, asked_before: str, limit: int = 100) -> list[InterruptRecord]:
+        response = self._client.query(
+            TableName=self.table_name,
+            IndexName=self.WAITING_INDEX,
+            KeyConditionExpression="waiting = :pending AND created_at < :before",
+            ExpressionAttributeValues={":pending": {"S": "pending"}, ":before": {"S": asked_before}},
+            Limit=limit,
+        )
+        return [self._decode(item) for item in response.get("Items", [])]
+
+    @staticmethod
+    def _key(mission_id: str, interrupt_id: str) -> dict[str, Any]:
+        return {"mission_id": {"S": mission_id}, "interrupt_id": {"S": interrupt_id}}
+
+    @staticmethod
+    def _decode(raw: dict[str, Any]) -> InterruptRecord:
+        item = _deserialize(raw)
+        item.pop("expires_at", None)
+        item.pop("waiting", None)
+        return InterruptRecord.model_validate(item)
+
+
+# --------------------------------------------------------------------------- artifacts
+
+
+class DynamoArtifactStore:
+    """Artifacts table: mission_id / key = "<path>#<version:06d>", so a Query lists them in order."""
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        self.table_name = table_name
+        self._client = client or boto3.client("dynamodb")
+        self.ttl_seconds = ttl_seconds
+
+    def put(self, mission_id: str, path: str, content: Any, *, stage: str = "", written_by: str = "") -> Artifact:
+        check_artifact(path, content)
+        for _ in range(5):  # a concurrent writer took the version: read again and take the next one
+            latest = self._latest(mission_id, path)
+            if latest is not None and written_by and latest.written_by == written_by:
+                return latest
+            artifact = Artifact(
+                mission_id=mission_id,
+                path=path,
+                version=(latest.version if latest else 0) + 1,
+                content=content,
+                stage=stage,
+                written_by=written_by,
+            )
+            item = artifact.model_dump(mode="json", exclude={"content"})
+            item["key"] = self._key(path, artifact.version)
+            item["content"] = json.dumps(content, separators=(",", ":"), ensure_ascii=False, default=str)
+            expires = _expires_at(self.ttl_seconds)
+            if expires is not None:
+                item["expires_at"] = expires
+            try:
+                self._client.put_item(
+                    TableName=self.table_name,
+                    Item=_serialize(item),
+                    ConditionExpression="attribute_not_exists(#k)",
+                    ExpressionAttributeNames={"#k": "key"},
+                )
+                return artifact
+            except ClientError as exc:
+                if not _condition_failed(exc):
+                    raise
+        raise ConflictError(f"artifact {path} of {mission_id}: too many concurrent writers")
+
+    def get(self, mission_id: str, path: str, version: int | None = None) -> Artifact:
+        if version is None:
+            latest = self._latest(mission_id, path)
+            if latest is None:
+                raise NotFound(f"artifact {path} of {mission_id}")
+            return latest
+        response = self._client.get_item(
+            TableName=self.table_name,
+            Key={"mission_id": {"S": mission_id}, "key": {"S": self._key(path, version)}},
+            ConsistentRead=True,
+        )
+        if "Item" not in response:
+            raise NotFound(f"artifact {path} v{version} of {mission_id}")
+        return self._decode(response["Item"])
+
+    def list(self, mission_id: str) -> list[Artifact]:
+        items = _query_all(
+            self._client,
+            TableName=self.table_name,
+            KeyConditionExpression="mission_id = :m",
+            ExpressionAttributeValues={":m": {"S": mission_id}},
+            ConsistentRead=True,
+        )
+        return [self._decode(item) for item in items]
+
+    def _latest(self, mission_id: str, path: str) -> Artifact | None:
+        response = self._client.query(
+            TableName=self.table_name,
+            KeyConditionExpression="mission_id = :m AND begins_with(#k, :p)",
+            ExpressionAttributeNames={"#k": "key"},
+            ExpressionAttributeValues={":m": {"S": mission_id}, ":p": {"S": f"{path}#"}},
+            ScanIndexForward=False,
+            Limit=1,
+            ConsistentRead=True,
+        )
+        items = response.get("Items", [])
+        return self._decode(items[0]) if items else None
+
+    @staticmethod
+    def _key(path: str, version: int) -> str:
+        return f"{path}#{version:06d}"
+
+    @staticmethod
+    def _decode(raw: dict[str, Any]) -> Artifact:
+        item = _deserialize(raw)
+        item.pop("expires_at", None)
+        item.pop("key", None)
+        item["content"] = json.loads(item["content"])
+        return Artifact.model_validate(item)
+
+
+# --------------------------------------------------------------------------- blobs
+
+
+class DynamoBlobStore:
+    """Content-addressed blobs: small ones inline in the checkpoints table, big ones in S3.
+
+    Items live under thread_id f"blob#{key}", checkpoint_id "blob". A blob bigger than
+    `inline_limit` goes to s3://{bucket}/blobs/{key[:2]}/{key} first, then a pointer item is
+    written, so a pointer never leads nowhere.
+    """
+
+    def __init__(
+        self,
+        table_name: str,
+        bucket: str,
+        client: Any = None,
+        s3_client: Any = None,
+        inline_limit: int = BLOB_INLINE_LIMIT,
+    ):
+        self.table_name = table_name
+        self.bucket = bucket
+        self._client = client or boto3.client("dynamodb")
+        self._s3 = s3_client or boto3.client("s3")
+        self.inline_limit = inline_limit
+
+    @staticmethod
+    def s3_key(key: str) -> str:
+        return f"blobs/{key[:2]}/{key}"
+
+    @staticmethod
+    def _item_key(key: str) -> dict[str, Any]:
+        return {"thread_id": {"S": f"blob#{key}"}, "checkpoint_id": {"S": "blob"}}
+
+    def put(self, key: str, data: bytes) -> None:
+        item = self._item_key(key)
+        if len(data) <= self.inline_limit:
+            item["data"] = {"B": bytes(data)}
+            item["size"] = {"N": str(len(data))}
+        else:
+            s3_key = self.s3_key(key)
+            self._s3.put_object(Bucket=self.bucket, Key=s3_key, Body=bytes(data))
+            item["s3_key"] = {"S": s3_key}
+            item["size"] = {"N": str(len(data))}
+        try:
+            self._client.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression="attribute_not_exists(checkpoint_id)",
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):  # same key means same content: nothing to do
+                raise
+
+    def get(self, key: str) -> bytes:
+        response = self._client.get_item(TableName=self.table_name, Key=self._item_key(key), ConsistentRead=True)
+        item = response.get("Item")
+        if item is None:
+            raise KeyError(key)
+        if "data" in item:
+            return bytes(item["data"]["B"])
+        try:
+            obj = self._s3.get_object(Bucket=self.bucket, Key=item["s3_key"]["S"])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                raise KeyError(key) from None
+            raise
+        return obj["Body"].read()

@@ -1,0 +1,50 @@
+"""The offline provider: deterministic answers from a capability's offline policy."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from pydantic import BaseModel, ValidationError
+
+from missions.core.llm import LLMError, LLMRequest, LLMResult, OfflinePolicy
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class ScriptedProvider:
+    """Answers each request by calling the capability's policy for that stage.
+
+    Tokens are estimated (4 characters a token) so counters and budgets behave as they would
+    with a real model; the cost is zero.
+    """
+
+    name = "scripted"
+
+    def __init__(self, policy: OfflinePolicy):
+        self._policy = policy
+
+    def complete(self, request: LLMRequest) -> LLMResult:
+        started = time.perf_counter()
+        answer = self._policy(request)
+        try:
+            output = (
+                answer
+                if isinstance(answer, request.output_model)
+                else request.output_model.model_validate(
+                    answer.model_dump() if isinstance(answer, BaseModel) else answer
+                )
+            )
+        except ValidationError as exc:
+            raise LLMError(f"offline policy for '{request.stage}' gave an invalid answer: {exc}") from exc
+        prompt = "".join(m.get("content", "") for m in request.messages)
+        return LLMResult(
+            output=output,
+            model="scripted",
+            tokens_in=estimate_tokens(prompt),
+            tokens_out=estimate_tokens(json.dumps(output.model_dump(mode="json"))),
+            cost_usd=0.0,
+            latency_ms=(time.perf_counter() - started) * 1000,
+        )

@@ -1,0 +1,67 @@
+"""The reference DispatchStore, in memory: the conformance suite runs it beside DynamoDB's."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+
+from missions.ports.dispatch import Claim, QueueEntry
+
+
+class InMemoryDispatchStore:
+    """The reference DispatchStore: one lock makes every method atomic."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._keys: dict[str, list[str]] = {}  # user -> sorted sort keys
+        self._entries: dict[str, dict[str, QueueEntry]] = {}  # user -> sort key -> entry
+        self._running: dict[str, set[str]] = {}
+
+    def enqueue(self, entry: QueueEntry) -> None:
+        key = entry.sort_key
+        with self._lock:
+            entries = self._entries.setdefault(entry.user_id, {})
+            if key not in entries:
+                bisect.insort(self._keys.setdefault(entry.user_id, []), key)
+            entries[key] = entry.model_copy(deep=True)
+
+    def head(self, user_id: str) -> QueueEntry | None:
+        with self._lock:
+            keys = self._keys.get(user_id)
+            return self._entries[user_id][keys[0]].model_copy(deep=True) if keys else None
+
+    def claim(self, entry: QueueEntry, limit: int) -> Claim:
+        with self._lock:
+            if entry.sort_key not in self._entries.get(entry.user_id, {}):
+                return Claim.GONE
+            running = self._running.setdefault(entry.user_id, set())
+            if entry.mission_id not in running and len(running) >= limit:
+                return Claim.FULL
+            self._delete(entry)
+            running.add(entry.mission_id)
+            return Claim.CLAIMED
+
+    def release(self, user_id: str, mission_id: str) -> None:
+        with self._lock:
+            self._running.get(user_id, set()).discard(mission_id)
+
+    def remove(self, entry: QueueEntry) -> bool:
+        with self._lock:
+            if entry.sort_key not in self._entries.get(entry.user_id, {}):
+                return False
+            self._delete(entry)
+            return True
+
+    def running(self, user_id: str) -> set[str]:
+        with self._lock:
+            return set(self._running.get(user_id, set()))
+
+    def queued(self, user_id: str) -> list[QueueEntry]:
+        with self._lock:
+            entries = self._entries.get(user_id, {})
+            return [entries[k].model_copy(deep=True) for k in self._keys.get(user_id, [])]
+
+    def _delete(self, entry: QueueEntry) -> None:
+        keys = self._keys[entry.user_id]
+        del keys[bisect.bisect_left(keys, entry.sort_key)]
+        del self._entries[entry.user_id][entry.sort_key]

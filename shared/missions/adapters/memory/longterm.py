@@ -1,0 +1,138 @@
+"""The in-memory long-term memory: the unit tests' fake and the conformance suite's reference.
+
+It also holds the validation rules every adapter shares (`check_user_id`, `encode_value`), so
+that all backends refuse exactly the same inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from missions.adapters.embeddings import HashingEmbedder, cosine, text_of
+from missions.core.envelope import utcnow
+from missions.core.errors import MemoryValidationError
+from missions.core.memory import MAX_VALUE_BYTES, MemoryItem, Namespace, check_key, check_namespace
+from missions.ports.memory import Embedder
+
+
+def check_user_id(user_id: str) -> str:
+    """Storage keys are "<user>#<namespace>", so a user id must be non-empty and free of '#'."""
+    if not isinstance(user_id, str) or not user_id or "#" in user_id:
+        raise MemoryValidationError(f"user id {user_id!r} must be a non-empty string without '#'")
+    return user_id
+
+
+def check_names(user_id: str, namespace: Namespace) -> Namespace:
+    check_user_id(user_id)
+    if isinstance(namespace, str):  # tuple("prefs") would silently become 5 one-letter segments
+        raise MemoryValidationError(f"namespace {namespace!r} must be a tuple of segments, not a string")
+    return check_namespace(namespace)
+
+
+def encode_value(value: Any) -> str:
+    """Compact JSON of a value, refused when it is not JSON or is over MAX_VALUE_BYTES."""
+    try:
+        encoded = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise MemoryValidationError(f"value is not JSON-serializable: {exc}") from exc
+    size = len(encoded.encode())
+    if size > MAX_VALUE_BYTES:
+        raise MemoryValidationError(f"value is {size} bytes of JSON, over the {MAX_VALUE_BYTES}-byte limit")
+    return encoded
+
+
+def searchable_text(key: str, value: Any) -> str:
+    """What gets embedded: the value's text, or the key when the value has none (e.g. a number)."""
+    return text_of(value).strip() or key
+
+
+def check_query(query: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise MemoryValidationError("a search query must be non-empty text")
+    return query
+
+
+@dataclass
+class _Stored:
+    item: MemoryItem
+    embedding: list[float]
+
+
+class InMemoryLongTermMemory:
+    def __init__(self, embedder: Embedder | None = None) -> None:
+        self._embedder = embedder or HashingEmbedder()
+        self._items: dict[tuple[str, Namespace], dict[str, _Stored]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, user_id: str, namespace: Namespace, key: str, value: Any) -> MemoryItem:
+        namespace = check_names(user_id, namespace)
+        check_key(key)
+        value = json.loads(encode_value(value))  # store what a JSON round trip gives back, like DynamoDB
+        embedding = self._embedder.embed([searchable_text(key, value)])[0]  # outside the lock: may be remote
+        with self._lock:
+            items = self._items.setdefault((user_id, namespace), {})
+            now = utcnow()
+            previous = items.get(key)
+            item = MemoryItem(
+                user_id=user_id,
+                namespace=list(namespace),
+                key=key,
+                value=value,
+                created_at=previous.item.created_at if previous else now,
+                updated_at=now,
+            )
+            items[key] = _Stored(item, embedding)
+            return item.model_copy(deep=True)
+
+    def get(self, user_id: str, namespace: Namespace, key: str) -> MemoryItem | None:
+        namespace = check_names(user_id, namespace)
+        check_key(key)
+        with self._lock:
+            stored = self._items.get((user_id, namespace), {}).get(key)
+            return stored.item.model_copy(deep=True) if stored else None
+
+    def delete(self, user_id: str, namespace: Namespace, key: str) -> bool:
+        namespace = check_names(user_id, namespace)
+        check_key(key)
+        with self._lock:
+            items = self._items.get((user_id, namespace), {})
+            existed = items.pop(key, None) is not None
+            if not items:
+                self._items.pop((user_id, namespace), None)
+            return existed
+
+    def list(self, user_id: str, namespace: Namespace, limit: int = 100) -> list[MemoryItem]:
+        namespace = check_names(user_id, namespace)
+        with self._lock:
+            items = self._items.get((user_id, namespace), {})
+            return [items[key].item.model_copy(deep=True) for key in sorted(items)[: max(0, limit)]]
+
+    def search(self, user_id: str, namespace: Namespace, query: str, limit: int = 10) -> list[tuple[MemoryItem, float]]:
+        namespace = check_names(user_id, namespace)
+        check_query(query)
+        if limit <= 0:
+            return []
+        with self._lock:
+            stored = list(self._items.get((user_id, namespace), {}).values())
+        if not stored:
+            return []
+        wanted = self._embedder.embed([query])[0]
+        vectors = [s.embedding for s in stored]
+        stale = [i for i, vector in enumerate(vectors) if len(vector) != len(wanted)]  # another embedder wrote them
+        if stale:
+            fresh = self._embedder.embed([searchable_text(stored[i].item.key, stored[i].item.value) for i in stale])
+            for i, vector in zip(stale, fresh, strict=True):
+                vectors[i] = vector
+        scored = [(s.item, cosine(wanted, vector)) for s, vector in zip(stored, vectors, strict=True)]
+        scored.sort(key=lambda pair: (-pair[1], pair[0].key))
+        return [(item.model_copy(deep=True), score) for item, score in scored[:limit]]
+
+    def users_with(self, namespace_head: str) -> list[str]:
+        check_namespace((namespace_head,))
+        with self._lock:
+            return sorted(
+                {user for (user, namespace), items in self._items.items() if namespace[0] == namespace_head and items}
+            )

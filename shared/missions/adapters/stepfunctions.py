@@ -1,0 +1,46 @@
+"""The Executions port on Step Functions: SDK calls and botocore error shapes stay in this adapter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from missions.core.errors import TaskGone
+
+ENDED = ("ExecutionDoesNotExist", "ValidationException")  # StopExecution on an execution that is over
+TOKEN_GONE = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken", "ExecutionDoesNotExist")
+
+
+def _code(exc: Exception) -> str:
+    return str(getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__))
+
+
+class StepFunctionsExecutions:
+    def __init__(self, client: Any):
+        self._client = client
+
+    def start(self, state_machine_arn: str, name: str, input: str) -> str:
+        response = self._client.start_execution(stateMachineArn=state_machine_arn, name=name, input=input)
+        return str(response["executionArn"])
+
+    def stop(self, execution_arn: str, cause: str) -> None:
+        try:
+            self._client.stop_execution(executionArn=execution_arn, cause=cause)
+        except Exception as exc:
+            if _code(exc) not in ENDED:
+                raise
+
+    def send_success(self, task_token: str, output: str) -> None:
+        try:
+            self._client.send_task_success(taskToken=task_token, output=output)
+        except Exception as exc:
+            if _code(exc) in TOKEN_GONE:
+                raise TaskGone(_code(exc)) from exc
+            raise
+
+    def send_failure(self, task_token: str, error: str, cause: str) -> None:
+        try:
+            self._client.send_task_failure(taskToken=task_token, error=error, cause=cause)
+        except Exception as exc:
+            if _code(exc) in TOKEN_GONE:
+                raise TaskGone(_code(exc)) from exc
+            raise

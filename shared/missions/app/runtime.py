@@ -1,0 +1,517 @@
+"""The composition root: the runtime's ports bound to their AWS adapters, and the services built on
+them, once per process; and the entry point of every Lambda function.
+
+Every member is a typed port or service; clients are private and made on first use, so a cold start
+pays only for what its function touches (the stage of a capability without a repository never
+creates an S3 client; a stage that calls no model never imports openai). Tests and the local
+emulation pass their own clients. Nothing here reads the environment or creates a client at import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from missions.app import observability
+from missions.core import capability as registry
+from missions.core.capability import Capability
+from missions.core.errors import StageRequestError, TransitionRefused
+from missions.core.llm import LLMProvider
+from missions.core.offload import EnvelopeCodec
+from missions.core.refs import RepositoryResolver, Workspaces
+from missions.core.roots import AllowedRoots
+from missions.core.settings import RuntimeSettings, SettingsError
+from missions.ports.bus import EventBus
+from missions.ports.dispatch import DispatchStore
+from missions.ports.learnings import LearningsStore
+from missions.ports.memory import Embedder, LongTermMemory
+from missions.ports.secrets import SecretReader
+from missions.ports.store import (
+    ArtifactStore,
+    CheckpointStore,
+    EventStore,
+    Executions,
+    InterruptStore,
+    MissionsByCapability,
+    MissionStore,
+    RepositoryStore,
+    SnapshotStore,
+)
+from missions.ports.webhooks import DeliveryStore, WebhookSources
+from missions.service.control import MissionControl
+from missions.service.interrupts import record_interrupt
+from missions.service.launcher import Launcher
+from missions.service.lifecycle import Lifecycle
+from missions.service.missions import MissionService
+from missions.service.repositories.service import RepositoryService
+from missions.service.runner import StageRunner, StageServices, StageTimings
+
+if TYPE_CHECKING:
+    from botocore.client import BaseClient
+
+
+class Runtime:
+    def __init__(
+        self,
+        settings: RuntimeSettings,
+        *,
+        clients: dict[str, Any] | None = None,
+        llm: LLMProvider | None = None,
+        on_timings: Callable[[str, StageTimings], None] | None = None,
+        secrets: SecretReader | None = None,
+    ):
+        """`clients`: boto3 clients by service name ("dynamodb", "s3", "stepfunctions", "events") for
+        tests and the emulation; `llm`: one provider for every stage (tests, a local model server)."""
+        self.settings = settings
+        self._clients: dict[str, Any] = dict(clients or {})
+        self._llm = llm
+        self._on_timings = on_timings
+        self._secrets = secrets
+        self._runners: dict[str, StageRunner] = {}
+        # where presigned upload URLs point: None is S3 itself; the dev server serves them locally
+        self.upload_endpoint: str | None = None
+
+    # -- clients: private, made on first use ------------------------------------------------------
+
+    def _client(self, service: str) -> BaseClient:
+        if service not in self._clients:
+            import boto3
+
+            self._clients[service] = boto3.client(service)  # type: ignore[call-overload]
+        return self._clients[service]  # type: ignore[no-any-return]
+
+    def _lazy(self, service: str) -> Any:
+        """A client made when first called (S3 is only needed for huge blobs and snapshots)."""
+        return _LazyClient(lambda: self._client(service))
+
+    def _table(self, name: str) -> str:
+        value: str | None = getattr(self.settings, f"{name}_table")
+        if not value:
+            raise SettingsError(f"MISSIONS_{name.upper()}_TABLE is not set")
+        return value
+
+    @property
+    def _ttl(self) -> int | None:
+        days = self.settings.checkpoint_ttl_days
+        return days * 86400 if days else None
+
+    # -- ports ------------------------------------------------------------------------------------
+
+    @cached_property
+    def missions(self) -> MissionStore:
+        from missions.adapters.dynamodb.store import DynamoMissionStore
+
+        return DynamoMissionStore(self.settings.missions_table, client=self._client("dynamodb"))
+
+    @cached_property
+    def checkpoints(self) -> CheckpointStore:
+        from missions.adapters.dynamodb.store import DynamoCheckpointStore
+
+        return DynamoCheckpointStore(
+            self.settings.checkpoints_table, client=self._client("dynamodb"), ttl_seconds=self._ttl
+        )
+
+    @cached_property
+    def events(self) -> EventStore:
+        from missions.adapters.dynamodb.store import DynamoEventStore
+
+        return DynamoEventStore(self.settings.events_table, client=self._client("dynamodb"), ttl_seconds=self._ttl)
+
+    @cached_property
+    def interrupts(self) -> InterruptStore:
+        from missions.adapters.dynamodb.store import DynamoInterruptStore
+
+        return DynamoInterruptStore(self.settings.interrupts_table, client=self._client("dynamodb"))
+
+    @cached_property
+    def artifacts(self) -> ArtifactStore:
+        from missions.adapters.dynamodb.store import DynamoArtifactStore
+
+        return DynamoArtifactStore(self._table("artifacts"), client=self._client("dynamodb"), ttl_seconds=self._ttl)
+
+    @cached_property
+    def codec(self) -> EnvelopeCodec:
+        from missions.adapters.dynamodb.store import DynamoBlobStore
+
+        blobs = DynamoBlobStore(
+            self.settings.checkpoints_table,
+            self.settings.blob_bucket,
+            client=self._client("dynamodb"),
+            s3_client=self._lazy("s3"),
+        )
+        return EnvelopeCodec(blobs, threshold=self.settings.offload_threshold)
+
+    @cached_property
+    def memory(self) -> LongTermMemory:
+        from missions.adapters.dynamodb.longterm import DynamoLongTermMemory
+
+        return DynamoLongTermMemory(self._table("memory"), client=self._client("dynamodb"), embedder=self.embedder)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        if self.settings.llm_provider == "openai":
+            from missions.adapters.embeddings import OpenAIEmbedder
+
+            return OpenAIEmbedder(api_key=self.openai_api_key(), base_url=self.settings.openai_base_url)
+        from missions.adapters.embeddings import HashingEmbedder
+
+        return HashingEmbedder()
+
+    @cached_property
+    def learnings(self) -> LearningsStore:
+        from missions.adapters.dynamodb.learnings import DynamoLearningsStore
+
+        return DynamoLearningsStore(self._table("learnings"), client=self._client("dynamodb"))
+
+    @cached_property
+    def missions_by_capability(self) -> MissionsByCapability:
+        from missions.adapters.dynamodb.missions_query import DynamoMissionsByCapability
+
+        return DynamoMissionsByCapability(self.settings.missions_table, client=self._client("dynamodb"))
+
+    @cached_property
+    def dispatch_store(self) -> DispatchStore:
+        from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
+
+        return DynamoDispatchStore(self._table("dispatch"), client=self._client("dynamodb"))
+
+    @cached_property
+    def deliveries(self) -> DeliveryStore:
+        from missions.adapters.dynamodb.deliveries import DynamoDeliveryStore
+
+        return DynamoDeliveryStore(self._table("deliveries"), client=self._client("dynamodb"))
+
+    @cached_property
+    def webhook_sources(self) -> WebhookSources:
+        """Webhook secrets: from the settings locally, from Secrets Manager (cached) in AWS."""
+        from missions.adapters.memory.webhooks import StaticWebhookSources
+        from missions.ports.webhooks import WebhookSource
+
+        if self.settings.webhook_sources:
+            configured = self.settings.webhook_sources.items()
+            return StaticWebhookSources({name: WebhookSource.from_config(name, spec) for name, spec in configured})
+        if self.settings.webhook_secrets_prefix:
+            from missions.adapters.secrets import SecretsManagerWebhookSources
+
+            return SecretsManagerWebhookSources(self.settings.webhook_secrets_prefix)
+        return StaticWebhookSources({})
+
+    @cached_property
+    def executions(self) -> Executions:
+        from missions.adapters.stepfunctions import StepFunctionsExecutions
+
+        return StepFunctionsExecutions(self._lazy("stepfunctions"))
+
+    @cached_property
+    def bus(self) -> EventBus:
+        from missions.adapters.eventbridge import EventBridgeBus
+
+        if not self.settings.event_bus:
+            raise SettingsError("MISSIONS_EVENT_BUS is not set")
+        return EventBridgeBus(self.settings.event_bus, self._lazy("events"))
+
+    @cached_property
+    def secrets(self) -> SecretReader:
+        if self._secrets is None:
+            from missions.adapters.secrets import PowertoolsSecrets
+
+            self._secrets = PowertoolsSecrets()
+        return self._secrets
+
+    # -- repositories -----------------------------------------------------------------------------
+
+    @cached_property
+    def local_roots(self) -> AllowedRoots:
+        return AllowedRoots.of(self.settings.repo_roots)
+
+    @cached_property
+    def repositories(self) -> RepositoryResolver:
+        """Checks what a mission request says about its repository (before anything is stored)."""
+        from missions.service.repositories.resolver import UserRepositories
+
+        return UserRepositories(self.local_roots, self.repository_store if self.settings.repositories_table else None)
+
+    @cached_property
+    def workspaces(self) -> Workspaces:
+        """Where stages read repositories: local roots, and snapshots unpacked into ephemeral storage."""
+        from missions.service.repositories.workspace import RepositoryWorkspaces
+
+        cache = Path(self.settings.workspace_dir)
+        if not self.settings.snapshot_bucket:
+            return RepositoryWorkspaces(self.local_roots, cache)
+        from missions.service.repositories.archive import extract_snapshot
+
+        return RepositoryWorkspaces(self.local_roots, cache, snapshots=self.snapshot_store, extract=extract_snapshot)
+
+    @cached_property
+    def repository_store(self) -> RepositoryStore:
+        from missions.adapters.dynamodb.repositories import DynamoRepositoryStore
+
+        return DynamoRepositoryStore(self._table("repositories"), client=self._client("dynamodb"))
+
+    @cached_property
+    def snapshot_store(self) -> SnapshotStore:
+        from missions.adapters.s3_snapshots import S3SnapshotStore
+
+        if not self.settings.snapshot_bucket:
+            raise SettingsError("MISSIONS_SNAPSHOT_BUCKET is not set")
+        return S3SnapshotStore(
+            self.settings.snapshot_bucket, self._lazy("s3"), presign_endpoint=lambda: self.upload_endpoint
+        )
+
+    @cached_property
+    def repository_service(self) -> RepositoryService:
+        from missions.adapters.eventbridge import EventBridgeImportQueue
+        from missions.service.repositories.service import UrlPolicy
+
+        return RepositoryService(
+            store=self.repository_store,
+            snapshots=self.snapshot_store,
+            imports=EventBridgeImportQueue(self.bus),
+            urls=UrlPolicy(allow_local=self.settings.local_git_sources, roots=self.local_roots),
+        )
+
+    # -- services ---------------------------------------------------------------------------------
+
+    @cached_property
+    def lifecycle(self) -> Lifecycle:
+        return Lifecycle(self.missions)
+
+    @cached_property
+    def launcher(self) -> Launcher:
+        """The one way a mission starts (every trigger, forks and the CLI's emulation)."""
+        return Launcher(
+            missions=self.missions,
+            checkpoints=self.checkpoints,
+            codec=self.codec,
+            executions=self.executions,
+            dispatch=self.dispatch_store,
+            state_machine_arn=self.state_machine_arn,
+            repositories=self.repositories,
+            preferences=self.service.preferences if self.settings.memory_table else None,
+            limit=self.settings.concurrency_limit,
+        )
+
+    @cached_property
+    def control(self) -> MissionControl:
+        return MissionControl(
+            missions=self.missions,
+            events=self.events,
+            interrupts=self.interrupts,
+            executions=self.executions,
+            launcher=self.launcher,
+        )
+
+    @cached_property
+    def service(self) -> MissionService:
+        return MissionService(
+            missions=self.missions,
+            events=self.events,
+            learnings=self.learnings,
+            memory=self.memory,
+            by_capability=self.missions_by_capability,
+            feedback_llm=self.feedback_llm,
+            classifier_llm=self.classifier_llm,
+        )
+
+    def state_machine_arn(self, capability: str) -> str:
+        try:
+            return self.settings.state_machine_arns[capability]
+        except KeyError:
+            raise StageRequestError(f"no state machine is deployed for '{capability}'") from None
+
+    # -- models -----------------------------------------------------------------------------------
+
+    def llm_for(self, capability: Capability) -> LLMProvider:
+        """The provider a capability's stages use: the one given, the offline model, or OpenAI."""
+        if self._llm is not None:
+            return self._llm
+        if self.settings.llm_provider == "scripted":
+            from missions.adapters.llm.scripted import ScriptedProvider
+
+            return ScriptedProvider(capability.offline_policy)
+        return self._openai
+
+    def feedback_llm(self) -> LLMProvider:
+        """Reads preferences out of feedback text: the model, or offline the rules of core.preferences."""
+        if self._llm is not None or self.settings.llm_provider == "openai":
+            return self._llm or self._openai
+        from missions.adapters.llm.scripted import ScriptedProvider
+        from missions.core.preferences import offline_preference_policy
+
+        return ScriptedProvider(offline_preference_policy)
+
+    def classifier_llm(self) -> LLMProvider | None:
+        """The model that picks a capability for a goal; None offline (the goal must name one)."""
+        return self._openai if self.settings.llm_provider == "openai" else None
+
+    @cached_property
+    def _openai(self) -> LLMProvider:
+        from missions.adapters.llm.openai_provider import OpenAIProvider  # only LLM stages pay for openai
+
+        return OpenAIProvider(
+            api_key=self.openai_api_key(),
+            base_url=self.settings.openai_base_url,
+            models=self.settings.openai_models,
+            default_model=self.settings.openai_default_model,
+            fallback_model=self.settings.openai_fallback_model,
+        )
+
+    def openai_api_key(self) -> str:
+        """The key from local settings, else from Secrets Manager (never from an environment variable in AWS)."""
+        if self.settings.openai_api_key:
+            return self.settings.openai_api_key.get_secret_value()
+        if self.settings.openai_secret:
+            return self.secrets.read(self.settings.openai_secret)
+        return "not-needed"  # a local OpenAI-compatible server (OPENAI_BASE_URL) may want none
+
+    # -- the functions' entry points ------------------------------------------------------------------
+
+    def runner(self, capability_name: str) -> StageRunner:
+        allowed = self.settings.capability
+        if allowed and capability_name != allowed:
+            raise StageRequestError(f"this function serves '{allowed}', not '{capability_name}'")
+        if capability_name not in self._runners:
+            capability = registry.load(capability_name)
+            services = StageServices(
+                checkpoints=self.checkpoints,
+                events=self.events,
+                codec=self.codec,
+                llm=self.llm_for,
+                missions=self.missions,
+                interrupts=self.interrupts,
+                artifacts=self.artifacts if self.settings.artifacts_table else None,
+                on_timings=self._on_timings,
+                workspaces=self.workspaces if capability.repository != "none" else None,
+            )
+            self._runners[capability_name] = StageRunner(capability, services)
+        return self._runners[capability_name]
+
+    def handle_stage(self, event: dict[str, Any]) -> dict[str, Any]:
+        envelope = event.get("envelope")
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("capability"), str):
+            raise StageRequestError("stage request without an envelope naming its capability")
+        runner = self.runner(envelope["capability"])
+        result = runner.handle(event)
+        report = runner.last_report
+        if report is not None:
+            observability.stage_metrics(
+                report.capability, report.stage, runner.last_timings.total_ms, report.before, report.after, report.ended
+            )
+        return result
+
+    def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:
+        record = record_interrupt(event, self.interrupts)
+        # only now can an answer reach the execution: only now is the mission waiting for one
+        try:
+            self.lifecycle.waiting(record.mission_id, record.interrupt_id)
+        except TransitionRefused:
+            pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
+        return {"interrupt_id": record.interrupt_id, "status": record.status}
+
+    def handle_execution_status(self, event: dict[str, Any]) -> dict[str, Any]:
+        detail = event.get("detail") or {}
+        self.control.execution_ended(str(detail["executionArn"]), str(detail["status"]))
+        return {"mission_id": detail.get("name"), "status": detail["status"]}
+
+    def handle_webhook(self, event: dict[str, Any]) -> dict[str, Any]:
+        from missions.service.ingest import receive_webhook
+
+        return receive_webhook(event, sources=self.webhook_sources, deliveries=self.deliveries, bus=self.bus)
+
+    def handle_trigger(self, event: dict[str, Any]) -> dict[str, Any]:
+        from missions.service.ingest import dispatch_event
+
+        return dispatch_event(event, self.launcher)
+
+    def handle_schedule(self, event: dict[str, Any]) -> dict[str, Any]:
+        from missions.service.ingest import fan_out_schedule
+
+        return fan_out_schedule(event, self.launcher, self.memory, self.service.all_users)
+
+    def handle_memory_record(self, record: dict[str, Any]) -> None:
+        """One DynamoDB stream record of the memory table -> one `memory.changed` event on the bus."""
+        from missions.adapters.dynamodb.longterm import change_from_stream_record
+        from missions.service.ingest import publish_memory_change
+
+        publish_memory_change(change_from_stream_record(record), self.bus)
+
+    def handle_repository_import(self, event: dict[str, Any]) -> dict[str, Any]:
+        detail = event.get("detail") or {}
+        record = self.repository_service.run_import(str(detail.get("repository_id")), detail.get("ref"))
+        observability.logger().info(
+            "repository imported", extra={"repository_id": record.repository_id, "status": record.status}
+        )
+        return {"repository_id": record.repository_id, "status": record.status, "reason": record.reason}
+
+    def handle_sla(self) -> dict[str, Any]:
+        """Questions unanswered past the SLA: a metric the alarm watches, and the oldest logged."""
+        from aws_lambda_powertools.metrics import MetricUnit
+
+        from missions.service.interrupts import overdue_interrupts
+
+        report = overdue_interrupts(self.interrupts, self.settings.interrupt_sla_hours)
+        observability.metrics().add_metric(name="InterruptsOverdue", unit=MetricUnit.Count, value=report.count)
+        for record in report.oldest:
+            observability.logger().warning(
+                "question overdue",
+                extra={
+                    "mission_id": record.mission_id,
+                    "interrupt_id": record.interrupt_id,
+                    "asked_at": record.created_at,
+                    "stage": record.stage,
+                },
+            )
+        return {"overdue": report.count, "oldest": [f"{r.mission_id}/{r.interrupt_id}" for r in report.oldest]}
+
+    def handle_retention(self, now: Callable[[], datetime] | None = None) -> dict[str, Any]:
+        """Archive missions that ended long ago: a summary into long-term memory, checkpoints removed."""
+        from missions.service.retention import RetentionPolicy, archive_ended_missions
+
+        policy = RetentionPolicy(self.settings.retention_completed_days, self.settings.retention_failed_days)
+        report = archive_ended_missions(
+            missions=self.missions,
+            checkpoints=self.checkpoints,
+            memory=self.memory,
+            policy=policy,
+            **({"now": now} if now else {}),
+        )
+        for mission_id, why in report.failures.items():
+            observability.logger().error("mission not archived", extra={"mission_id": mission_id, "reason": why})
+        return {
+            "archived": report.archived,
+            "checkpoints_removed": report.checkpoints_removed,
+            "failures": report.failures,
+        }
+
+
+class _LazyClient:
+    """Makes its client when an attribute is first asked for (S3 is only needed for huge blobs)."""
+
+    def __init__(self, factory: Callable[[], Any]):
+        self._factory = factory
+        self._client: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            self._client = self._factory()
+        return getattr(self._client, name)
+
+
+_RUNTIME: Runtime | None = None
+
+
+def default_runtime() -> Runtime:
+    """The process-wide runtime of a Lambda container, built on its first invocation."""
+    global _RUNTIME
+    if _RUNTIME is None:
+        from missions.core.settings import settings_from_env
+
+        _RUNTIME = Runtime(settings_from_env())
+    return _RUNTIME
+
+
+__all__ = ["Runtime", "default_runtime"]

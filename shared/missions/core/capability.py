@@ -1,0 +1,271 @@
+"""Capabilities: plugin mission types, and the hooks a stage may implement.
+
+A capability folder under `capabilities/` holds a `capability.toml` (its config, see
+missions.core.capability_config) and an `__init__.py` with its `HOOKS`, `offline_policy` and
+optional `CATALOG`/`prepare_context`; or it builds `CAPABILITY` (a `Capability`) in code.
+The registry finds them by scanning the package, so adding one touches nothing in the core.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from missions.core.artifacts import Artifact, ArtifactRejected, Artifacts
+from missions.core.capability_config import CONFIG_FILE, CapabilityConfig, CapabilityConfigError, load_config
+from missions.core.envelope import Envelope, InterruptKind, InterruptResponse
+from missions.core.errors import EvidenceChainViolation as EvidenceChainViolation  # re-exported for capabilities
+from missions.core.errors import StageDefinitionError
+from missions.core.llm import OfflinePolicy
+from missions.core.pipeline import AgentConfig, PipelineConfig
+from missions.core.refs import CONTEXT_KEY, RepositoryRef, Workspaces
+from missions.core.tools import ToolCatalog, ToolExecutor
+from missions.core.triggers import Triggers
+
+
+class InterruptRequested(Exception):
+    """Raised by a hook to ask a human; the runner turns it into an interrupt."""
+
+    def __init__(
+        self,
+        kind: InterruptKind,
+        question: str,
+        *,
+        options: list[str] | None = None,
+        data: dict[str, Any] | None = None,
+    ):
+        super().__init__(question)
+        self.kind, self.question = kind, question
+        self.options, self.data = options or [], data or {}
+
+
+@dataclass
+class StageContext:
+    envelope: Envelope
+    agent: AgentConfig
+    pipeline: PipelineConfig
+    tools: ToolExecutor | None = None
+    resume: InterruptResponse | None = None  # the answer, when this stage is resumed
+    llm_output: BaseModel | None = None
+    item: Any = None  # the work item, for a fan-out stage's per-item run
+    item_results: list[Any] | None = None  # per-item outputs, for a fan-out stage's join
+    scratch: dict[str, Any] = field(default_factory=dict)
+    system_prompt: str | None = None  # the capability config's prompt for this stage
+    artifacts: Artifacts | None = None
+    write_token: str = ""  # "<stage>@<hop>": a retried stage rewrites nothing
+    workspaces: Workspaces | None = None  # where the mission's repository can be read
+
+    def repository_root(self) -> str:
+        """The directory holding the mission's repository (materialized on first use in this container).
+
+        The runtime resolved and checked the repository when the mission started; it is checked
+        again here, and every tool call is checked against the allowed roots once more.
+        """
+        if self.workspaces is None:
+            raise StageDefinitionError(f"stage '{self.agent.name}' reads a repository but no workspace is wired")
+        named = self.envelope.context.get(CONTEXT_KEY)
+        if not isinstance(named, dict):
+            raise StageDefinitionError(f"mission {self.envelope.mission_id} names no repository")
+        return str(self.workspaces.root_for(RepositoryRef.model_validate(named), self.envelope.user_id))
+
+    def save_artifact(self, path: str, content: Any) -> Artifact:
+        """Write the next version of a document for the user (listed and read through the API)."""
+        if self.artifacts is None:
+            raise StageDefinitionError(f"stage '{self.agent.name}' saved an artifact but no artifact store is wired")
+        try:
+            return self.artifacts.put(
+                self.envelope.mission_id, path, content, stage=self.agent.name, written_by=f"{self.write_token}:{path}"
+            )
+        except ArtifactRejected as exc:  # a bug in the stage: retrying cannot help
+            raise StageDefinitionError(str(exc)) from None
+
+    @property
+    def goal(self) -> str:
+        return self.envelope.raw_input
+
+    def output_of(self, stage: str) -> dict[str, Any]:
+        return self.envelope.output(stage)
+
+    def ask(
+        self,
+        kind: InterruptKind,
+        question: str,
+        options: list[str] | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        raise InterruptRequested(kind, question, options=options, data=data)
+
+
+class StageHooks:
+    """Override what a stage needs. Order: pre -> prompt/LLM -> act (tools) -> post."""
+
+    output_model: type[BaseModel] | None = None  # the LLM's structured output
+
+    def pre(self, ctx: StageContext) -> None:
+        """Prepare or ask a human before any work (raise via ctx.ask)."""
+
+    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
+        """The config's system prompt, then the goal and the mission's context (override for more)."""
+        if ctx.system_prompt is None:
+            raise StageDefinitionError(f"stage '{ctx.agent.name}' has an LLM but no prompt (config or hook)")
+        context = json.dumps(ctx.envelope.context, default=str, sort_keys=True)[:4000]
+        return [
+            {"role": "system", "content": ctx.system_prompt},
+            {"role": "user", "content": f"Goal: {ctx.goal}\nContext: {context}"},
+        ]
+
+    def act(self, ctx: StageContext) -> None:
+        """Call tools through ctx.tools; keep what post() needs in ctx.scratch."""
+
+    def post(self, ctx: StageContext) -> dict[str, Any]:
+        """Build the stage's output (the dict routing rules are matched against)."""
+        if ctx.llm_output is not None:
+            return ctx.llm_output.model_dump(mode="json")
+        return {}
+
+
+@dataclass
+class Capability:
+    name: str
+    description: str
+    pipeline: PipelineConfig
+    hooks: dict[str, StageHooks]
+    offline_policy: OfflinePolicy
+    catalog: ToolCatalog = field(default_factory=ToolCatalog)
+    auto_approve_tools: frozenset[str] = frozenset()
+    keywords: tuple[str, ...] = ()
+    triggers: Triggers = field(default_factory=Triggers)
+    example_goal: str = ""
+    # validate and complete a mission's context before it starts (e.g. resolve a repo path)
+    prepare_context: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    complexity: int = 1  # 1 simple, 2 coordinated, 3 complex
+    prompts: dict[str, str] = field(default_factory=dict)  # stage -> system prompt
+    default_context: dict[str, Any] = field(default_factory=dict)
+    repository: str = "none"  # none | optional | required (capability.toml): see missions.repositories
+
+    def __post_init__(self) -> None:
+        names = set(self.pipeline.stage_names())
+        unknown = set(self.hooks) - names
+        if unknown:
+            raise StageDefinitionError(f"capability '{self.name}': hooks for unknown stages {sorted(unknown)}")
+        for agent in self.pipeline.agents:
+            hooks = self.hooks.get(agent.name)
+            if agent.has_llm and (hooks is None or hooks.output_model is None):
+                raise StageDefinitionError(
+                    f"capability '{self.name}': stage '{agent.name}' has an LLM but no output_model"
+                )
+            for tool in agent.allowed_tools or []:
+                if self.catalog.get(tool) is None:
+                    raise StageDefinitionError(
+                        f"capability '{self.name}': stage '{agent.name}' allows unknown tool '{tool}'"
+                    )
+
+    @classmethod
+    def from_config(
+        cls,
+        config: CapabilityConfig,
+        *,
+        hooks: dict[str, StageHooks],
+        offline_policy: OfflinePolicy,
+        catalog: ToolCatalog | None = None,
+        prepare_context: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        source: str = "",
+    ) -> Capability:
+        """The capability of a capability.toml plus its package's code; errors name `source`."""
+        catalog = catalog or ToolCatalog()
+        missing = [tool for tool in config.tools if catalog.get(tool) is None]
+        if missing:
+            raise CapabilityConfigError(f"{source}: tools: {missing} are not in the package's CATALOG")
+        try:
+            return cls(
+                name=config.name,
+                description=config.description,
+                pipeline=config.pipeline,
+                hooks=hooks,
+                offline_policy=offline_policy,
+                catalog=catalog,
+                auto_approve_tools=frozenset(config.auto_approve_tools),
+                keywords=tuple(config.keywords),
+                triggers=config.triggers,
+                example_goal=config.example_goal,
+                prepare_context=prepare_context,
+                complexity=config.complexity,
+                prompts=dict(config.prompts),
+                default_context=dict(config.defaults.context),
+                repository=config.repository,
+            )
+        except StageDefinitionError as exc:
+            raise CapabilityConfigError(f"{source}: {exc}") from None
+
+    def hooks_for(self, stage: str) -> StageHooks:
+        return self.hooks.get(stage) or StageHooks()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "stages": self.pipeline.stage_names(),
+            "llm_stages": [a.name for a in self.pipeline.agents if a.has_llm],
+            "tools": [spec.id for spec in self.catalog.list()],
+            "bounds": self.pipeline.bounds.model_dump(),
+            "example": self.example_goal,
+            "complexity": self.complexity,
+        }
+
+
+class UnknownCapability(LookupError):
+    pass
+
+
+_CACHE: dict[str, Capability] = {}
+
+
+def register(capability: Capability) -> None:
+    """Make a capability loadable by name without a package (tests, notebooks)."""
+    _CACHE[capability.name] = capability
+
+
+def installed(package: str = "capabilities") -> list[str]:
+    """Capabilities shipped as packages (what gets deployed), without ones registered in-process."""
+    module = importlib.import_module(package)
+    return sorted(info.name for info in pkgutil.iter_modules(module.__path__) if info.ispkg)
+
+
+def available(package: str = "capabilities") -> list[str]:
+    return sorted(set(installed(package)) | set(_CACHE))
+
+
+def load(name: str, package: str = "capabilities") -> Capability:
+    """Import one capability (only that one: cold starts should not pay for the others)."""
+    if name in _CACHE:
+        return _CACHE[name]
+    names = available(package)
+    if name not in names:
+        raise UnknownCapability(f"unknown capability '{name}'; installed: {', '.join(names) or 'none'}")
+    module = importlib.import_module(f"{package}.{name}")
+    capability = getattr(module, "CAPABILITY", None)
+    config_path = Path(module.__file__ or "").parent / CONFIG_FILE
+    if capability is None and config_path.exists():
+        capability = Capability.from_config(
+            load_config(config_path),
+            hooks=getattr(module, "HOOKS", {}),
+            offline_policy=getattr(module, "offline_policy"),  # noqa: B009 (named for the error below)
+            catalog=getattr(module, "CATALOG", None),
+            prepare_context=getattr(module, "prepare_context", None),
+            source=str(config_path),
+        )
+    if not isinstance(capability, Capability):
+        raise UnknownCapability(f"capabilities/{name} defines neither CAPABILITY nor {CONFIG_FILE} + hooks")
+    _CACHE[name] = capability
+    return capability
+
+
+def load_all(package: str = "capabilities") -> list[Capability]:
+    return [load(name, package) for name in available(package)]

@@ -1,0 +1,94 @@
+"""The runtime's domain errors, in one module: adapters raise them (`raise X from exc`), the HTTP API
+maps them to statuses in one place (missions.app.api), and the state machine reads the names of
+the ones no retry can fix.
+
+Stage errors no retry can fix: the runner records them as not retryable; the compiled state
+machine lists their names (Lambda reports an exception's class name as its error type) in a
+Retry with MaxAttempts 0, so a wiring bug or an evidence violation goes straight to the failure
+path instead of being retried.
+"""
+
+from __future__ import annotations
+
+# -- what a request asked for cannot be done; nothing was changed ---------------------------------
+
+
+class NotFound(LookupError):
+    """No such thing (or not one the caller may see: another user's mission is as missing as none)."""
+
+
+class ConflictError(RuntimeError):
+    """A conditional write lost: the thing already exists or changed state."""
+
+
+class TransitionRefused(ConflictError):
+    """A status change the mission's current status does not allow (see missions.service.lifecycle)."""
+
+    def __init__(self, mission_id: str, current: str, wanted: str):
+        super().__init__(f"mission {mission_id} is {current}; it cannot become {wanted}")
+        self.mission_id, self.current, self.wanted = mission_id, current, wanted
+
+
+class TaskGone(ConflictError):
+    """A waiting task's token no longer accepts an answer (timed out, or its execution ended)."""
+
+
+class MissionRequestError(ValueError):
+    """The request cannot start a mission; the message says why. Nothing was changed."""
+
+
+class AnswerRejected(ValueError):
+    """The answer does not fit the interrupt (wrong shape, unknown option): nothing changed."""
+
+
+class MemoryValidationError(ValueError):
+    """A namespace, key or value the store refuses; the message names which and why."""
+
+
+class RepositoryRequestError(ValueError):
+    """The request cannot register or import a repository; nothing was stored."""
+
+
+class RepositoryConflict(RuntimeError):
+    """The repository is not in a state that allows this, e.g. an import is already running."""
+
+
+class DependencyUnavailable(RuntimeError):
+    """A service the request needs (the event bus, the embedding model) refused it; nothing was stored."""
+
+
+# -- stages ----------------------------------------------------------------------------------------
+
+
+class StageDefinitionError(Exception):
+    """A capability's stage is wired wrongly (a bug, not a transient failure): never retried."""
+
+
+class EvidenceChainViolation(Exception):
+    """A stage cited evidence no tool returned, or a critic added content. Never retried."""
+
+
+class StageRequestError(ValueError):
+    """The state machine sent a request this runner cannot serve (a wiring bug): not retried."""
+
+
+NON_RETRYABLE: tuple[type[Exception], ...] = (StageDefinitionError, EvidenceChainViolation, StageRequestError)
+NON_RETRYABLE_ERRORS: list[str] = [error.__name__ for error in NON_RETRYABLE]
+
+__all__ = [
+    "NON_RETRYABLE",
+    "NON_RETRYABLE_ERRORS",
+    "AnswerRejected",
+    "ConflictError",
+    "DependencyUnavailable",
+    "EvidenceChainViolation",
+    "MemoryValidationError",
+    "MissionRequestError",
+    "NotFound",
+    "RepositoryConflict",
+    "RepositoryRequestError",
+    "StageDefinitionError",
+    "StageRequestError",
+    "TaskGone",
+    "TransitionRefused",
+]

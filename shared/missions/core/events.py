@@ -1,0 +1,39 @@
+"""The event vocabulary (from the Jeeves orchestrator): what a mission's timeline is made of."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field
+
+from missions.core.envelope import Model, utcnow
+
+
+class EventType(StrEnum):
+    FLOW_STARTED = "orchestrator.started"
+    FLOW_COMPLETED = "orchestrator.completed"
+    FLOW_ERROR = "orchestrator.error"
+    AGENT_STARTED = "agent_started"
+    AGENT_COMPLETED = "agent_completed"
+    TOOL_STARTED = "executor.tool_started"
+    TOOL_COMPLETED = "executor.tool_completed"
+    STAGE_TRANSITION = "orchestrator.stage_transition"
+    CRITIC_DECISION = "critic.decision"
+    BOUND_REACHED = "orchestrator.bound_reached"
+    INTERRUPT_RAISED = "interrupt.raised"
+    INTERRUPT_ANSWERED = "interrupt.answered"
+    INTERRUPT_EXPIRED = "interrupt.expired"  # timed out, or the mission ended before its answer arrived
+    MISSION_QUEUED = "mission.queued"
+    MISSION_CANCELLED = "mission.cancelled"
+    FEEDBACK_RECEIVED = "feedback.received"
+    FEEDBACK_COMPLAINT = "feedback.complaint"
+
+
+class Event(Model):
+    type: EventType
+    mission_id: str
+    stage: str | None = None
+    at: str = Field(default_factory=utcnow)
+    payload: dict[str, Any] = Field(default_factory=dict)
+    position: str | None = None  # set by the store: the cursor of this event

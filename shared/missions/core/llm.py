@@ -1,0 +1,53 @@
+"""The provider protocol every LLM backend implements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+
+class LLMError(Exception):
+    """The model could not produce a valid answer; the stage records it and may be retried."""
+
+
+class TransientLLMError(LLMError):
+    """A failure worth retrying later (rate limit, 5xx, timeout, open circuit)."""
+
+
+@dataclass
+class LLMRequest:
+    """One structured completion. `envelope` is for offline policies only and is never sent."""
+
+    stage: str
+    role: str
+    messages: list[dict[str, str]]
+    output_model: type[BaseModel]
+    temperature: float | None = None
+    max_tokens: int | None = None
+    envelope: Any = None
+    hints: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class LLMResult:
+    output: BaseModel
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    latency_ms: float = 0.0
+    repaired: bool = False
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    name: str
+
+    def complete(self, request: LLMRequest) -> LLMResult: ...
+
+
+# what a capability supplies to answer offline: its stage requests -> valid outputs
+OfflinePolicy = Callable[[LLMRequest], BaseModel | dict[str, Any]]

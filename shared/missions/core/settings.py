@@ -1,0 +1,123 @@
+"""Runtime settings: read from the environment once, validated, then passed around."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from missions.core.offload import DEFAULT_THRESHOLD
+
+
+class SettingsError(ValueError):
+    pass
+
+
+PREFIX = "MISSIONS_"
+# read by the `missions` CLI as a client of a deployed API, never by the runtime
+CLIENT_VARIABLES = frozenset({"MISSIONS_DEBUG", "MISSIONS_API_URL", "MISSIONS_TOKEN"})
+JSON_FIELDS = ("openai_models", "state_machine_arns", "webhook_sources", "repo_roots", "operators")
+
+
+class RuntimeSettings(BaseModel):
+    """What a stage, interrupt or starter function needs to know about its environment."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    missions_table: str = Field(min_length=3)
+    checkpoints_table: str = Field(min_length=3)
+    events_table: str = Field(min_length=3)
+    interrupts_table: str = Field(min_length=3)
+    blob_bucket: str = Field(min_length=3)
+    memory_table: str | None = None
+    dispatch_table: str | None = None
+    learnings_table: str | None = None
+    deliveries_table: str | None = None
+    artifacts_table: str | None = None
+    repositories_table: str | None = None
+    snapshot_bucket: str | None = None  # repository snapshots and uploads
+    # dev and tests only: git imports from file URLs under repo_roots and from loopback hosts
+    local_git_sources: bool = False
+    operators: list[str] = Field(default_factory=list, max_length=100)  # users who may share repositories
+    event_bus: str | None = None
+    concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
+    state_machine_arns: dict[str, str] = Field(default_factory=dict)  # capability -> state machine ARN
+    webhook_sources: dict[str, dict[str, Any]] = Field(default_factory=dict)  # local only: name -> secret, user_id
+    webhook_secrets_prefix: str | None = None  # in AWS: Secrets Manager names <prefix>/<source>
+    capability: str | None = None  # a stage function serves exactly one capability
+    llm_provider: Literal["scripted", "openai"] = "scripted"
+    openai_api_key: SecretStr | None = None  # local use; in AWS the key is in Secrets Manager:
+    openai_secret: str | None = None  # its secret id (name or ARN), read at first use and cached
+    openai_base_url: str | None = None
+    openai_default_model: str = "gpt-4o-mini"
+    openai_fallback_model: str | None = None
+    openai_models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
+    offload_threshold: int = Field(DEFAULT_THRESHOLD, ge=4096, le=200_000)
+    checkpoint_ttl_days: int | None = Field(None, ge=1)
+    interrupt_sla_hours: int = Field(24, ge=1)  # a question unanswered for longer is reported overdue
+    retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
+    retention_failed_days: int = Field(7, ge=1)
+    # directories whose code missions may read by path (the dev server's --repo-root); none in AWS,
+    # where a mission reads only repositories registered through the API
+    repo_roots: list[str] = Field(default_factory=list, max_length=32)
+    tracing: bool = False  # X-Ray through Powertools Tracer: its SDK costs ~0.4 s of cold start
+    workspace_dir: str = "/tmp/missions/repositories"  # where snapshots are unpacked (ephemeral storage)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
+        """Settings from MISSIONS_* variables (and OPENAI_API_KEY / OPENAI_BASE_URL)."""
+        env = os.environ if environ is None else environ
+        named = {key: value for key, value in env.items() if key.startswith(PREFIX) and key not in CLIENT_VARIABLES}
+        unknown = sorted(key for key in named if key[len(PREFIX) :].lower() not in cls.model_fields)
+        if unknown:  # a misspelt setting would otherwise be ignored in silence
+            raise SettingsError(f"unknown runtime settings {unknown}; see missions.core.settings.RuntimeSettings")
+        values: dict[str, object] = {key[len(PREFIX) :].lower(): value for key, value in named.items()}
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+            if env.get(name):
+                values.setdefault(name.lower(), env[name])
+        import json
+
+        for name in JSON_FIELDS:
+            if isinstance(values.get(name), str):
+                values[name] = json.loads(str(values[name]))
+        if "llm_provider" not in values and (values.get("openai_api_key") or values.get("openai_base_url")):
+            values["llm_provider"] = "openai"
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(f"MISSIONS_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+            raise SettingsError(f"invalid runtime settings: {problems}") from exc
+
+
+def environment_of(**values: Any) -> dict[str, str]:
+    """A function environment holding these settings, named exactly as `from_env` reads them.
+
+    The CDK stack builds every function's environment with it, so a variable name is never typed
+    by hand and an unknown setting fails the synth. Values may be CDK tokens (strings).
+    """
+    unknown = sorted(set(values) - set(RuntimeSettings.model_fields))
+    if unknown:
+        raise SettingsError(f"unknown runtime settings {unknown}")
+    environment = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, dict | list | tuple) and name in JSON_FIELDS:
+            import json
+
+            text = json.dumps(value)
+        else:
+            text = str(value)
+        environment[f"{PREFIX}{name.upper()}"] = text
+    return environment
+
+
+@lru_cache(maxsize=1)
+def settings_from_env() -> RuntimeSettings:
+    """Validated once per process (a Lambda container), on first use, never at import."""
+    return RuntimeSettings.from_env()

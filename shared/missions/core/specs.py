@@ -1,0 +1,167 @@
+"""Resource specifications: the one source of truth for tables, shared by the local
+emulation (which creates them in moto) and the CDK stack (which deploys them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition_key: str
+    sort_key: str | None = None
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    id: str  # logical id, also the settings field that carries the physical name
+    partition_key: str
+    sort_key: str | None = None
+    ttl_attribute: str | None = None
+    stream: bool = False
+    indexes: tuple[Index, ...] = field(default_factory=tuple)
+
+    def key_schema(self) -> list[dict[str, str]]:
+        schema = [{"AttributeName": self.partition_key, "KeyType": "HASH"}]
+        if self.sort_key:
+            schema.append({"AttributeName": self.sort_key, "KeyType": "RANGE"})
+        return schema
+
+    def attributes(self) -> list[str]:
+        names = [self.partition_key] + ([self.sort_key] if self.sort_key else [])
+        for index in self.indexes:
+            names += [index.partition_key] + ([index.sort_key] if index.sort_key else [])
+        return list(dict.fromkeys(names))
+
+
+MISSIONS = TableSpec(
+    "missions",
+    partition_key="mission_id",
+    indexes=(
+        Index("by_user", "user_id", "created_at"),
+        Index("by_capability", "capability", "created_at"),
+        Index("by_status", "status", "completed_at"),  # retention finds missions that ended long ago
+    ),
+)
+CHECKPOINTS = TableSpec("checkpoints", partition_key="thread_id", sort_key="checkpoint_id", ttl_attribute="expires_at")
+EVENTS = TableSpec("events", partition_key="mission_id", sort_key="position", ttl_attribute="expires_at")
+INTERRUPTS = TableSpec(
+    "interrupts",
+    partition_key="mission_id",
+    sort_key="interrupt_id",
+    ttl_attribute="expires_at",
+    # sparse: only pending questions carry `waiting`, so finding overdue ones reads only those
+    indexes=(Index("waiting", "waiting", "created_at"),),
+)
+
+# long-term memory: owner = "<user>#<namespace>", key = item key; its stream drives memory triggers
+MEMORY = TableSpec(
+    "memory",
+    partition_key="owner",
+    sort_key="key",
+    stream=True,
+    indexes=(Index("by_namespace_head", "namespace_head", "owner"),),  # schedules find opted-in users
+)
+# the dispatcher: per-user running slots, per-user priority queues
+DISPATCH = TableSpec("dispatch", partition_key="pk", sort_key="sk")
+# per-capability learnings aggregated from feedback, and webhook delivery ids seen (TTL)
+LEARNINGS = TableSpec("learnings", partition_key="capability")
+DELIVERIES = TableSpec("deliveries", partition_key="delivery_id", ttl_attribute="expires_at")
+
+# versioned documents missions write for their users: key = "<path>#<version, zero-padded>"
+ARTIFACTS = TableSpec("artifacts", partition_key="mission_id", sort_key="key", ttl_attribute="expires_at")
+
+# repositories users registered (or an operator shared): owner lists them; snapshots are in the bucket
+REPOSITORIES = TableSpec(
+    "repositories", partition_key="repository_id", indexes=(Index("by_owner", "owner", "created_at"),)
+)
+
+TABLES: tuple[TableSpec, ...] = (
+    MISSIONS,
+    CHECKPOINTS,
+    EVENTS,
+    INTERRUPTS,
+    MEMORY,
+    DISPATCH,
+    LEARNINGS,
+    DELIVERIES,
+    ARTIFACTS,
+    REPOSITORIES,
+)
+
+# Blobs of offloaded envelope fields: compressed blobs up to this size live in the
+# checkpoints table, bigger ones in the bucket (a DynamoDB item is capped at 400 KB).
+BLOB_INLINE_LIMIT = 350 * 1024
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """A Lambda function: its code folder under functions/ and its handler."""
+
+    id: str
+    code_dir: str
+    handler: str = "handler.lambda_handler"
+
+    @property
+    def module(self) -> str:
+        """The importable module of the handler when run in-process (local emulation, tests)."""
+        return f"functions.{self.code_dir}.{self.handler.rsplit('.', 1)[0]}"
+
+    @property
+    def attribute(self) -> str:
+        return self.handler.rsplit(".", 1)[1]
+
+
+STAGE_FUNCTION = FunctionSpec("stage", "stage")
+INTERRUPT_FUNCTION = FunctionSpec("interrupt", "interrupt")
+API_FUNCTION = FunctionSpec("api", "api")
+WEBHOOK_FUNCTION = FunctionSpec("webhook", "webhook")
+TRIGGER_FUNCTION = FunctionSpec("trigger", "trigger")
+SCHEDULE_FUNCTION = FunctionSpec("schedule", "schedule")
+MEMORY_STREAM_FUNCTION = FunctionSpec("memory-stream", "memory_stream")
+STATUS_FUNCTION = FunctionSpec("status", "status")
+SLA_FUNCTION = FunctionSpec("sla", "sla")
+RETENTION_FUNCTION = FunctionSpec("retention", "retention")
+# clones or unpacks a repository into an immutable snapshot; the only function that writes snapshots
+REPOSITORY_IMPORT_FUNCTION = FunctionSpec("repository-import", "repository_import")
+SERVICE_FUNCTIONS = (
+    API_FUNCTION,
+    WEBHOOK_FUNCTION,
+    TRIGGER_FUNCTION,
+    SCHEDULE_FUNCTION,
+    MEMORY_STREAM_FUNCTION,
+    STATUS_FUNCTION,
+    SLA_FUNCTION,
+    RETENTION_FUNCTION,
+    REPOSITORY_IMPORT_FUNCTION,
+)
+
+# the API asks for an import by an event on the mission bus; a rule sends it to the import function
+REPOSITORY_SOURCE = "missions.repositories"
+IMPORT_DETAIL_TYPE = "repository.import"
+REPOSITORY_IMPORT_PATTERN = {"source": [REPOSITORY_SOURCE], "detail-type": [IMPORT_DETAIL_TYPE]}
+
+
+def stage_function_name(prefix: str, capability: str, stage: str) -> str:
+    return f"{prefix}-{capability}-{stage}".replace("_", "-")[:64]
+
+
+def state_machine_name(prefix: str, capability: str) -> str:
+    return f"{prefix}-{capability}".replace("_", "-")[:80]
+
+
+# Step Functions reports ended executions on the default bus; the status function frees the user's slot
+EXECUTION_STATUS_SOURCE = "aws.states"
+EXECUTION_STATUS_DETAIL_TYPE = "Step Functions Execution Status Change"
+EXECUTION_ENDED = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
+
+
+def execution_ended_pattern(state_machine_arns: list[str]) -> dict[str, Any]:
+    """The rule that hands the status function every mission execution that ended."""
+    return {
+        "source": [EXECUTION_STATUS_SOURCE],
+        "detail-type": [EXECUTION_STATUS_DETAIL_TYPE],
+        "detail": {"stateMachineArn": list(state_machine_arns), "status": list(EXECUTION_ENDED)},
+    }

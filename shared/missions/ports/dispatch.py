@@ -1,0 +1,60 @@
+"""The dispatcher's storage port: per-user priority queues and running sets (see missions.service.dispatch)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Protocol
+
+from missions.core.envelope import Model
+from missions.core.requests import MissionRequest
+
+NO_DEADLINE = "9999-12-31T23:59:59.999999Z"  # sorts after every real deadline
+
+
+class QueueEntry(Model):
+    """A queued mission: the request to start, and where it sits in its user's queue."""
+
+    user_id: str
+    mission_id: str
+    rank: int  # Priority.rank: lower runs first
+    deadline: str = NO_DEADLINE  # deadline_key()
+    arrival: int  # nanoseconds since the epoch
+    request: MissionRequest
+
+    @property
+    def sort_key(self) -> str:
+        """Priority, then deadline, then arrival, then mission id (a total order)."""
+        return f"{self.rank}#{self.deadline}#{self.arrival:020d}#{self.mission_id}"
+
+
+class Claim(StrEnum):
+    CLAIMED = "claimed"  # the entry is ours and its mission holds a slot: start it
+    FULL = "full"  # the user's running set is full: stop draining
+    GONE = "gone"  # another drainer claimed (or someone removed) the entry: read the head again
+
+
+class DispatchStore(Protocol):
+    """Per-user priority queues and running sets. Every method is atomic."""
+
+    def enqueue(self, entry: QueueEntry) -> None:
+        """Add the entry (idempotent: the same sort key is one entry)."""
+
+    def head(self, user_id: str) -> QueueEntry | None:
+        """The first entry of the user's queue (a consistent read), or None when it is empty."""
+
+    def claim(self, entry: QueueEntry, limit: int) -> Claim:
+        """Atomically delete the entry and add its mission id to the user's running set, only if
+        the entry exists and the set holds fewer than `limit` ids or already holds this one.
+        GONE wins over FULL when both conditions fail."""
+
+    def release(self, user_id: str, mission_id: str) -> None:
+        """Remove the id from the user's running set (idempotent)."""
+
+    def remove(self, entry: QueueEntry) -> bool:
+        """Delete a queued entry (a cancellation); True only for the caller that deleted it."""
+
+    def running(self, user_id: str) -> set[str]:
+        """The ids holding the user's slots (a consistent read)."""
+
+    def queued(self, user_id: str) -> list[QueueEntry]:
+        """The user's queue, first to run first."""

@@ -1,0 +1,33 @@
+"""Long-term memory: namespaced items per user with semantic search (DynamoDB in AWS), and its embedder."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from missions.core.memory import MemoryItem, Namespace
+
+
+class LongTermMemory(Protocol):
+    def put(self, user_id: str, namespace: Namespace, key: str, value: Any) -> MemoryItem:
+        """Create or replace; MemoryValidationError for bad names or values over 64 KB."""
+
+    def get(self, user_id: str, namespace: Namespace, key: str) -> MemoryItem | None: ...
+
+    def delete(self, user_id: str, namespace: Namespace, key: str) -> bool:
+        """True if something was deleted."""
+
+    def list(self, user_id: str, namespace: Namespace, limit: int = 100) -> list[MemoryItem]: ...
+
+    def search(self, user_id: str, namespace: Namespace, query: str, limit: int = 10) -> list[tuple[MemoryItem, float]]:
+        """Items of that namespace most similar to the query, best first, with cosine scores."""
+
+    def users_with(self, namespace_head: str) -> list[str]:
+        """Users holding at least one item in a namespace whose first segment is `namespace_head`."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    dimensions: int
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """One vector of `dimensions` floats per text, in order."""

@@ -1,0 +1,268 @@
+"""What the runtime needs from storage, independent of any backend.
+
+Every backend runs the same conformance suite (tests/conformance), in memory and on DynamoDB.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from pydantic import Field
+
+from missions.core.artifacts import Artifact, Artifacts
+from missions.core.envelope import InterruptKind, InterruptResponse, Model, utcnow
+from missions.core.events import Event
+
+
+class MissionStatus:
+    CREATED = "created"
+    QUEUED = "queued"
+    RUNNING = "running"
+    INTERRUPTED = "interrupted"
+    CANCELLING = "cancelling"  # the user cancelled; its execution is being stopped
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    ARCHIVED = "archived"  # ended long ago: summarized into long-term memory, checkpoints removed
+    TERMINAL = frozenset({"completed", "failed", "cancelled", "archived"})
+
+
+LIFECYCLE = ("created", "planning", "executing", "interrupted", "reflecting", "completed", "failed", "archived")
+
+
+def lifecycle_of(record: MissionRecord) -> str:
+    """Seed 004's lifecycle state of a mission (plus 'cancelled', which the user chose)."""
+    status = record.status
+    if status in (MissionStatus.CREATED, MissionStatus.QUEUED):
+        return "created"
+    if status == MissionStatus.CANCELLING:
+        return "cancelled"
+    if status == MissionStatus.RUNNING:
+        return record.phase or ("planning" if record.stage is None else "executing")
+    return status  # interrupted, completed, failed, cancelled, archived
+
+
+class MissionRecord(Model):
+    mission_id: str
+    user_id: str
+    capability: str
+    goal: str
+    status: str = MissionStatus.CREATED
+    stage: str | None = None
+    execution_arn: str | None = None
+    created_at: str = Field(default_factory=utcnow)
+    updated_at: str = Field(default_factory=utcnow)
+    terminal_reason: str | None = None
+    result: dict[str, Any] | None = None
+    counters: dict[str, Any] = Field(default_factory=dict)
+    pending_interrupt: str | None = None
+    priority: str = "medium"
+    trigger: str = "api"
+    completed_at: str | None = None
+    feedback: dict[str, Any] | None = None
+    phase: str | None = None  # planning | executing | reflecting: the running stage's phase
+    archived_at: str | None = None
+
+
+class Checkpoint(Model):
+    thread_id: str
+    checkpoint_id: str
+    parent_id: str | None
+    stage: str
+    created_at: str = Field(default_factory=utcnow)
+    envelope: dict[str, Any]  # the encoded envelope (may hold blob references)
+
+
+class InterruptRecord(Model):
+    mission_id: str
+    interrupt_id: str
+    kind: InterruptKind
+    stage: str
+    question: str
+    options: list[str] = Field(default_factory=list)
+    data: dict[str, Any] = Field(default_factory=dict)
+    task_token: str
+    checkpoint_id: str | None = None
+    status: str = "pending"  # pending | answered | expired
+    response: InterruptResponse | None = None
+    created_at: str = Field(default_factory=utcnow)
+    answered_at: str | None = None
+
+
+class MissionStore(Protocol):
+    def create(self, record: MissionRecord) -> None:
+        """Create; ConflictError if the mission id exists."""
+
+    def get(self, mission_id: str) -> MissionRecord: ...
+
+    def update(self, mission_id: str, **fields: Any) -> None:
+        """Set fields other than `status` on an existing mission (NotFound if missing)."""
+
+    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
+        """Set `status` (and fields) only if the current status is in `allowed_from`, in one conditional
+        write; TransitionRefused otherwise, NotFound if missing. Only missions.service.lifecycle calls it."""
+
+    def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
+        """Set once (conditional write); ConflictError if feedback exists, NotFound if the mission does not."""
+
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]: ...
+
+    def ended_before(self, status: str, before: str, limit: int = 100) -> list[MissionRecord]:
+        """Missions in `status` whose completed_at is before the time, oldest first."""
+
+
+class MissionsByCapability(Protocol):
+    def list(self, capability: str, since_iso: str) -> list[MissionRecord]:
+        """Missions of the capability created at or after `since_iso` (same format as created_at), oldest first."""
+
+
+class CheckpointStore(Protocol):
+    def put(self, checkpoint: Checkpoint) -> Checkpoint:
+        """Write once. If that checkpoint id exists, return the stored one unchanged."""
+
+    def get(self, thread_id: str, checkpoint_id: str) -> Checkpoint: ...
+
+    def list(self, thread_id: str) -> list[Checkpoint]:
+        """Oldest first."""
+
+    def latest(self, thread_id: str) -> Checkpoint | None: ...
+
+    def delete_thread(self, thread_id: str) -> int:
+        """Remove every checkpoint of the thread (retention); returns how many there were."""
+
+
+def event_position(sequence: int) -> str:
+    """An event's place in its mission's timeline, as a cursor: its sequence number, sortable as text."""
+    return f"e{sequence:012d}"
+
+
+class EventStore(Protocol):
+    """A mission's timeline. The store orders it, not the writers: each batch is placed after every
+    batch appended before it (a per-mission sequence), whoever wrote it."""
+
+    def append(self, mission_id: str, batch_id: str, events: list[Event]) -> None:
+        """Append the events, in order, after everything appended so far. `batch_id` names the write
+        so a retry is not a second copy: appending the batch that was appended last, again, rewrites
+        it in place (a stage retried after its events were written)."""
+
+    def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
+        """Events strictly after the cursor, in order; returns (events, cursor of the last one)."""
+
+
+class InterruptStore(Protocol):
+    def put(self, record: InterruptRecord) -> None:
+        """Idempotent for the same interrupt id (a retried Lambda keeps the newest token)."""
+
+    def get(self, mission_id: str, interrupt_id: str) -> InterruptRecord: ...
+
+    def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse) -> InterruptRecord:
+        """Mark answered exactly once; ConflictError when it is not pending."""
+
+    def expire(self, mission_id: str, interrupt_id: str) -> None:
+        """Mark it expired (timed out, or its answer could not be delivered); NotFound if missing."""
+
+    def pending(self, mission_id: str) -> list[InterruptRecord]: ...
+
+    def overdue(self, asked_before: str, limit: int = 100) -> list[InterruptRecord]:
+        """Pending interrupts of any mission asked before the time, oldest first."""
+
+
+class ArtifactStore(Artifacts, Protocol):
+    """Artifacts as stages write them (put, get), and as the API lists them."""
+
+    def list(self, mission_id: str) -> list[Artifact]:
+        """Every version of every artifact of the mission, by path then version."""
+
+
+class RepositoryStatus:
+    AWAITING_UPLOAD = "awaiting_upload"  # registered for an upload that has not arrived yet
+    IMPORTING = "importing"
+    READY = "ready"
+    FAILED = "failed"  # `reason` says why; the repository can be imported again
+
+
+class RepositorySnapshot(Model):
+    """One immutable import of a repository: its content hash names its archive."""
+
+    sha256: str
+    commit: str | None = None  # git imports: the commit snapshotted
+    ref: str | None = None  # git imports: the ref asked for (or the default branch)
+    files: int = 0
+    total_bytes: int = 0
+    archive_bytes: int = 0
+    imported_at: str = Field(default_factory=utcnow)
+
+
+class RepositoryRecord(Model):
+    repository_id: str
+    owner: str  # the user who registered it, or "#shared" for one an operator shared with everyone
+    name: str
+    source: str  # "git" | "upload"
+    url: str | None = None  # git: without credentials
+    ref: str | None = None  # git: the ref to import (None: the default branch)
+    format: str | None = None  # upload: "tar.gz" | "zip"
+    upload_bytes: int | None = None  # upload: the size the client declared (signed into the upload URL)
+    status: str = RepositoryStatus.IMPORTING
+    reason: str | None = None  # why the last import failed
+    snapshots: list[RepositorySnapshot] = Field(default_factory=list)  # oldest first; the last is current
+    revision: int = 0  # bumped by every snapshot change: concurrent imports never overwrite each other
+    created_at: str = Field(default_factory=utcnow)
+    updated_at: str = Field(default_factory=utcnow)
+
+    def readable_by(self, user_id: str) -> bool:
+        return self.owner == user_id or self.owner == "#shared"
+
+
+class RepositoryStore(Protocol):
+    def create(self, record: RepositoryRecord) -> None:
+        """Create; ConflictError if the id exists."""
+
+    def get(self, repository_id: str) -> RepositoryRecord:
+        """NotFound when missing."""
+
+    def list_for_owner(self, owner: str, limit: int = 100) -> list[RepositoryRecord]:
+        """Newest first."""
+
+    def update(self, repository_id: str, *, expect_status: str | None = None, **fields: Any) -> RepositoryRecord:
+        """Set fields; with `expect_status`, only in that status (else ConflictError). NotFound if missing."""
+
+    def add_snapshot(self, repository_id: str, snapshot: RepositorySnapshot) -> RepositoryRecord:
+        """Append a snapshot (one with the same sha256 is not added twice) and mark the repository ready."""
+
+    def delete(self, repository_id: str) -> None:
+        """Remove the record; NotFound if missing."""
+
+
+class SnapshotStore(Protocol):
+    """Immutable repository snapshots and the uploads they are made from (S3 in AWS)."""
+
+    def upload(self, key: str, source: Path) -> None: ...
+
+    def download(self, key: str, destination: Path) -> None:
+        """NotFound when there is no such object."""
+
+    def size(self, key: str) -> int | None:
+        """The object's size in bytes, None when it does not exist."""
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Delete every object under the prefix; returns how many."""
+
+    def upload_url(self, key: str, size_bytes: int, expires_seconds: int) -> str:
+        """A URL a client PUTs exactly `size_bytes` to (a presigned S3 URL in AWS)."""
+
+
+class Executions(Protocol):
+    """Running a mission's state machine (Step Functions in AWS): the runtime never sees the SDK."""
+
+    def start(self, state_machine_arn: str, name: str, input: str) -> str:
+        """Start an execution named `name` (the mission id); returns its ARN."""
+
+    def stop(self, execution_arn: str, cause: str) -> None:
+        """Stop it; an execution that already ended is not an error."""
+
+    def send_success(self, task_token: str, output: str) -> None:
+        """Resume a waiting task; TaskGone when its token no longer accepts an answer."""
+
+    def send_failure(self, task_token: str, error: str, cause: str) -> None:
+        """Fail a waiting task; TaskGone when its token no longer accepts it."""

@@ -1,1 +1,0 @@
-"""Repositories a user may read: allowed local roots, registered repositories, their snapshots."""

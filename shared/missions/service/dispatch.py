@@ -1,0 +1,236 @@
+"""The dispatcher: deduplicate mission requests, cap each user's running missions, queue the rest.
+
+Pure logic over two ports (a `DispatchStore` and a `MissionStore`); the DynamoDB adapter of the
+dispatch store is `missions.adapters.dynamodb.dispatch`, the in-memory one is here.
+
+Deduplication. A request's mission id is derived from its idempotency key (`mission_id_for`), the
+mission record is created with a conditional write, and the execution name is the mission id. A
+retried trigger therefore loses the create (-> "duplicate") and changes nothing else.
+
+Ordering. Each user has a queue ordered by priority (urgent > high > medium > low), then deadline
+(earliest first, none last), then arrival (first come, first served).
+
+Claims. A queued mission starts only after a *claim*: one atomic step that deletes its queue entry
+(only if it is still there) and adds its id to the user's running set (only if the set holds
+fewer than `limit` ids, or already holds this one). The suggested split into acquire-then-remove
+leaks slots: a drainer holding a stale head can acquire a slot for a mission that another drainer
+already started and that has since finished; its remove then fails and nobody releases that
+slot. One atomic claim has no such window (DynamoDB: one TransactWriteItems).
+
+Why the running set holds mission ids rather than a count: releasing an id is idempotent
+(`finished` may be delivered twice), and a slot always belongs to a known mission.
+
+Safety (never more than `limit` running per user). A mission starts only after its claim put its
+id in the set under the size condition, and its id leaves the set only when its execution ended
+(`finished`) or its start failed. So the started-and-not-ended missions are a subset of the set,
+whose size a claim never pushes past `limit`.
+
+Exactly once. A mission has one queue entry (only the submit that created its record enqueues
+it), the entry is deleted by exactly one successful claim, and only the claimer starts it.
+
+Liveness (no request is stranded while a slot is free). Every enqueue and every release is
+followed by a drain, and a drain stops only when
+  (a) it saw the queue empty (a consistent read): a later enqueue runs its own drain; or
+  (b) it saw the running set full (a read, or a failed claim): each of those missions is released
+      later (it ends, or its start fails), and each release is followed by a drain that reads the
+      queue afresh.
+A claim that finds its entry gone (another drainer took it) never stops a drain. So whenever the
+queue is not empty and a slot is free, a drain is running or about to run.
+This assumes `finished` is eventually called for every started mission, and that no process dies
+between creating a record and enqueueing it, or between a claim and the start; a crash there leaves
+a queued record without an entry or a slot held by a mission that never started (a reconciler's
+job, not done here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from missions.core.envelope import new_id
+from missions.core.errors import ConflictError, MissionRequestError, NotFound, TransitionRefused
+from missions.core.requests import MissionRequest
+from missions.ports.dispatch import NO_DEADLINE, Claim, DispatchStore, QueueEntry
+from missions.ports.store import MissionRecord, MissionStatus, MissionStore
+from missions.service.lifecycle import Lifecycle
+
+log = logging.getLogger(__name__)
+
+QUEUED = "queued"
+
+
+def mission_id_for(request: MissionRequest) -> str:
+    """The request's own id, else one derived from its idempotency key, else a fresh one.
+
+    The key is scoped by user: a key repeated by another user (a schedule tick fanned out to every
+    opted-in user, say) is a different mission, not a duplicate.
+    """
+    if request.mission_id:
+        return request.mission_id
+    if request.idempotency_key:
+        digest = hashlib.sha256(f"{request.user_id}\n{request.idempotency_key}".encode()).hexdigest()
+        return "m_" + digest[:20]
+    return new_id("m_")
+
+
+def deadline_key(deadline: str | None) -> str:
+    """A deadline as a fixed-width UTC string, so that string order is time order (naive = UTC)."""
+    if deadline is None:
+        return NO_DEADLINE
+    try:
+        moment = datetime.fromisoformat(deadline.strip())
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        moment = moment.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise MissionRequestError(f"deadline: not an ISO 8601 date-time: {deadline!r}") from None
+    return f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    """What `submit` did: "started" by this call, "queued" (not started by this call; another drain
+    may start it at any moment), or "duplicate" (the mission id existed: nothing changed)."""
+
+    mission_id: str
+    status: Literal["started", "queued", "duplicate"]
+
+
+class Dispatcher:
+    """Submits requests, and starts queued missions as slots free up (see the module docstring).
+
+    `start(request)` starts the mission's execution (named after `request.mission_id`); the record
+    exists and is marked running before it is called. `limit` is a number or a function of the user.
+    """
+
+    def __init__(
+        self,
+        store: DispatchStore,
+        missions: MissionStore,
+        start: Callable[[MissionRequest], None],
+        limit: int | Callable[[str], int] = 3,
+        clock: Callable[[], int] = time.time_ns,
+    ):
+        self._store = store
+        self._missions = missions
+        self._start = start
+        self._limit = limit
+        # Wall-clock, not monotonic: arrivals are compared across processes (Lambda instances), and a
+        # monotonic clock means nothing outside its own host. Within a process they strictly increase.
+        self._clock = clock
+        self._last_arrival = 0
+        self._arrival_lock = threading.Lock()
+
+    def limit_for(self, user_id: str) -> int:
+        return self._limit(user_id) if callable(self._limit) else self._limit
+
+    def submit(self, request: MissionRequest) -> DispatchResult:
+        """Record, enqueue and drain. MissionRequestError (nothing written) for a bad deadline."""
+        mission_id = mission_id_for(request)
+        deadline = deadline_key(request.deadline)
+        request = request.model_copy(update={"mission_id": mission_id})
+        try:
+            self._missions.create(
+                MissionRecord(
+                    mission_id=mission_id,
+                    user_id=request.user_id,
+                    capability=request.capability,
+                    goal=request.goal,
+                    status=QUEUED,
+                    priority=request.priority.value,
+                    trigger=request.trigger.value,
+                )
+            )
+        except ConflictError:
+            return DispatchResult(mission_id, "duplicate")
+        entry = QueueEntry(
+            user_id=request.user_id,
+            mission_id=mission_id,
+            rank=request.priority.rank,
+            deadline=deadline,
+            arrival=self._arrival(),
+            request=request,
+        )
+        self._store.enqueue(entry)
+        started = self.drain(request.user_id)
+        return DispatchResult(mission_id, "started" if mission_id in started else "queued")
+
+    def drain(self, user_id: str) -> list[str]:
+        """Start the user's queued missions while slots are free; returns the ids this call started.
+
+        A consistent read of the running set first: a full set ends the drain as a failed claim
+        would (the liveness argument is the same), for a read instead of a cancelled transaction.
+        """
+        started: list[str] = []
+        while True:
+            entry = self._store.head(user_id)
+            if entry is None:
+                return started
+            limit = self.limit_for(user_id)
+            running = self._store.running(user_id)
+            if len(running) >= limit and entry.mission_id not in running:
+                return started
+            outcome = self._store.claim(entry, limit)
+            if outcome is Claim.FULL:
+                return started
+            if outcome is Claim.CLAIMED and self._launch(entry):
+                started.append(entry.mission_id)
+            # GONE, or a failed start (its slot was released): read the head again
+
+    def finished(self, mission_id: str) -> list[str]:
+        """An execution ended (may be called more than once): free its slot, start the next ones."""
+        try:
+            record = self._missions.get(mission_id)
+        except NotFound:
+            log.warning("finished: unknown mission %s", mission_id)
+            return []
+        self._store.release(record.user_id, mission_id)
+        return self.drain(record.user_id)
+
+    def _launch(self, entry: QueueEntry) -> bool:
+        """Start a claimed mission; on failure mark it failed and free its slot (the caller's drain
+        loop then goes on, which is the drain that follows this release)."""
+        lifecycle = Lifecycle(self._missions)
+        try:
+            lifecycle.start(entry.mission_id)  # refused when the user cancelled it while it was queued
+        except (TransitionRefused, NotFound) as exc:
+            log.info("mission %s not started: %s", entry.mission_id, exc)
+            self._store.release(entry.user_id, entry.mission_id)
+            return False
+        try:
+            self._start(entry.request)
+            return True
+        except Exception as exc:
+            log.warning("start of mission %s failed: %s", entry.mission_id, exc)
+            try:
+                lifecycle.move(entry.mission_id, MissionStatus.FAILED, terminal_reason=f"start_failed: {exc}"[:500])
+            except Exception:
+                log.exception("could not mark mission %s failed", entry.mission_id)
+            self._store.release(entry.user_id, entry.mission_id)
+            return False
+
+    def queued(self, user_id: str) -> list[QueueEntry]:
+        """The user's queue, first to run first."""
+        return self._store.queued(user_id)
+
+    def running(self, user_id: str) -> set[str]:
+        """The missions holding the user's running slots."""
+        return self._store.running(user_id)
+
+    def cancel_queued(self, user_id: str, mission_id: str) -> bool:
+        """Take a queued mission out of its user's queue; False when no entry is left (a claim took it)."""
+        for entry in self._store.queued(user_id):
+            if entry.mission_id == mission_id:
+                return self._store.remove(entry)
+        return False
+
+    def _arrival(self) -> int:
+        with self._arrival_lock:
+            self._last_arrival = max(self._clock(), self._last_arrival + 1)
+            return self._last_arrival

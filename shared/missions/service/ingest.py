@@ -1,0 +1,99 @@
+"""Triggers arriving: webhooks, bus events, schedule ticks and memory changes, down to the launcher."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from missions.core import capability as registry
+from missions.core.errors import DependencyUnavailable, MissionRequestError
+from missions.core.memory import MemoryChange
+from missions.core.requests import MissionRequest
+from missions.core.trigger_specs import memory_change_event
+from missions.ports.bus import EventBus
+from missions.ports.memory import LongTermMemory
+from missions.ports.webhooks import DeliveryStore, WebhookSources
+from missions.service.launcher import Launcher
+from missions.service.trigger_rules import requests_for_event, requests_for_schedule
+from missions.service.webhooks import WebhookRejected, bus_event, verify_delivery
+
+log = logging.getLogger(__name__)
+
+
+def _response(status: int, body: dict[str, Any]) -> dict[str, Any]:
+    return {"statusCode": status, "headers": {"content-type": "application/json"}, "body": json.dumps(body)}
+
+
+def receive_webhook(
+    event: dict[str, Any],
+    *,
+    sources: WebhookSources,
+    deliveries: DeliveryStore,
+    bus: EventBus,
+    now: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """POST /webhooks/{source}: 202 accepted, 200 duplicate, 4xx with the reason, 503 to retry."""
+    source = (event.get("pathParameters") or {}).get("source") or event.get("rawPath", "").rstrip("/").split("/")[-1]
+    raw = event.get("body") or ""
+    body = base64.b64decode(raw) if event.get("isBase64Encoded") else raw.encode()
+    try:
+        delivery = verify_delivery(
+            source_name=source,
+            headers=event.get("headers") or {},
+            body=body,
+            sources=sources,
+            deliveries=deliveries,
+            now=now(),
+        )
+    except WebhookRejected as rejected:
+        return _response(rejected.status, {"statusCode": rejected.status, "message": rejected.reason})
+    if delivery.duplicate:
+        return _response(200, {"duplicate": True, "delivery_id": delivery.delivery_id})
+    try:
+        bus.publish([bus_event(delivery)])
+    except DependencyUnavailable as exc:
+        deliveries.forget(delivery.delivery_id, delivery.source)  # let the sender's retry through
+        log.error("webhook delivery could not reach the bus: %s", exc, extra={"delivery_id": delivery.delivery_id})
+        return _response(503, {"statusCode": 503, "message": "could not accept the delivery now; retry"})
+    return _response(202, {"accepted": True, "delivery_id": delivery.delivery_id})
+
+
+def dispatch_event(event: dict[str, Any], launcher: Launcher) -> dict[str, Any]:
+    """A bus event a rule matched: every trigger it satisfies becomes a submitted mission."""
+    requests = requests_for_event(event, registry.load_all())
+    return _submit_all(requests, launcher, origin=str(event.get("detail-type", "event")))
+
+
+def fan_out_schedule(
+    event: dict[str, Any], launcher: Launcher, memory: LongTermMemory, all_users: Callable[[], list[str]]
+) -> dict[str, Any]:
+    """One scheduler tick: one mission per user it concerns (idempotent per schedule, time and user)."""
+    requests = requests_for_schedule(event, registry.load_all(), memory, all_users)
+    return _submit_all(requests, launcher, origin=f"schedule {event.get('schedule_id')}")
+
+
+def publish_memory_change(change: MemoryChange | None, bus: EventBus) -> None:
+    """One memory change -> one `memory.changed` event. Raising marks just this stream record failed."""
+    if change is None or change.namespace[0].startswith("_"):
+        return  # internal namespaces (e.g. the user registry) never trigger missions
+    bus.publish([memory_change_event(change)])
+
+
+def _submit_all(requests: list[MissionRequest], launcher: Launcher, origin: str) -> dict[str, Any]:
+    results: dict[str, list[str]] = {"started": [], "queued": [], "duplicate": [], "rejected": []}
+    for request in requests:
+        try:
+            outcome = launcher.submit(request)
+        except MissionRequestError as exc:  # a trigger whose goal cannot run: recorded, not retried forever
+            log.error("trigger produced an invalid mission: %s", exc, extra={"origin": origin})
+            results["rejected"].append(str(exc))
+            continue
+        results[outcome.status].append(outcome.mission_id)
+    return results
+
+
+__all__ = ["dispatch_event", "fan_out_schedule", "publish_memory_change", "receive_webhook"]

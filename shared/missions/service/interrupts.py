@@ -1,0 +1,109 @@
+"""Answering a human-in-the-loop interrupt: validate, record once, resume the execution."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from missions.core.envelope import InterruptResponse, Resume
+from missions.core.errors import AnswerRejected, ConflictError, TaskGone, TransitionRefused
+from missions.core.events import Event, EventType
+from missions.ports.store import EventStore, Executions, InterruptRecord, InterruptStore, MissionStore
+from missions.service.lifecycle import Lifecycle
+
+
+def answer_interrupt(
+    *,
+    interrupts: InterruptStore,
+    missions: MissionStore,
+    events: EventStore,
+    executions: Executions,
+    mission_id: str,
+    interrupt_id: str,
+    response: InterruptResponse | dict[str, Any],
+) -> InterruptRecord:
+    """Raises NotFound (no such interrupt), AnswerRejected (bad shape) or ConflictError (answered)."""
+    record = interrupts.get(mission_id, interrupt_id)
+    try:
+        answer = response if isinstance(response, InterruptResponse) else InterruptResponse.model_validate(response)
+        answer.check_shape(record.kind, record.options)
+    except ValueError as exc:
+        raise AnswerRejected(str(exc)) from exc
+    if record.status != "pending":
+        raise ConflictError(f"interrupt {interrupt_id} is already {record.status}")
+    record = interrupts.answer(mission_id, interrupt_id, answer)
+    # recorded before the execution resumes, so the answer precedes what the next stage writes
+    events.append(
+        mission_id,
+        f"answer-{interrupt_id}",
+        [
+            Event(
+                type=EventType.INTERRUPT_ANSWERED,
+                mission_id=mission_id,
+                stage=record.stage,
+                payload={
+                    "interrupt_id": interrupt_id,
+                    "kind": record.kind.value,
+                    "response": answer.model_dump(exclude_none=True),
+                },
+            )
+        ],
+    )
+    resume = Resume(interrupt_id=interrupt_id, response=answer)
+    try:
+        executions.send_success(record.task_token, json.dumps(resume.model_dump(mode="json")))
+    except TaskGone as gone:
+        interrupts.expire(mission_id, interrupt_id)  # the answer was refused: do not keep it
+        reason = f"the answer could not be delivered ({gone})"
+        expired = Event(
+            type=EventType.INTERRUPT_EXPIRED,
+            mission_id=mission_id,
+            stage=record.stage,
+            payload={"interrupt_id": interrupt_id, "reason": reason},
+        )
+        events.append(mission_id, f"expired-{interrupt_id}", [expired])
+        raise ConflictError(f"interrupt {interrupt_id} can no longer be answered ({gone})") from gone
+    try:
+        Lifecycle(missions).progress(mission_id, pending_interrupt=None)
+    except TransitionRefused:
+        pass  # cancelled meanwhile: the answer reached a stopped execution and changes nothing
+    return record
+
+
+def record_interrupt(event: dict[str, Any], interrupts: InterruptStore) -> InterruptRecord:
+    """What the waitForTaskToken Lambda does: keep the token beside the interrupt it belongs to."""
+    envelope = event.get("envelope") or {}
+    interrupt = envelope.get("interrupt")
+    token = event.get("task_token")
+    if not interrupt or not token:
+        raise ValueError("an interrupt request needs envelope.interrupt and task_token")
+    record = InterruptRecord(
+        mission_id=envelope["mission_id"],
+        interrupt_id=interrupt["id"],
+        kind=interrupt["kind"],
+        stage=interrupt["stage"],
+        question=interrupt["question"],
+        options=interrupt.get("options", []),
+        data=interrupt.get("data", {}),
+        task_token=token,
+        checkpoint_id=envelope.get("checkpoint_id"),
+    )
+    interrupts.put(record)
+    return record
+
+
+@dataclass(frozen=True)
+class OverdueReport:
+    count: int  # at most `limit`: enough to alarm on and to list the worst
+    oldest: list[InterruptRecord]
+
+
+def overdue_interrupts(
+    interrupts: InterruptStore, sla_hours: int, now: datetime | None = None, limit: int = 100
+) -> OverdueReport:
+    """Questions users left unanswered longer than the SLA, oldest first."""
+    cutoff = (now or datetime.now(UTC)) - timedelta(hours=sla_hours)
+    found = interrupts.overdue(cutoff.isoformat(timespec="milliseconds"), limit=limit)  # utcnow()'s format
+    return OverdueReport(count=len(found), oldest=found[:10])

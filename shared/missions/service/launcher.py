@@ -1,0 +1,172 @@
+"""The launcher: the one way a mission starts, whatever asked for it.
+
+HTTP calls, webhooks, schedules, memory changes, forks and the CLI's emulation all hand the
+launcher a `MissionRequest`; it refuses a request that cannot run before anything is written
+(the capability, the bounds, the repository it names, the checkpoint a fork carries on from),
+and gives the checked request to the dispatcher, so deduplication, the per-user limit and
+priorities hold for every one of them. The dispatcher calls back `start` once a mission holds a
+running slot: only then is its state machine started, named after the mission, so starting
+the same mission twice cannot run it twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from missions.core import capability as registry
+from missions.core.compiler import initial_state
+from missions.core.envelope import Bounds, Envelope, new_id
+from missions.core.errors import MissionRequestError, TransitionRefused
+from missions.core.offload import EnvelopeCodec
+from missions.core.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
+from missions.core.requests import ForkSource, MissionRequest, one_line
+from missions.core.triggers import TriggerSource
+from missions.ports.dispatch import DispatchStore
+from missions.ports.store import CheckpointStore, Executions, MissionStore
+from missions.service.dispatch import Dispatcher, DispatchResult
+from missions.service.lifecycle import Lifecycle
+
+Preferences = Callable[[str], dict[str, Any]]  # user -> what feedback taught about them
+
+
+def build_envelope(request: MissionRequest, repositories: RepositoryResolver | None = None) -> Envelope:
+    """The first envelope of a mission; MissionRequestError when the request cannot start one.
+
+    `repositories` checks any repository the request names (and supplies a required one's
+    default); without it, a request naming a repository is refused rather than trusted.
+    """
+    try:
+        capability = registry.load(request.capability)
+    except registry.UnknownCapability as exc:
+        raise MissionRequestError(str(exc)) from None
+    try:
+        bounds = Bounds.model_validate({**capability.pipeline.bounds.model_dump(), **request.bounds})
+    except ValidationError as exc:
+        raise MissionRequestError(f"invalid bounds: {one_line(exc)}") from None
+    context = {**capability.default_context, **request.context}
+    names_repository = any(key in context for key in (CONTEXT_KEY, PATH_KEY, REF_KEY))
+    if names_repository or capability.repository == "required":
+        if repositories is None:
+            raise MissionRequestError("repositories cannot be resolved here")
+        try:
+            context = repositories.resolve(context, request.user_id, required=capability.repository == "required")
+        except ValueError as exc:
+            raise MissionRequestError(str(exc)) from None
+    if capability.prepare_context is not None:
+        try:
+            context = capability.prepare_context(context)
+        except ValueError as exc:
+            raise MissionRequestError(str(exc)) from None
+    return Envelope(
+        mission_id=request.mission_id or new_id("m_"),
+        capability=capability.name,
+        user_id=request.user_id,
+        raw_input=request.goal.strip(),
+        context=context,
+        bounds=bounds,
+    )
+
+
+class Launcher:
+    """Submit, fork, and start what the dispatcher lets start (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        missions: MissionStore,
+        checkpoints: CheckpointStore,
+        codec: EnvelopeCodec,
+        executions: Executions,
+        dispatch: DispatchStore,
+        state_machine_arn: Callable[[str], str],
+        repositories: RepositoryResolver | None = None,
+        preferences: Preferences | None = None,
+        limit: int | Callable[[str], int] = 3,
+    ):
+        self._missions = missions
+        self._checkpoints = checkpoints
+        self._codec = codec
+        self._executions = executions
+        self._state_machine_arn = state_machine_arn
+        self._repositories = repositories
+        self._preferences = preferences
+        self._lifecycle = Lifecycle(missions)
+        self.dispatcher = Dispatcher(dispatch, missions, start=self._start, limit=limit)
+
+    # -- asking for a mission ---------------------------------------------------------------------
+
+    def submit(self, request: MissionRequest) -> DispatchResult:
+        """Check the request, then dispatch it: started now, queued, or a duplicate of an earlier one.
+
+        MissionRequestError (nothing written) when it cannot run. The user's preferences join its
+        context, and the context is queued as checked (a path resolved, a repository pinned to the
+        snapshot that was current when the user asked)."""
+        if request.fork_of is not None:
+            self._carry_on_from(request.fork_of)  # a fork that cannot run is refused before it is stored
+            return self.dispatcher.submit(request)
+        preferences = self._preferences(request.user_id) if self._preferences is not None else {}
+        if preferences and "preferences" not in request.context:
+            request = request.model_copy(update={"context": {**request.context, "preferences": preferences}})
+        envelope = build_envelope(request, self._repositories)
+        return self.dispatcher.submit(request.model_copy(update={"context": envelope.context}))
+
+    def fork(self, mission_id: str, checkpoint_id: str, user_id: str) -> DispatchResult:
+        """A new mission carrying on from a checkpoint of another (time travel), dispatched like any other.
+
+        NotFound when there is no such checkpoint; MissionRequestError when it is the mission's end."""
+        source = self._missions.get(mission_id)
+        request = MissionRequest.parse(
+            capability=source.capability,
+            goal=source.goal,
+            user_id=user_id,
+            priority=source.priority,
+            trigger=TriggerSource.FORK,
+            fork_of={"mission_id": mission_id, "checkpoint_id": checkpoint_id},
+        )
+        return self.submit(request)
+
+    def finished(self, mission_id: str) -> list[str]:
+        """Its execution ended (may be called more than once): free its slot, start the next ones."""
+        return self.dispatcher.finished(mission_id)
+
+    def withdraw(self, user_id: str, mission_id: str) -> bool:
+        """Take a queued mission out of its user's queue (a cancel); False when a claim took it first."""
+        return self.dispatcher.cancel_queued(user_id, mission_id)
+
+    # -- starting what the dispatcher claimed -------------------------------------------------------
+
+    def _start(self, request: MissionRequest) -> None:
+        """The dispatcher claimed the mission and marked it running: start its state machine."""
+        if request.fork_of is not None:
+            assert request.mission_id, "the dispatcher names every mission before it starts"
+            envelope = self._carry_on_from(request.fork_of).model_copy(
+                update={"mission_id": request.mission_id, "user_id": request.user_id, "checkpoint_id": None}
+            )
+        else:
+            envelope = build_envelope(request, self._repositories)  # checked again: the repository may be gone
+        state = initial_state(self._codec.encode(envelope), envelope.bounds.max_agent_hops)
+        arn = self._executions.start(
+            self._state_machine_arn(envelope.capability), envelope.mission_id, json.dumps(state)
+        )
+        try:
+            self._lifecycle.progress(envelope.mission_id, execution_arn=arn)
+        except TransitionRefused:  # cancelled between its claim and this start: stop what just began
+            self._executions.stop(arn, "cancelled before it started")
+
+    def _carry_on_from(self, source: ForkSource) -> Envelope:
+        checkpoint = self._checkpoints.get(source.mission_id, source.checkpoint_id)
+        envelope = self._codec.decode(checkpoint.envelope)
+        if envelope.next_stage is None:
+            raise MissionRequestError(
+                f"checkpoint {source.checkpoint_id} is the end of the mission; nothing to carry on"
+            )
+        if envelope.next_stage.startswith("await:") and envelope.interrupt is not None:
+            envelope.next_stage, envelope.interrupt = envelope.interrupt.stage, None
+        return envelope
+
+
+__all__ = ["Launcher", "Preferences", "build_envelope"]

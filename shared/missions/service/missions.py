@@ -1,0 +1,137 @@
+"""What the API offers besides starting and steering a mission: feedback, metrics, the users a
+schedule concerns, and which capability fits a goal. Typed collaborators, nothing forwarded."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel
+
+from missions.core import capability as registry
+from missions.core.classification import Classification, classify_complexity, classify_offline, select_by_keywords
+from missions.core.errors import MissionRequestError
+from missions.core.llm import LLMError, LLMProvider, LLMRequest
+from missions.ports.learnings import LearningsStore
+from missions.ports.memory import LongTermMemory
+from missions.ports.store import EventStore, MissionRecord, MissionsByCapability, MissionStore
+from missions.service.feedback import Feedback, FeedbackOutcome, apply_feedback, preferences_for
+from missions.service.metrics import mission_metrics
+
+USERS_NAMESPACE = ("_users",)
+log = logging.getLogger(__name__)
+
+
+class _Choice(BaseModel):
+    capability: str | None = None
+
+
+class MissionService:
+    def __init__(
+        self,
+        *,
+        missions: MissionStore,
+        events: EventStore,
+        learnings: LearningsStore,
+        memory: LongTermMemory,
+        by_capability: MissionsByCapability,
+        feedback_llm: Callable[[], LLMProvider],
+        classifier_llm: Callable[[], LLMProvider | None],
+    ):
+        self._missions = missions
+        self._events = events
+        self._learnings = learnings
+        self._memory = memory
+        self._by_capability = by_capability
+        self._feedback_llm = feedback_llm
+        self._classifier_llm = classifier_llm  # None offline: there is no model to ask
+
+    # -- users -------------------------------------------------------------------------------------
+
+    def preferences(self, user_id: str) -> dict[str, Any]:
+        return preferences_for(user_id, self._memory)
+
+    def remember_user(self, user_id: str) -> None:
+        """Schedules for 'all' users need to know who the users are."""
+        if self._memory.get(user_id, USERS_NAMESPACE, "profile") is None:
+            self._memory.put(user_id, USERS_NAMESPACE, "profile", {"since": datetime.now(UTC).isoformat()})
+
+    def all_users(self) -> list[str]:
+        return self._memory.users_with(USERS_NAMESPACE[0])
+
+    # -- which capability, how complex ---------------------------------------------------------------
+
+    def choose_capability(self, goal: str, requested: str | None) -> str:
+        """The named capability, else the one whose keywords the goal mentions, else the model's pick;
+        MissionRequestError naming the installed ones when none fits."""
+        names = registry.available()
+        if requested:
+            if requested not in names:
+                raise MissionRequestError(f"unknown capability '{requested}'; installed: {', '.join(names)}")
+            return requested
+        keywords = [(c.name, [*c.keywords, *c.triggers.keywords]) for c in registry.load_all()]
+        chosen = select_by_keywords(goal, keywords) or self._ask_model_for_capability(goal, names)
+        if chosen in names:
+            return chosen
+        raise MissionRequestError(f"could not tell which capability fits this goal; name one of: {', '.join(names)}")
+
+    def _ask_model_for_capability(self, goal: str, names: list[str]) -> str | None:
+        llm = self._classifier_llm()
+        if llm is None:
+            return None
+        descriptions = "\n".join(f"- {c.name}: {c.description}" for c in registry.load_all())
+        request = LLMRequest(
+            stage="classify",
+            role="classifier",
+            output_model=_Choice,
+            messages=[
+                {"role": "system", "content": f"Pick the capability that fits the goal, or null.\n{descriptions}"},
+                {"role": "user", "content": goal},
+            ],
+        )
+        try:
+            answer = llm.complete(request).output
+        except LLMError as exc:  # a convenience: failing it means "name one", said with the reason logged
+            log.warning("the model could not pick a capability: %s", exc)
+            return None
+        return answer.capability if isinstance(answer, _Choice) else None
+
+    def classify_goal(self, goal: str) -> Classification:
+        """Complexity level of a goal (seed 004): by the model, else the deterministic offline reading."""
+        llm = self._classifier_llm()
+        if llm is not None:
+            try:
+                return classify_complexity(goal, llm, source="llm")
+            except LLMError as exc:
+                log.warning("the model could not classify a goal; reading it offline: %s", exc)
+        return classify_offline(goal)
+
+    # -- feedback, metrics -------------------------------------------------------------------------------
+
+    def give_feedback(self, record: MissionRecord, user_id: str, data: dict[str, Any]) -> FeedbackOutcome:
+        return apply_feedback(
+            mission=record,
+            user_id=user_id,
+            feedback=Feedback.model_validate(data),
+            missions=self._missions,
+            learnings=self._learnings,
+            memory=self._memory,
+            events=self._events,
+            llm=self._feedback_llm(),
+        )
+
+    def mission_metrics(self, capability: str, days: int) -> dict[str, Any]:
+        since = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="milliseconds")
+        level = registry.load(capability).complexity
+        return mission_metrics(
+            self._by_capability.list(capability, since),
+            learnings=self._learnings.get(capability),
+            complexity_of=lambda _name: level,
+            now=datetime.now(UTC),
+            days=days,
+        )
+
+
+__all__ = ["USERS_NAMESPACE", "MissionService"]

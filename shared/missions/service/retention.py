@@ -1,0 +1,94 @@
+"""Retention: missions that ended long ago become a summary in long-term memory.
+
+Completed missions are archived after 30 days and failed (or cancelled) ones after 7, both
+configurable: the summary (goal, outcome, result, feedback, errors) goes to the user's
+("archived_missions",) namespace, the mission's checkpoints are removed, and the record
+stays, marked archived, so the API still answers for it. Run daily (the `retention`
+function); the clock is injected so tests can move it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from missions.ports.memory import LongTermMemory
+from missions.ports.store import CheckpointStore, MissionRecord, MissionStatus, MissionStore
+from missions.service.lifecycle import Lifecycle
+
+ARCHIVE_NAMESPACE = ("archived_missions",)
+
+
+@dataclass(frozen=True)
+class RetentionPolicy:
+    completed_days: int = 30
+    failed_days: int = 7  # failed and cancelled: kept long enough to investigate, then summarized
+
+    def ages(self) -> dict[str, int]:
+        return {
+            MissionStatus.COMPLETED: self.completed_days,
+            MissionStatus.FAILED: self.failed_days,
+            MissionStatus.CANCELLED: self.failed_days,
+        }
+
+
+@dataclass
+class RetentionReport:
+    archived: list[str] = field(default_factory=list)
+    checkpoints_removed: int = 0
+    failures: dict[str, str] = field(default_factory=dict)  # mission id -> why it could not be archived
+
+
+def archive_ended_missions(
+    *,
+    missions: MissionStore,
+    checkpoints: CheckpointStore,
+    memory: LongTermMemory,
+    policy: RetentionPolicy = RetentionPolicy(),
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    batch: int = 100,
+) -> RetentionReport:
+    """Archive every mission past its retention age (at most `batch` per status per run)."""
+    report = RetentionReport()
+    moment = now()
+    for status, days in policy.ages().items():
+        cutoff = (moment - timedelta(days=days)).isoformat(timespec="milliseconds")
+        for record in missions.ended_before(status, cutoff, limit=batch):
+            try:
+                memory.put(record.user_id, ARCHIVE_NAMESPACE, record.mission_id, summary(record))
+                report.checkpoints_removed += checkpoints.delete_thread(record.mission_id)
+                # last: a run that failed before this point finds the mission again tomorrow
+                Lifecycle(missions).move(
+                    record.mission_id, MissionStatus.ARCHIVED, archived_at=moment.isoformat(timespec="milliseconds")
+                )
+                report.archived.append(record.mission_id)
+            except Exception as exc:  # one bad mission must not stop the others; it is reported
+                report.failures[record.mission_id] = f"{type(exc).__name__}: {exc}"[:300]
+    return report
+
+
+def summary(record: MissionRecord) -> dict[str, Any]:
+    """What is worth keeping once the step-by-step state is gone."""
+    return {
+        "mission_id": record.mission_id,
+        "capability": record.capability,
+        "goal": record.goal[:2000],
+        "outcome": record.status,
+        "terminal_reason": record.terminal_reason,
+        "result": _trimmed(record.result),
+        "feedback": record.feedback,
+        "created_at": record.created_at,
+        "completed_at": record.completed_at,
+        "counters": record.counters,
+    }
+
+
+def _trimmed(result: dict[str, Any] | None, limit: int = 20_000) -> Any:
+    import json
+
+    if result is None:
+        return None
+    text = json.dumps(result, default=str)
+    return result if len(text) <= limit else {"truncated": text[:limit]}

@@ -1,0 +1,676 @@
+"""The stage runner: runs one stage of one mission on the envelope the state machine carries.
+
+The state machine invokes the stage Lambda with a request:
+    {"stage": NAME, "mode": MODE, "envelope": {...}, "item": ..., "index": N}
+Modes:
+    run       pre-hook -> LLM -> tools -> post-hook -> routing; returns the envelope
+    join      a fan-out stage after its Map: fold the per-item results, then route
+    branch    one stage of a Parallel group: returns a delta the join stage folds in
+    item      one item of a fan-out stage's Map: returns a delta
+    finalize  the failure path: record why, run the final stage without an LLM, end
+Bounds are never exceptions: a reached bound routes to the final stage with a reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from missions.core.capability import (
+    Capability,
+    InterruptRequested,
+    StageContext,
+    StageDefinitionError,
+)
+from missions.core.envelope import (
+    Citation,
+    Counters,
+    Envelope,
+    Interrupt,
+    InterruptKind,
+    StageRecord,
+    utcnow,
+)
+from missions.core.errors import NON_RETRYABLE, NotFound, StageRequestError, TransitionRefused
+from missions.core.events import Event, EventType
+from missions.core.llm import LLMProvider, LLMRequest
+from missions.core.offload import EnvelopeCodec
+from missions.core.refs import Workspaces
+from missions.core.roots import AllowedRoots
+from missions.core.routing import Decision, apply, decide
+from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor
+from missions.ports.store import ArtifactStore, Checkpoint, CheckpointStore, EventStore, InterruptStore, MissionStore
+from missions.service.lifecycle import Lifecycle
+
+MODES = ("run", "join", "branch", "item", "finalize")
+log = logging.getLogger(__name__)
+AWAIT_PREFIX = "await:"
+
+
+class StageOutputError(Exception):
+    """A stage produced output missing required fields (often a model's fault): retried."""
+
+
+class Clock(Protocol):
+    def __call__(self) -> float: ...
+
+
+@dataclass
+class StageTimings:
+    """Where a stage's time went; the overhead is what the runtime itself costs."""
+
+    total_ms: float = 0.0
+    llm_ms: float = 0.0
+    tools_ms: float = 0.0
+
+    @property
+    def overhead_ms(self) -> float:
+        return self.total_ms - self.llm_ms - self.tools_ms
+
+
+@dataclass(frozen=True)
+class StageReport:
+    """What one invocation did, for metrics: counters before and after, and how the mission ended
+    when this stage was its last (None otherwise)."""
+
+    capability: str
+    stage: str
+    before: Counters
+    after: Counters
+    ended: str | None = None
+
+
+@dataclass
+class StageServices:
+    """Everything a stage touches outside itself; injected so tests can use fakes."""
+
+    checkpoints: CheckpointStore
+    events: EventStore
+    codec: EnvelopeCodec
+    llm: Callable[[Capability], LLMProvider]
+    missions: MissionStore | None = None
+    interrupts: InterruptStore | None = None  # to expire interrupts that ended unanswered
+    artifacts: ArtifactStore | None = None  # versioned documents stages write for the user
+    workspaces: Workspaces | None = None  # repositories stages read (capabilities with `repository`)
+    clock: Callable[[], float] = time.perf_counter
+    on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
+
+
+@dataclass
+class StageRunner:
+    capability: Capability
+    services: StageServices
+    last_timings: StageTimings = field(default_factory=StageTimings)
+    last_report: StageReport | None = None
+
+    @property
+    def pipeline(self):
+        return self.capability.pipeline
+
+    # -- entry point ----------------------------------------------------------------
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        started = self.services.clock()
+        self.last_timings = StageTimings()
+        self.last_report = None
+        stage, mode = request.get("stage"), request.get("mode", "run")
+        if mode not in MODES:
+            raise StageRequestError(f"unknown mode '{mode}'")
+        if not isinstance(stage, str) or stage not in self.pipeline.stage_names():
+            raise StageRequestError(f"capability '{self.capability.name}' has no stage '{stage}'")
+        if not isinstance(request.get("envelope"), dict):
+            raise StageRequestError("request has no envelope")
+        envelope = self.services.codec.decode(request["envelope"])
+        if envelope.capability != self.capability.name:
+            raise StageRequestError(f"envelope belongs to '{envelope.capability}', not '{self.capability.name}'")
+        before = envelope.counters.model_copy()
+        try:
+            if mode == "branch" or mode == "item":
+                return self._run_partial(envelope, stage, mode, request)
+            hop = request.get("hop")
+            if mode == "join":
+                return self._join(envelope, stage, hop)
+            if mode == "finalize":
+                return self._finalize(envelope, stage, hop)
+            return self._run(envelope, stage, hop)
+        finally:
+            self.last_timings.total_ms = (self.services.clock() - started) * 1000
+            if self.last_report is None:
+                self.last_report = StageReport(self.capability.name, stage, before, envelope.counters.model_copy())
+            if self.services.on_timings is not None:
+                self.services.on_timings(stage, self.last_timings)
+
+    # -- the three ways a whole stage runs ------------------------------------------------------
+
+    def _run(self, envelope: Envelope, stage: str, asl_hops: Any) -> dict[str, Any]:
+        """A stage on its own: pre-hook, the model, tools, post-hook, then routing."""
+        return self._whole_stage(envelope, stage, asl_hops, work=lambda ctx, emit: self._work(ctx, emit))
+
+    def _join(self, envelope: Envelope, stage: str, asl_hops: Any) -> dict[str, Any]:
+        """A fan-out stage after its Map: fold its items' outputs (no model call: the items made
+        theirs), then route."""
+        return self._whole_stage(
+            envelope, stage, asl_hops, work=lambda ctx, emit: self._work(ctx, emit, skip_llm=True), fan_out=True
+        )
+
+    def _finalize(self, envelope: Envelope, stage: str, asl_hops: Any) -> dict[str, Any]:
+        """The failure path: record why the mission could not go on, run the final stage's hooks without
+        the model, and end the mission failed with whatever it has."""
+        failure = self._absorb_failure(envelope) or {
+            "reason": "stage_failed",
+            "state": None,
+            "error": "unknown",
+            "cause": "",
+        }
+        if envelope.interrupt is not None and envelope.resume is None:  # a question that timed out
+            envelope.record_error(
+                envelope.interrupt.stage, "interrupt", f"interrupt {envelope.interrupt.id} ended unanswered"
+            )
+            self._expire(envelope.mission_id, envelope.interrupt.id)
+            envelope.interrupt = None
+        return self._whole_stage(
+            envelope,
+            stage,
+            asl_hops,
+            work=lambda ctx, emit: self._finalize_output(ctx, failure),
+            failure=failure,
+        )
+
+    def _whole_stage(
+        self,
+        envelope: Envelope,
+        stage: str,
+        asl_hops: Any,
+        *,
+        work: Callable[[StageContext, Callable[..., None]], dict[str, Any]],
+        failure: dict[str, Any] | None = None,
+        fan_out: bool = False,
+    ) -> dict[str, Any]:
+        agent = self.pipeline.agent(stage)
+        final = stage == self.pipeline.final
+        events: list[Event] = []
+        # the state machine's own count names the checkpoint: a stage cannot corrupt it
+        hop = (asl_hops if isinstance(asl_hops, int) else envelope.counters.agent_hops) + 1
+        checkpoint_id = f"{hop:04d}-{stage}"
+        before_stage = envelope.counters.model_copy()
+
+        def emit(event_type: EventType, /, _stage: str | None = None, **payload: Any) -> None:
+            """An event of this stage (or, replayed from a parallel branch, of that branch's stage)."""
+            event = Event(type=event_type, mission_id=envelope.mission_id, stage=_stage or stage, payload=payload)
+            events.append(event)
+
+        if not envelope.history and envelope.counters.agent_hops == 0:
+            emit(EventType.FLOW_STARTED, capability=envelope.capability, goal=envelope.raw_input[:500])
+        if failure is None:
+            self._absorb_failure(envelope)  # a failure is only carried to the failure path
+        item_results = self._absorb_branches(envelope, emit, fan_out)
+        resume = self._absorb_resume(envelope, emit)
+
+        envelope.current_stage = stage
+        envelope.counters.agent_hops += 1
+        if agent.counts_iteration:
+            envelope.counters.iterations += 1
+        emit(EventType.AGENT_STARTED, hop=hop, iteration=envelope.counters.iterations)
+        before = envelope.counters.model_copy()
+        started_at = utcnow()
+        t0 = self.services.clock()
+        status = "ok"
+        ctx = StageContext(
+            envelope,
+            agent,
+            self.pipeline,
+            resume=resume,
+            item_results=item_results,
+            system_prompt=self.capability.prompts.get(agent.name),
+            artifacts=self.services.artifacts,
+            write_token=f"{stage}@{hop}",
+            workspaces=self.services.workspaces,
+        )
+        try:
+            output = work(ctx, emit)
+            if failure is None:
+                self._check_output(stage, output)
+            envelope.outputs[agent.key] = output
+            if final:
+                self._finish(envelope, output, failure, emit)
+            else:
+                decision = decide(self.pipeline, envelope, stage, output)
+                self._route(envelope, stage, decision, output, emit)
+        except (InterruptRequested, ConfirmationRequired) as asked:
+            status = "interrupted"
+            interrupt = self._interrupt_from(asked, stage)
+            envelope.interrupt = interrupt
+            envelope.next_stage = f"{AWAIT_PREFIX}{interrupt.kind.value}"
+            emit(
+                EventType.INTERRUPT_RAISED,
+                interrupt_id=interrupt.id,
+                kind=interrupt.kind.value,
+                question=interrupt.question,
+            )
+        except Exception as exc:
+            self._fail(envelope, stage, checkpoint_id, exc, events)
+            raise
+
+        delta = envelope.counters.model_copy()
+        elapsed = (self.services.clock() - t0) * 1000
+        envelope.history.append(
+            StageRecord(
+                stage=stage,
+                started_at=started_at,
+                duration_ms=round(elapsed, 3),
+                status=status,
+                next_stage=envelope.next_stage,
+                llm_calls=delta.llm_calls - before.llm_calls,
+                tool_calls=delta.tool_calls - before.tool_calls,
+            )
+        )
+        emit(EventType.AGENT_COMPLETED, status=status, duration_ms=round(elapsed, 3), next_stage=envelope.next_stage)
+        if final and status != "interrupted":
+            emit(
+                EventType.FLOW_COMPLETED,
+                terminal_reason=envelope.terminal_reason,
+                counters=envelope.counters.model_dump(),
+            )
+        if failure is not None:
+            status = "failed"
+        ended = ("failed" if status == "failed" else "completed") if envelope.next_stage is None else None
+        self.last_report = StageReport(self.capability.name, stage, before_stage, envelope.counters.model_copy(), ended)
+        return self._commit(envelope, stage, checkpoint_id, events, status)
+
+    def _work(self, ctx: StageContext, emit: Callable[..., None], skip_llm: bool = False) -> dict[str, Any]:
+        hooks = self.capability.hooks_for(ctx.agent.name)
+        envelope, agent = ctx.envelope, ctx.agent
+        if ctx.item_results is not None:  # a fan-out stage's join: fold and decide
+            return hooks.post(ctx)
+        hooks.pre(ctx)
+        if agent.has_llm and not skip_llm:
+            self._call_llm(ctx, hooks)
+        if agent.has_tools:
+            ctx.tools = self._executor(ctx, emit)
+            t0 = self.services.clock()
+            try:
+                hooks.act(ctx)
+            finally:
+                self.last_timings.tools_ms += (self.services.clock() - t0) * 1000
+                envelope.counters.tool_calls += ctx.tools.executed
+        else:
+            hooks.act(ctx)
+        return hooks.post(ctx)
+
+    def _call_llm(self, ctx: StageContext, hooks: Any) -> None:
+        envelope, agent = ctx.envelope, ctx.agent
+        if envelope.counters.llm_calls >= envelope.bounds.max_llm_calls:
+            # routing never sends an LLM stage here past the bound; a resumed or forked
+            # mission might, and then the stage works without the model
+            envelope.record_error(agent.name, "bound", "max_llm_calls reached; LLM call skipped")
+            return
+        request = LLMRequest(
+            stage=agent.name,
+            role=agent.model_role or agent.name,
+            messages=hooks.prompt(ctx),
+            output_model=hooks.output_model,
+            temperature=agent.temperature,
+            max_tokens=agent.max_tokens,
+            envelope=envelope,
+        )
+        provider = self.services.llm(self.capability)
+        t0 = self.services.clock()
+        try:
+            result = provider.complete(request)
+        finally:
+            self.last_timings.llm_ms += (self.services.clock() - t0) * 1000
+        counters = envelope.counters
+        counters.llm_calls += 1
+        counters.tokens_in += result.tokens_in
+        counters.tokens_out += result.tokens_out
+        counters.cost_usd = round(counters.cost_usd + result.cost_usd, 8)
+        ctx.llm_output = result.output
+        ctx.scratch["llm_model"] = result.model
+
+    def _executor(self, ctx: StageContext, emit: Callable[..., None]) -> ToolExecutor:
+        envelope = ctx.envelope
+
+        def started(tool_id: str, params: dict[str, Any]) -> None:
+            preview = {k: v for k, v in params.items() if k != "repo"}
+            emit(EventType.TOOL_STARTED, tool=tool_id, params=_preview(preview))
+
+        def completed(record: ToolCallRecord) -> None:
+            result = record.result
+            envelope.add_citations(result.citations)
+            emit(
+                EventType.TOOL_COMPLETED,
+                tool=record.tool_id,
+                status=result.status,
+                error=result.error,
+                citations=len(result.citations),
+                attempts=record.attempts,
+                duration_ms=round(record.duration_ms, 3),
+            )
+
+        return ToolExecutor(
+            catalog=self.capability.catalog,
+            agent=ctx.agent,
+            approvals=envelope.approvals,
+            auto_approve=self.capability.auto_approve_tools,
+            on_start=started,
+            on_complete=completed,
+            budget=max(0, envelope.bounds.max_tool_calls - envelope.counters.tool_calls),
+            roots=self.services.workspaces.roots if self.services.workspaces is not None else AllowedRoots(),
+        )
+
+    def _check_output(self, stage: str, output: Any) -> None:
+        if not isinstance(output, dict):
+            raise StageDefinitionError(f"stage '{stage}' post() returned {type(output).__name__}, not a dict")
+        missing = [f for f in self.pipeline.agent(stage).required_output_fields if f not in output]
+        if missing:
+            raise StageOutputError(f"stage '{stage}' output lacks required field(s) {missing}")
+
+    def _expire(self, mission_id: str, interrupt_id: str) -> None:
+        if self.services.interrupts is not None:
+            try:
+                self.services.interrupts.expire(mission_id, interrupt_id)
+            except NotFound:
+                pass  # it timed out before its token was even stored
+
+    # -- absorbing what the state machine brought back --------------------------------
+
+    def _absorb_failure(self, envelope: Envelope) -> dict[str, Any] | None:
+        failure = envelope.failure
+        if not failure:
+            return None
+        envelope.failure = None
+        at = failure.get("at") or {}
+        record = {
+            "reason": at.get("reason", "stage_failed"),
+            "state": at.get("state"),
+            "error": failure.get("Error", "Unknown"),
+            "cause": _cause(failure.get("Cause")),
+        }
+        envelope.record_error(record["state"] or "?", record["error"], record["cause"] or record["reason"])
+        return record
+
+    def _absorb_branches(self, envelope: Envelope, emit: Callable[..., None], fan_out: bool) -> list[Any] | None:
+        """Fold what a Parallel group's branches or a Map's items returned; for a fan-out, the items'
+        outputs (in order) are this stage's to join."""
+        results = envelope.branch_results
+        if results is None:
+            return None
+        envelope.branch_results = None
+        deltas = [self.services.codec.unpack(r) for r in results]
+        for delta in deltas:
+            envelope.counters.add(Counters.model_validate(delta["counters"]))
+            envelope.add_citations([Citation.model_validate(c) for c in delta.get("citations", [])])
+            for error in delta.get("errors", []):
+                envelope.record_error(delta["stage"], error["kind"], error["message"])
+            for event in delta.get("events", []):
+                emit(EventType(event["type"]), _stage=delta["stage"], **event["payload"])
+            if delta.get("history"):
+                envelope.history.append(StageRecord.model_validate(delta["history"]))
+        if fan_out:  # the items belong to this stage
+            envelope.work_items = None
+            return [d["output"] for d in sorted(deltas, key=lambda d: d.get("index", 0))]
+        for delta in deltas:  # parallel group: each branch is a stage of its own
+            envelope.outputs[self.pipeline.agent(delta["stage"]).key] = delta["output"]
+        return None
+
+    def _absorb_resume(self, envelope: Envelope, emit: Callable[..., None]):
+        resume, interrupt = envelope.resume, envelope.interrupt
+        envelope.resume = None
+        if resume is None:
+            return None
+        if interrupt is None or resume.interrupt_id != interrupt.id:
+            envelope.record_error(
+                envelope.current_stage or "?", "resume", f"answer for unknown interrupt {resume.interrupt_id}"
+            )
+            return None
+        envelope.interrupt = None
+        response = resume.response
+        if interrupt.kind is InterruptKind.CONFIRMATION and "call_id" in interrupt.data:
+            envelope.approvals[interrupt.data["call_id"]] = bool(response.approved)
+        envelope.answers.append(
+            {
+                "interrupt_id": interrupt.id,
+                "kind": interrupt.kind.value,
+                "stage": interrupt.stage,
+                "question": interrupt.question,
+                "response": response.model_dump(exclude_none=True),
+            }
+        )
+        return response
+
+    # -- routing, finishing, committing ---------------------------------------------
+
+    def _route(
+        self, envelope: Envelope, stage: str, decision: Decision, output: dict[str, Any], emit: Callable[..., None]
+    ) -> None:
+        apply(envelope, decision)
+        if "decision" in output:
+            emit(
+                EventType.CRITIC_DECISION,
+                decision=output.get("decision"),
+                reason=str(output.get("reason") or output.get("verdict") or "")[:500],
+            )
+        if decision.terminal_reason:
+            emit(EventType.BOUND_REACHED, reason=decision.terminal_reason)
+        emit(
+            EventType.STAGE_TRANSITION,
+            from_stage=stage,
+            to_stage=decision.next_stage,
+            rule=decision.rule,
+            edge_count=envelope.edge_counts.get(decision.edge or "", 0),
+        )
+
+    def _finish(
+        self, envelope: Envelope, output: dict[str, Any], failure: dict[str, Any] | None, emit: Callable[..., None]
+    ) -> None:
+        envelope.next_stage = None
+        if failure is not None:
+            state = failure.get("state")
+            reason = failure["reason"]
+            envelope.terminal_reason = f"{reason}:{state}" if reason == "stage_failed" and state else reason
+            emit(
+                EventType.FLOW_ERROR,
+                reason=envelope.terminal_reason,
+                error=failure.get("error"),
+                cause=(failure.get("cause") or "")[:1000],
+            )
+        envelope.terminal_reason = envelope.terminal_reason or "completed"
+
+    def _finalize_output(self, ctx: StageContext, failure: dict[str, Any]) -> dict[str, Any]:
+        """The final stage on the failure path: its hooks without the LLM, and never a crash."""
+        hooks = self.capability.hooks_for(ctx.agent.name)
+        ctx.scratch["failure"] = failure
+        try:
+            hooks.pre(ctx)
+            output = hooks.post(ctx)
+            if isinstance(output, dict):
+                return output
+        except Exception as exc:  # recorded: the mission must still end with what it has
+            ctx.envelope.record_error(ctx.agent.name, type(exc).__name__, str(exc))
+        return {"answer": None, "failure": failure}
+
+    def _interrupt_from(self, asked: Exception, stage: str) -> Interrupt:
+        if isinstance(asked, ConfirmationRequired):
+            return Interrupt(
+                kind=InterruptKind.CONFIRMATION,
+                stage=stage,
+                question=f"Allow {asked.tool_id} ({asked.risk.value}) with {_preview(asked.params)}?",
+                data={
+                    "call_id": asked.call_id,
+                    "tool_id": asked.tool_id,
+                    "params": asked.params,
+                    "risk": asked.risk.value,
+                },
+            )
+        assert isinstance(asked, InterruptRequested)
+        return Interrupt(kind=asked.kind, stage=stage, question=asked.question, options=asked.options, data=asked.data)
+
+    def _commit(
+        self, envelope: Envelope, stage: str, checkpoint_id: str, events: list[Event], status: str
+    ) -> dict[str, Any]:
+        try:  # an earlier attempt of this very stage committed: its history stands, its events are written
+            return self.services.checkpoints.get(envelope.mission_id, checkpoint_id).envelope
+        except NotFound:
+            pass
+        parent = envelope.checkpoint_id
+        envelope.checkpoint_id = checkpoint_id
+        encoded = self.services.codec.encode(envelope)
+        # an attempt that wrote its events and died before its checkpoint left them as the last batch:
+        # this one rewrites them in place
+        self.services.events.append(envelope.mission_id, checkpoint_id, events)
+        stored = self.services.checkpoints.put(
+            Checkpoint(
+                thread_id=envelope.mission_id,
+                checkpoint_id=checkpoint_id,
+                parent_id=parent,
+                stage=stage,
+                envelope=encoded,
+            )
+        )
+        if stored.envelope != encoded:
+            # an earlier attempt of this very stage already committed: keep its history
+            return stored.envelope
+        self._update_mission(envelope, stage, status)
+        return encoded
+
+    def _update_mission(self, envelope: Envelope, stage: str, status: str) -> None:
+        if self.services.missions is None:
+            return
+        fields: dict[str, Any] = {
+            "stage": stage,
+            "phase": self.pipeline.agent(stage).phase or "executing",
+            "counters": envelope.counters.model_dump(),
+            # 'interrupted' is set by the interrupt function once the answer can be delivered
+            "pending_interrupt": envelope.interrupt.id if envelope.interrupt else None,
+        }
+        lifecycle = Lifecycle(self.services.missions)
+        try:
+            if envelope.next_stage is None:  # the final stage ran: the mission is over
+                lifecycle.end(
+                    envelope.mission_id,
+                    "failed" if status == "failed" else "completed",
+                    terminal_reason=envelope.terminal_reason,
+                    result=self._result(envelope),
+                    **fields,
+                )
+            else:
+                lifecycle.progress(envelope.mission_id, **fields)
+        except TransitionRefused as refused:
+            # cancelled while this stage ran: its execution is being stopped; the user's choice stands
+            log.info("stage %s of %s did not record its progress: %s", stage, envelope.mission_id, refused)
+
+    def _result(self, envelope: Envelope) -> dict[str, Any]:
+        output = envelope.output(self.pipeline.final)
+        cited = output.get("citations")
+        return {
+            "answer": output.get("answer"),
+            "output": _preview(output, 20_000),
+            "citations": cited if isinstance(cited, list) else [c.ref for c in envelope.citations][:200],
+            "evidence": [c.model_dump() for c in envelope.citations][:200],  # everything the tools returned
+            "terminal_reason": envelope.terminal_reason,
+        }
+
+    def _fail(self, envelope: Envelope, stage: str, checkpoint_id: str, exc: Exception, events: list[Event]) -> None:
+        """Record a failing attempt's events under a unique prefix, then let it raise."""
+        events.append(
+            Event(
+                type=EventType.FLOW_ERROR,
+                mission_id=envelope.mission_id,
+                stage=stage,
+                payload={
+                    "error": type(exc).__name__,
+                    "message": str(exc)[:1000],
+                    "retryable": not isinstance(exc, NON_RETRYABLE),
+                },
+            )
+        )
+        try:
+            self.services.events.append(envelope.mission_id, f"{checkpoint_id}!{uuid.uuid4().hex[:8]}", events)
+        except Exception:  # the original error matters more than its audit record
+            pass
+
+    # -- partial runs inside Parallel and Map ------------------------------------------
+
+    def _run_partial(self, envelope: Envelope, stage: str, mode: str, request: dict[str, Any]) -> dict[str, Any]:
+        agent = self.pipeline.agent(stage)
+        events: list[Event] = []
+
+        def emit(event_type: EventType, /, **payload: Any) -> None:
+            events.append(Event(type=event_type, mission_id=envelope.mission_id, stage=stage, payload=payload))
+
+        before = envelope.counters.model_copy()
+        citations_before = len(envelope.citations)
+        errors_before = len(envelope.errors)
+        prompt = self.capability.prompts.get(agent.name)
+        ctx = StageContext(
+            envelope,
+            agent,
+            self.pipeline,
+            item=request.get("item"),
+            system_prompt=prompt,
+            artifacts=self.services.artifacts,
+            write_token=f"{stage}@{request.get('hop')}:{mode}{request.get('index')}",
+        )
+        emit(EventType.AGENT_STARTED, mode=mode, index=request.get("index"))
+        started_at, t0 = utcnow(), self.services.clock()
+        try:
+            output = self._work(ctx, emit)
+            self._check_output(stage, output)
+        except (InterruptRequested, ConfirmationRequired) as exc:
+            raise StageDefinitionError(
+                f"stage '{stage}' asked a human inside a {mode}; interrupts must come from sequential stages"
+            ) from exc
+        elapsed = (self.services.clock() - t0) * 1000
+        counters = envelope.counters.model_dump()
+        delta_counters = {k: counters[k] - before.model_dump()[k] for k in counters}
+        delta_counters["agent_hops"] = 1 if mode == "branch" else 0
+        emit(EventType.AGENT_COMPLETED, mode=mode, index=request.get("index"), duration_ms=round(elapsed, 3))
+        delta = {
+            "stage": stage,
+            "index": request.get("index", 0),
+            "output": output,
+            "counters": delta_counters,
+            "citations": [c.model_dump() for c in envelope.citations[citations_before:]],
+            "errors": [e.model_dump() for e in envelope.errors[errors_before:]],
+            "events": [{"type": e.type.value, "payload": e.payload} for e in events],
+            "history": StageRecord(
+                stage=stage,
+                started_at=started_at,
+                duration_ms=round(elapsed, 3),
+                status="ok",
+                llm_calls=delta_counters["llm_calls"],
+                tool_calls=delta_counters["tool_calls"],
+            ).model_dump()
+            if mode == "branch"
+            else None,
+        }
+        return self.services.codec.pack(delta)
+
+
+def _preview(value: Any, limit: int = 300) -> Any:
+    """A bounded copy for events and results: long strings are cut, nothing else changes."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + "…"
+    if isinstance(value, dict):
+        return {k: _preview(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_preview(v, limit) for v in value[:50]]
+    return value
+
+
+def _cause(cause: Any) -> str:
+    """Step Functions hands a Lambda's error as a JSON string; keep its message."""
+    if not isinstance(cause, str):
+        return str(cause or "")
+    try:
+        parsed = json.loads(cause)
+        if isinstance(parsed, dict):
+            return str(parsed.get("errorMessage") or cause)[:2000]
+    except ValueError:
+        pass
+    return cause[:2000]

@@ -1,0 +1,108 @@
+"""A runtime on in-memory adapters, for unit tests of the API and services without moto.
+
+`memory_runtime()` is the composition root with every port bound to its reference in-memory adapter
+and Step Functions played by `FakeExecutions`; the services on top are the real ones.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from missions.adapters.memory.dispatch import InMemoryDispatchStore
+from missions.adapters.memory.learnings import InMemoryLearningsStore
+from missions.adapters.memory.longterm import InMemoryLongTermMemory
+from missions.adapters.memory.store import (
+    InMemoryMissionsByCapability,
+    MemoryArtifactStore,
+    MemoryBlobStore,
+    MemoryCheckpointStore,
+    MemoryEventStore,
+    MemoryInterruptStore,
+    MemoryMissionStore,
+    MemoryRepositoryStore,
+    MemorySnapshotStore,
+)
+from missions.adapters.memory.webhooks import InMemoryDeliveryStore, StaticWebhookSources
+from missions.app.runtime import Runtime
+from missions.core import capability as registry
+from missions.core.errors import TaskGone
+from missions.core.offload import EnvelopeCodec
+from missions.core.settings import RuntimeSettings
+from missions.ports.store import Checkpoint
+
+ACCOUNT_ARN = "arn:aws:states:us-east-1:123456789012"
+
+
+class FakeExecutions:
+    """Step Functions as the runtime sees it: starts, stops and answers are recorded. A start also
+    leaves the checkpoint its first stage would write (with `next_stage`), so a mission can be forked."""
+
+    def __init__(self, checkpoints: MemoryCheckpointStore, codec: EnvelopeCodec, next_stage: str | None = None):
+        self.started: list[str] = []
+        self.stopped: list[str] = []
+        self.answered: list[tuple[str, dict[str, Any]]] = []
+        self.gone_tokens: set[str] = set()
+        self._checkpoints, self._codec, self._next_stage = checkpoints, codec, next_stage
+
+    def start(self, state_machine_arn: str, name: str, input: str) -> str:
+        self.started.append(name)
+        envelope = self._codec.decode(json.loads(input)["envelope"])
+        envelope.next_stage = self._next_stage or registry.load(envelope.capability).pipeline.agents[0].name
+        checkpoint = Checkpoint(
+            thread_id=name,
+            checkpoint_id="0001-start",
+            parent_id=None,
+            stage="start",
+            envelope=self._codec.encode(envelope),
+        )
+        self._checkpoints.put(checkpoint)
+        return f"{ACCOUNT_ARN}:execution:{state_machine_arn.rsplit(':', 1)[-1]}:{name}"
+
+    def stop(self, execution_arn: str, cause: str) -> None:
+        self.stopped.append(execution_arn.rsplit(":", 1)[-1])
+
+    def send_success(self, task_token: str, output: str) -> None:
+        if task_token in self.gone_tokens:
+            raise TaskGone(f"task {task_token} timed out")
+        self.answered.append((task_token, json.loads(output)))
+
+    def send_failure(self, task_token: str, error: str, cause: str) -> None:
+        self.gone_tokens.add(task_token)
+
+
+def memory_runtime(**settings: Any) -> Runtime:
+    """The composition root on in-memory adapters (no AWS, no moto)."""
+    values: dict[str, Any] = {
+        **{f"{name}_table": f"mem-{name}" for name in ("missions", "checkpoints", "events", "interrupts")},
+        **{f"{name}_table": f"mem-{name}" for name in ("memory", "dispatch", "learnings", "deliveries", "artifacts")},
+        "repositories_table": "mem-repositories",
+        "blob_bucket": "mem-blobs",
+        "snapshot_bucket": "mem-snapshots",
+        "event_bus": "mem-bus",
+        "state_machine_arns": {name: f"{ACCOUNT_ARN}:stateMachine:{name}" for name in registry.available()},
+        **settings,
+    }
+    runtime = Runtime(RuntimeSettings(**values))
+    missions, checkpoints = MemoryMissionStore(), MemoryCheckpointStore()
+    codec = EnvelopeCodec(MemoryBlobStore())
+    ports: dict[str, Any] = {
+        "missions": missions,
+        "checkpoints": checkpoints,
+        "events": MemoryEventStore(),
+        "interrupts": MemoryInterruptStore(),
+        "artifacts": MemoryArtifactStore(),
+        "codec": codec,
+        "memory": InMemoryLongTermMemory(),
+        "learnings": InMemoryLearningsStore(),
+        "missions_by_capability": InMemoryMissionsByCapability(missions),
+        "dispatch_store": InMemoryDispatchStore(),
+        "deliveries": InMemoryDeliveryStore(),
+        "webhook_sources": StaticWebhookSources({}),
+        "executions": FakeExecutions(checkpoints, codec),
+        "repository_store": MemoryRepositoryStore(),
+        "snapshot_store": MemorySnapshotStore(),
+    }
+    for name, port in ports.items():  # the composition root's cached ports, bound before first use
+        setattr(runtime, name, port)
+    return runtime

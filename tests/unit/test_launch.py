@@ -1,0 +1,224 @@
+"""The launcher and mission control over in-memory stores: every start goes through the dispatcher,
+forks and cancels included, whatever order users and executions act in.
+
+A fake Executions port plays Step Functions: it records what started and what was stopped, and the
+test ends executions when it chooses (as the status function would hear of it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from missions.adapters.memory.dispatch import InMemoryDispatchStore
+from missions.adapters.memory.store import (
+    MemoryBlobStore,
+    MemoryCheckpointStore,
+    MemoryEventStore,
+    MemoryInterruptStore,
+    MemoryMissionStore,
+)
+from missions.core.errors import ConflictError, MissionRequestError, NotFound
+from missions.core.events import EventType
+from missions.core.offload import EnvelopeCodec
+from missions.core.requests import MissionRequest
+from missions.ports.store import MissionStatus
+from missions.service.control import MissionControl
+from missions.service.launcher import Launcher
+from missions.service.lifecycle import Lifecycle
+from tests.support.fakes import FakeExecutions
+
+CAPABILITY = "shopping"  # reads no repository: its requests need no resolver
+GOAL = "find the cheapest USB-C charger"
+
+
+class World:
+    def __init__(self, limit: int = 3):
+        self.missions = MemoryMissionStore()
+        self.checkpoints = MemoryCheckpointStore()
+        self.events = MemoryEventStore()
+        codec = EnvelopeCodec(MemoryBlobStore())
+        self.executions = FakeExecutions(self.checkpoints, codec, next_stage="present")
+        self.launcher = Launcher(
+            missions=self.missions,
+            checkpoints=self.checkpoints,
+            codec=codec,
+            executions=self.executions,
+            dispatch=InMemoryDispatchStore(),
+            state_machine_arn=lambda name: f"arn:aws:states:us-east-1:123456789012:stateMachine:{name}",
+            limit=limit,
+        )
+        self.control = MissionControl(
+            missions=self.missions,
+            events=self.events,
+            interrupts=MemoryInterruptStore(),
+            executions=self.executions,
+            launcher=self.launcher,
+        )
+
+    def submit(self, user: str = "ann", **fields: Any) -> str:
+        request = MissionRequest.parse(capability=CAPABILITY, goal=GOAL, user_id=user, **fields)
+        return self.launcher.submit(request).mission_id
+
+    def status(self, mission_id: str) -> str:
+        return self.missions.get(mission_id).status
+
+    def end(self, mission_id: str) -> None:
+        """The final stage ran, then Step Functions reported the execution's end."""
+        record = self.missions.get(mission_id)
+        try:
+            Lifecycle(self.missions).end(mission_id, MissionStatus.COMPLETED, terminal_reason="completed")
+        except ConflictError:
+            pass  # cancelled meanwhile: the stage's write is refused
+        self.control.execution_ended(record.execution_arn or f"x:{mission_id}", "SUCCEEDED")
+
+
+# --------------------------------------------------------------------------- examples
+
+
+def test_a_request_that_cannot_run_is_refused_before_anything_is_written():
+    # Given a world / When a request names a capability that is not installed
+    world = World()
+    with pytest.raises(MissionRequestError, match="unknown capability"):
+        world.launcher.submit(MissionRequest(capability="nope", goal=GOAL, user_id="ann"))
+    # Then no mission was recorded and nothing started
+    assert world.missions.list_for_user("ann") == [] and world.executions.started == []
+
+
+def test_a_fork_of_a_missing_checkpoint_is_refused_and_writes_nothing():
+    world = World()
+    source = world.submit()
+    with pytest.raises(NotFound):
+        world.launcher.fork(source, "9999-nowhere", "ann")
+    assert [m.mission_id for m in world.missions.list_for_user("ann")] == [source]
+
+
+def test_a_fork_carries_on_from_its_checkpoint_through_the_dispatcher():
+    # Given a user at the limit of 1
+    world = World(limit=1)
+    source = world.submit()
+    # When she forks her running mission
+    fork = world.launcher.fork(source, "0001-start", "ann")
+    # Then the fork is queued, marked as a fork, and starts once the source ends
+    assert fork.status == "queued" and world.missions.get(fork.mission_id).trigger == "fork"
+    world.end(source)
+    assert world.status(fork.mission_id) == MissionStatus.RUNNING
+    assert world.executions.started == [source, fork.mission_id]
+
+
+def test_cancelling_a_queued_mission_removes_it_from_the_queue_and_says_so():
+    world = World(limit=1)
+    running, queued = world.submit(), world.submit()
+    world.control.cancel(world.missions.get(queued))
+    world.end(running)
+    assert world.status(queued) == MissionStatus.CANCELLED
+    assert queued not in world.executions.started
+    assert world.launcher.dispatcher.queued("ann") == []
+    events, _ = world.events.read(queued)
+    assert [e.type for e in events] == [EventType.MISSION_CANCELLED]
+
+
+def test_cancelling_a_running_mission_stops_its_execution_and_frees_its_slot():
+    world = World(limit=1)
+    running, queued = world.submit(), world.submit()
+    world.control.cancel(world.missions.get(running))
+    assert world.executions.stopped == [running]
+    assert world.status(running) == MissionStatus.CANCELLED
+    assert world.status(queued) == MissionStatus.RUNNING  # the freed slot went to the next one
+    with pytest.raises(ConflictError):
+        world.control.cancel(world.missions.get(running))
+
+
+# --------------------------------------------------------------------------- property
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("submit"),
+            st.sampled_from(["a", "b"]),
+            st.sampled_from(["urgent", "high", "medium", "low"]),
+            st.one_of(st.none(), st.sampled_from(["k1", "k2", "k3"])),
+        ),
+        st.tuples(st.just("fork"), st.integers(0, 20)),
+        st.tuples(st.just("cancel"), st.integers(0, 20)),
+        st.tuples(st.just("end"), st.integers(0, 20)),
+        st.tuples(st.just("end_again"), st.integers(0, 20)),
+    ),
+    max_size=50,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=operations, limit=st.integers(1, 3))
+def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_once(ops, limit):
+    # Given users who submit, fork and cancel missions while executions end, in any order
+    world = World(limit=limit)
+    owner: dict[str, str] = {}
+    cancelled_before_start: set[str] = set()
+    ended: list[str] = []
+    keys: set[tuple[str, str]] = set()
+
+    def running(user: str) -> set[str]:
+        return {m for m in set(world.executions.started) if owner[m] == user and world.status(m) == "running"}
+
+    def check() -> None:
+        started = Counter(world.executions.started)
+        assert all(count == 1 for count in started.values()), started  # nothing starts twice
+        assert not cancelled_before_start & set(started)  # nothing cancelled while queued ever starts
+        for user in ("a", "b"):
+            assert len(running(user)) <= limit  # never over the limit
+            if world.launcher.dispatcher.queued(user):  # a queued mission only waits for a full user
+                assert len(world.launcher.dispatcher.running(user)) == limit
+
+    for op in ops:
+        known = sorted(owner)
+        if op[0] == "submit":
+            _, user, priority, key = op
+            mission_id = world.submit(user, priority=priority, idempotency_key=key)
+            assert (key is not None and (user, key) in keys) == (mission_id in owner)
+            if key is not None:
+                keys.add((user, key))
+            owner[mission_id] = user
+        elif op[0] == "fork" and known:
+            source = known[op[1] % len(known)]
+            try:
+                result = world.launcher.fork(source, "0001-start", owner[source])
+            except NotFound:  # never started: there is no checkpoint to carry on from
+                assert source not in world.executions.started
+            else:
+                owner[result.mission_id] = owner[source]
+        elif op[0] == "cancel" and known:
+            mission_id = known[op[1] % len(known)]
+            before = world.status(mission_id)
+            try:
+                world.control.cancel(world.missions.get(mission_id))
+            except ConflictError:
+                assert before in MissionStatus.TERMINAL
+            else:
+                if mission_id not in world.executions.started:
+                    cancelled_before_start.add(mission_id)
+                else:  # Step Functions reports the stopped execution later, as it does in AWS
+                    arn = world.missions.get(mission_id).execution_arn
+                    world.control.execution_ended(arn or mission_id, "ABORTED")
+                assert world.status(mission_id) == MissionStatus.CANCELLED
+        elif op[0] in ("end", "end_again"):
+            pool = sorted(running("a") | running("b")) if op[0] == "end" else sorted(ended)
+            if pool:
+                mission_id = pool[op[1] % len(pool)]
+                ended.append(mission_id)
+                world.end(mission_id)
+        check()
+
+    # When every execution runs to its end
+    while running("a") | running("b"):
+        for mission_id in sorted(running("a") | running("b")):
+            world.end(mission_id)
+            check()
+    # Then every mission not cancelled before its start started exactly once, and none is left waiting
+    assert set(world.executions.started) == set(owner) - cancelled_before_start
+    assert not world.launcher.dispatcher.queued("a") and not world.launcher.dispatcher.queued("b")
+    assert all(world.status(m) in MissionStatus.TERMINAL for m in owner)
