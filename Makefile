@@ -16,7 +16,7 @@ help:
 	@echo "make dev     serve the HTTP API on 127.0.0.1:PORT (default 8787) over the embedded emulation"
 	@echo "make bench   run the benchmarks (writes .bench/results.json)"
 	@echo "make asl     print the compiled state machine of CAPABILITY (default code_analysis)"
-	@echo "make lint    ruff and the import-layering contracts"
+	@echo "make lint    ruff, the import-layering contracts and mypy (strict on the runtime)"
 	@echo "make layer   build the Lambda layer for ARCH (default arm64) into build/layer-ARCH"
 	@echo "make synth   ENV=dev|staging|prod: CloudFormation template in cdk.out, cdk-nag and cfn-lint checked"
 	@echo "make deploy  ENV=...: cdk deploy with the pinned aws-cdk 2.x CLI (needs AWS credentials; see README)"
@@ -47,7 +47,12 @@ test: venv node
 test-fast: venv
 	$(BIN)/python -m pytest tests/unit tests/conformance -n 2
 
-bench: venv
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: venv $(BENCH_STAMP)
 	$(BIN)/python -m bench.run
 
 CAPABILITY ?= code_analysis
@@ -56,7 +61,9 @@ asl: venv
 
 lint: venv
 	$(BIN)/ruff check shared functions capabilities tests bench infra layers
+	$(BIN)/ruff format --check shared functions capabilities tests bench infra layers
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # --- deployment --------------------------------------------------------------------------
 ARCH ?= arm64

@@ -1,5 +1,5 @@
-"""`make bench`: stage overhead, Step Functions state sizes, import times, peak memory,
-dispatch, infrastructure cost per mission, package sizes and synth time.
+"""`make bench`: stage overhead, Step Functions state sizes, import times, peak memory, the runner
+against LangGraph, dispatch, infrastructure cost per mission, package sizes and synth time.
 
 Times are noisy on shared machines, so import times are medians of repeated fresh
 processes and are reported as ratios to `import boto3` measured in the same run.
@@ -157,8 +157,9 @@ def main() -> None:
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
     results["peak_rss_mb"] = peak_memory_mb()
-    from bench import cost, dispatch, infra, mission_types, repositories
+    from bench import cost, dispatch, infra, mission_types, repositories, runner_vs_langgraph
 
+    results["runner_vs_langgraph"] = runner_vs_langgraph.run()
     results["dispatch"] = dispatch.run()
     results["infra_cost"] = cost.run()
     results["deployment"] = infra.run()
@@ -212,6 +213,8 @@ def main() -> None:
                 f"duplicates started {figures.get('duplicates_started')}, lost {figures.get('lost')}, "
                 f"max per user {figures.get('max_concurrent_per_user')}",
             )
+    for measure, value in runner_vs_langgraph.rows(results["runner_vs_langgraph"]):
+        table.add_row(measure, value)
     for measure, value in mission_types.rows(results["mission_types"]):
         table.add_row(measure, value)
     for measure, value in repositories.rows(results["repositories"]):

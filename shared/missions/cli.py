@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import typer
 from rich.console import Console
@@ -19,6 +19,10 @@ from missions.core import capability as registry
 from missions.core.compiler import compile_json
 from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.events import Event, EventType
+
+if TYPE_CHECKING:
+    from missions.core.llm import LLMProvider
+    from missions.local.emulation import LocalCloud
 
 app = typer.Typer(
     no_args_is_help=True,
@@ -74,6 +78,8 @@ def classify(
     if not goal.strip():
         fail("the goal is empty")
     settings = _llm_settings()
+    llm: LLMProvider
+    source: Literal["llm", "offline"]
     if settings.get("llm_provider") == "openai":
         from missions.adapters.llm.openai_provider import OpenAIProvider
 
@@ -86,7 +92,7 @@ def classify(
         source = "llm"
     else:
         llm, source = ScriptedProvider(offline_goal_analysis), "offline"
-    result = classify_complexity(goal, llm, source=source)  # type: ignore[arg-type]
+    result = classify_complexity(goal, llm, source=source)
     capability = select_by_keywords(goal, [(c.name, [*c.keywords, *c.triggers.keywords]) for c in registry.load_all()])
     found = {"capability": capability, **result.model_dump(mode="json")}
     if as_json:
@@ -408,7 +414,7 @@ def _llm_settings() -> dict[str, Any]:
     return settings
 
 
-def _follow(cloud: Any, mission_id: str, answers: list[str], timeout: float, quiet: bool) -> str:
+def _follow(cloud: LocalCloud, mission_id: str, answers: list[str], timeout: float, quiet: bool) -> str:
     """Stream events until the execution ends, answering interrupts as they come."""
     cursor: str | None = None
     deadline = time.monotonic() + timeout

@@ -1,4 +1,4 @@
-"""The layering is a contract: the domain core never imports AWS or OpenAI SDKs or adapters."""
+"""The house rules as tests: the import contracts (layers by folder), ruff, and mypy strict on the runtime."""
 
 import shutil
 import subprocess
@@ -47,3 +47,14 @@ def test_ruff_finds_nothing():
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_finds_nothing():
+    # Given the strict mypy configuration in pyproject.toml (the runtime library and its handlers)
+    mypy = Path(sys.executable).parent / "mypy"
+    # When mypy checks them (its cache in a temporary folder: the suite must not depend on a warm one)
+    result = subprocess.run(
+        [str(mypy), "--cache-dir", "/tmp/missions-mypy-cache"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    # Then it finds no error
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr

@@ -10,13 +10,14 @@ import hashlib
 import math
 import re
 import unicodedata
+from collections.abc import Sequence
 from typing import Any
 
 _WORD = re.compile(r"[^\W_]+")  # letters and digits; "_" splits snake_case keys into words
 _OPENAI_BATCH = 2048  # inputs per embeddings request accepted by the API
 
 
-def cosine(a: list[float] | Any, b: list[float] | Any) -> float:
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity in [-1, 1]; 0.0 when either vector is all zeros."""
     if len(a) != len(b):
         raise ValueError(f"cannot compare vectors of {len(a)} and {len(b)} dimensions")

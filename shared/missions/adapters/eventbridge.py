@@ -23,7 +23,7 @@ class EventBridgeBus:
         except Exception as exc:  # throttled, unreachable: the caller answers 503 and keeps nothing
             raise DependencyUnavailable(f"the event bus refused the events: {type(exc).__name__}") from exc
         if result.get("FailedEntryCount"):
-            failed = next((e for e in result.get("Entries", []) if e.get("ErrorCode")), {})
+            failed: dict[str, Any] = next((e for e in result.get("Entries", []) if e.get("ErrorCode")), {})
             raise DependencyUnavailable(f"the event bus refused the events: {failed.get('ErrorMessage', 'failed')}")
 
 

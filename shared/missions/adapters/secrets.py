@@ -59,5 +59,6 @@ class PowertoolsSecrets:
 def error_code(exc: BaseException | None) -> str | None:
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
-        return response.get("Error", {}).get("Code")
+        code: str | None = response.get("Error", {}).get("Code")  # botocore's error shape
+        return code
     return None

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypedDict, TypeVar
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, UnauthorizedError
@@ -43,7 +44,27 @@ from missions.service.interrupts import answer_interrupt
 if TYPE_CHECKING:
     from missions.app.runtime import Runtime
 
-app = APIGatewayHttpResolver(enable_validation=True)
+Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+
+
+class Resolver(APIGatewayHttpResolver):
+    """Powertools takes a route's return annotation for its response model: it would validate every response
+    against it and publish it in the OpenAPI document. Ours are for the type checker only, so routes are
+    registered without them and responses stay as they were."""
+
+    def route(
+        self, rule: str, method: str | list[str] | tuple[str], *args: Any, **kwargs: Any
+    ) -> Callable[[Endpoint], Endpoint]:
+        register = super().route(rule, method, *args, **kwargs)
+
+        def register_unannotated(endpoint: Endpoint) -> Endpoint:
+            endpoint.__annotations__.pop("return", None)
+            return register(endpoint)
+
+        return register_unannotated
+
+
+app = Resolver(enable_validation=True)
 app.configure_openapi(
     title="missions", version="0.1.0", description="Start, watch, answer, cancel and rate long-running LLM missions."
 )
@@ -83,6 +104,34 @@ class MemoryValue(Body):
     value: Any
 
 
+class ErrorBody(TypedDict):
+    statusCode: int
+    message: str
+    detail: NotRequired[list[dict[str, Any]]]
+
+
+class MissionSummary(TypedDict):
+    mission_id: str
+    capability: str
+    goal: str
+    status: str
+    lifecycle: str
+    stage: str | None
+    priority: str
+    trigger: str
+    created_at: str
+    terminal_reason: str | None
+
+
+class PendingInterrupt(TypedDict):
+    interrupt_id: str
+    kind: str | None
+    question: str | None
+    options: list[str]
+    data: NotRequired[dict[str, Any]]
+    stage: NotRequired[str]
+
+
 def runtime() -> Runtime:
     """The composition root the handler put into the resolver's context for this request."""
     return app.context["runtime"]  # type: ignore[no-any-return]
@@ -112,7 +161,7 @@ def owned_mission(mission_id: str, user: str) -> MissionRecord:
     return record
 
 
-def error(status: int, message: str) -> Response:
+def error(status: int, message: str) -> Response[ErrorBody]:
     return Response(status, "application/json", body={"statusCode": status, "message": message})
 
 
@@ -125,7 +174,7 @@ def handle(event: dict[str, Any], context: Any, service: Runtime) -> dict[str, A
     if method in ("POST", "PUT", "PATCH") and event.get("body") and not json_media:
         body = {"statusCode": 415, "message": f"bodies must be application/json, not {media}"}
         return {"statusCode": 415, "headers": {"Content-Type": "application/json"}, "body": json.dumps(body)}
-    app.append_context(runtime=service)
+    app.context.update(runtime=service)  # what append_context does; Powertools leaves that one untyped
     return app.resolve(event, context)
 
 
@@ -145,17 +194,17 @@ ERROR_STATUS: dict[type[Exception], int] = {
 }
 
 
-@app.exception_handler(list(ERROR_STATUS))
-def _domain_error(exc: Exception) -> Response:
+@app.exception_handler(list(ERROR_STATUS))  # type: ignore[untyped-decorator]  # Powertools leaves it unannotated
+def _domain_error(exc: Exception) -> Response[ErrorBody]:
     status = next(ERROR_STATUS[kind] for kind in type(exc).__mro__ if kind in ERROR_STATUS)
     if status == 503:
-        body = {"statusCode": 503, "message": f"{exc}; nothing was stored, retry later"}
+        body: ErrorBody = {"statusCode": 503, "message": f"{exc}; nothing was stored, retry later"}
         return Response(503, "application/json", body=body, headers={"Retry-After": "5"})
     return error(status, str(exc))
 
 
-@app.exception_handler(RequestValidationError)
-def _invalid(exc: RequestValidationError) -> Response:
+@app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]  # Powertools leaves it unannotated
+def _invalid(exc: RequestValidationError) -> Response[ErrorBody]:
     problems = [{"loc": list(e.get("loc", ())), "type": e.get("type"), "message": e.get("msg")} for e in exc.errors()]
     return Response(422, "application/json", body={"statusCode": 422, "message": "invalid request", "detail": problems})
 
@@ -164,7 +213,7 @@ def _invalid(exc: RequestValidationError) -> Response:
 
 
 @app.get("/capabilities")
-def list_capabilities():
+def list_capabilities() -> dict[str, Any]:
     current_user()
     return {"capabilities": [c.describe() for c in registry.load_all()]}
 
@@ -175,7 +224,7 @@ class ClassifyRequest(BaseModel):
 
 
 @app.post("/classify")
-def classify(body: ClassifyRequest):
+def classify(body: ClassifyRequest) -> dict[str, Any]:
     """Which capability would take this goal, and how complex it is (1 simple, 2 coordinated, 3 complex)."""
     current_user()
     try:
@@ -190,7 +239,7 @@ def classify(body: ClassifyRequest):
 
 
 @app.post("/missions")
-def create_mission(body: MissionCreate):
+def create_mission(body: MissionCreate) -> Response[dict[str, Any]]:
     user = current_user()
     capability = runtime().service.choose_capability(body.goal, body.capability)
     key = app.current_event.headers.get("idempotency-key")
@@ -220,7 +269,7 @@ def list_missions(
     capability: Annotated[str | None, Query(max_length=64)] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
-):
+) -> dict[str, Any]:
     user = current_user()
     records = runtime().missions.list_for_user(user, limit=1000)
     records = [
@@ -248,7 +297,7 @@ def _decode_cursor(cursor: str | None) -> int:
     raise RequestValidationError([{"loc": ("query", "cursor"), "type": "value_error", "msg": "invalid cursor"}])
 
 
-def _summary(record: MissionRecord):
+def _summary(record: MissionRecord) -> MissionSummary:
     return {
         "mission_id": record.mission_id,
         "capability": record.capability,
@@ -264,10 +313,10 @@ def _summary(record: MissionRecord):
 
 
 @app.get("/missions/<mission_id>")
-def get_mission(mission_id: str):
+def get_mission(mission_id: str) -> dict[str, Any]:
     user = current_user()
     record = owned_mission(mission_id, user)
-    pending = None
+    pending: PendingInterrupt | None = None
     if record.pending_interrupt:
         try:
             interrupt = runtime().interrupts.get(mission_id, record.pending_interrupt)
@@ -301,7 +350,7 @@ def mission_events(
     mission_id: str,
     after: Annotated[str | None, Query(max_length=300)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-):
+) -> dict[str, Any]:
     """Events in order; `cursor` (opaque, URL-safe) goes back as `after` for the next page."""
     owned_mission(mission_id, current_user())
     position = _decode_position(after) if after else None
@@ -320,7 +369,7 @@ def _decode_position(cursor: str) -> str:
 
 
 @app.get("/missions/<mission_id>/checkpoints")
-def mission_checkpoints(mission_id: str):
+def mission_checkpoints(mission_id: str) -> dict[str, Any]:
     owned_mission(mission_id, current_user())
     checkpoints = runtime().checkpoints.list(mission_id)
     return {
@@ -332,7 +381,7 @@ def mission_checkpoints(mission_id: str):
 
 
 @app.get("/missions/<mission_id>/artifacts")
-def mission_artifacts(mission_id: str):
+def mission_artifacts(mission_id: str) -> dict[str, Any]:
     """Every version of every document the mission wrote (plan, research, drafts/itinerary_vN, final)."""
     owned_mission(mission_id, current_user())
     return {
@@ -348,7 +397,7 @@ def mission_artifact(
     mission_id: str,
     path: Annotated[str, Query(min_length=1, max_length=200, pattern=ARTIFACT_PATH_PATTERN)],
     version: Annotated[int | None, Query(ge=1, le=100_000)] = None,
-):
+) -> dict[str, Any]:
     """One artifact's content: the latest version of `path`, or `version`."""
     owned_mission(mission_id, current_user())
     try:
@@ -367,7 +416,7 @@ def mission_artifact(
 
 
 @app.post("/missions/<mission_id>/fork")
-def fork_mission(mission_id: str, body: ForkRequest):
+def fork_mission(mission_id: str, body: ForkRequest) -> Response[dict[str, Any]]:
     user = current_user()
     owned_mission(mission_id, user)
     try:
@@ -387,7 +436,7 @@ def fork_mission(mission_id: str, body: ForkRequest):
 
 
 @app.post("/missions/<mission_id>/interrupts/<interrupt_id>")
-def answer(mission_id: str, interrupt_id: str, body: AnswerBody):
+def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, Any]:
     owned_mission(mission_id, current_user())
     active = runtime()
     try:
@@ -406,7 +455,7 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody):
 
 
 @app.post("/missions/<mission_id>/cancel")
-def cancel(mission_id: str):
+def cancel(mission_id: str) -> dict[str, Any] | Response[ErrorBody]:
     record = owned_mission(mission_id, current_user())
     if record.status in MissionStatus.TERMINAL or record.status == MissionStatus.CANCELLING:
         return error(409, f"mission {mission_id} already {record.status}")
@@ -415,7 +464,7 @@ def cancel(mission_id: str):
 
 
 @app.post("/missions/<mission_id>/feedback")
-def feedback(mission_id: str, body: FeedbackBody):
+def feedback(mission_id: str, body: FeedbackBody) -> dict[str, Any]:
     user = current_user()
     record = owned_mission(mission_id, user)
     outcome = runtime().service.give_feedback(record, user, body.model_dump(exclude_none=True))
@@ -476,7 +525,7 @@ def _repository(record: RepositoryRecord) -> dict[str, Any]:
 
 
 @app.post("/repositories")
-def create_repository(body: RepositoryCreate):
+def create_repository(body: RepositoryCreate) -> Response[dict[str, Any]]:
     """Register a repository: from a git URL (imported in the background) or an archive you upload."""
     user = current_user()
     record, upload = runtime().repository_service.register(
@@ -493,14 +542,14 @@ def create_repository(body: RepositoryCreate):
 
 
 @app.get("/repositories")
-def list_repositories():
+def list_repositories() -> dict[str, Any]:
     """Your repositories and the ones an operator shared, newest first."""
     user = current_user()
     return {"repositories": [_repository(r) for r in runtime().repository_service.list(user)]}
 
 
 @app.get("/repositories/<repository_id>")
-def get_repository(repository_id: str):
+def get_repository(repository_id: str) -> dict[str, Any]:
     user = current_user()
     try:
         return _repository(runtime().repository_service.get(user, repository_id))
@@ -509,7 +558,9 @@ def get_repository(repository_id: str):
 
 
 @app.post("/repositories/<repository_id>/imports")
-def import_repository(repository_id: str, body: Annotated[ImportBody | None, BodyParam()] = None):
+def import_repository(
+    repository_id: str, body: Annotated[ImportBody | None, BodyParam()] = None
+) -> Response[dict[str, Any]]:
     """Import again (new commits, another ref), or import the archive you uploaded; the body is optional."""
     user = current_user()
     ref = body.ref if body is not None else None
@@ -521,7 +572,7 @@ def import_repository(repository_id: str, body: Annotated[ImportBody | None, Bod
 
 
 @app.delete("/repositories/<repository_id>")
-def delete_repository(repository_id: str):
+def delete_repository(repository_id: str) -> Response[str]:
     """Delete the repository and every snapshot of it; missions already running may fail to read it."""
     user = current_user()
     try:
@@ -540,7 +591,7 @@ def namespace_of(raw: str) -> tuple[str, ...]:
 
 
 @app.get("/memory/<namespace>/<key>")
-def memory_get(namespace: str, key: str):
+def memory_get(namespace: str, key: str) -> dict[str, Any]:
     user = current_user()
     try:
         item = runtime().memory.get(user, namespace_of(namespace), key)
@@ -552,7 +603,7 @@ def memory_get(namespace: str, key: str):
 
 
 @app.put("/memory/<namespace>/<key>")
-def memory_put(namespace: str, key: str, body: MemoryValue):
+def memory_put(namespace: str, key: str, body: MemoryValue) -> dict[str, Any] | Response[ErrorBody]:
     user = current_user()
     try:
         item = runtime().memory.put(user, namespace_of(namespace), key, body.value)
@@ -563,7 +614,7 @@ def memory_put(namespace: str, key: str, body: MemoryValue):
 
 
 @app.delete("/memory/<namespace>/<key>")
-def memory_delete(namespace: str, key: str):
+def memory_delete(namespace: str, key: str) -> Response[str] | Response[ErrorBody]:
     user = current_user()
     try:
         deleted = runtime().memory.delete(user, namespace_of(namespace), key)
@@ -579,7 +630,7 @@ def memory_list(
     namespace: str,
     query: Annotated[str | None, Query(min_length=1, max_length=1000)] = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-):
+) -> dict[str, Any] | Response[ErrorBody]:
     user = current_user()
     memory = runtime().memory
     try:
@@ -601,7 +652,7 @@ def memory_list(
 def metrics(
     capability: Annotated[str, Query(min_length=1, max_length=64)],
     days: Annotated[int, Query(ge=1, le=365)] = 30,
-):
+) -> dict[str, Any] | Response[ErrorBody]:
     current_user()
     if capability not in registry.available():
         return error(422, f"unknown capability '{capability}'")
@@ -609,7 +660,7 @@ def metrics(
 
 
 @app.get("/openapi.json")
-def openapi():
+def openapi() -> Response[str]:
     return Response(200, "application/json", body=app.get_openapi_json_schema())
 
 

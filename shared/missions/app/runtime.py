@@ -477,7 +477,7 @@ class Runtime:
             checkpoints=self.checkpoints,
             memory=self.memory,
             policy=policy,
-            **({"now": now} if now else {}),
+            now=now,
         )
         for mission_id, why in report.failures.items():
             observability.logger().error("mission not archived", extra={"mission_id": mission_id, "reason": why})

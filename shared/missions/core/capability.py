@@ -22,7 +22,7 @@ from missions.core.artifacts import Artifact, ArtifactRejected, Artifacts
 from missions.core.capability_config import CONFIG_FILE, CapabilityConfig, CapabilityConfigError, load_config
 from missions.core.envelope import Envelope, InterruptKind, InterruptResponse
 from missions.core.errors import EvidenceChainViolation as EvidenceChainViolation  # re-exported for capabilities
-from missions.core.errors import StageDefinitionError
+from missions.core.errors import StageDefinitionError as StageDefinitionError  # re-exported for capabilities
 from missions.core.llm import OfflinePolicy
 from missions.core.pipeline import AgentConfig, PipelineConfig
 from missions.core.refs import CONTEXT_KEY, RepositoryRef, Workspaces

@@ -14,6 +14,7 @@ Namespace = tuple[str, ...]
 SEGMENT = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 MAX_VALUE_BYTES = 64 * 1024
 PREFERENCES = "user_preferences"  # ("user_preferences", <user>) holds what feedback taught us
+MemoryChangeKind = Literal["added", "updated", "deleted"]
 
 
 def check_namespace(namespace: Namespace) -> Namespace:
@@ -46,6 +47,6 @@ class MemoryChange(Model):
     user_id: str
     namespace: list[str]
     key: str
-    kind: Literal["added", "updated", "deleted"]
+    kind: MemoryChangeKind
     old: Any = None
     new: Any = None

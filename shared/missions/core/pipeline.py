@@ -45,7 +45,7 @@ class RoutingRule(Model):
             if not isinstance(current, dict) or part not in current:
                 return False
             current = current[part]
-        return current == self.value
+        return bool(current == self.value)
 
 
 class EdgeLimit(Model):
@@ -169,7 +169,8 @@ class PipelineConfig(Model):
 
     def resume_stage(self, kind: InterruptKind) -> str | None:
         """The configured stage to resume at after an interrupt, or None for 'the stage that asked'."""
-        return getattr(self, f"{kind.value}_resume_stage")
+        stage: str | None = getattr(self, f"{kind.value}_resume_stage")  # one field per kind
+        return stage
 
     def parallel_groups(self) -> list[list[str]]:
         """Stages that share the same non-empty `requires` and join target run concurrently."""

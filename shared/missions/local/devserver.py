@@ -34,7 +34,9 @@ MAX_UPLOAD = 110 * 1024 * 1024  # presigned S3 uploads: the archive limit, with 
 S3_PREFIX = "/_dev/s3/"
 
 
-def http_event(method: str, path: str, query: str, headers: dict[str, str], body: bytes, user: str | None) -> dict:
+def http_event(
+    method: str, path: str, query: str, headers: dict[str, str], body: bytes, user: str | None
+) -> dict[str, Any]:
     """An HTTP API payload v2 event, as API Gateway would hand it to a Lambda."""
     now = time.time()
     event: dict[str, Any] = {
@@ -99,6 +101,8 @@ class DevServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
+        if isinstance(host, bytes):  # only a Unix socket's address is bytes
+            host = host.decode()
         return f"http://{host}:{port}"
 
     def start(self) -> DevServer:
@@ -122,7 +126,9 @@ class DevServer:
 
     # -- what AWS would do ---------------------------------------------------------------------
 
-    def handle(self, method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, dict, bytes]:
+    def handle(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
         parts = urlsplit(target)
         path = parts.path or "/"
         if path == "/_dev/clock":
@@ -147,7 +153,9 @@ class DevServer:
         response_headers = {k: v for k, v in (result.get("headers") or {}).items()}
         return int(result.get("statusCode", 200)), response_headers, data
 
-    def _s3_upload(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict, bytes]:
+    def _s3_upload(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
         """A presigned PUT, as S3 takes it: the signed Content-Length must match the body."""
         xml = {"content-type": "application/xml"}
         bucket, _, key = path[len(S3_PREFIX) :].partition("/")
@@ -158,7 +166,7 @@ class DevServer:
         self.cloud.s3.put_object(Bucket=bucket, Key=unquote(key), Body=body)
         return 200, {"etag": '"local"'}, b""
 
-    def _clock(self, method: str, body: bytes) -> tuple[int, dict, bytes]:
+    def _clock(self, method: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
         json_type = {"content-type": "application/json"}
         if method == "GET":
             return 200, json_type, json.dumps({"now": self.clock.now().isoformat()}).encode()

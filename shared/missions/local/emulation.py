@@ -16,7 +16,7 @@ import time
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from missions.adapters.dynamodb.store import table_definition, time_to_live
 from missions.app.runtime import Runtime
@@ -41,6 +41,9 @@ from missions.core.specs import (
 from missions.local import patches
 from missions.ports.store import MissionRecord, MissionStatus
 from missions.service.interrupts import answer_interrupt
+
+if TYPE_CHECKING:
+    from mypy_boto3_stepfunctions.type_defs import HistoryEventTypeDef
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -118,8 +121,10 @@ class LocalCloud:
         if "workspace_dir" not in overrides:  # snapshots unpacked by this emulation's stages, removed with it
             self._workspace = tempfile.mkdtemp(prefix="missions-workspace-")
             overrides["workspace_dir"] = self._workspace
+        # by setting name: mypy would hold a dict[str, str] against every field's type
+        tables: dict[str, Any] = {f"{spec.id}_table": f"{self.prefix}-{spec.id}" for spec in TABLES}
         self.settings = RuntimeSettings(
-            **{f"{spec.id}_table": f"{self.prefix}-{spec.id}" for spec in TABLES},
+            **tables,
             blob_bucket=f"{self.prefix}-blobs",
             snapshot_bucket=f"{self.prefix}-snapshots",
             event_bus=f"{self.prefix}-bus",
@@ -207,26 +212,26 @@ class LocalCloud:
         """The event bus, a rule per webhook and memory trigger, and the memory table's stream."""
         from missions.core.trigger_specs import memory_rules, webhook_rules
 
+        bus, memory_table = self.settings.event_bus, self.settings.memory_table
+        assert bus and memory_table, "__enter__ names the bus and every table"
         functions = {spec.id: self._function(f"{self.prefix}-{spec.id}", spec, 256) for spec in SERVICE_FUNCTIONS}
-        self.events_client.create_event_bus(Name=self.settings.event_bus)
+        self.events_client.create_event_bus(Name=bus)
         capabilities = [registry.load(name) for name in self.capabilities]
         for rule in webhook_rules(capabilities) + memory_rules(capabilities):
-            self.events_client.put_rule(
-                Name=rule.name, EventBusName=self.settings.event_bus, EventPattern=json.dumps(rule.event_pattern)
-            )
+            self.events_client.put_rule(Name=rule.name, EventBusName=bus, EventPattern=json.dumps(rule.event_pattern))
             self.events_client.put_targets(
                 Rule=rule.name,
-                EventBusName=self.settings.event_bus,
+                EventBusName=bus,
                 Targets=[{"Id": "trigger", "Arn": functions["trigger"]}],
             )
         self.events_client.put_rule(
             Name=f"{self.prefix}-repository-import",
-            EventBusName=self.settings.event_bus,
+            EventBusName=bus,
             EventPattern=json.dumps(REPOSITORY_IMPORT_PATTERN),
         )
         self.events_client.put_targets(
             Rule=f"{self.prefix}-repository-import",
-            EventBusName=self.settings.event_bus,
+            EventBusName=bus,
             Targets=[{"Id": "import", "Arn": functions["repository-import"]}],
         )
         self.events_client.put_rule(  # on the default bus, where Step Functions reports ended executions
@@ -236,7 +241,7 @@ class LocalCloud:
         self.events_client.put_targets(
             Rule=f"{self.prefix}-execution-ended", Targets=[{"Id": "status", "Arn": functions["status"]}]
         )
-        stream = self.dynamodb.describe_table(TableName=self.settings.memory_table)["Table"]["LatestStreamArn"]
+        stream = self.dynamodb.describe_table(TableName=memory_table)["Table"]["LatestStreamArn"]
         self.lambda_.create_event_source_mapping(
             EventSourceArn=stream, FunctionName=functions["memory-stream"], StartingPosition="LATEST", BatchSize=10
         )
@@ -367,8 +372,8 @@ class LocalCloud:
     def events(self, mission_id: str, after: str | None = None) -> tuple[list[Event], str | None]:
         return self.runtime.events.read(mission_id, after=after, limit=500)
 
-    def history(self, mission_id: str) -> list[dict[str, Any]]:
-        pages: list[dict[str, Any]] = []
+    def history(self, mission_id: str) -> list[HistoryEventTypeDef]:
+        pages: list[HistoryEventTypeDef] = []
         kwargs: dict[str, Any] = {"executionArn": self.execution_arn(mission_id), "maxResults": 1000}
         while True:
             page = self.sfn.get_execution_history(**kwargs)

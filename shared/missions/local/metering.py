@@ -157,16 +157,16 @@ class Meter:
 
     # -- counting ----------------------------------------------------------------------------
 
-    def _add(self, **quantities: float) -> None:
+    def _add(self, usage: Usage) -> None:
         with self._lock:
-            self._usage = self._usage + Usage(**quantities)
+            self._usage = self._usage + usage
 
     def _on_invocation(self, function_name: str, duration_ms: float, memory_mb: int) -> None:
         if not self._active:
             return
         with self._lock:
             self.invocations.append(Invocation(function_name, duration_ms, memory_mb))
-        self._add(lambda_requests=1, lambda_gb_seconds=lambda_gb_seconds(duration_ms, memory_mb))
+        self._add(Usage(lambda_requests=1, lambda_gb_seconds=lambda_gb_seconds(duration_ms, memory_mb)))
 
     def _counts(self) -> bool:
         return self._active and (patches.invoking() is not None or self._billed.get())
@@ -191,11 +191,13 @@ class Meter:
                 self._started.add(params.get("name", ""))
         elif service == "dynamodb":
             units = sum(self._write_units(write) for write in writes)
-            self._add(dynamodb_write_units=units, dynamodb_read_units=self._read_units(operation, params, parsed))
+            self._add(
+                Usage(dynamodb_write_units=units, dynamodb_read_units=self._read_units(operation, params, parsed))
+            )
         elif service == "s3":
-            self._add(s3_puts=int(operation in S3_PUTS), s3_gets=int(operation in S3_GETS))
+            self._add(Usage(s3_puts=int(operation in S3_PUTS), s3_gets=int(operation in S3_GETS)))
         elif service == "events" and operation == "PutEvents":
-            self._add(events_published=sum(billed_events(_entry_bytes(e)) for e in params.get("Entries", [])))
+            self._add(Usage(events_published=sum(billed_events(_entry_bytes(e)) for e in params.get("Entries", []))))
 
     # -- DynamoDB ----------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 Handler = Callable[[dict[str, Any], Any], Any]
 Observer = Callable[[str, float, int], None]  # (function_name, duration_ms, memory_mb)
@@ -64,6 +64,14 @@ class LocalContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return 300_000
+
+
+class FunctionError(TypedDict):
+    """A function error's payload, as Lambda returns it."""
+
+    errorType: str
+    errorMessage: str
+    stackTrace: NotRequired[list[str]]
 
 
 def register(function_name: str, handler: Handler) -> None:
@@ -148,7 +156,7 @@ def uninstall() -> None:
         from moto.events.models import EventBus, Rule
         from moto.stepfunctions.models import StateMachine
 
-        StateMachine.create_from_cloudformation_json = _ORIGINAL["state_machine_from_cfn"]  # type: ignore[assignment]
+        StateMachine.create_from_cloudformation_json = _ORIGINAL["state_machine_from_cfn"]  # type: ignore[method-assign]
         if _ORIGINAL.pop("bus_ref", False):
             del EventBus.physical_resource_id  # type: ignore[attr-defined]
         from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
@@ -161,7 +169,7 @@ def uninstall() -> None:
 
 
 def _state_machine_from_cfn(
-    cls: Any, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    cls: Any, /, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
 ) -> Any:
     """As CloudFormation does: substitute ${key} in the definition, in the backend the API serves."""
     from moto.stepfunctions.responses import get_backend
@@ -183,7 +191,7 @@ def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
     """moto's contract: return (payload json, errored, logs)."""
     handler = _FUNCTIONS.get(self.function_name)
     if handler is None:
-        error = {
+        error: FunctionError = {
             "errorType": "FunctionNotRegistered",
             "errorMessage": f"no in-process handler registered for '{self.function_name}'",
         }

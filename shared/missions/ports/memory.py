@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Protocol, runtime_checkable
 
 from missions.core.memory import MemoryItem, Namespace
@@ -18,10 +19,12 @@ class LongTermMemory(Protocol):
 
     def list(self, user_id: str, namespace: Namespace, limit: int = 100) -> list[MemoryItem]: ...
 
-    def search(self, user_id: str, namespace: Namespace, query: str, limit: int = 10) -> list[tuple[MemoryItem, float]]:
+    def search(
+        self, user_id: str, namespace: Namespace, query: str, limit: int = 10
+    ) -> builtins.list[tuple[MemoryItem, float]]:
         """Items of that namespace most similar to the query, best first, with cosine scores."""
 
-    def users_with(self, namespace_head: str) -> list[str]:
+    def users_with(self, namespace_head: str) -> builtins.list[str]:
         """Users holding at least one item in a namespace whose first segment is `namespace_head`."""
 
 

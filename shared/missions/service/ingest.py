@@ -93,6 +93,12 @@ def _submit_all(requests: list[MissionRequest], launcher: Launcher, origin: str)
             results["rejected"].append(str(exc))
             continue
         results[outcome.status].append(outcome.mission_id)
+        log.info(
+            "trigger %s: mission %s",
+            outcome.status,
+            outcome.mission_id,
+            extra={"origin": origin, "mission_id": outcome.mission_id},
+        )
     return results
 
 

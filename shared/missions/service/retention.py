@@ -47,12 +47,12 @@ def archive_ended_missions(
     checkpoints: CheckpointStore,
     memory: LongTermMemory,
     policy: RetentionPolicy = RetentionPolicy(),
-    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    now: Callable[[], datetime] | None = None,  # the wall clock (UTC) when None
     batch: int = 100,
 ) -> RetentionReport:
     """Archive every mission past its retention age (at most `batch` per status per run)."""
     report = RetentionReport()
-    moment = now()
+    moment = now() if now else datetime.now(UTC)
     for status, days in policy.ages().items():
         cutoff = (moment - timedelta(days=days)).isoformat(timespec="milliseconds")
         for record in missions.ended_before(status, cutoff, limit=batch):

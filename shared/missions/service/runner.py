@@ -33,6 +33,7 @@ from missions.core.envelope import (
     Envelope,
     Interrupt,
     InterruptKind,
+    InterruptResponse,
     StageRecord,
     utcnow,
 )
@@ -40,6 +41,7 @@ from missions.core.errors import NON_RETRYABLE, NotFound, StageRequestError, Tra
 from missions.core.events import Event, EventType
 from missions.core.llm import LLMProvider, LLMRequest
 from missions.core.offload import EnvelopeCodec
+from missions.core.pipeline import PipelineConfig
 from missions.core.refs import Workspaces
 from missions.core.roots import AllowedRoots
 from missions.core.routing import Decision, apply, decide
@@ -109,7 +111,7 @@ class StageRunner:
     last_report: StageReport | None = None
 
     @property
-    def pipeline(self):
+    def pipeline(self) -> PipelineConfig:
         return self.capability.pipeline
 
     # -- entry point ----------------------------------------------------------------
@@ -418,7 +420,7 @@ class StageRunner:
             envelope.outputs[self.pipeline.agent(delta["stage"]).key] = delta["output"]
         return None
 
-    def _absorb_resume(self, envelope: Envelope, emit: Callable[..., None]):
+    def _absorb_resume(self, envelope: Envelope, emit: Callable[..., None]) -> InterruptResponse | None:
         resume, interrupt = envelope.resume, envelope.interrupt
         envelope.resume = None
         if resume is None:

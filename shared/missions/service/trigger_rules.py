@@ -184,7 +184,7 @@ def requests_for_schedule(
         users = memory.users_with(trigger.opt_in_namespace or trigger.id)
     requests = []
     for user in sorted(set(users)):
-        values = {
+        values: dict[str, Any] = {
             "event": event,
             "capability": capability.name,
             "schedule_id": trigger.id,

@@ -12,6 +12,7 @@ keys-only INSERT followed by a MODIFY, while a PutItem streams one INSERT, as Dy
 
 from __future__ import annotations
 
+import builtins
 import json
 import sys
 from array import array
@@ -24,7 +25,7 @@ from missions.adapters.embeddings import HashingEmbedder, cosine
 from missions.adapters.memory.longterm import check_names, check_query, encode_value, searchable_text
 from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError
-from missions.core.memory import MemoryChange, MemoryItem, Namespace, check_key, check_namespace
+from missions.core.memory import MemoryChange, MemoryChangeKind, MemoryItem, Namespace, check_key, check_namespace
 from missions.core.specs import MEMORY
 from missions.ports.memory import Embedder
 
@@ -39,7 +40,7 @@ _NAMES = {
     "#c": "created_at",
     "#u": "updated_at",
 }
-_KINDS = {"INSERT": "added", "MODIFY": "updated", "REMOVE": "deleted"}
+_KINDS: dict[str, MemoryChangeKind] = {"INSERT": "added", "MODIFY": "updated", "REMOVE": "deleted"}
 
 
 def owner_of(user_id: str, namespace: Namespace) -> str:
@@ -152,7 +153,9 @@ class DynamoLongTermMemory:
         rows = self._query_owner(owner_of(user_id, namespace), "#k, #v, #c, #u", limit=limit)
         return [_item(user_id, namespace, row) for row in rows]
 
-    def search(self, user_id: str, namespace: Namespace, query: str, limit: int = 10) -> list[tuple[MemoryItem, float]]:
+    def search(
+        self, user_id: str, namespace: Namespace, query: str, limit: int = 10
+    ) -> builtins.list[tuple[MemoryItem, float]]:
         namespace = check_names(user_id, namespace)
         check_query(query)
         if limit <= 0:
@@ -172,7 +175,7 @@ class DynamoLongTermMemory:
         scored.sort(key=lambda pair: (-pair[1], pair[0].key))
         return scored[:limit]
 
-    def users_with(self, namespace_head: str) -> list[str]:
+    def users_with(self, namespace_head: str) -> builtins.list[str]:
         check_namespace((namespace_head,))
         users: set[str] = set()
         kwargs: dict[str, Any] = {
@@ -190,7 +193,7 @@ class DynamoLongTermMemory:
                 return sorted(users)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _query_owner(self, owner: str, projection: str, limit: int | None = None) -> list[dict[str, Any]]:
+    def _query_owner(self, owner: str, projection: str, limit: int | None = None) -> builtins.list[dict[str, Any]]:
         names = {name: _NAMES[name] for name in ("#o", *(part.strip() for part in projection.split(",")))}
         kwargs: dict[str, Any] = {
             "TableName": self._table,
@@ -200,7 +203,7 @@ class DynamoLongTermMemory:
             "ProjectionExpression": projection,
             "ConsistentRead": True,
         }
-        rows: list[dict[str, Any]] = []
+        rows: builtins.list[dict[str, Any]] = []
         while True:
             if limit is not None:
                 kwargs["Limit"] = limit - len(rows)

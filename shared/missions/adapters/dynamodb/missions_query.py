@@ -21,10 +21,12 @@ class DynamoMissionsByCapability:
     INDEX = "by_capability"
 
     def __init__(self, table_name: str, client: Any = None):
+        import boto3
+
         from missions.adapters.dynamodb import store as dynamodb
 
         self.table_name = table_name
-        self._client = client or dynamodb.boto3.client("dynamodb")
+        self._client = client or boto3.client("dynamodb")
         self._deserialize = dynamodb._deserialize
 
     def list(self, capability: str, since_iso: str) -> list[MissionRecord]:

@@ -14,7 +14,7 @@ import json
 import time
 from decimal import Decimal
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
@@ -27,6 +27,9 @@ from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event
 from missions.core.specs import BLOB_INLINE_LIMIT, TableSpec
 from missions.ports.store import Checkpoint, InterruptRecord, MissionRecord, event_position
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, WriteRequestTypeDef
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -92,11 +95,12 @@ def _to_dynamo(value: Any) -> Any:
 
 def _from_dynamo(value: Any) -> Any:
     if isinstance(value, Decimal):
-        if value == value.to_integral_value() and value.as_tuple().exponent >= 0:
+        exponent = value.as_tuple().exponent  # 'n', 'N' or 'F' for NaN and infinities
+        if value == value.to_integral_value() and isinstance(exponent, int) and exponent >= 0:
             return int(value)
         return float(value)
     if isinstance(value, Binary):
-        return bytes(value.value)
+        return bytes(value.value)  # type: ignore[attr-defined]  # boto3-stubs omit Binary.value
     if isinstance(value, dict):
         return {k: _from_dynamo(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -106,11 +110,11 @@ def _from_dynamo(value: Any) -> Any:
     return value
 
 
-def _serialize(item: dict[str, Any]) -> dict[str, Any]:
+def _serialize(item: dict[str, Any]) -> dict[str, AttributeValueTypeDef]:
     return {k: _serializer.serialize(_to_dynamo(v)) for k, v in item.items()}
 
 
-def _value(value: Any) -> dict[str, Any]:
+def _value(value: Any) -> AttributeValueTypeDef:
     return _serializer.serialize(_to_dynamo(value))
 
 
@@ -122,10 +126,10 @@ def _condition_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == _CONDITION_FAILED
 
 
-def _write_batches(client: Any, table_name: str, requests: list[dict[str, Any]]) -> None:
+def _write_batches(client: Any, table_name: str, requests: list[WriteRequestTypeDef]) -> None:
     """BatchWriteItem in batches of 25, retrying unprocessed items with backoff."""
     for start in range(0, len(requests), _BATCH_SIZE):
-        pending: dict[str, list[dict[str, Any]]] = {table_name: requests[start : start + _BATCH_SIZE]}
+        pending: dict[str, list[WriteRequestTypeDef]] = {table_name: requests[start : start + _BATCH_SIZE]}
         for attempt in range(_BATCH_ATTEMPTS):
             response = client.batch_write_item(RequestItems=pending)
             pending = {k: v for k, v in (response.get("UnprocessedItems") or {}).items() if v}
@@ -154,7 +158,10 @@ def _query_all(client: Any, **kwargs: Any) -> list[dict[str, Any]]:
 
 @cache
 def _mission_field_adapter(name: str) -> TypeAdapter[Any]:
-    return TypeAdapter(MissionRecord.model_fields[name].annotation)
+    annotation = MissionRecord.model_fields[name].annotation
+    if annotation is None:  # pydantic fills it for every declared field
+        raise TypeError(f"mission field {name!r} has no annotation")
+    return TypeAdapter(annotation)
 
 
 # --------------------------------------------------------------------------- missions
@@ -387,7 +394,7 @@ class DynamoEventStore:
             return
         first, stale = self._allocate(mission_id, batch_id, len(events))
         expires = _expires_at(self.ttl_seconds)
-        requests = []
+        requests: list[WriteRequestTypeDef] = []
         for index, event in enumerate(events):
             item = event.model_dump(mode="json")
             item["mission_id"] = mission_id
@@ -396,7 +403,10 @@ class DynamoEventStore:
                 item["expires_at"] = expires
             requests.append({"PutRequest": {"Item": _serialize(item)}})
         for sequence in stale:  # a retry wrote fewer events than its first attempt
-            key = {"mission_id": {"S": mission_id}, "position": {"S": event_position(sequence)}}
+            key: dict[str, AttributeValueTypeDef] = {
+                "mission_id": {"S": mission_id},
+                "position": {"S": event_position(sequence)},
+            }
             requests.append({"DeleteRequest": {"Key": key}})
         _write_batches(self._client, self.table_name, requests)
 

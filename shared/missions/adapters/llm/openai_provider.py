@@ -280,7 +280,7 @@ def _backoff(retry: int, exc: openai.APIError) -> float:
     retry_after = _retry_after(exc)
     if retry_after is not None:
         return min(max(0.0, retry_after), BACKOFF_CAP_S)
-    return min(BACKOFF_BASE_S * (2**retry), BACKOFF_CAP_S)
+    return min(BACKOFF_BASE_S * (2.0**retry), BACKOFF_CAP_S)
 
 
 def _retry_after(exc: openai.APIError) -> float | None:

@@ -6,6 +6,7 @@ that all backends refuse exactly the same inputs.
 
 from __future__ import annotations
 
+import builtins
 import json
 import threading
 from dataclasses import dataclass
@@ -110,7 +111,9 @@ class InMemoryLongTermMemory:
             items = self._items.get((user_id, namespace), {})
             return [items[key].item.model_copy(deep=True) for key in sorted(items)[: max(0, limit)]]
 
-    def search(self, user_id: str, namespace: Namespace, query: str, limit: int = 10) -> list[tuple[MemoryItem, float]]:
+    def search(
+        self, user_id: str, namespace: Namespace, query: str, limit: int = 10
+    ) -> builtins.list[tuple[MemoryItem, float]]:
         namespace = check_names(user_id, namespace)
         check_query(query)
         if limit <= 0:
@@ -130,7 +133,7 @@ class InMemoryLongTermMemory:
         scored.sort(key=lambda pair: (-pair[1], pair[0].key))
         return [(item.model_copy(deep=True), score) for item, score in scored[:limit]]
 
-    def users_with(self, namespace_head: str) -> list[str]:
+    def users_with(self, namespace_head: str) -> builtins.list[str]:
         check_namespace((namespace_head,))
         with self._lock:
             return sorted(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from pathlib import Path
 from typing import Any
@@ -78,8 +79,11 @@ class MemoryMissionStore:
 
 
 class MemoryCheckpointStore:
+    """Checkpoints kept as JSON text, as a real store serializes them: what comes back is never the
+    caller's object, and a copy costs a parse rather than a deep copy of the envelope."""
+
     def __init__(self) -> None:
-        self._items: dict[tuple[str, str], Checkpoint] = {}
+        self._items: dict[tuple[str, str], str] = {}
         self._lock = threading.Lock()
 
     def put(self, checkpoint: Checkpoint) -> Checkpoint:
@@ -87,18 +91,18 @@ class MemoryCheckpointStore:
         with self._lock:
             existing = self._items.get(key)
             if existing is not None:
-                return existing.model_copy(deep=True)
-            self._items[key] = checkpoint.model_copy(deep=True)
+                return Checkpoint.model_validate_json(existing)
+            self._items[key] = checkpoint.model_dump_json()
             return checkpoint
 
     def get(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
         try:
-            return self._items[(thread_id, checkpoint_id)].model_copy(deep=True)
+            return Checkpoint.model_validate_json(self._items[(thread_id, checkpoint_id)])
         except KeyError:
             raise NotFound(f"checkpoint {thread_id}/{checkpoint_id}") from None
 
-    def list(self, thread_id: str) -> list[Checkpoint]:
-        found = [c for (t, _), c in self._items.items() if t == thread_id]
+    def list(self, thread_id: str) -> builtins.list[Checkpoint]:
+        found = [Checkpoint.model_validate_json(c) for (t, _), c in list(self._items.items()) if t == thread_id]
         return sorted(found, key=lambda c: c.checkpoint_id)
 
     def delete_thread(self, thread_id: str) -> int:

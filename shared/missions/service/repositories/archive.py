@@ -27,7 +27,12 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    import urllib3
+    from dulwich.objects import Commit, Tag
+    from dulwich.repo import BaseRepo
 
 CHUNK = 1024 * 1024
 
@@ -240,10 +245,10 @@ def _read_tar(source: Path, writer: _Writer, limits: SnapshotLimits) -> None:
                 with Path(str(path)).open("rb") as handle:  # a copy: hard links are not kept
                     writer.add_file(name, handle, Path(str(path)).stat().st_size, kind == "exec")
             elif member.isreg():
-                handle = tar.extractfile(member)
-                if handle is None:
+                extracted = tar.extractfile(member)
+                if extracted is None:
                     raise ArchiveRejected(f"unreadable entry {name}")
-                writer.add_file(name, handle, member.size, bool(member.mode & 0o111))
+                writer.add_file(name, extracted, member.size, bool(member.mode & 0o111))
             else:
                 raise ArchiveRejected(f"special file (device, FIFO or socket) in the archive: {name}")
 
@@ -342,7 +347,7 @@ def snapshot_from_git(
             shutil.rmtree(target, ignore_errors=True)
 
 
-def _no_redirects():
+def _no_redirects() -> urllib3.PoolManager:
     """Git over HTTP that follows no redirect (a public host must not send the import to a private one,
     which the URL check could not see) and gives up on a server that stops answering."""
     import urllib3
@@ -354,20 +359,21 @@ def _no_redirects():
     )
 
 
-def _resolve(repo, ref: str | None) -> tuple[bytes, str]:
+def _resolve(repo: BaseRepo, ref: str | None) -> tuple[bytes, str]:
     """A branch, a tag (annotated ones peeled), or a full or abbreviated commit sha; None is HEAD."""
     from dulwich.objects import Commit, Tag
+    from dulwich.refs import HEADREF, Ref
 
     refs = repo.get_refs()
     if ref is None:
-        if b"HEAD" not in refs:
+        if HEADREF not in refs:
             raise ArchiveRejected("the repository has no HEAD (is it empty?)")
-        head = repo.refs.get_symrefs().get(b"HEAD", b"")
+        head = repo.refs.get_symrefs().get(HEADREF, b"")
         name = head.decode().removeprefix("refs/heads/") if head else "HEAD"
-        return _peel(repo, refs[b"HEAD"], Commit, Tag), name
+        return _peel(repo, refs[HEADREF], Commit, Tag), name
     # a clone holds the remote's other branches as remote-tracking refs
     for candidate in (f"refs/heads/{ref}", f"refs/remotes/origin/{ref}", f"refs/tags/{ref}", ref):
-        key = candidate.encode()
+        key = Ref(candidate.encode())
         if key in refs:
             return _peel(repo, refs[key], Commit, Tag), ref
     if 7 <= len(ref) <= 40 and all(c in "0123456789abcdef" for c in ref.lower()):
@@ -388,7 +394,7 @@ def _resolve(repo, ref: str | None) -> tuple[bytes, str]:
     raise ArchiveRejected(f"unknown ref '{ref}'; the repository has: {', '.join(known[:10]) or 'no refs'}")
 
 
-def _peel(repo, sha: bytes, commit_type, tag_type) -> bytes:
+def _peel(repo: BaseRepo, sha: bytes, commit_type: type[Commit], tag_type: type[Tag]) -> bytes:
     obj = repo[sha]
     for _ in range(10):
         if not isinstance(obj, tag_type):
@@ -399,8 +405,13 @@ def _peel(repo, sha: bytes, commit_type, tag_type) -> bytes:
     return obj.id
 
 
-def _walk_tree(repo, tree_sha: bytes, prefix: str, writer: _Writer, limits: SnapshotLimits) -> None:
-    for entry in repo[tree_sha].items():
+def _walk_tree(repo: BaseRepo, tree_sha: bytes, prefix: str, writer: _Writer, limits: SnapshotLimits) -> None:
+    from dulwich.objects import Blob, Tree
+
+    tree = repo[tree_sha]
+    if not isinstance(tree, Tree):
+        raise ArchiveRejected(f"a directory of the repository is not a tree: {prefix or '/'}")
+    for entry in tree.items():
         raw = entry.path.decode("utf-8", errors="replace")
         name = _clean_name(f"{prefix}{raw}", limits)
         mode = entry.mode
@@ -409,7 +420,10 @@ def _walk_tree(repo, tree_sha: bytes, prefix: str, writer: _Writer, limits: Snap
         elif mode == 0o160000:
             continue  # a submodule: its commit is in another repository
         elif stat.S_ISLNK(mode):
-            writer.add_link(name, repo[entry.sha].data.decode("utf-8", errors="replace"))
+            link = repo[entry.sha]
+            if not isinstance(link, Blob):
+                raise ArchiveRejected(f"symlink {name} is not a blob")
+            writer.add_link(name, link.data.decode("utf-8", errors="replace"))
         else:
             blob = repo[entry.sha]
             writer.add_file(name, io.BytesIO(blob.as_raw_string()), blob.raw_length(), bool(mode & 0o111))

@@ -38,7 +38,7 @@ class ImportQueue(Protocol):
 
 
 def _resolve_host(host: str) -> list[str]:
-    return sorted({info[4][0] for info in socket.getaddrinfo(host, None)})
+    return sorted({str(info[4][0]) for info in socket.getaddrinfo(host, None)})  # typeshed allows an int
 
 
 @dataclass(frozen=True)

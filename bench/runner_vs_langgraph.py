@@ -1,0 +1,143 @@
+"""The stage runner alone against LangGraph with its InMemorySaver, on the same linear pipeline.
+
+Both run N trivial stages in-process on in-memory storage: ours through `StageRunner.handle` as the
+state machine would call it (decode the envelope, run the hooks, route, write a checkpoint and the
+stage's events, update the mission, encode), LangGraph through a compiled `StateGraph` whose
+checkpointer saves after every node. Neither calls a model or a tool: this is what each runtime
+costs per step. Times are medians of repeated runs in one process; the report is the ratio of ours
+to LangGraph's per stage, so the machine's speed cancels out.
+
+This is the runner alone: no Step Functions, no Lambda, no DynamoDB (the emulation and AWS add their
+own costs; see the demo's stage overhead and `infra_cost`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Annotated, Any, TypedDict
+
+from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore, MemoryMissionStore
+from missions.core.capability import Capability, StageContext, StageHooks
+from missions.core.envelope import Bounds, Envelope
+from missions.core.offload import EnvelopeCodec
+from missions.core.pipeline import AgentConfig, PipelineConfig
+from missions.ports.store import MissionRecord
+from missions.service.runner import StageRunner, StageServices
+
+SIZES = (10, 100)
+REPEATS = 7
+
+
+class _Step(StageHooks):
+    def post(self, ctx: StageContext) -> dict[str, Any]:
+        return {"step": ctx.agent.name, "done": True}
+
+
+def _merge(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
+    return {**left, **right}
+
+
+class _State(TypedDict):
+    """LangGraph's state for the chain: the goal, and each node's output (as our envelope's outputs)."""
+
+    goal: str
+    outputs: Annotated[dict[str, Any], _merge]
+
+
+def _capability(stages: int) -> Capability:
+    names = [f"s{i:04d}" for i in range(stages)]
+    agents = [
+        AgentConfig(name=name, default_next=names[i + 1] if i + 1 < stages else None) for i, name in enumerate(names)
+    ]
+    bounds = Bounds(max_agent_hops=stages + 1, max_iterations=stages + 1)
+    pipeline = PipelineConfig(name=f"bench_chain_{stages}", agents=agents, bounds=bounds)
+    return Capability(
+        name=pipeline.name,
+        description="benchmark: a linear chain",
+        pipeline=pipeline,
+        hooks=dict.fromkeys(names, _Step()),
+        offline_policy=lambda request: {},
+    )
+
+
+def ours(stages: int) -> float:
+    """Seconds for one mission of `stages` stages through the runner."""
+    capability = _capability(stages)
+    missions = MemoryMissionStore()
+    codec = EnvelopeCodec(MemoryBlobStore())
+    services = StageServices(
+        checkpoints=MemoryCheckpointStore(),
+        events=MemoryEventStore(),
+        codec=codec,
+        llm=lambda c: (_ for _ in ()).throw(AssertionError("no model here")),
+        missions=missions,
+    )
+    runner = StageRunner(capability, services)
+    envelope = Envelope(
+        mission_id="m_bench", capability=capability.name, user_id="u", raw_input="go", bounds=capability.pipeline.bounds
+    )
+    missions.create(
+        MissionRecord(mission_id="m_bench", user_id="u", capability=capability.name, goal="go", status="running")
+    )
+    encoded, stage, hop = codec.encode(envelope), capability.pipeline.agents[0].name, 0
+    started = time.perf_counter()
+    while stage is not None:
+        encoded = runner.handle({"stage": stage, "mode": "run", "envelope": encoded, "hop": hop})
+        stage, hop = encoded.get("next_stage"), hop + 1
+    return time.perf_counter() - started
+
+
+def langgraph(stages: int) -> float:
+    """Seconds for the same chain in LangGraph, checkpointed after every node."""
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import END, START, StateGraph
+
+    def node(name: str) -> Any:
+        def step(state: _State) -> dict[str, Any]:
+            return {"outputs": {name: {"step": name, "done": True}}}
+
+        return step
+
+    graph = StateGraph(_State)
+    names = [f"s{i:04d}" for i in range(stages)]
+    for name in names:
+        graph.add_node(name, node(name))
+    graph.add_edge(START, names[0])
+    for a, b in zip(names, names[1:], strict=False):
+        graph.add_edge(a, b)
+    graph.add_edge(names[-1], END)
+    app = graph.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "bench"}, "recursion_limit": stages + 10}
+    started = time.perf_counter()
+    app.invoke({"goal": "go", "outputs": {}}, config)
+    return time.perf_counter() - started
+
+
+def run() -> dict[str, Any]:
+    results: dict[str, Any] = {}
+    for stages in SIZES:
+        mine = statistics.median(ours(stages) for _ in range(REPEATS))
+        theirs = statistics.median(langgraph(stages) for _ in range(REPEATS))
+        results[str(stages)] = {
+            "runner_ms_per_stage": round(mine * 1000 / stages, 3),
+            "langgraph_ms_per_stage": round(theirs * 1000 / stages, 3),
+            "ratio": round(mine / theirs, 2),
+        }
+    return results
+
+
+def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
+    return [
+        (
+            f"runner alone vs LangGraph InMemorySaver, {stages} stages",
+            f"{r['runner_ms_per_stage']} vs {r['langgraph_ms_per_stage']} ms per stage ({r['ratio']}x)",
+        )
+        for stages, r in results.items()
+    ]
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=2))
