@@ -34,7 +34,9 @@ class TableAccess:
 class Access:
     tables: dict[str, TableAccess] = field(default_factory=dict)
     blobs: tuple[str, ...] = ()  # s3 actions on the blob objects
-    start_missions: bool = False  # states:StartExecution on every capability's state machine
+    # dispatch: states:StartExecution on every capability's state machine, and SendTaskSuccess to hand
+    # a queued answer to the execution waiting for it (whoever drains a queue may do either)
+    start_missions: bool = False
     control_missions: bool = False  # stop executions and answer waiting tasks
     publish_events: bool = False  # events:PutEvents on the mission bus
     openai_secret: bool = False
@@ -48,15 +50,22 @@ class Access:
 # sequence (a get when a retried batch looks its place up again), a batch write holds the events.
 _APPEND_EVENTS = (GET, UPDATE, BATCH_WRITE)
 
-# Starting a mission: the record, its first events, the first checkpoint (and blobs), the
-# dispatcher's claim and queue, and the user's stored preferences read into its context.
-_STARTS = {
-    "missions": TableAccess((GET, PUT, UPDATE)),
-    "events": TableAccess(_APPEND_EVENTS),
+# Draining a user's queue (whoever frees a slot does it): claim the next entry, move its mission to
+# running and start it (its first envelope may offload blobs into the checkpoints table; a fork reads
+# its checkpoint), or hand a queued answer to its waiting execution.
+_DRAINS = {
+    "missions": TableAccess((GET, UPDATE)),
     "checkpoints": TableAccess((GET, PUT)),
     "dispatch": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, CONDITION_CHECK)),
-    "memory": TableAccess((GET, QUERY)),
     "repositories": TableAccess((GET,)),  # a mission's repository is checked again when it starts
+}
+# Submitting a mission: the record (deleted again if its queue entry or its own start fails, so
+# nothing is half-made), the drain, and the user's stored preferences read into its context.
+_STARTS = {
+    **_DRAINS,
+    "missions": TableAccess((GET, PUT, UPDATE, DELETE)),
+    "events": TableAccess(_APPEND_EVENTS),
+    "memory": TableAccess((GET, QUERY)),
 }
 _BLOBS_RW = ("s3:GetObject", "s3:PutObject")
 SNAPSHOTS = "repositories/*"
@@ -75,7 +84,8 @@ ACCESS: dict[str, Access] = {
         },
         blobs=_BLOBS_RW,
     ),
-    "interrupt": Access(tables={"interrupts": TableAccess((PUT,)), "missions": TableAccess((UPDATE,))}),
+    # a mission waiting for a human gives its running slot to the next one: the interrupt function drains
+    "interrupt": Access(tables={**_DRAINS, "interrupts": TableAccess((PUT,))}, blobs=_BLOBS_RW, start_missions=True),
     "api": Access(
         tables={
             **_STARTS,
@@ -87,6 +97,7 @@ ACCESS: dict[str, Access] = {
             "learnings": TableAccess((GET, UPDATE)),
             "artifacts": TableAccess((GET, QUERY)),
             "repositories": TableAccess((GET, PUT, UPDATE, DELETE, QUERY), indexes=("by_owner",)),
+            "idempotency": TableAccess((GET, PUT, UPDATE, DELETE)),  # Powertools Idempotency's records
         },
         blobs=_BLOBS_RW,
         # presigning an upload needs PutObject on it; deleting a repository removes its objects
@@ -106,7 +117,7 @@ ACCESS: dict[str, Access] = {
     ),
     "memory-stream": Access(publish_events=True),  # the stream read itself is granted by its event source
     "status": Access(
-        tables={**_STARTS, "interrupts": TableAccess((UPDATE, QUERY))},
+        tables={**_DRAINS, "interrupts": TableAccess((UPDATE, QUERY))},
         blobs=_BLOBS_RW,
         start_missions=True,
     ),
@@ -159,7 +170,10 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         _grant_snapshots(role, access, resources.snapshots_bucket)
     if access.start_missions and resources.state_machine_arns:
         role.add_to_principal_policy(
-            iam.PolicyStatement(actions=["states:StartExecution"], resources=list(resources.state_machine_arns))
+            iam.PolicyStatement(
+                actions=["states:SendTaskSuccess", "states:StartExecution"],
+                resources=list(resources.state_machine_arns),
+            )
         )
     if access.control_missions and resources.state_machine_arns:
         role.add_to_principal_policy(

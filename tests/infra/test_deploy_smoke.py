@@ -301,9 +301,9 @@ def test_every_call_a_function_made_is_allowed_by_its_own_role(deployed):
 
 
 def test_a_role_denies_what_the_access_table_does_not_grant(deployed):
-    # Given the interrupt function's role (it may only record questions and mark the mission)
+    # Given the SLA function's role (it may only count the questions waiting on the interrupts' index)
     deployment, session = deployed
-    statements = role_statements(session, deployment.functions[deployment.function_named("missions-interrupt")]["Role"])
+    statements = role_statements(session, deployment.functions[deployment.function_named("missions-sla")]["Role"])
     tables = {c["Environment"]["Variables"]["MISSIONS_CHECKPOINTS_TABLE"] for c in deployment.functions.values()}
     # Then reading checkpoints or starting executions is not allowed (the checker really checks)
     assert not allowed(Need("dynamodb:GetItem", table_arn(tables.pop())), statements)

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
+from missions.adapters.memory.idempotency import MemoryIdempotencyLayer
 from missions.adapters.memory.learnings import InMemoryLearningsStore
 from missions.adapters.memory.longterm import InMemoryLongTermMemory
 from missions.adapters.memory.store import (
@@ -27,6 +28,7 @@ from missions.adapters.memory.webhooks import InMemoryDeliveryStore, StaticWebho
 from missions.app.runtime import Runtime
 from missions.core import capability as registry
 from missions.core.errors import TaskGone
+from missions.core.llm import LLMProvider
 from missions.core.offload import EnvelopeCodec
 from missions.core.settings import RuntimeSettings
 from missions.ports.store import Checkpoint
@@ -71,11 +73,12 @@ class FakeExecutions:
         self.gone_tokens.add(task_token)
 
 
-def memory_runtime(**settings: Any) -> Runtime:
-    """The composition root on in-memory adapters (no AWS, no moto)."""
+def memory_runtime(llm: LLMProvider | None = None, **settings: Any) -> Runtime:
+    """The composition root on in-memory adapters (no AWS, no moto); `llm` answers every stage."""
     values: dict[str, Any] = {
         **{f"{name}_table": f"mem-{name}" for name in ("missions", "checkpoints", "events", "interrupts")},
         **{f"{name}_table": f"mem-{name}" for name in ("memory", "dispatch", "learnings", "deliveries", "artifacts")},
+        "idempotency_table": "mem-idempotency",
         "repositories_table": "mem-repositories",
         "blob_bucket": "mem-blobs",
         "snapshot_bucket": "mem-snapshots",
@@ -83,7 +86,7 @@ def memory_runtime(**settings: Any) -> Runtime:
         "state_machine_arns": {name: f"{ACCOUNT_ARN}:stateMachine:{name}" for name in registry.available()},
         **settings,
     }
-    runtime = Runtime(RuntimeSettings(**values))
+    runtime = Runtime(RuntimeSettings(**values), llm=llm)
     missions, checkpoints = MemoryMissionStore(), MemoryCheckpointStore()
     codec = EnvelopeCodec(MemoryBlobStore())
     ports: dict[str, Any] = {
@@ -102,6 +105,7 @@ def memory_runtime(**settings: Any) -> Runtime:
         "executions": FakeExecutions(checkpoints, codec),
         "repository_store": MemoryRepositoryStore(),
         "snapshot_store": MemorySnapshotStore(),
+        "idempotency": MemoryIdempotencyLayer(),
     }
     for name, port in ports.items():  # the composition root's cached ports, bound before first use
         setattr(runtime, name, port)

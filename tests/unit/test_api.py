@@ -3,14 +3,16 @@ with no AWS and no moto. Domain errors map to HTTP statuses in one place (missio
 
 from __future__ import annotations
 
+import base64
 import json
+import time
 from typing import Any
 
 import pytest
 
 from missions.app import api
+from missions.app.api import edge
 from missions.app.runtime import Runtime
-from missions.core.envelope import InterruptKind
 from missions.core.errors import (
     AnswerRejected,
     ConflictError,
@@ -24,7 +26,8 @@ from missions.core.errors import (
     TransitionRefused,
 )
 from missions.local.devserver import http_event
-from missions.ports.store import InterruptRecord, MissionStatus
+from missions.local.patches import LocalContext
+from missions.ports.store import MissionStatus
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import FakeExecutions, memory_runtime
 
@@ -36,20 +39,33 @@ def runtime() -> Runtime:
     return memory_runtime()
 
 
-def call(
+def exchange(
     runtime: Runtime,
     method: str,
     path: str,
     body: Any = None,
     user: str | None = "ann",
     headers: dict[str, str] | None = None,
-) -> tuple[int, Any]:
-    raw = json.dumps(body).encode() if body is not None else b""
+    raw: bytes | None = None,
+) -> tuple[int, dict[str, str], Any]:
+    """One request through the API handler (as API Gateway hands it over): status, headers, JSON body."""
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else b"")
     path, _, query = path.partition("?")
     all_headers = {"content-type": "application/json", **(headers or {})}
-    result = api.handle(http_event(method, path, query, all_headers, raw, user), None, runtime)
+    event = http_event(method, path, query, all_headers, data, user)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:  # API Gateway hands a body that is not text over base64-encoded
+        event["body"], event["isBase64Encoded"] = base64.b64encode(data).decode(), True
+    result = api.handle(event, LocalContext("missions-api"), runtime)
     text = result.get("body") or ""
-    return int(result["statusCode"]), json.loads(text) if text else None
+    response_headers = {k.lower(): v for k, v in (result.get("headers") or {}).items()}
+    return int(result["statusCode"]), response_headers, json.loads(text) if text else None
+
+
+def call(runtime: Runtime, method: str, path: str, body: Any = None, **kwargs: Any) -> tuple[int, Any]:
+    status, _, answer = exchange(runtime, method, path, body, **kwargs)
+    return status, answer
 
 
 def start(runtime: Runtime, user: str = "ann", **fields: Any) -> str:
@@ -89,13 +105,60 @@ def test_another_users_mission_is_as_missing_as_none(runtime: Runtime):
 # --------------------------------------------------------------------------- starting
 
 
-def test_a_mission_starts_through_the_launcher_and_a_repeated_key_is_the_same_mission(runtime: Runtime):
+def test_a_mission_starts_through_the_launcher_and_a_replayed_key_returns_the_first_response(runtime: Runtime):
+    # Given a mission started with an Idempotency-Key
     key = {"idempotency-key": "order-7"}
-    first = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key)
-    again = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key)
-    assert first[0] == 202 and first[1]["status"] == "started"
-    assert again == (200, {"mission_id": first[1]["mission_id"], "status": "duplicate", "capability": "shopping"})
-    assert executions(runtime).started == [first[1]["mission_id"]]
+    first = exchange(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key)
+    # When the client retries the very same request with the same key
+    again = exchange(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key)
+    # Then it gets the first response back, marked as a replay, and one mission started
+    assert first[0] == 202 and first[2]["status"] == "started" and "idempotent-replayed" not in first[1]
+    assert (again[0], again[2]) == (first[0], first[2]) and again[1]["idempotent-replayed"] == "true"
+    assert executions(runtime).started == [first[2]["mission_id"]]
+
+
+def test_the_same_key_with_another_request_is_422_and_starts_nothing(runtime: Runtime):
+    key = {"idempotency-key": "order-8"}
+    assert call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key)[0] == 202
+    status, body = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": "other"}, headers=key)
+    assert status == 422 and "different request" in body["message"]
+    assert len(executions(runtime).started) == 1
+
+
+def test_keys_belong_to_their_user(runtime: Runtime):
+    key = {"idempotency-key": "same"}
+    ann = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key)
+    bob = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key, user="bob")
+    assert ann[0] == bob[0] == 202 and ann[1]["mission_id"] != bob[1]["mission_id"]
+
+
+def test_a_key_whose_first_request_is_still_running_is_409(runtime: Runtime, monkeypatch: pytest.MonkeyPatch):
+    # Given a first request that, while it runs, sees its retry arrive
+    key = {"idempotency-key": "slow"}
+    seen: list[tuple[int, Any]] = []
+    submit = runtime.launcher.submit
+
+    def submit_while_retried(request: Any) -> Any:
+        seen.append(call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key))
+        return submit(request)
+
+    monkeypatch.setattr(runtime.launcher, "submit", submit_while_retried)
+    first = exchange(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key)
+    # Then the retry is told to come back, and the first completes
+    [(status, body)] = seen
+    assert status == 409 and "still running" in body["message"]
+    assert first[0] == 202
+
+
+def test_a_request_that_failed_keeps_no_key(runtime: Runtime):
+    key = {"idempotency-key": "typo"}
+    assert call(runtime, "POST", "/missions", {"capability": "astrology", "goal": GOAL}, headers=key)[0] == 422
+    assert call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key)[0] == 202
+
+
+def test_a_malformed_key_is_400(runtime: Runtime):
+    status, body = call(runtime, "POST", "/missions", {"goal": GOAL}, headers={"idempotency-key": "é" * 3})
+    assert status == 400 and "Idempotency-Key" in body["message"]
 
 
 def test_an_unknown_capability_is_422_naming_the_installed_ones(runtime: Runtime):
@@ -105,9 +168,73 @@ def test_an_unknown_capability_is_422_naming_the_installed_ones(runtime: Runtime
 
 
 def test_a_body_that_is_not_json_is_415(runtime: Runtime):
-    event = http_event("POST", "/missions", "", {"content-type": "text/plain"}, b"goal=x", "ann")
-    result = api.handle(event, None, runtime)
-    assert result["statusCode"] == 415
+    status, body = call(runtime, "POST", "/missions", raw=b"goal=x", headers={"content-type": "text/plain"})
+    assert status == 415 and body["correlation_id"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "status", "reason"),
+    [
+        (b"[" * 1000 + b"]" * 1000, 400, "nested more than"),
+        (b'{"goal": "x", "context": {"a": ' + b"[" * 40 + b"]" * 40 + b"}}", 400, "nested more than"),
+        (b'{"goal": "x"', 400, "not valid JSON"),
+        (b'{"goal": "\\ud800"}', 400, "unpaired"),
+        (b'{"goal": "x", "context": {"n": 1e400}}', 400, "JSON cannot carry"),
+        (b'{"goal": "x", "context": {"n": ' + b"9" * 50 + b"}}", 400, "38 digits"),
+        (b"\xff\xfe", 400, "UTF-8"),
+        (b'{"goal": "' + b"x" * 300_000 + b'"}', 413, "limit"),
+    ],
+)
+def test_a_body_that_cannot_be_taken_is_refused_before_any_route(
+    runtime: Runtime, raw: bytes, status: int, reason: str
+):
+    # Given a hostile body / When it is sent / Then a 4xx says why, and nothing is stored
+    answer_status, body = call(runtime, "POST", "/missions", raw=raw)
+    assert answer_status == status and reason in body["message"]
+    assert runtime.missions.list_for_user("ann") == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"capability": "shopping", "goal": GOAL, "context": {"repo": 123}},  # a path that is not a string
+        {"capability": "shopping", "goal": GOAL, "context": {"blob": "x" * 70_000}},  # over 64 KB
+        {"capability": "shopping", "goal": 7},
+        {"capability": "shopping", "goal": GOAL, "priority": "soon"},
+        {"capability": "shopping", "goal": GOAL, "extra": 1},
+    ],
+)
+def test_an_invalid_mission_is_422_with_the_fields_named_and_nothing_stored(runtime: Runtime, body: dict[str, Any]):
+    status, answer = call(runtime, "POST", "/missions", body, headers={"idempotency-key": "k1"})
+    assert status == 422 and answer["message"] and answer["correlation_id"]
+    assert runtime.missions.list_for_user("ann") == [] and executions(runtime).started == []
+
+
+def test_feedback_takes_no_string_for_a_boolean(runtime: Runtime):
+    mission_id = start(runtime)
+    Lifecycle(runtime.missions).end(mission_id, MissionStatus.COMPLETED, terminal_reason="completed")
+    status, body = call(runtime, "POST", f"/missions/{mission_id}/feedback", {"completed": "yes"})
+    assert status == 422 and body["detail"][0]["loc"][-1] == "completed"
+    assert runtime.missions.get(mission_id).feedback is None
+
+
+def test_an_outage_of_a_dependency_is_503_with_retry_after_and_stores_nothing(runtime: Runtime, monkeypatch):
+    # Given Step Functions refusing to start executions
+    def refuse(*args: Any, **kwargs: Any) -> str:
+        raise DependencyUnavailable("Step Functions is throttling")
+
+    monkeypatch.setattr(executions(runtime), "start", refuse)
+    key = {"idempotency-key": "outage"}
+    # When a mission is asked for
+    status, headers, body = exchange(
+        runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key
+    )
+    # Then 503 says when to retry, nothing was stored, and the retry with the same key goes through
+    assert status == 503 and headers["retry-after"] and "nothing was stored" in body["message"]
+    assert runtime.missions.list_for_user("ann") == []
+    assert runtime.launcher.dispatcher.running("ann") == set() and runtime.launcher.dispatcher.queued("ann") == []
+    monkeypatch.undo()
+    assert call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL}, headers=key)[0] == 202
 
 
 def test_the_fourth_mission_of_a_user_waits_in_the_queue(runtime: Runtime):
@@ -149,19 +276,69 @@ def test_a_fork_from_a_checkpoint_is_dispatched(runtime: Runtime):
     assert status == 404
 
 
+def _ask(runtime: Runtime, mission_id: str) -> str:
+    """A stage asks (the runner records that the mission is asking), not yet answerable."""
+    Lifecycle(runtime.missions).progress(mission_id, asking="i_1")
+    return "i_1"
+
+
 def _question(runtime: Runtime, mission_id: str, token: str = "token-1") -> str:
-    record = InterruptRecord(
-        mission_id=mission_id,
-        interrupt_id="i_1",
-        kind=InterruptKind.CHOICE,
-        stage="present",
-        question="which one?",
-        options=["A", "B"],
-        task_token=token,
+    """The waitForTaskToken function stores the question's token: now it can be answered."""
+    interrupt = {"id": "i_1", "kind": "choice", "stage": "present", "question": "which one?", "options": ["A", "B"]}
+    event = {"envelope": {"mission_id": mission_id, "interrupt": interrupt}, "task_token": token}
+    runtime.handle_interrupt(event)
+    return "i_1"
+
+
+def test_a_question_is_shown_only_once_it_can_be_answered(runtime: Runtime):
+    # Given a stage that just asked, before the interrupt function stored the token
+    mission_id = start(runtime)
+    interrupt_id = _ask(runtime, mission_id)
+    # Then the mission shows no question yet, and an early answer is told to retry (never 404)
+    assert call(runtime, "GET", f"/missions/{mission_id}")[1]["pending_interrupt"] is None
+    status, headers, body = exchange(
+        runtime, "POST", f"/missions/{mission_id}/interrupts/{interrupt_id}", {"decision": "A"}
     )
-    runtime.interrupts.put(record)
-    Lifecycle(runtime.missions).waiting(mission_id, record.interrupt_id)
-    return record.interrupt_id
+    assert status == 409 and headers["retry-after"] == "1" and "not answerable yet" in body["message"]
+    # When the token is stored / Then the question shows and takes the answer
+    _question(runtime, mission_id)
+    assert call(runtime, "GET", f"/missions/{mission_id}")[1]["pending_interrupt"]["question"] == "which one?"
+    assert call(runtime, "POST", f"/missions/{mission_id}/interrupts/{interrupt_id}", {"decision": "A"})[0] == 200
+
+
+def test_missions_waiting_for_a_human_hold_no_running_slot(runtime: Runtime):
+    # Given three missions, each waiting for an answer
+    waiting = [start(runtime) for _ in range(3)]
+    for mission_id in waiting:
+        _question(runtime, mission_id, token=f"t-{mission_id}")
+    # When the user starts a fourth / Then it starts at once
+    status, body = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL})
+    assert body["status"] == "started"
+    assert runtime.launcher.dispatcher.running("ann") == {body["mission_id"]}
+
+
+def test_an_answer_waits_for_a_slot_and_a_queued_mission_says_where_it_stands(runtime: Runtime):
+    # Given a mission waiting for an answer, then three running ones filling the user's slots, and a 5th
+    asking = start(runtime)
+    _question(runtime, asking, token="t-asking")
+    running = [start(runtime) for _ in range(3)]
+    status, body = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL})
+    queued = body["mission_id"]
+    assert body["status"] == "queued"
+    place = call(runtime, "GET", f"/missions/{queued}")[1]["queue"]
+    assert place == {"position": 1, "reason": "3 of your 3 running slots are in use"}
+    # When the user answers the waiting one
+    status, body = call(runtime, "POST", f"/missions/{asking}/interrupts/i_1", {"decision": "B"})
+    # Then the answer is queued (first in line: it resumes before new starts), and nothing over the limit runs
+    assert (status, body["status"]) == (200, "queued")
+    assert call(runtime, "GET", f"/missions/{asking}")[1]["queue"]["position"] == 1
+    assert executions(runtime).answered == []
+    # When a running one ends / Then the answer is handed over first
+    Lifecycle(runtime.missions).end(running[0], MissionStatus.COMPLETED, terminal_reason="completed")
+    runtime.control.execution_ended(f"x:{running[0]}", "SUCCEEDED")
+    assert [token for token, _ in executions(runtime).answered] == ["t-asking"]
+    assert runtime.missions.get(asking).status == MissionStatus.RUNNING
+    assert runtime.missions.get(queued).status == MissionStatus.QUEUED
 
 
 def test_an_answer_resumes_the_execution_once(runtime: Runtime):
@@ -180,7 +357,7 @@ def test_an_answer_resumes_the_execution_once(runtime: Runtime):
 def test_an_answer_the_execution_no_longer_takes_is_a_conflict_and_recorded_as_expired(runtime: Runtime):
     mission_id = start(runtime)
     interrupt_id = _question(runtime, mission_id, token="late")
-    executions(runtime).gone_tokens.add("late")
+    executions(runtime).gone_tokens.add("late")  # it timed out
     status, body = call(runtime, "POST", f"/missions/{mission_id}/interrupts/{interrupt_id}", {"decision": "A"})
     assert status == 409 and "can no longer be answered" in body["message"]
     assert runtime.interrupts.get(mission_id, interrupt_id).status == "expired"
@@ -213,11 +390,16 @@ def test_each_domain_error_has_one_status(runtime: Runtime, monkeypatch: pytest.
         raise error
 
     monkeypatch.setattr(runtime.repository_service, "list", refuse)
-    # When a route reaches it
-    answer_status, body = call(runtime, "GET", "/repositories")
-    # Then the API answers the error's status with its reason, and 503 says when to retry
-    assert answer_status == status and body["statusCode"] == status and body["message"]
-    assert str(error) in body["message"]
+    # When a route reaches it (straight through the edge: this route documents none of these errors, and
+    # the suite's contract check would refuse them, rightly)
+    event = http_event("GET", "/repositories", "", {}, b"", "ann")
+    result = edge.handle(event, LocalContext("missions-api"), runtime)
+    body = json.loads(result["body"])
+    # Then the API answers the error's status with its reason and the request's correlation id
+    assert result["statusCode"] == status and body["statusCode"] == status and body["message"]
+    assert str(error) in body["message"] and body["correlation_id"] == event["requestContext"]["requestId"]
+    if status == 503:
+        assert int(result["headers"]["Retry-After"]) > 0
 
 
 def test_the_status_table_is_the_only_mapping():
@@ -235,3 +417,42 @@ def test_the_status_table_is_the_only_mapping():
         errors.DependencyUnavailable,
     ]
     assert all(kind in api.ERROR_STATUS for kind in requestable)
+
+
+# --------------------------------------------------------------------------- webhooks
+
+
+def test_a_webhook_survives_a_bus_outage_and_starts_its_mission_once(monkeypatch: pytest.MonkeyPatch):
+    # Given a signed delivery, and an event bus that refuses it once
+    from missions.adapters.memory.webhooks import StaticWebhookSources
+    from missions.ports.webhooks import WebhookSource
+    from missions.service.webhooks import sign
+
+    runtime = memory_runtime()
+    runtime.webhook_sources = StaticWebhookSources({"git": WebhookSource("git", "s3cret", user_id="ann")})
+    published: list[dict[str, Any]] = []
+    outage = [DependencyUnavailable("the event bus refused the events: throttled")]
+
+    class Bus:
+        def publish(self, entries: list[dict[str, Any]]) -> None:
+            if outage:
+                raise outage.pop()
+            published.extend(entries)
+
+    runtime.bus = Bus()
+    body = json.dumps({"type": "push", "ref": "main"}).encode()
+    stamp = str(int(time.time()))
+    headers = {
+        "x-missions-timestamp": stamp,
+        "x-missions-delivery": "d-1",
+        "x-missions-signature": sign("s3cret", stamp, body),
+        "content-type": "application/json",
+    }
+    event = http_event("POST", "/webhooks/git", "", headers, body, None)
+    # When the sender delivers it, and retries after the 503 as it is told to
+    first = runtime.handle_webhook(event)
+    second = runtime.handle_webhook(event)
+    third = runtime.handle_webhook(event)
+    # Then the retry was accepted (not refused as a replay), put on the bus once, and a replay after that is one
+    assert (first["statusCode"], second["statusCode"], third["statusCode"]) == (503, 202, 200)
+    assert len(published) == 1 and json.loads(published[0]["Detail"])["delivery_id"] == "d-1"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
 from missions.adapters.memory.store import MemoryMissionStore
-from missions.core.errors import MissionRequestError
+from missions.core.errors import MissionRequestError, NotFound
 from missions.core.requests import MissionRequest
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 
@@ -154,11 +154,28 @@ def test_a_failing_start_marks_the_mission_failed_and_frees_its_slot():
     assert start.started == ["first", "good"]
 
 
-def test_a_failing_start_on_submit():
+def test_a_failing_start_on_submit_keeps_nothing_and_tells_the_submitter():
+    # Given a start that fails (Step Functions refused it) / When the mission is submitted
     dispatcher, store, missions, _ = make(failing={"bad"})
-    assert dispatcher.submit(req(mission_id="bad")).status == "queued"
-    assert missions.get("bad").status == "failed"
+    with pytest.raises(RuntimeError, match="boom"):
+        dispatcher.submit(req(mission_id="bad"))
+    # Then nothing of it is kept: no record, no slot, no queue entry; the submitter may retry
+    with pytest.raises(NotFound):
+        missions.get("bad")
     assert store.running("u1") == set() and store.queued("u1") == []
+
+
+def test_a_failing_enqueue_keeps_no_record():
+    class Refusing(InMemoryDispatchStore):
+        def enqueue(self, entry):
+            raise RuntimeError("throttled")
+
+    missions = MemoryMissionStore()
+    dispatcher = Dispatcher(Refusing(), missions, FakeStart(), limit=3)
+    with pytest.raises(RuntimeError, match="throttled"):
+        dispatcher.submit(req(mission_id="m1"))
+    with pytest.raises(NotFound):
+        missions.get("m1")
 
 
 def test_a_mission_that_ends_during_its_own_start():

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
@@ -22,11 +22,12 @@ from missions.adapters.memory.store import (
     MemoryInterruptStore,
     MemoryMissionStore,
 )
+from missions.core.envelope import InterruptKind
 from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.events import EventType
 from missions.core.offload import EnvelopeCodec
 from missions.core.requests import MissionRequest
-from missions.ports.store import MissionStatus
+from missions.ports.store import InterruptRecord, MissionStatus
 from missions.service.control import MissionControl
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
@@ -66,6 +67,23 @@ class World:
 
     def status(self, mission_id: str) -> str:
         return self.missions.get(mission_id).status
+
+    def ask(self, mission_id: str) -> None:
+        """A stage asked a question and the interrupt function stored its token: the mission waits."""
+        Lifecycle(self.missions).waiting(mission_id, f"q-{mission_id}")
+        self.launcher.waiting(mission_id)
+
+    def answer(self, mission_id: str) -> bool:
+        """The user answers: True when the mission resumed at once, False when the answer queued."""
+        interrupt = InterruptRecord(
+            mission_id=mission_id,
+            interrupt_id=f"q-{mission_id}",
+            kind=InterruptKind.CLARIFICATION,
+            stage="present",
+            question="which?",
+            task_token=f"t-{mission_id}",
+        )
+        return self.launcher.resume(interrupt, "{}")
 
     def end(self, mission_id: str) -> None:
         """The final stage ran, then Step Functions reported the execution's end."""
@@ -146,6 +164,8 @@ operations = st.lists(
         st.tuples(st.just("fork"), st.integers(0, 20)),
         st.tuples(st.just("cancel"), st.integers(0, 20)),
         st.tuples(st.just("end"), st.integers(0, 20)),
+        st.tuples(st.just("ask"), st.integers(0, 20)),
+        st.tuples(st.just("answer"), st.integers(0, 20)),
         st.tuples(st.just("end_again"), st.integers(0, 20)),
     ),
     max_size=50,
@@ -155,12 +175,14 @@ operations = st.lists(
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=operations, limit=st.integers(1, 3))
 def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_once(ops, limit):
-    # Given users who submit, fork and cancel missions while executions end, in any order
+    # Given users who submit, fork, cancel and answer missions while executions ask and end, in any order
     world = World(limit=limit)
+    note(f"ops={ops} limit={limit}")
     owner: dict[str, str] = {}
     cancelled_before_start: set[str] = set()
     ended: list[str] = []
     keys: set[tuple[str, str]] = set()
+    answered: set[str] = set()
 
     def running(user: str) -> set[str]:
         return {m for m in set(world.executions.started) if owner[m] == user and world.status(m) == "running"}
@@ -205,6 +227,19 @@ def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_o
                     arn = world.missions.get(mission_id).execution_arn
                     world.control.execution_ended(arn or mission_id, "ABORTED")
                 assert world.status(mission_id) == MissionStatus.CANCELLED
+        elif op[0] == "ask":
+            pool = sorted(running("a") | running("b"))
+            if pool:
+                mission_id = pool[op[1] % len(pool)]
+                answered.discard(mission_id)  # a new question
+                world.ask(mission_id)
+        elif op[0] == "answer":
+            asking = sorted(m for m in owner if world.status(m) == "interrupted" and m not in answered)
+            if asking:
+                mission_id = asking[op[1] % len(asking)]
+                answered.add(mission_id)  # until it asks again
+                resumed = world.answer(mission_id)
+                assert resumed == (world.status(mission_id) == "running")
         elif op[0] in ("end", "end_again"):
             pool = sorted(running("a") | running("b")) if op[0] == "end" else sorted(ended)
             if pool:
@@ -213,12 +248,18 @@ def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_o
                 world.end(mission_id)
         check()
 
-    # When every execution runs to its end
-    while running("a") | running("b"):
+    # When every question is answered and every execution runs to its end
+    while True:
+        for mission_id in sorted(m for m in owner if world.status(m) == "interrupted" and m not in answered):
+            answered.add(mission_id)
+            world.answer(mission_id)
+            check()
+        if not running("a") | running("b"):
+            break
         for mission_id in sorted(running("a") | running("b")):
             world.end(mission_id)
             check()
     # Then every mission not cancelled before its start started exactly once, and none is left waiting
     assert set(world.executions.started) == set(owner) - cancelled_before_start
     assert not world.launcher.dispatcher.queued("a") and not world.launcher.dispatcher.queued("b")
-    assert all(world.status(m) in MissionStatus.TERMINAL for m in owner)
+    assert all(world.status(m) in MissionStatus.TERMINAL for m in owner), {m: world.status(m) for m in owner}

@@ -549,3 +549,39 @@ def test_importing_the_llm_package_does_not_import_openai():
 
     # Then the openai SDK was not loaded
     assert completed.returncode == 0, completed.stderr
+
+
+# ---------------------------------------------------------------------- deadlines
+
+
+def test_a_hung_model_call_ends_with_its_stage(fake, sleeps):
+    # Given a server that would answer only after 30 s, and a stage with 1 s left
+    import time as wall
+
+    fake.enqueue(content=VALID, delay=30.0)
+    provider = make_provider(fake, sleeps, timeout=60.0, max_retries=0)
+    started = wall.monotonic()
+    # When the stage calls the model / Then the call gives up when the stage's time does
+    with pytest.raises(TransientLLMError):
+        provider.complete(request(deadline=wall.monotonic() + 1.0))
+    assert wall.monotonic() - started < 5.0
+
+
+def test_no_call_starts_once_the_stage_is_out_of_time(fake, sleeps):
+    clock = FakeClock()
+    provider = make_provider(fake, sleeps, clock=clock)
+    with pytest.raises(TransientLLMError, match="no time left"):
+        provider.complete(request(deadline=clock.now - 0.1))
+    assert fake.requests == []
+
+
+def test_no_retry_waits_past_the_deadline(fake, sleeps):
+    # Given a server failing with 503, asking to retry after 5 s, and a stage with 2 s left
+    clock = FakeClock()
+    fake.enqueue(status=503, headers={"retry-after": "5"})
+    fake.enqueue(content=VALID)
+    provider = make_provider(fake, sleeps, clock=clock, max_retries=3)
+    # When the stage calls / Then it does not sleep into the time it does not have
+    with pytest.raises(TransientLLMError, match="after 1 attempt"):
+        provider.complete(request(deadline=clock.now + 2.0))
+    assert sleeps == []

@@ -570,3 +570,46 @@ def test_the_state_machines_hop_count_names_the_checkpoint(started):
     # Then its checkpoint is named after that count, not after the envelope's counters
     assert result["checkpoint_id"] == "0042-think"
     assert driver.stores.checkpoints.get(envelope["mission_id"], "0042-think").parent_id == envelope["checkpoint_id"]
+
+
+def test_the_model_gets_the_stage_deadline_from_the_lambda_context():
+    # Given a stage function with 10 s left, and a model that notes each request's deadline
+    import time
+
+    from missions.adapters.llm.scripted import ScriptedProvider
+    from missions.core.llm import LLMResult
+    from missions.local.patches import LocalContext
+
+    seen: list[float | None] = []
+    scripted = ScriptedProvider(policy)
+
+    class Noting:
+        name = "noting"
+
+        def complete(self, request: LLMRequest) -> LLMResult:
+            seen.append(request.deadline)
+            return scripted.complete(request)
+
+    from tests.support.fakes import memory_runtime
+
+    runtime = memory_runtime(llm=Noting())
+    capability = gather_think_done([])
+    registry.register(capability)
+    envelope = build_envelope(MissionRequest(capability=capability.name, goal="count things"))
+    runtime.missions.create(
+        MissionRecord(
+            mission_id=envelope.mission_id, user_id="u", capability=capability.name, goal="g", status="running"
+        )
+    )
+
+    class TenSecondsLeft(LocalContext):
+        def get_remaining_time_in_millis(self) -> int:
+            return 10_000
+
+    # When the LLM stage runs
+    before = time.monotonic()
+    request = {"stage": "think", "mode": "run", "envelope": runtime.codec.encode(envelope), "hop": 1}
+    runtime.handle_stage(request, TenSecondsLeft("stage-think"))
+    # Then the model call carried the stage's deadline: 10 s less the margin to commit
+    [deadline] = seen
+    assert deadline is not None and before + 6.0 < deadline < time.monotonic() + 7.0

@@ -13,6 +13,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from missions.core.errors import DependencyUnavailable
+
 _WORD = re.compile(r"[^\W_]+")  # letters and digits; "_" splits snake_case keys into words
 _OPENAI_BATCH = 2048  # inputs per embeddings request accepted by the API
 
@@ -119,12 +121,15 @@ class OpenAIEmbedder:
         wanted = [i for i, text in enumerate(texts) if text.strip()]
         for start in range(0, len(wanted), _OPENAI_BATCH):
             batch = wanted[start : start + _OPENAI_BATCH]
-            response = self._client.embeddings.create(
-                model=self.model,
-                input=[texts[i] for i in batch],
-                dimensions=self.dimensions,
-                encoding_format="float",
-            )
+            try:
+                response = self._client.embeddings.create(
+                    model=self.model,
+                    input=[texts[i] for i in batch],
+                    dimensions=self.dimensions,
+                    encoding_format="float",
+                )
+            except Exception as exc:  # the SDK's errors (after its own retries): the service is unavailable
+                raise DependencyUnavailable(f"the embedding service failed: {type(exc).__name__}") from exc
             data = sorted(response.data, key=lambda d: d.index)
             if len(data) != len(batch):
                 raise ValueError(f"asked {len(batch)} embeddings of {self.model}, got {len(data)}")

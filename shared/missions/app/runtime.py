@@ -9,6 +9,7 @@ emulation pass their own clients. Nothing here reads the environment or creates 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 from functools import cached_property
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from missions.app import observability
 from missions.core import capability as registry
 from missions.core.capability import Capability
+from missions.core.envelope import InterruptResponse
 from missions.core.errors import StageRequestError, TransitionRefused
 from missions.core.llm import LLMProvider
 from missions.core.offload import EnvelopeCodec
@@ -34,6 +36,7 @@ from missions.ports.store import (
     CheckpointStore,
     EventStore,
     Executions,
+    InterruptRecord,
     InterruptStore,
     MissionsByCapability,
     MissionStore,
@@ -42,7 +45,7 @@ from missions.ports.store import (
 )
 from missions.ports.webhooks import DeliveryStore, WebhookSources
 from missions.service.control import MissionControl
-from missions.service.interrupts import record_interrupt
+from missions.service.interrupts import answer_interrupt, record_interrupt
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
 from missions.service.missions import MissionService
@@ -50,7 +53,9 @@ from missions.service.repositories.service import RepositoryService
 from missions.service.runner import StageRunner, StageServices, StageTimings
 
 if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
     from botocore.client import BaseClient
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 
 class Runtime:
@@ -183,6 +188,14 @@ class Runtime:
         from missions.adapters.dynamodb.deliveries import DynamoDeliveryStore
 
         return DynamoDeliveryStore(self._table("deliveries"), client=self._client("dynamodb"))
+
+    @cached_property
+    def idempotency(self) -> BasePersistenceLayer:
+        """Where the HTTP API keeps Idempotency-Key records (Powertools Idempotency's DynamoDB layer)."""
+        from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
+        client: DynamoDBClient = self._client("dynamodb")  # type: ignore[assignment]  # a dynamodb client
+        return DynamoDBPersistenceLayer(table_name=self._table("idempotency"), boto3_client=client)
 
     @cached_property
     def webhook_sources(self) -> WebhookSources:
@@ -390,12 +403,12 @@ class Runtime:
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]
 
-    def handle_stage(self, event: dict[str, Any]) -> dict[str, Any]:
+    def handle_stage(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         envelope = event.get("envelope")
         if not isinstance(envelope, dict) or not isinstance(envelope.get("capability"), str):
             raise StageRequestError("stage request without an envelope naming its capability")
         runner = self.runner(envelope["capability"])
-        result = runner.handle(event)
+        result = runner.handle(event, deadline=_deadline_of(context))
         report = runner.last_report
         if report is not None:
             observability.stage_metrics(
@@ -410,7 +423,22 @@ class Runtime:
             self.lifecycle.waiting(record.mission_id, record.interrupt_id)
         except TransitionRefused:
             pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
+        else:
+            self.launcher.waiting(record.mission_id)  # waiting for a human holds no running slot
         return {"interrupt_id": record.interrupt_id, "status": record.status}
+
+    def answer(
+        self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]
+    ) -> tuple[InterruptRecord, bool]:
+        """Answer a question (the API and the CLI): recorded once, resumed when the user has a slot."""
+        return answer_interrupt(
+            interrupts=self.interrupts,
+            events=self.events,
+            resume=self.launcher.resume,
+            mission_id=mission_id,
+            interrupt_id=interrupt_id,
+            response=response,
+        )
 
     def handle_execution_status(self, event: dict[str, Any]) -> dict[str, Any]:
         detail = event.get("detail") or {}
@@ -486,6 +514,17 @@ class Runtime:
             "checkpoints_removed": report.checkpoints_removed,
             "failures": report.failures,
         }
+
+
+COMMIT_MARGIN_SECONDS = 3.0  # what a stage keeps back, after its last model call, to commit
+
+
+def _deadline_of(context: Any) -> float | None:
+    """When this invocation must be done (time.monotonic()), from the Lambda context's remaining time."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if remaining is None:
+        return None
+    return time.monotonic() + max(0.0, float(remaining()) / 1000 - COMMIT_MARGIN_SECONDS)
 
 
 class _LazyClient:

@@ -29,6 +29,9 @@ class LLMRequest:
     max_tokens: int | None = None
     envelope: Any = None
     hints: dict[str, Any] = field(default_factory=dict)
+    # time.monotonic() by which the stage must be done (its Lambda's remaining time): no call or
+    # retry may run past it, so a hung model cannot outlive its mission's stage
+    deadline: float | None = None
 
 
 @dataclass

@@ -50,3 +50,9 @@ class MemoryChange(Model):
     kind: MemoryChangeKind
     old: Any = None
     new: Any = None
+
+
+def is_internal(namespace: Namespace) -> bool:
+    """The runtime's own namespaces ("_users", ...): never searched, never triggering missions, so their
+    items need no embedding (and writing them never waits on the embedding service)."""
+    return namespace[0].startswith("_")

@@ -78,6 +78,9 @@ REPOSITORIES = TableSpec(
     "repositories", partition_key="repository_id", indexes=(Index("by_owner", "owner", "created_at"),)
 )
 
+# Idempotency-Key records of the HTTP API (Powertools Idempotency's DynamoDB layer: its attribute names)
+IDEMPOTENCY = TableSpec("idempotency", partition_key="id", ttl_attribute="expiration")
+
 TABLES: tuple[TableSpec, ...] = (
     MISSIONS,
     CHECKPOINTS,
@@ -89,6 +92,7 @@ TABLES: tuple[TableSpec, ...] = (
     DELIVERIES,
     ARTIFACTS,
     REPOSITORIES,
+    IDEMPOTENCY,
 )
 
 # Blobs of offloaded envelope fields: compressed blobs up to this size live in the

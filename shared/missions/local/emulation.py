@@ -40,7 +40,6 @@ from missions.core.specs import (
 )
 from missions.local import patches
 from missions.ports.store import MissionRecord, MissionStatus
-from missions.service.interrupts import answer_interrupt
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.type_defs import HistoryEventTypeDef
@@ -359,15 +358,8 @@ class LocalCloud:
         return self.outcome(mission_id)
 
     def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]) -> None:
-        answer_interrupt(
-            interrupts=self.runtime.interrupts,
-            missions=self.runtime.missions,
-            events=self.runtime.events,
-            executions=self.runtime.executions,
-            mission_id=mission_id,
-            interrupt_id=interrupt_id,
-            response=response,
-        )
+        """Answer as a user would: the mission resumes when its user has a running slot for it."""
+        self.runtime.answer(mission_id, interrupt_id, response)
 
     def events(self, mission_id: str, after: str | None = None) -> tuple[list[Event], str | None]:
         return self.runtime.events.read(mission_id, after=after, limit=500)

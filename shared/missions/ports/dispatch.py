@@ -11,15 +11,25 @@ from missions.core.requests import MissionRequest
 NO_DEADLINE = "9999-12-31T23:59:59.999999Z"  # sorts after every real deadline
 
 
+class ResumeTicket(Model):
+    """An answered question waiting for a running slot: what to hand the execution when it gets one."""
+
+    interrupt_id: str
+    task_token: str
+    output: str  # the Resume document, as JSON
+
+
 class QueueEntry(Model):
-    """A queued mission: the request to start, and where it sits in its user's queue."""
+    """A queued mission: the request to start (or, with `resume`, the answer that resumes it), and where
+    it sits in its user's queue."""
 
     user_id: str
     mission_id: str
     rank: int  # Priority.rank: lower runs first
     deadline: str = NO_DEADLINE  # deadline_key()
-    arrival: int  # nanoseconds since the epoch
+    arrival: int  # nanoseconds since the epoch; 0 for a resume, which goes before new starts of its rank
     request: MissionRequest
+    resume: ResumeTicket | None = None
 
     @property
     def sort_key(self) -> str:

@@ -56,7 +56,8 @@ class MissionRecord(Model):
     terminal_reason: str | None = None
     result: dict[str, Any] | None = None
     counters: dict[str, Any] = Field(default_factory=dict)
-    pending_interrupt: str | None = None
+    pending_interrupt: str | None = None  # the question the user can answer now (set by the interrupt function)
+    asking: str | None = None  # the question a stage just asked: answerable once it is pending_interrupt
     priority: str = "medium"
     trigger: str = "api"
     completed_at: str | None = None
@@ -102,6 +103,10 @@ class MissionStore(Protocol):
     def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
         """Set `status` (and fields) only if the current status is in `allowed_from`, in one conditional
         write; TransitionRefused otherwise, NotFound if missing. Only missions.service.lifecycle calls it."""
+
+    def discard(self, mission_id: str) -> bool:
+        """Delete a mission that never had an execution (the dispatcher undoing a submit whose enqueue or
+        start failed, so nothing is half-made); False, and nothing deleted, for any other."""
 
     def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
         """Set once (conditional write); ConflictError if feedback exists, NotFound if the mission does not."""

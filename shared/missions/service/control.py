@@ -54,6 +54,7 @@ class MissionControl:
                 self._announce(record.mission_id, reason)
                 return
         self._lifecycle.move(record.mission_id, MissionStatus.CANCELLING, terminal_reason=reason)
+        self._launcher.withdraw(record.user_id, record.mission_id)  # an answer queued to resume it
         current = self._missions.get(record.mission_id)
         if current.execution_arn:
             self._executions.stop(current.execution_arn, reason)

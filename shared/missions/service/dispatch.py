@@ -17,6 +17,11 @@ leaks slots: a drainer holding a stale head can acquire a slot for a mission tha
 already started and that has since finished; its remove then fails and nobody releases that
 slot. One atomic claim has no such window (DynamoDB: one TransactWriteItems).
 
+Waiting for a human holds no slot (as in Inngest): when a mission asks a question its slot is
+released (`waiting`), and the answer does not resume it directly but is queued as a *resume* entry
+(`resume`), which a claim starts like any other, so a user's running missions never exceed the limit,
+and three unanswered questions cannot block that user's next mission for days.
+
 Why the running set holds mission ids rather than a count: releasing an id is idempotent
 (`finished` may be delivered twice), and a slot always belongs to a known mission.
 
@@ -56,7 +61,8 @@ from typing import Literal
 from missions.core.envelope import new_id
 from missions.core.errors import ConflictError, MissionRequestError, NotFound, TransitionRefused
 from missions.core.requests import MissionRequest
-from missions.ports.dispatch import NO_DEADLINE, Claim, DispatchStore, QueueEntry
+from missions.core.triggers import Priority
+from missions.ports.dispatch import NO_DEADLINE, Claim, DispatchStore, QueueEntry, ResumeTicket
 from missions.ports.store import MissionRecord, MissionStatus, MissionStore
 from missions.service.lifecycle import Lifecycle
 
@@ -116,10 +122,12 @@ class Dispatcher:
         start: Callable[[MissionRequest], None],
         limit: int | Callable[[str], int] = 3,
         clock: Callable[[], int] = time.time_ns,
+        resume: Callable[[QueueEntry], None] | None = None,
     ):
         self._store = store
         self._missions = missions
         self._start = start
+        self._resume = resume
         self._limit = limit
         # Wall-clock, not monotonic: arrivals are compared across processes (Lambda instances), and a
         # monotonic clock means nothing outside its own host. Within a process they strictly increase.
@@ -157,15 +165,47 @@ class Dispatcher:
             arrival=self._arrival(),
             request=request,
         )
-        self._store.enqueue(entry)
-        started = self.drain(request.user_id)
+        try:
+            self._store.enqueue(entry)
+        except Exception:
+            self._missions.discard(mission_id)  # no record without its queue entry: nothing half-made
+            raise
+        started = self.drain(request.user_id, own=mission_id)
         return DispatchResult(mission_id, "started" if mission_id in started else "queued")
 
-    def drain(self, user_id: str) -> list[str]:
+    def resume(self, mission_id: str, ticket: ResumeTicket) -> DispatchResult:
+        """Queue the answer that resumes a waiting mission; "started" when it was handed over at once."""
+        record = self._missions.get(mission_id)
+        request = MissionRequest(
+            capability=record.capability,
+            goal=record.goal,
+            user_id=record.user_id,
+            mission_id=mission_id,
+            priority=Priority(record.priority),
+        )
+        entry = QueueEntry(
+            user_id=record.user_id,
+            mission_id=mission_id,
+            rank=request.priority.rank,
+            arrival=0,
+            request=request,
+            resume=ticket,
+        )
+        self._store.enqueue(entry)
+        resumed = self.drain(record.user_id, own=mission_id)
+        return DispatchResult(mission_id, "started" if mission_id in resumed else "queued")
+
+    def waiting(self, mission_id: str) -> list[str]:
+        """The mission waits for a human: its slot goes to the next one (its answer queues for a slot)."""
+        return self.finished(mission_id)
+
+    def drain(self, user_id: str, own: str | None = None) -> list[str]:
         """Start the user's queued missions while slots are free; returns the ids this call started.
 
         A consistent read of the running set first: a full set ends the drain as a failed claim
         would (the liveness argument is the same), for a read instead of a cancelled transaction.
+        `own` is the mission the caller is waiting on: if its start fails, nothing of it is kept and
+        the error reaches the caller (who answers it), instead of a failed mission nobody asked for.
         """
         started: list[str] = []
         while True:
@@ -179,7 +219,7 @@ class Dispatcher:
             outcome = self._store.claim(entry, limit)
             if outcome is Claim.FULL:
                 return started
-            if outcome is Claim.CLAIMED and self._launch(entry):
+            if outcome is Claim.CLAIMED and self._launch(entry, own=entry.mission_id == own):
                 started.append(entry.mission_id)
             # GONE, or a failed start (its slot was released): read the head again
 
@@ -193,9 +233,12 @@ class Dispatcher:
         self._store.release(record.user_id, mission_id)
         return self.drain(record.user_id)
 
-    def _launch(self, entry: QueueEntry) -> bool:
-        """Start a claimed mission; on failure mark it failed and free its slot (the caller's drain
-        loop then goes on, which is the drain that follows this release)."""
+    def _launch(self, entry: QueueEntry, own: bool = False) -> bool:
+        """Start (or resume) a claimed mission. On failure its slot is freed (the caller's drain loop then
+        goes on, which is the drain that follows this release); a start that fails is recorded as the
+        mission's failure, unless the caller waits on it (`own`): then nothing is kept and it raises."""
+        if entry.resume is not None:
+            return self._hand_over(entry, own)
         lifecycle = Lifecycle(self._missions)
         try:
             lifecycle.start(entry.mission_id)  # refused when the user cancelled it while it was queued
@@ -207,12 +250,33 @@ class Dispatcher:
             self._start(entry.request)
             return True
         except Exception as exc:
+            self._store.release(entry.user_id, entry.mission_id)
+            if own:
+                self._missions.discard(entry.mission_id)
+                raise
             log.warning("start of mission %s failed: %s", entry.mission_id, exc)
             try:
                 lifecycle.move(entry.mission_id, MissionStatus.FAILED, terminal_reason=f"start_failed: {exc}"[:500])
             except Exception:
                 log.exception("could not mark mission %s failed", entry.mission_id)
+            return False
+
+    def _hand_over(self, entry: QueueEntry, own: bool) -> bool:
+        """Resume a claimed, answered mission; a cancelled one is skipped (the resume refuses it)."""
+        if self._resume is None:
+            raise RuntimeError("this dispatcher cannot resume missions: no resume callback")
+        try:
+            self._resume(entry)
+            return True
+        except TransitionRefused as exc:
+            log.info("mission %s not resumed: %s", entry.mission_id, exc)
             self._store.release(entry.user_id, entry.mission_id)
+            return False
+        except Exception as exc:
+            self._store.release(entry.user_id, entry.mission_id)
+            if own:
+                raise
+            log.warning("resume of mission %s failed: %s", entry.mission_id, exc)
             return False
 
     def queued(self, user_id: str) -> list[QueueEntry]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from missions.core import capability as registry
 from missions.core.errors import DependencyUnavailable, MissionRequestError
-from missions.core.memory import MemoryChange
+from missions.core.memory import MemoryChange, is_internal
 from missions.core.requests import MissionRequest
 from missions.core.trigger_specs import memory_change_event
 from missions.ports.bus import EventBus
@@ -78,7 +78,7 @@ def fan_out_schedule(
 
 def publish_memory_change(change: MemoryChange | None, bus: EventBus) -> None:
     """One memory change -> one `memory.changed` event. Raising marks just this stream record failed."""
-    if change is None or change.namespace[0].startswith("_"):
+    if change is None or is_internal(tuple(change.namespace)):
         return  # internal namespaces (e.g. the user registry) never trigger missions
     bus.publish([memory_change_event(change)])
 

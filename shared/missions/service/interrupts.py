@@ -3,28 +3,33 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from missions.core.envelope import InterruptResponse, Resume
-from missions.core.errors import AnswerRejected, ConflictError, TaskGone, TransitionRefused
+from missions.core.errors import AnswerRejected, ConflictError, TaskGone
 from missions.core.events import Event, EventType
-from missions.ports.store import EventStore, Executions, InterruptRecord, InterruptStore, MissionStore
-from missions.service.lifecycle import Lifecycle
+from missions.ports.store import EventStore, InterruptRecord, InterruptStore
+
+Resumer = Callable[[InterruptRecord, str], bool]  # (answered interrupt, Resume JSON) -> handed over now?
 
 
 def answer_interrupt(
     *,
     interrupts: InterruptStore,
-    missions: MissionStore,
     events: EventStore,
-    executions: Executions,
+    resume: Resumer,
     mission_id: str,
     interrupt_id: str,
     response: InterruptResponse | dict[str, Any],
-) -> InterruptRecord:
-    """Raises NotFound (no such interrupt), AnswerRejected (bad shape) or ConflictError (answered)."""
+) -> tuple[InterruptRecord, bool]:
+    """Record the answer once and give it to `resume` (the launcher: at once if the user has a running
+    slot free, else queued for one). Returns the interrupt and whether the mission resumed now.
+
+    Raises NotFound (no such interrupt), AnswerRejected (bad shape) or ConflictError (already answered,
+    or the execution no longer takes an answer)."""
     record = interrupts.get(mission_id, interrupt_id)
     try:
         answer = response if isinstance(response, InterruptResponse) else InterruptResponse.model_validate(response)
@@ -51,9 +56,9 @@ def answer_interrupt(
             )
         ],
     )
-    resume = Resume(interrupt_id=interrupt_id, response=answer)
+    output = json.dumps(Resume(interrupt_id=interrupt_id, response=answer).model_dump(mode="json"))
     try:
-        executions.send_success(record.task_token, json.dumps(resume.model_dump(mode="json")))
+        resumed = resume(record, output)
     except TaskGone as gone:
         interrupts.expire(mission_id, interrupt_id)  # the answer was refused: do not keep it
         reason = f"the answer could not be delivered ({gone})"
@@ -65,11 +70,7 @@ def answer_interrupt(
         )
         events.append(mission_id, f"expired-{interrupt_id}", [expired])
         raise ConflictError(f"interrupt {interrupt_id} can no longer be answered ({gone})") from gone
-    try:
-        Lifecycle(missions).progress(mission_id, pending_interrupt=None)
-    except TransitionRefused:
-        pass  # cancelled meanwhile: the answer reached a stopped execution and changes nothing
-    return record
+    return record, resumed
 
 
 def record_interrupt(event: dict[str, Any], interrupts: InterruptStore) -> InterruptRecord:

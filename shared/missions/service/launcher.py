@@ -25,8 +25,8 @@ from missions.core.offload import EnvelopeCodec
 from missions.core.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
 from missions.core.requests import ForkSource, MissionRequest, one_line
 from missions.core.triggers import TriggerSource
-from missions.ports.dispatch import DispatchStore
-from missions.ports.store import CheckpointStore, Executions, MissionStore
+from missions.ports.dispatch import DispatchStore, QueueEntry, ResumeTicket
+from missions.ports.store import CheckpointStore, Executions, InterruptRecord, MissionRecord, MissionStore
 from missions.service.dispatch import Dispatcher, DispatchResult
 from missions.service.lifecycle import Lifecycle
 
@@ -95,7 +95,7 @@ class Launcher:
         self._repositories = repositories
         self._preferences = preferences
         self._lifecycle = Lifecycle(missions)
-        self.dispatcher = Dispatcher(dispatch, missions, start=self._start, limit=limit)
+        self.dispatcher = Dispatcher(dispatch, missions, start=self._start, limit=limit, resume=self._resume)
 
     # -- asking for a mission ---------------------------------------------------------------------
 
@@ -133,6 +133,29 @@ class Launcher:
         """Its execution ended (may be called more than once): free its slot, start the next ones."""
         return self.dispatcher.finished(mission_id)
 
+    def waiting(self, mission_id: str) -> list[str]:
+        """It waits for a human: a waiting mission holds no running slot, so the next one may start."""
+        return self.dispatcher.waiting(mission_id)
+
+    def resume(self, interrupt: InterruptRecord, output: str) -> bool:
+        """An answered question: hand it to the execution when the user has a running slot for it (at
+        once if one is free). True when it was handed over now; TaskGone when the execution no longer
+        takes it (then nothing is kept queued)."""
+        ticket = ResumeTicket(interrupt_id=interrupt.interrupt_id, task_token=interrupt.task_token, output=output)
+        return self.dispatcher.resume(interrupt.mission_id, ticket).status == "started"
+
+    def queue_place(self, record: MissionRecord) -> dict[str, Any] | None:
+        """Where a queued mission (or a queued answer) stands in its user's queue, and why it waits."""
+        queue = self.dispatcher.queued(record.user_id)
+        place = next((i for i, entry in enumerate(queue, 1) if entry.mission_id == record.mission_id), None)
+        if place is None:
+            return None
+        running, limit = len(self.dispatcher.running(record.user_id)), self.dispatcher.limit_for(record.user_id)
+        reason = f"{running} of your {limit} running slots are in use"
+        if queue[place - 1].resume is not None:
+            reason += "; your answer resumes it when one frees"
+        return {"position": place, "reason": reason}
+
     def withdraw(self, user_id: str, mission_id: str) -> bool:
         """Take a queued mission out of its user's queue (a cancel); False when a claim took it first."""
         return self.dispatcher.cancel_queued(user_id, mission_id)
@@ -156,6 +179,13 @@ class Launcher:
             self._lifecycle.progress(envelope.mission_id, execution_arn=arn)
         except TransitionRefused:  # cancelled between its claim and this start: stop what just began
             self._executions.stop(arn, "cancelled before it started")
+
+    def _resume(self, entry: QueueEntry) -> None:
+        """The dispatcher gave an answered mission a slot: running again, then the answer handed over
+        (refused with TransitionRefused once it was cancelled, which skips it)."""
+        assert entry.resume is not None
+        self._lifecycle.resumed(entry.mission_id)
+        self._executions.send_success(entry.resume.task_token, entry.resume.output)
 
     def _carry_on_from(self, source: ForkSource) -> Envelope:
         checkpoint = self._checkpoints.get(source.mission_id, source.checkpoint_id)

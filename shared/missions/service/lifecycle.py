@@ -58,7 +58,12 @@ class Lifecycle:
         self.missions.transition(mission_id, S.RUNNING, ACTIVE, **fields)
 
     def waiting(self, mission_id: str, interrupt_id: str) -> None:
+        """Its question can be answered now (the interrupt function stored the token)."""
         self.move(mission_id, S.INTERRUPTED, pending_interrupt=interrupt_id)
+
+    def resumed(self, mission_id: str) -> None:
+        """Its answer is handed to the execution: running again (refused once it was cancelled)."""
+        self.missions.transition(mission_id, S.RUNNING, frozenset({S.INTERRUPTED}), pending_interrupt=None, asking=None)
 
     def end(self, mission_id: str, status: str, **fields: Any) -> None:
         if status not in (S.COMPLETED, S.FAILED):
@@ -66,7 +71,9 @@ class Lifecycle:
         self.move(mission_id, status, completed_at=fields.pop("completed_at", None) or utcnow(), **fields)
 
     def cancelled(self, mission_id: str, reason: str = "cancelled") -> None:
-        self.move(mission_id, S.CANCELLED, terminal_reason=reason, pending_interrupt=None, completed_at=utcnow())
+        self.move(
+            mission_id, S.CANCELLED, terminal_reason=reason, pending_interrupt=None, asking=None, completed_at=utcnow()
+        )
 
 
 __all__ = ["ACTIVE", "ALLOWED_FROM", "NOT_STARTED", "Lifecycle", "TransitionRefused"]

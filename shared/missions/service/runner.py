@@ -109,6 +109,7 @@ class StageRunner:
     services: StageServices
     last_timings: StageTimings = field(default_factory=StageTimings)
     last_report: StageReport | None = None
+    _deadline: float | None = None
 
     @property
     def pipeline(self) -> PipelineConfig:
@@ -116,7 +117,10 @@ class StageRunner:
 
     # -- entry point ----------------------------------------------------------------
 
-    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+    def handle(self, request: dict[str, Any], deadline: float | None = None) -> dict[str, Any]:
+        """Run the stage the request names. `deadline` (time.monotonic()) is when its Lambda runs out:
+        model calls never run past it, so the stage can still commit what it has."""
+        self._deadline = deadline
         started = self.services.clock()
         self.last_timings = StageTimings()
         self.last_report = None
@@ -319,6 +323,7 @@ class StageRunner:
             temperature=agent.temperature,
             max_tokens=agent.max_tokens,
             envelope=envelope,
+            deadline=self._deadline,
         )
         provider = self.services.llm(self.capability)
         t0 = self.services.clock()
@@ -547,8 +552,9 @@ class StageRunner:
             "stage": stage,
             "phase": self.pipeline.agent(stage).phase or "executing",
             "counters": envelope.counters.model_dump(),
-            # 'interrupted' is set by the interrupt function once the answer can be delivered
-            "pending_interrupt": envelope.interrupt.id if envelope.interrupt else None,
+            # the question is only `asking`: the interrupt function makes it pending (and the mission
+            # interrupted) once its answer can be delivered, so no client sees a question it cannot answer
+            "asking": envelope.interrupt.id if envelope.interrupt else None,
         }
         lifecycle = Lifecycle(self.services.missions)
         try:

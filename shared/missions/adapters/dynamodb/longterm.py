@@ -25,7 +25,15 @@ from missions.adapters.embeddings import HashingEmbedder, cosine
 from missions.adapters.memory.longterm import check_names, check_query, encode_value, searchable_text
 from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError
-from missions.core.memory import MemoryChange, MemoryChangeKind, MemoryItem, Namespace, check_key, check_namespace
+from missions.core.memory import (
+    MemoryChange,
+    MemoryChangeKind,
+    MemoryItem,
+    Namespace,
+    check_key,
+    check_namespace,
+    is_internal,
+)
 from missions.core.specs import MEMORY
 from missions.ports.memory import Embedder
 
@@ -75,7 +83,8 @@ class DynamoLongTermMemory:
         check_key(key)
         encoded = encode_value(value)
         value = json.loads(encoded)
-        embedding = pack_embedding(self._embedder.embed([searchable_text(key, value)])[0])
+        vector = [] if is_internal(namespace) else self._embedder.embed([searchable_text(key, value)])[0]
+        embedding = pack_embedding(vector)
         owner = owner_of(user_id, namespace)
         for _ in range(_PUT_ATTEMPTS):
             current = self._client.get_item(

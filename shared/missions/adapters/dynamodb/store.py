@@ -205,6 +205,21 @@ class DynamoMissionStore:
     def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
         self._write(mission_id, {**fields, "status": status}, allowed_from=allowed_from)
 
+    def discard(self, mission_id: str) -> bool:
+        try:
+            self._client.delete_item(
+                TableName=self.table_name,
+                Key={"mission_id": {"S": mission_id}},
+                ConditionExpression="attribute_not_exists(execution_arn) AND #st IN (:c, :q, :r)",
+                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeValues={":c": {"S": "created"}, ":q": {"S": "queued"}, ":r": {"S": "running"}},
+            )
+        except ClientError as exc:
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
+
     def _write(self, mission_id: str, fields: dict[str, Any], allowed_from: frozenset[str] | None) -> None:
         fields.pop("updated_at", None)
         unknown = set(fields) - set(MissionRecord.model_fields)

@@ -4,8 +4,12 @@ This is the only module that imports the openai SDK. The runtime imports it lazi
 starts of stages that never call a model (and of the offline provider) do not pay for the SDK.
 
 Resilience lives here rather than in the SDK (the client is built with ``max_retries=0``) so
-that retries, the circuit breaker and the fallback model share one clock, one sleep and one
-error vocabulary (``LLMError`` / ``TransientLLMError``) that the pipeline understands.
+that retries, the circuit breaker and the fallback model share one clock, one sleep, one deadline
+(the stage's remaining time) and one error vocabulary (``LLMError`` / ``TransientLLMError``) that
+the pipeline understands. Retries are tenacity's, waiting what the server asks (Retry-After) or
+backing off exponentially. The breaker stays our own: it shares the injected clock with the
+deadline (so tests drive it deterministically) and allows one trial call when half-open, which
+pybreaker's wall clock would make untestable without patching.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 
 import json_repair
 import openai
+import tenacity
 from pydantic import BaseModel, ValidationError
 
 from missions.core.llm import LLMError, LLMRequest, LLMResult, TransientLLMError
@@ -67,6 +72,7 @@ class OpenAIProvider:
         self._default_model = default_model
         self._fallback_model = fallback_model
         self._max_retries = max(0, max_retries)
+        self._timeout = timeout
         self._sleep = sleep
         self._clock = clock
         self._breaker_threshold = max(1, breaker_threshold)
@@ -140,35 +146,61 @@ class OpenAIProvider:
         )
 
     def _create_with_retries(self, model: str, request: LLMRequest) -> Any:
-        """Calls the server, retrying transient failures with capped exponential backoff."""
+        """Calls the server, retrying transient failures with capped exponential backoff (tenacity),
+        never past the request's deadline: a call gets only the time its stage has left."""
         json_object = model in self._json_object_models
-        retry = 0
-        while True:
+
+        def create() -> Any:
+            nonlocal json_object
+            params = self._params(model, request, json_object=json_object)
+            if request.deadline is not None:
+                left = request.deadline - self._clock()
+                if left <= 0:
+                    raise _OutOfTime(f"no time left for stage '{request.stage}'")
+                params["timeout"] = min(self._timeout, left)
             try:
-                return self._client.chat.completions.create(**self._params(model, request, json_object=json_object))
+                return self._client.chat.completions.create(**params)
             except openai.APIStatusError as exc:
                 if exc.status_code == 400 and not json_object and _rejects_json_schema(exc):
                     # Older models and many compatible servers only know JSON mode: degrade once.
                     json_object = True
                     self._json_object_models.add(model)
-                    continue
+                    return create()
                 if not _is_transient_status(exc):
                     raise LLMError(
                         f"{model} rejected the request for stage '{request.stage}' "
                         f"(HTTP {exc.status_code}): {exc.message}"
                     ) from exc
-                failure: openai.APIError = exc
-            except openai.APIConnectionError as exc:  # includes APITimeoutError
-                failure = exc
+                raise
+            except openai.APIConnectionError:  # includes APITimeoutError: retried
+                raise
             except openai.OpenAIError as exc:
                 raise LLMError(f"{model} call failed for stage '{request.stage}': {exc}") from exc
-            if retry >= self._max_retries:
-                raise TransientLLMError(
-                    f"{model} still failing for stage '{request.stage}' after "
-                    f"{retry + 1} attempt(s): {_describe(failure)}"
-                ) from failure
-            self._sleep(_backoff(retry, failure))
-            retry += 1
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            return _backoff(state.attempt_number - 1, _failure(state))
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            if state.attempt_number > self._max_retries:
+                return True
+            return request.deadline is not None and self._clock() + wait(state) >= request.deadline
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type((openai.APIStatusError, openai.APIConnectionError)),
+            stop=stop,
+            wait=wait,
+            sleep=self._sleep,
+        )
+        try:
+            return retrying(create)
+        except tenacity.RetryError as exhausted:
+            failure = _failure(exhausted.last_attempt)
+            raise TransientLLMError(
+                f"{model} still failing for stage '{request.stage}' after "
+                f"{exhausted.last_attempt.attempt_number} attempt(s): {_describe(failure)}"
+            ) from failure
+        except _OutOfTime as late:
+            raise TransientLLMError(str(late)) from late
 
     def _params(self, model: str, request: LLMRequest, *, json_object: bool) -> dict[str, Any]:
         schema = request.output_model.model_json_schema()
@@ -264,6 +296,19 @@ def _rejects_json_schema(exc: openai.APIStatusError) -> bool:
     param = (getattr(exc, "param", None) or "").lower()
     text = f"{exc.message} {exc.body}".lower()
     return param.startswith("response_format") or "response_format" in text or "json_schema" in text
+
+
+class _OutOfTime(Exception):
+    """The stage's time is up: no call (or retry) may start."""
+
+
+def _failure(state: tenacity.RetryCallState | tenacity.Future) -> openai.APIError:
+    """The transient failure an attempt ended with (only those are retried)."""
+    outcome = state.outcome if isinstance(state, tenacity.RetryCallState) else state
+    assert outcome is not None
+    failure = outcome.exception()
+    assert isinstance(failure, openai.APIError)
+    return failure
 
 
 def _is_transient_status(exc: openai.APIStatusError) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 from missions.adapters.embeddings import HashingEmbedder, cosine, text_of
 from missions.core.envelope import utcnow
 from missions.core.errors import MemoryValidationError
-from missions.core.memory import MAX_VALUE_BYTES, MemoryItem, Namespace, check_key, check_namespace
+from missions.core.memory import MAX_VALUE_BYTES, MemoryItem, Namespace, check_key, check_namespace, is_internal
 from missions.ports.memory import Embedder
 
 
@@ -72,7 +72,8 @@ class InMemoryLongTermMemory:
         namespace = check_names(user_id, namespace)
         check_key(key)
         value = json.loads(encode_value(value))  # store what a JSON round trip gives back, like DynamoDB
-        embedding = self._embedder.embed([searchable_text(key, value)])[0]  # outside the lock: may be remote
+        # outside the lock: the embedder may be remote
+        embedding = [] if is_internal(namespace) else self._embedder.embed([searchable_text(key, value)])[0]
         with self._lock:
             items = self._items.setdefault((user_id, namespace), {})
             now = utcnow()

@@ -32,6 +32,14 @@ class MemoryMissionStore:
                 raise ConflictError(f"mission {record.mission_id} exists")
             self._items[record.mission_id] = record.model_copy(deep=True)
 
+    def discard(self, mission_id: str) -> bool:
+        with self._lock:
+            record = self._items.get(mission_id)
+            if record is None or record.execution_arn or record.status not in ("created", "queued", "running"):
+                return False
+            del self._items[mission_id]
+            return True
+
     def get(self, mission_id: str) -> MissionRecord:
         try:
             return self._items[mission_id].model_copy(deep=True)

@@ -1,0 +1,12 @@
+"""The missions HTTP API (API Gateway HTTP API, payload v2), on Powertools' event handler.
+
+The user is whoever the authorizer says (JWT `sub`, or the IAM principal), never a body field; another
+user's mission answers 404, exactly like a missing one. `edge` checks every request before a route sees
+it and gives every error one shape; `models` is the contract (GET /openapi.json publishes it); the
+routes are grouped by resource.
+"""
+
+from missions.app.api import memory_routes, meta_routes, mission_routes, repository_routes  # noqa: F401  the routes
+from missions.app.api.edge import ERROR_STATUS, app, current_user, handle
+
+__all__ = ["ERROR_STATUS", "app", "current_user", "handle"]

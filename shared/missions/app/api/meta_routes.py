@@ -1,0 +1,57 @@
+"""What the service offers: capabilities, which one fits a goal, how each is doing, and this contract."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from missions.app.api.edge import app, current_user, error, responses, runtime
+from missions.app.api.models import CapabilityList, ClassificationView, ClassifyRequest, MissionMetrics
+from missions.core import capability as registry
+from missions.core.errors import MissionRequestError
+
+
+@app.get("/capabilities", summary="Installed mission types", responses=responses((200, CapabilityList, "all")))
+def list_capabilities() -> dict[str, Any]:
+    current_user()
+    return {"capabilities": [c.describe() for c in registry.load_all()]}
+
+
+@app.post(
+    "/classify",
+    summary="Which capability a goal would get, and how complex it is",
+    responses=responses((200, ClassificationView, "the classification"), 503, body=True),
+)
+def classify(body: ClassifyRequest) -> dict[str, Any]:
+    """Which capability would take this goal, and how complex it is (1 simple, 2 coordinated, 3 complex)."""
+    current_user()
+    try:
+        capability: str | None = runtime().service.choose_capability(body.goal, None)
+    except MissionRequestError:
+        capability = None
+    classification = runtime().service.classify_goal(body.goal)
+    return {"capability": capability, **classification.model_dump(mode="json")}
+
+
+@app.get(
+    "/metrics/missions",
+    summary="How a capability's missions are doing",
+    responses=responses((200, MissionMetrics, "rates and averages over the window"), 422),
+)
+def metrics(
+    capability: Annotated[str, Query(min_length=1, max_length=64)],
+    days: Annotated[int, Query(ge=1, le=365)] = 30,
+) -> dict[str, Any] | Response[dict[str, Any]]:
+    current_user()
+    if capability not in registry.available():
+        return error(422, f"unknown capability '{capability}'")
+    return runtime().service.mission_metrics(capability, days)
+
+
+@app.get(
+    "/openapi.json", summary="This contract", security=[], responses={200: {"description": "the OpenAPI document"}}
+)
+def openapi() -> Response[str]:
+    return Response(200, "application/json", body=app.get_openapi_json_schema())

@@ -1,0 +1,321 @@
+"""Missions: start, list, read, follow, fork, answer, cancel and rate them."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from missions.app.api.edge import app, current_user, error, owned_mission, responses, runtime
+from missions.app.api.idempotency import once
+from missions.app.api.models import (
+    AnswerAccepted,
+    AnswerBody,
+    ArtifactList,
+    ArtifactView,
+    Cancelled,
+    CheckpointList,
+    EventsPage,
+    FeedbackBody,
+    FeedbackTaken,
+    ForkAccepted,
+    ForkRequest,
+    MissionAccepted,
+    MissionCreate,
+    MissionList,
+    MissionView,
+)
+from missions.core.artifacts import ARTIFACT_PATH_PATTERN
+from missions.core.envelope import InterruptResponse
+from missions.core.errors import NotFound
+from missions.core.requests import MissionRequest
+from missions.core.triggers import TriggerSource
+from missions.ports.store import MissionRecord, MissionStatus, lifecycle_of
+
+_MISSION = "/missions/<mission_id>"
+_MAY_WAIT_IN_LINE = (MissionStatus.QUEUED, MissionStatus.INTERRUPTED)  # to start, or to resume after an answer
+
+
+@app.post(
+    "/missions",
+    summary="Start a mission",
+    responses=responses((202, MissionAccepted, "accepted: started now or queued"), 409, 503, body=True),
+)
+def create_mission(body: MissionCreate) -> Response[dict[str, Any]]:
+    """Start a mission from a goal; the capability is named or chosen by the goal. Send an Idempotency-Key
+    to make retries safe (see the API description)."""
+    user = current_user()
+
+    def create() -> tuple[int, dict[str, Any]]:
+        active = runtime()
+        capability = active.service.choose_capability(body.goal, body.capability)
+        request = MissionRequest.parse(
+            capability=capability,
+            goal=body.goal,
+            user_id=user,
+            context=body.context,
+            priority=body.priority,
+            deadline=body.deadline.isoformat() if body.deadline else None,
+            trigger=TriggerSource.API,
+        )
+        active.service.remember_user(user)  # before the mission: nothing half-made if this fails
+        result = active.launcher.submit(request)  # checks everything (a repository, say) before writing
+        return 202, {"mission_id": result.mission_id, "status": result.status, "capability": capability}
+
+    return once("create-mission", user, body.model_dump(mode="json"), create, runtime().idempotency)
+
+
+@app.get("/missions", summary="List your missions", responses=responses((200, MissionList, "newest first"), 422))
+def list_missions(
+    status: Annotated[str | None, Query(max_length=32)] = None,
+    capability: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> dict[str, Any]:
+    user = current_user()
+    records = runtime().missions.list_for_user(user, limit=1000)
+    records = [
+        r for r in records if (not status or r.status == status) and (not capability or r.capability == capability)
+    ]
+    start = _decode_cursor(cursor)
+    page = records[start : start + limit]
+    next_cursor = _encode_cursor(start + limit) if start + limit < len(records) else None
+    return {"missions": [_summary(r) for r in page], "cursor": next_cursor}
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode()
+
+
+def _decode_cursor(cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        offset = json.loads(base64.urlsafe_b64decode(cursor.encode()))["o"]
+        if isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0:
+            return offset
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise RequestValidationError([{"loc": ("query", "cursor"), "type": "value_error", "msg": "invalid cursor"}])
+
+
+def _summary(record: MissionRecord) -> dict[str, Any]:
+    return {
+        "mission_id": record.mission_id,
+        "capability": record.capability,
+        "goal": record.goal,
+        "status": record.status,
+        "lifecycle": lifecycle_of(record),
+        "stage": record.stage,
+        "priority": record.priority,
+        "trigger": record.trigger,
+        "created_at": record.created_at,
+        "terminal_reason": record.terminal_reason,
+    }
+
+
+@app.get(_MISSION, summary="Read a mission", responses=responses((200, MissionView, "the mission"), 404))
+def get_mission(mission_id: str) -> dict[str, Any]:
+    """Status, lifecycle, the question waiting for you (once it can be answered), why it is queued, the
+    result, counters and cost."""
+    user = current_user()
+    record = owned_mission(mission_id, user)
+    counters = record.counters or {}
+    return {
+        **_summary(record),
+        "updated_at": record.updated_at,
+        "completed_at": record.completed_at,
+        "archived_at": record.archived_at,
+        "pending_interrupt": _answerable_question(record),
+        "queue": runtime().launcher.queue_place(record) if record.status in _MAY_WAIT_IN_LINE else None,
+        "result": record.result,
+        "counters": counters,
+        "cost_usd": counters.get("cost_usd", 0.0),
+        "feedback": record.feedback,
+    }
+
+
+def _answerable_question(record: MissionRecord) -> dict[str, Any] | None:
+    """The question is shown once its answer can reach the execution: after the interrupt function
+    stored its token and marked the mission interrupted, never before."""
+    if record.status != MissionStatus.INTERRUPTED or not record.pending_interrupt:
+        return None
+    try:
+        interrupt = runtime().interrupts.get(record.mission_id, record.pending_interrupt)
+    except NotFound:
+        return None
+    if interrupt.status != "pending":
+        return None
+    return {
+        "interrupt_id": interrupt.interrupt_id,
+        "kind": interrupt.kind.value,
+        "question": interrupt.question,
+        "options": interrupt.options,
+        "data": interrupt.data,  # what the user is asked to judge (a draft, the options' details)
+        "stage": interrupt.stage,
+    }
+
+
+@app.get(
+    f"{_MISSION}/events",
+    summary="Follow a mission's events",
+    responses=responses((200, EventsPage, "events in order"), 404, 422),
+)
+def mission_events(
+    mission_id: str,
+    after: Annotated[str | None, Query(max_length=300)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> dict[str, Any]:
+    """Events in order; `cursor` (opaque, URL-safe) goes back as `after` for the next page."""
+    owned_mission(mission_id, current_user())
+    position = _decode_position(after) if after else None
+    events, last = runtime().events.read(mission_id, after=position, limit=limit)
+    cursor = base64.urlsafe_b64encode(last.encode()).decode() if last else after
+    return {"events": [e.model_dump(mode="json") for e in events], "cursor": cursor}
+
+
+def _decode_position(cursor: str) -> str:
+    try:
+        return base64.urlsafe_b64decode(cursor.encode()).decode()
+    except (ValueError, UnicodeDecodeError):
+        raise RequestValidationError(
+            [{"loc": ("query", "after"), "type": "value_error", "msg": "invalid cursor"}]
+        ) from None
+
+
+@app.get(
+    f"{_MISSION}/checkpoints",
+    summary="A mission's checkpoints (time travel)",
+    responses=responses((200, CheckpointList, "oldest first"), 404),
+)
+def mission_checkpoints(mission_id: str) -> dict[str, Any]:
+    owned_mission(mission_id, current_user())
+    checkpoints = runtime().checkpoints.list(mission_id)
+    return {
+        "checkpoints": [
+            {"checkpoint_id": c.checkpoint_id, "parent_id": c.parent_id, "stage": c.stage, "created_at": c.created_at}
+            for c in checkpoints
+        ]
+    }
+
+
+@app.get(
+    f"{_MISSION}/artifacts",
+    summary="A mission's documents",
+    responses=responses((200, ArtifactList, "every version of every document"), 404),
+)
+def mission_artifacts(mission_id: str) -> dict[str, Any]:
+    """Every version of every document the mission wrote (plan, research, drafts/itinerary_vN, final)."""
+    owned_mission(mission_id, current_user())
+    return {
+        "artifacts": [
+            {"name": a.name, "path": a.path, "version": a.version, "stage": a.stage, "created_at": a.created_at}
+            for a in runtime().artifacts.list(mission_id)
+        ]
+    }
+
+
+@app.get(
+    f"{_MISSION}/artifact",
+    summary="One document",
+    responses=responses((200, ArtifactView, "its content"), 404, 422),
+)
+def mission_artifact(
+    mission_id: str,
+    path: Annotated[str, Query(min_length=1, max_length=200, pattern=ARTIFACT_PATH_PATTERN)],
+    version: Annotated[int | None, Query(ge=1, le=100_000)] = None,
+) -> dict[str, Any]:
+    """One artifact's content: the latest version of `path`, or `version`."""
+    owned_mission(mission_id, current_user())
+    try:
+        artifact = runtime().artifacts.get(mission_id, path, version)
+    except NotFound:
+        which = f"{path} v{version}" if version else path
+        raise NotFoundError(f"mission {mission_id} has no artifact {which}") from None
+    return {
+        "name": artifact.name,
+        "path": artifact.path,
+        "version": artifact.version,
+        "stage": artifact.stage,
+        "created_at": artifact.created_at,
+        "content": artifact.content,
+    }
+
+
+@app.post(
+    f"{_MISSION}/fork",
+    summary="Carry on from a checkpoint, as a new mission",
+    responses=responses((202, ForkAccepted, "the new mission: started or queued"), 404, 409, 503, body=True),
+)
+def fork_mission(mission_id: str, body: ForkRequest) -> Response[dict[str, Any]]:
+    """Takes an Idempotency-Key, like POST /missions."""
+    user = current_user()
+    owned_mission(mission_id, user)
+
+    def fork() -> tuple[int, dict[str, Any]]:
+        try:
+            result = runtime().launcher.fork(mission_id, body.checkpoint_id, user)
+        except NotFound:
+            raise NotFoundError(f"no checkpoint {body.checkpoint_id} in mission {mission_id}") from None
+        return 202, {
+            "mission_id": result.mission_id,
+            "status": result.status,  # started, or queued behind the user's running missions
+            "forked_from": mission_id,
+            "checkpoint_id": body.checkpoint_id,
+        }
+
+    return once("fork-mission", user, {"from": mission_id, **body.model_dump()}, fork, runtime().idempotency)
+
+
+@app.post(
+    f"{_MISSION}/interrupts/<interrupt_id>",
+    summary="Answer the mission's question",
+    responses=responses((200, AnswerAccepted, "answered"), 404, 409, 503, body=True),
+)
+def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, Any] | Response[dict[str, Any]]:
+    """Once per question: a second answer is 409; an answer for a question not yet shown is 409 with
+    Retry-After (it becomes answerable in a moment); one that does not fit the question is 422."""
+    record = owned_mission(mission_id, current_user())
+    try:
+        answered, now = runtime().answer(mission_id, interrupt_id, InterruptResponse(**body.model_dump()))
+    except NotFound:
+        if record.asking == interrupt_id:  # asked, but its token is not stored yet
+            return error(409, f"question {interrupt_id} is not answerable yet", headers={"Retry-After": "1"})
+        raise NotFoundError(f"no interrupt {interrupt_id} in mission {mission_id}") from None
+    return {"interrupt_id": answered.interrupt_id, "status": "answered" if now else "queued"}
+
+
+@app.post(
+    f"{_MISSION}/cancel",
+    summary="Cancel a mission",
+    responses=responses((200, Cancelled, "cancelled"), 404, 409),
+)
+def cancel(mission_id: str) -> dict[str, Any] | Response[dict[str, Any]]:
+    """Works while it is queued, running or waiting for you; a mission that ended is 409."""
+    record = owned_mission(mission_id, current_user())
+    if record.status in MissionStatus.TERMINAL or record.status == MissionStatus.CANCELLING:
+        return error(409, f"mission {mission_id} already {record.status}")
+    runtime().control.cancel(record)  # a ConflictError (409) when it ended while the cancel was on its way
+    return {"mission_id": mission_id, "status": "cancelled"}
+
+
+@app.post(
+    f"{_MISSION}/feedback",
+    summary="Rate a mission that ended",
+    responses=responses((200, FeedbackTaken, "taken"), 404, 409, 503, body=True),
+)
+def feedback(mission_id: str, body: FeedbackBody) -> dict[str, Any]:
+    """Once per mission, after it ended (409 before, and for a second one)."""
+    user = current_user()
+    record = owned_mission(mission_id, user)
+    outcome = runtime().service.give_feedback(record, user, body.model_dump(exclude_none=True))
+    return {
+        "mission_id": mission_id,
+        "preferences_written": outcome.preferences_written,
+        "complaint": outcome.complaint,
+    }

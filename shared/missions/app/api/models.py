@@ -1,0 +1,349 @@
+"""The API's contract: what each request body may hold (strict: no "yes" for a boolean, no number for a
+string) and what each response holds. The OpenAPI document is generated from these models, and the
+suite checks every response it sees against that document (tests/support/contract.py)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictInt, StrictStr, field_validator
+
+from missions.core.triggers import Priority
+
+CONTEXT_LIMIT_BYTES = 64 * 1024  # a mission's context travels in its envelope and its first checkpoint
+DATA_LIMIT_BYTES = 64 * 1024  # an answer's structured data, likewise
+MEMORY_VALUE_LIMIT_BYTES = 64 * 1024  # one long-term memory item (the store's own limit)
+
+
+def _bounded(value: Any, limit: int, what: str) -> Any:
+    size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    if size > limit:
+        raise ValueError(f"{what} is {size} bytes as JSON; the limit is {limit}")
+    return value
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- requests ----------------------------------------------------------------------------------------
+
+
+class MissionCreate(Body):
+    capability: StrictStr | None = Field(None, min_length=1, max_length=64, description="default: chosen by the goal")
+    goal: StrictStr = Field(min_length=1, max_length=10_000)
+    context: dict[str, JsonValue] = Field(default_factory=dict, description="at most 64 KB as JSON")
+    priority: Priority = Priority.MEDIUM
+    deadline: datetime | None = Field(None, description="ISO 8601; earlier deadlines run first within a priority")
+
+    @field_validator("context")
+    @classmethod
+    def _small_context(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        return _bounded(value, CONTEXT_LIMIT_BYTES, "context")  # type: ignore[no-any-return]
+
+
+class ClassifyRequest(Body):
+    goal: StrictStr = Field(min_length=1, max_length=10_000)
+
+
+class ForkRequest(Body):
+    checkpoint_id: StrictStr = Field(min_length=1, max_length=80)
+
+
+class AnswerBody(Body):
+    text: StrictStr | None = Field(None, max_length=20_000)
+    approved: StrictBool | None = None
+    decision: StrictStr | None = Field(None, max_length=200)
+    data: dict[str, JsonValue] | None = None
+
+    @field_validator("data")
+    @classmethod
+    def _small_data(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
+        return _bounded(value, DATA_LIMIT_BYTES, "data") if value is not None else None
+
+
+class FeedbackBody(Body):
+    completed: StrictBool
+    quality: StrictInt | None = Field(None, ge=1, le=5)
+    useful: StrictBool | None = None
+    text: StrictStr | None = Field(None, max_length=5000)
+
+
+class MemoryValue(Body):
+    value: JsonValue
+
+    @field_validator("value")
+    @classmethod
+    def _small_value(cls, value: JsonValue) -> JsonValue:
+        return _bounded(value, MEMORY_VALUE_LIMIT_BYTES, "value")  # type: ignore[no-any-return]
+
+
+class UploadSpec(Body):
+    format: Literal["tar.gz", "zip"]
+    size_bytes: StrictInt = Field(ge=1, le=1024**3)  # the import's own limit is checked too
+
+
+class RepositoryCreate(Body):
+    name: StrictStr | None = Field(None, min_length=1, max_length=100)
+    url: StrictStr | None = Field(None, min_length=1, max_length=2048, description="https git URL (no credentials)")
+    ref: StrictStr | None = Field(None, min_length=1, max_length=200, description="branch, tag or commit; default HEAD")
+    upload: UploadSpec | None = Field(None, description="register an archive upload instead of a git URL")
+    shared: StrictBool = Field(False, description="operators only: readable by every user")
+
+
+class ImportBody(Body):
+    ref: StrictStr | None = Field(None, min_length=1, max_length=200)
+
+
+# -- responses ---------------------------------------------------------------------------------------
+
+
+class Problem(BaseModel):
+    """One thing wrong with a request (a field, a header, the body)."""
+
+    loc: list[str | int]
+    type: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """Every error the API sends has this shape; `correlation_id` names the request in the logs."""
+
+    statusCode: int
+    message: str
+    correlation_id: str | None = None
+    detail: list[Problem] | None = None
+
+
+class MissionAccepted(BaseModel):
+    mission_id: str
+    status: Literal["started", "queued", "duplicate"] = Field(
+        description="started now, queued behind the user's running missions, or an earlier request's mission"
+    )
+    capability: str
+
+
+class MissionSummary(BaseModel):
+    mission_id: str
+    capability: str
+    goal: str
+    status: str
+    lifecycle: str
+    stage: str | None
+    priority: str
+    trigger: str
+    created_at: str
+    terminal_reason: str | None
+
+
+class MissionList(BaseModel):
+    missions: list[MissionSummary]
+    cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last")
+
+
+class PendingInterrupt(BaseModel):
+    """The question waiting for the user; it is shown only once it can be answered."""
+
+    interrupt_id: str
+    kind: str
+    question: str
+    options: list[str]
+    data: dict[str, Any]
+    stage: str
+
+
+class QueuePlace(BaseModel):
+    """Why a mission has not started yet, and how many of its user's missions go first."""
+
+    position: int = Field(ge=1)
+    reason: str
+
+
+class MissionView(MissionSummary):
+    updated_at: str
+    completed_at: str | None
+    archived_at: str | None
+    pending_interrupt: PendingInterrupt | None
+    queue: QueuePlace | None = None
+    result: dict[str, Any] | None
+    counters: dict[str, Any]
+    cost_usd: float
+    feedback: dict[str, Any] | None
+
+
+class EventView(BaseModel):
+    type: str
+    mission_id: str
+    stage: str | None
+    at: str
+    payload: dict[str, Any]
+    position: str | None
+
+
+class EventsPage(BaseModel):
+    events: list[EventView]
+    cursor: str | None = Field(description="pass as `after` to read what came next")
+
+
+class CheckpointView(BaseModel):
+    checkpoint_id: str
+    parent_id: str | None
+    stage: str
+    created_at: str
+
+
+class CheckpointList(BaseModel):
+    checkpoints: list[CheckpointView]
+
+
+class ArtifactSummary(BaseModel):
+    name: str
+    path: str
+    version: int
+    stage: str
+    created_at: str
+
+
+class ArtifactList(BaseModel):
+    artifacts: list[ArtifactSummary]
+
+
+class ArtifactView(ArtifactSummary):
+    content: Any
+
+
+class ForkAccepted(BaseModel):
+    mission_id: str
+    status: Literal["started", "queued", "duplicate"]
+    forked_from: str
+    checkpoint_id: str
+
+
+class AnswerAccepted(BaseModel):
+    interrupt_id: str
+    status: Literal["answered", "queued"] = Field(
+        description="answered: the mission resumes now; queued: it resumes when one of the user's slots frees"
+    )
+
+
+class Cancelled(BaseModel):
+    mission_id: str
+    status: Literal["cancelled"]
+
+
+class FeedbackTaken(BaseModel):
+    mission_id: str
+    preferences_written: list[str]
+    complaint: bool
+
+
+class CapabilityView(BaseModel):
+    name: str
+    description: str
+    stages: list[str]
+    llm_stages: list[str]
+    tools: list[str]
+    bounds: dict[str, Any]
+    example: str | None
+    complexity: int
+
+
+class CapabilityList(BaseModel):
+    capabilities: list[CapabilityView]
+
+
+class GoalAnalysisView(BaseModel):
+    subgoals: int
+    dependencies: str
+    external_services: int
+    planning: str
+    review_loop: bool
+
+
+class ClassificationView(BaseModel):
+    capability: str | None
+    level: Literal[1, 2, 3]
+    analysis: GoalAnalysisView
+    source: Literal["llm", "offline"]
+
+
+class UploadInstructions(BaseModel):
+    url: str
+    method: Literal["PUT"]
+    headers: dict[str, str]
+    expires_in: int
+    then: str
+
+
+class SnapshotView(BaseModel):
+    sha256: str
+    commit: str | None
+    ref: str | None
+    files: int
+    total_bytes: int
+    archive_bytes: int
+    imported_at: str
+
+
+class RepositoryView(BaseModel):
+    repository_id: str
+    name: str
+    source: str
+    url: str | None
+    ref: str | None
+    format: str | None
+    status: str
+    reason: str | None
+    shared: bool
+    snapshots: list[SnapshotView]
+    created_at: str
+    updated_at: str
+    upload: UploadInstructions | None = None
+
+
+class RepositoryList(BaseModel):
+    repositories: list[RepositoryView]
+
+
+class MemoryItemView(BaseModel):
+    namespace: list[str]
+    key: str
+    value: Any
+    created_at: str
+    updated_at: str
+    score: float | None = Field(None, description="similarity to the query, when searching")
+
+
+class MemoryList(BaseModel):
+    items: list[MemoryItemView]
+
+
+class MetricsWindow(BaseModel):
+    days: int
+    since: str
+    until: str
+
+
+class LevelTimes(BaseModel):
+    count: int
+    average_seconds: float | None
+
+
+class MissionMetrics(BaseModel):
+    """Seed 004's success metrics of one capability's missions in a window of days."""
+
+    window: MetricsWindow
+    count: int
+    finished: int
+    by_status: dict[str, int]
+    completion_rate: float | None
+    error_rate: float | None
+    feedback_rate: float | None
+    average_rating: float | None
+    rating_count: int
+    time_to_completion: dict[str, LevelTimes]
+    average_cost_usd: float | None
+    total_cost_usd: float
+    learnings: dict[str, Any] | None
