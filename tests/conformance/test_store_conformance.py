@@ -399,6 +399,28 @@ def test_an_empty_batch_writes_nothing(backend):
 # --------------------------------------------------------------------------- interrupts
 
 
+def test_an_answer_that_was_not_delivered_can_be_reopened(backend):
+    # Given an answered question
+    backend.interrupts.put(
+        InterruptRecord(
+            mission_id="m1", interrupt_id="i1", kind="clarification", stage="s", question="q?", task_token="t"
+        )
+    )
+    backend.interrupts.answer("m1", "i1", InterruptResponse(text="a"))
+    # When its answer could not be handed over / Then it is pending again, waiting, and takes a new answer
+    backend.interrupts.reopen("m1", "i1")
+    record = backend.interrupts.get("m1", "i1")
+    assert (record.status, record.response, record.answered_at) == ("pending", None, None)
+    assert [r.interrupt_id for r in backend.interrupts.pending("m1")] == ["i1"]
+    assert backend.interrupts.answer("m1", "i1", InterruptResponse(text="b")).response.text == "b"
+    # and only an answered question reopens
+    backend.interrupts.expire("m1", "i1")
+    with pytest.raises(ConflictError):
+        backend.interrupts.reopen("m1", "i1")
+    with pytest.raises(NotFound):
+        backend.interrupts.reopen("m1", "nope")
+
+
 def test_interrupt_put_get(backend):
     record = interrupt("m1", "int_1")
     backend.interrupts.put(record)

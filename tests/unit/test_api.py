@@ -456,3 +456,30 @@ def test_a_webhook_survives_a_bus_outage_and_starts_its_mission_once(monkeypatch
     # Then the retry was accepted (not refused as a replay), put on the bus once, and a replay after that is one
     assert (first["statusCode"], second["statusCode"], third["statusCode"]) == (503, 202, 200)
     assert len(published) == 1 and json.loads(published[0]["Detail"])["delivery_id"] == "d-1"
+
+
+def test_an_answer_that_meets_an_outage_is_not_lost(runtime: Runtime, monkeypatch: pytest.MonkeyPatch):
+    # Given a question, and Step Functions throttling the first hand-over of its answer
+    mission_id = start(runtime)
+    interrupt_id = _question(runtime, mission_id)
+    fake = executions(runtime)
+    send = fake.send_success
+    refusals = [DependencyUnavailable("Step Functions is unavailable (ThrottlingException)")]
+
+    def throttled(token: str, output: str) -> None:
+        if refusals:
+            raise refusals.pop()
+        send(token, output)
+
+    monkeypatch.setattr(fake, "send_success", throttled)
+    path = f"/missions/{mission_id}/interrupts/{interrupt_id}"
+    # When the user answers / Then 503 says retry, and the question is still open (not "answered")
+    status, headers, body = exchange(runtime, "POST", path, {"decision": "A"})
+    assert status == 503 and headers["retry-after"]
+    assert runtime.interrupts.get(mission_id, interrupt_id).status == "pending"
+    assert call(runtime, "GET", f"/missions/{mission_id}")[1]["pending_interrupt"]["interrupt_id"] == interrupt_id
+    # When the client retries / Then the answer reaches the execution, once, and the mission runs again
+    assert call(runtime, "POST", path, {"decision": "A"}) == (200, {"interrupt_id": interrupt_id, "status": "answered"})
+    assert len(fake.answered) == 1 and runtime.missions.get(mission_id).status == MissionStatus.RUNNING
+    _, events = call(runtime, "GET", f"/missions/{mission_id}/events")
+    assert [e["type"] for e in events["events"]].count("interrupt.answered") == 1

@@ -4,14 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from missions.core.errors import TaskGone
+from missions.core.errors import DependencyUnavailable, TaskGone
 
 ENDED = ("ExecutionDoesNotExist", "ValidationException")  # StopExecution on an execution that is over
 TOKEN_GONE = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken", "ExecutionDoesNotExist")
+# the service is busy or down: worth retrying, and the caller's client should be told so (503)
+OUTAGE = (
+    "ThrottlingException",
+    "TooManyRequestsException",
+    "ServiceUnavailable",
+    "InternalServerError",
+    "InternalFailure",
+    "ExecutionLimitExceeded",
+)
 
 
 def _code(exc: Exception) -> str:
     return str(getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__))
+
+
+def _outage(exc: Exception) -> DependencyUnavailable | None:
+    """DependencyUnavailable for a throttled or unavailable service (or no connection), else None."""
+    if _code(exc) in OUTAGE or type(exc).__name__ in (
+        "EndpointConnectionError",
+        "ConnectTimeoutError",
+        "ReadTimeoutError",
+    ):
+        return DependencyUnavailable(f"Step Functions is unavailable ({_code(exc)})")
+    return None
 
 
 class StepFunctionsExecutions:
@@ -19,13 +39,22 @@ class StepFunctionsExecutions:
         self._client = client
 
     def start(self, state_machine_arn: str, name: str, input: str) -> str:
-        response = self._client.start_execution(stateMachineArn=state_machine_arn, name=name, input=input)
+        try:
+            response = self._client.start_execution(stateMachineArn=state_machine_arn, name=name, input=input)
+        except Exception as exc:
+            outage = _outage(exc)
+            if outage is not None:
+                raise outage from exc
+            raise
         return str(response["executionArn"])
 
     def stop(self, execution_arn: str, cause: str) -> None:
         try:
             self._client.stop_execution(executionArn=execution_arn, cause=cause)
         except Exception as exc:
+            outage = _outage(exc)
+            if outage is not None:
+                raise outage from exc
             if _code(exc) not in ENDED:
                 raise
 
@@ -35,6 +64,9 @@ class StepFunctionsExecutions:
         except Exception as exc:
             if _code(exc) in TOKEN_GONE:
                 raise TaskGone(_code(exc)) from exc
+            outage = _outage(exc)
+            if outage is not None:
+                raise outage from exc
             raise
 
     def send_failure(self, task_token: str, error: str, cause: str) -> None:

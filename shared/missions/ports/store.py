@@ -167,6 +167,10 @@ class InterruptStore(Protocol):
     def expire(self, mission_id: str, interrupt_id: str) -> None:
         """Mark it expired (timed out, or its answer could not be delivered); NotFound if missing."""
 
+    def reopen(self, mission_id: str, interrupt_id: str) -> None:
+        """Undo `answer` (pending again, no response) when the answer did not reach the execution and the
+        user may answer again; ConflictError when it is not answered, NotFound if missing."""
+
     def pending(self, mission_id: str) -> list[InterruptRecord]: ...
 
     def overdue(self, asked_before: str, limit: int = 100) -> list[InterruptRecord]:

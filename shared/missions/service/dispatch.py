@@ -59,7 +59,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from missions.core.envelope import new_id
-from missions.core.errors import ConflictError, MissionRequestError, NotFound, TransitionRefused
+from missions.core.errors import ConflictError, MissionRequestError, NotFound, TaskGone, TransitionRefused
 from missions.core.requests import MissionRequest
 from missions.core.triggers import Priority
 from missions.ports.dispatch import NO_DEADLINE, Claim, DispatchStore, QueueEntry, ResumeTicket
@@ -106,6 +106,10 @@ class DispatchResult:
 
     mission_id: str
     status: Literal["started", "queued", "duplicate"]
+
+
+class _StopDraining(Exception):
+    """A dependency refused a hand-over: draining on would only meet it again."""
 
 
 class Dispatcher:
@@ -219,8 +223,11 @@ class Dispatcher:
             outcome = self._store.claim(entry, limit)
             if outcome is Claim.FULL:
                 return started
-            if outcome is Claim.CLAIMED and self._launch(entry, own=entry.mission_id == own):
-                started.append(entry.mission_id)
+            try:
+                if outcome is Claim.CLAIMED and self._launch(entry, own=entry.mission_id == own):
+                    started.append(entry.mission_id)
+            except _StopDraining:
+                return started
             # GONE, or a failed start (its slot was released): read the head again
 
     def finished(self, mission_id: str) -> list[str]:
@@ -272,12 +279,20 @@ class Dispatcher:
             log.info("mission %s not resumed: %s", entry.mission_id, exc)
             self._store.release(entry.user_id, entry.mission_id)
             return False
+        except TaskGone as exc:  # the execution no longer takes it (it timed out): nothing to hand over
+            self._store.release(entry.user_id, entry.mission_id)
+            if own:
+                raise
+            log.warning("mission %s no longer takes its answer: %s", entry.mission_id, exc)
+            return False
         except Exception as exc:
             self._store.release(entry.user_id, entry.mission_id)
             if own:
                 raise
-            log.warning("resume of mission %s failed: %s", entry.mission_id, exc)
-            return False
+            # an outage: the answer goes back in line and this drain stops (the next one retries it)
+            log.warning("resume of mission %s failed, queued again: %s", entry.mission_id, exc)
+            self._store.enqueue(entry)
+            raise _StopDraining from exc
 
     def queued(self, user_id: str) -> list[QueueEntry]:
         """The user's queue, first to run first."""

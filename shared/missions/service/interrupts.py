@@ -26,10 +26,11 @@ def answer_interrupt(
     response: InterruptResponse | dict[str, Any],
 ) -> tuple[InterruptRecord, bool]:
     """Record the answer once and give it to `resume` (the launcher: at once if the user has a running
-    slot free, else queued for one). Returns the interrupt and whether the mission resumed now.
+    slot free, else queued for one). Returns the interrupt and whether the mission resumed now. An
+    answer that could not be handed over (an outage) is not kept: the question is pending again.
 
-    Raises NotFound (no such interrupt), AnswerRejected (bad shape) or ConflictError (already answered,
-    or the execution no longer takes an answer)."""
+    Raises NotFound (no such interrupt), AnswerRejected (bad shape), ConflictError (already answered,
+    or the execution no longer takes an answer) or DependencyUnavailable (retry)."""
     record = interrupts.get(mission_id, interrupt_id)
     try:
         answer = response if isinstance(response, InterruptResponse) else InterruptResponse.model_validate(response)
@@ -70,6 +71,12 @@ def answer_interrupt(
         )
         events.append(mission_id, f"expired-{interrupt_id}", [expired])
         raise ConflictError(f"interrupt {interrupt_id} can no longer be answered ({gone})") from gone
+    except Exception:
+        # Step Functions throttled, or another outage: the answer did not reach the execution, so it is
+        # not kept as given; the question is pending again and the client's retry is taken (the answered
+        # event, batch "answer-<id>", is rewritten in place by that retry)
+        interrupts.reopen(mission_id, interrupt_id)
+        raise
     return record, resumed
 
 

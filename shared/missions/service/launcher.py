@@ -185,7 +185,11 @@ class Launcher:
         (refused with TransitionRefused once it was cancelled, which skips it)."""
         assert entry.resume is not None
         self._lifecycle.resumed(entry.mission_id)
-        self._executions.send_success(entry.resume.task_token, entry.resume.output)
+        try:
+            self._executions.send_success(entry.resume.task_token, entry.resume.output)
+        except Exception:
+            self._lifecycle.waiting(entry.mission_id, entry.resume.interrupt_id)  # still waiting for it
+            raise
 
     def _carry_on_from(self, source: ForkSource) -> Envelope:
         checkpoint = self._checkpoints.get(source.mission_id, source.checkpoint_id)

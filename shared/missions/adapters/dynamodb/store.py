@@ -560,6 +560,22 @@ class DynamoInterruptStore:
             raise ConflictError(f"interrupt {interrupt_id} is already {current.status}") from None
         return self._decode(result["Attributes"])
 
+    def reopen(self, mission_id: str, interrupt_id: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key=self._key(mission_id, interrupt_id),
+                UpdateExpression="SET #s = :pending, waiting = :pending REMOVE #r, answered_at",
+                ConditionExpression="#s = :answered",
+                ExpressionAttributeNames={"#s": "status", "#r": "response"},
+                ExpressionAttributeValues={":pending": {"S": "pending"}, ":answered": {"S": "answered"}},
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            current = self.get(mission_id, interrupt_id)  # NotFound when it never existed
+            raise ConflictError(f"interrupt {interrupt_id} is {current.status}, not answered") from None
+
     def expire(self, mission_id: str, interrupt_id: str) -> None:
         try:
             self._client.update_item(

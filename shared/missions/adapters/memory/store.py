@@ -186,6 +186,17 @@ class MemoryInterruptStore:
             self._items[(mission_id, interrupt_id)] = record
             return record.model_copy(deep=True)
 
+    def reopen(self, mission_id: str, interrupt_id: str) -> None:
+        with self._lock:
+            record = self._items.get((mission_id, interrupt_id))
+            if record is None:
+                raise NotFound(f"interrupt {mission_id}/{interrupt_id}")
+            if record.status != "answered":
+                raise ConflictError(f"interrupt {interrupt_id} is {record.status}, not answered")
+            self._items[(mission_id, interrupt_id)] = record.model_copy(
+                update={"status": "pending", "response": None, "answered_at": None}
+            )
+
     def expire(self, mission_id: str, interrupt_id: str) -> None:
         with self._lock:
             record = self._items.get((mission_id, interrupt_id))
