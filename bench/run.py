@@ -1,5 +1,6 @@
 """`make bench`: stage overhead, Step Functions state sizes, import times, peak memory, the runner
-against LangGraph, dispatch, infrastructure cost per mission, package sizes and synth time.
+against LangGraph, dispatch, infrastructure cost per mission, package sizes and synth time, and the
+dev server under load (missions per second over HTTP, its memory after 1,000 missions).
 
 Times are noisy on shared machines, so import times are medians of repeated fresh
 processes and are reported as ratios to `import boto3` measured in the same run.
@@ -157,7 +158,7 @@ def main() -> None:
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
     results["peak_rss_mb"] = peak_memory_mb()
-    from bench import cost, dispatch, infra, mission_types, repositories, runner_vs_langgraph
+    from bench import cost, devserver, dispatch, infra, mission_types, repositories, runner_vs_langgraph
 
     results["runner_vs_langgraph"] = runner_vs_langgraph.run()
     results["dispatch"] = dispatch.run()
@@ -165,6 +166,7 @@ def main() -> None:
     results["deployment"] = infra.run()
     results["mission_types"] = mission_types.run()
     results["repositories"] = repositories.run()
+    results["devserver"] = devserver.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -172,6 +174,7 @@ def main() -> None:
         "non-LLM handler import <= 1.6x boto3": imports["non_llm_import_ratio"] <= TARGETS["non_llm_import_ratio"],
         "peak memory <= 200 MB": results["peak_rss_mb"] <= TARGETS["peak_rss_mb"],
         **infra.checks(results["deployment"]),
+        **devserver.checks(results["devserver"]),
         **{
             f"{name}: LLM calls within level {r['complexity']} budget ({r['llm_budget']})": r["within_budget"]
             for name, r in results["mission_types"].items()
@@ -220,6 +223,8 @@ def main() -> None:
     for measure, value in repositories.rows(results["repositories"]):
         table.add_row(measure, value)
     for measure, value in infra.rows(results["deployment"]):
+        table.add_row(measure, value)
+    for measure, value in devserver.rows(results["devserver"]):
         table.add_row(measure, value)
     for name, ok in checks.items():
         table.add_row(name, "[green]yes[/]" if ok else "[red]NO[/]")

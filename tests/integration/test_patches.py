@@ -153,6 +153,13 @@ def test_the_patched_moto_internals_still_exist() -> None:
 
     assert "event" in inspect.signature(LambdaFunction._invoke_lambda).parameters
     assert list(inspect.signature(Rule.send_to_targets).parameters)[:3] == ["self", "original_event", "transform_input"]
+    # and what patch 8 caches: the parser's static parse, the JSONPath module's parse, the task client
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    assert isinstance(AmazonStateLanguageParser.__dict__["parse"], staticmethod)
+    assert callable(json_path.parse) and callable(lambda_eval_utils.boto_client_for)
 
 
 # --------------------------------------------------------------------------- Lambda
@@ -233,6 +240,41 @@ def test_a_step_functions_task_with_a_function_arn_calls_the_handler(aws: Aws) -
     # Then the handler's result is the execution's output
     assert described["status"] == "SUCCEEDED", described
     assert json.loads(described["output"]) == {"doubled": 42, "seen": {"n": 21}}
+
+
+def test_executions_of_one_definition_share_one_parse_and_keep_their_own_retries(aws: Aws) -> None:
+    # Given a definition whose Task fails twice per execution before it succeeds, with a Retry
+    attempts: dict[str, int] = {}
+
+    def flaky(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        attempts[event["run"]] = attempts.get(event["run"], 0) + 1
+        if attempts[event["run"]] < 3:
+            raise RuntimeError("not yet")
+        return {"run": event["run"], "attempts": attempts[event["run"]]}
+
+    _, arn = aws.function(flaky)
+    retry = [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 2, "BackoffRate": 1}]
+    machine = aws.state_machine(
+        {"StartAt": "Flaky", "States": {"Flaky": {"Type": "Task", "Resource": arn, "Retry": retry, "End": True}}}
+    )
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    before = AmazonStateLanguageParser.parse.cache_info()  # type: ignore[attr-defined]
+
+    # When four executions run at once
+    runs = [
+        aws.sfn.start_execution(stateMachineArn=machine, name=f"r{i}", input=json.dumps({"run": f"r{i}"}))[
+            "executionArn"
+        ]
+        for i in range(4)
+    ]
+    outputs = [json.loads(aws.finished(run)["output"]) for run in runs]
+
+    # Then each succeeded on its own third attempt (each kept its own retry count), and the
+    # definition was parsed at most once for all of them
+    assert outputs == [{"run": f"r{i}", "attempts": 3} for i in range(4)]
+    after = AmazonStateLanguageParser.parse.cache_info()  # type: ignore[attr-defined]
+    assert after.misses - before.misses <= 1 and after.hits - before.hits >= 3
 
 
 def test_wait_for_task_token_calls_the_handler_and_resumes_on_send_task_success(aws: Aws) -> None:
@@ -380,9 +422,12 @@ def test_install_is_idempotent_and_uninstall_restores_the_originals(keep_patch_s
     patches.uninstall()
     patches.uninstall()
 
-    # Then moto's own methods are back
+    # Then moto's own methods are back, the caches of patch 8 included
     assert LambdaFunction._invoke_lambda is original_invoke
     assert Rule.send_to_targets is original_send
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    assert not hasattr(AmazonStateLanguageParser.parse, "cache_info")
 
 
 def test_registration_is_by_function_name() -> None:

@@ -10,28 +10,71 @@ handler. What AWS does around them is played here:
   Step Functions does in AWS (missions.local.patches), which frees the user's slot.
 - S3 uploads: presigned upload URLs point at /_dev/s3/<bucket>/<key> here, which stores the
   body in the emulated bucket as S3 would (an archive a user uploads for a repository).
+- a handler that raises (a bug) answers 502 with a JSON message, as API Gateway does when its
+  Lambda fails; the server goes on serving.
 Memory-change triggers need nothing here: moto's stream mapping calls the stream handler.
+
+The HTTP side is uvicorn's: it parses requests, answers malformed ones (400), keeps connections
+alive, and listens with a deep backlog for bursts. The ASGI app below only reads the body (413
+before reading one that is too large; 408 when a body stops arriving) and calls the handlers.
+Handlers are synchronous and can be slow (a memory write runs the stream handler, which starts a
+mission), so they run in worker threads, never on the event loop, each function within its own
+limit (`FUNCTION_CONCURRENCY`), as Lambda's reserved concurrency bounds a function:
+- api: one invocation at a time. The handler keeps per-invocation state in process globals
+  (Powertools' resolver holds the current event and its context on the class), as any Lambda
+  handler may, since Lambda never runs two invocations in one execution environment at once. In
+  one process the emulation has one environment per function, so two overlapping API calls would
+  read each other's caller; one at a time, they cannot.
+- webhook, uploads: a few at once (no per-invocation globals); the schedule clock: one at a time.
+
+Streaming: a handler result whose `body` is an iterator of chunks (bytes or str), or whose
+content type is `text/event-stream`, is sent chunk by chunk (chunked transfer encoding) as it is
+produced, each chunk pulled in a worker thread (`STREAMS` at once). An iterator should yield at
+least every few seconds (an SSE comment as a heartbeat will do): a client that went away is
+noticed between chunks, and the iterator is then closed.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
+import socket
 import threading
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+import anyio
+import anyio.to_thread
+import uvicorn
 
 from missions.core import capability as registry
 from missions.local.emulation import LocalCloud
-from missions.local.patches import LocalContext
+from missions.local.patches import DEFAULT_TIMEOUT_SECONDS, LocalContext
 
 DEV_TOKEN_PREFIX = "dev:"
 MAX_BODY = 1024 * 1024  # API Gateway's own payload limit is larger; nothing here needs more
 MAX_UPLOAD = 110 * 1024 * 1024  # presigned S3 uploads: the archive limit, with room to refuse bigger ones itself
 S3_PREFIX = "/_dev/s3/"
+CLOCK_PATH = "/_dev/clock"
+BODY_TIMEOUT = 10.0  # seconds a request body may pause before the server gives up on it (408)
+BACKLOG = 2048  # pending connections the listening socket queues (the kernel caps it at net.core.somaxconn)
+FUNCTION_CONCURRENCY = {"api": 1, "webhook": 4, "upload": 4, "clock": 1}  # worker threads per function
+STREAMS = 16  # streamed responses producing a chunk at once
+JSON_TYPE = "application/json"
+
+ASGIScope = MutableMapping[str, Any]
+ASGIMessage = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[ASGIMessage]]
+Send = Callable[[ASGIMessage], Awaitable[None]]
+Handler = Callable[..., Any]  # a Lambda handler as the emulation calls it: (event, context, runtime=...)
+
+_log = logging.getLogger(__name__)
 
 
 def http_event(
@@ -62,9 +105,14 @@ def http_event(
             "time": datetime.now(UTC).strftime("%d/%b/%Y:%H:%M:%S +0000"),
             "timeEpoch": int(now * 1000),
         },
-        "body": body.decode("utf-8", errors="replace") if body else None,
+        "body": None,
         "isBase64Encoded": False,
     }
+    if body:
+        try:
+            event["body"] = body.decode("utf-8")
+        except UnicodeDecodeError:  # bytes that are not text travel base64-encoded, as API Gateway sends them
+            event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode("ascii"), True
     if query:
         params: dict[str, str] = {}
         for key, value in parse_qsl(query, keep_blank_values=True):
@@ -77,6 +125,24 @@ def http_event(
     return event
 
 
+@dataclass
+class Reply:
+    """A response: its body whole (bytes), or a stream of chunks sent as they come."""
+
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes | Iterator[bytes] = b""
+
+    def whole(self) -> bytes:
+        """The body, a stream read to its end."""
+        return self.body if isinstance(self.body, bytes) else b"".join(self.body)
+
+
+def _error(status: int, message: str, *, close: bool = False) -> Reply:
+    headers = [("content-type", JSON_TYPE)] + ([("connection", "close")] if close else [])
+    return Reply(status, headers, json.dumps({"message": message}).encode())
+
+
 class DevServer:
     def __init__(
         self,
@@ -84,7 +150,12 @@ class DevServer:
         host: str = "127.0.0.1",
         port: int = 8787,
         clock_start: datetime | None = None,
+        *,
+        body_timeout: float = BODY_TIMEOUT,
+        handlers: Mapping[str, Handler] | None = None,
     ):
+        """`handlers` replaces a function's handler by its name ("api", "webhook", "schedule"): a
+        test's stand-in; the real ones are functions/<name>/handler.py."""
         from missions.core.trigger_specs import schedule_specs
         from missions.local.clock import LocalScheduleClock
 
@@ -92,31 +163,66 @@ class DevServer:
         self.clock = LocalScheduleClock(
             schedule_specs([registry.load(n) for n in cloud.capabilities]), start=clock_start or datetime.now(UTC)
         )
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self.body_timeout = body_timeout
+        self._handlers = dict(handlers or {})
+        # bound (and listening) now: port 0 picks a free port `url` reports at once, and a port in
+        # use fails here, with OSError; connections made before `start` wait in the backlog
+        self._socket = _listen(host, port)
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                self,
+                interface="asgi3",
+                http="h11",
+                ws="none",
+                lifespan="off",
+                backlog=BACKLOG,
+                timeout_keep_alive=5,
+                timeout_graceful_shutdown=3,
+                proxy_headers=False,
+                server_header=False,
+                access_log=False,
+                log_config=None,  # the process's logging stays as it is; uvicorn's own loggers log errors only
+                log_level="error",
+            )
+        )
+        self._limiters = {name: anyio.CapacityLimiter(n) for name, n in FUNCTION_CONCURRENCY.items()}
+        self._streams = anyio.CapacityLimiter(STREAMS)
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+        self._functions: dict[str, LocalContext] = {}  # function name -> a context to copy (its configuration)
         cloud.runtime.upload_endpoint = self.url + S3_PREFIX.rstrip("/")
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        if isinstance(host, bytes):  # only a Unix socket's address is bytes
-            host = host.decode()
+        host, port = self._socket.getsockname()[:2]
         return f"http://{host}:{port}"
 
     def start(self) -> DevServer:
-        thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        thread.start()
-        self._threads.append(thread)
+        if self._thread is not None:
+            return self
+        self._thread = threading.Thread(target=self._serve, name="missions-dev-server", daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the dev server did not start: {self._failure!r}")
+            time.sleep(0.005)
         return self
 
+    def _serve(self) -> None:
+        try:
+            self._server.run(sockets=[self._socket])
+        except BaseException as exc:  # reported by start(); a server that stopped serves nothing more
+            self._failure = exc
+
     def stop(self) -> None:
-        self._stop.set()
-        self._server.shutdown()
-        self._server.server_close()
-        for thread in self._threads:
-            thread.join(timeout=5)
+        if self._thread is None:
+            self._socket.close()
+            return
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._thread = None
+        self._socket.close()
 
     def __enter__(self) -> DevServer:
         return self.start()
@@ -124,14 +230,107 @@ class DevServer:
     def __exit__(self, *exc: Any) -> None:
         self.stop()
 
+    # -- HTTP, as API Gateway takes it -----------------------------------------------------------
+
+    async def __call__(self, scope: ASGIScope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # no lifespan, no websockets
+            return
+        query = scope.get("query_string", b"").decode("latin-1")
+        # the path as it came, still percent-encoded, as API Gateway's rawPath
+        path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+        headers = _headers(scope.get("headers") or [])
+        function = _function_of(path)
+        reply = await self._read_body(receive, headers, MAX_UPLOAD if function == "upload" else MAX_BODY)
+        if isinstance(reply, bytes):
+            target = f"{path}?{query}" if query else path
+            reply = await anyio.to_thread.run_sync(
+                self._respond, scope["method"], target, headers, reply, limiter=self._limiters[function]
+            )
+        elif reply is None:  # the client went away before its body arrived: nobody to answer
+            return
+        await self._send(reply, send, receive)
+
+    async def _read_body(self, receive: Receive, headers: dict[str, str], limit: int) -> bytes | Reply | None:
+        """The whole body, or the reply refusing it: 413 over the limit (by Content-Length, before
+        reading it; or as a chunked body passes it), 408 when it stops arriving. None: client gone."""
+        declared = headers.get("Content-Length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            return _error(413, "body too large", close=True)
+        body = bytearray()
+        while True:
+            with anyio.move_on_after(self.body_timeout) as waited:
+                message = await receive()
+            if waited.cancelled_caught:
+                return _error(408, f"the request body stopped arriving for {self.body_timeout:g} s", close=True)
+            if message["type"] == "http.disconnect":
+                return None
+            body += message.get("body", b"")
+            if len(body) > limit:
+                return _error(413, "body too large", close=True)
+            if not message.get("more_body", False):
+                return bytes(body)
+
+    async def _send(self, reply: Reply, send: Send, receive: Receive) -> None:
+        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers]
+        if not isinstance(reply.body, bytes):
+            await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+            await self._stream(reply.body, send, receive)
+            return
+        headers.append((b"content-length", str(len(reply.body)).encode()))
+        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
+        await send({"type": "http.response.body", "body": reply.body, "more_body": False})
+
+    async def _stream(self, chunks: Iterator[bytes], send: Send, receive: Receive) -> None:
+        gone = anyio.Event()
+
+        async def watch() -> None:  # the request is read whole: the next message is the client leaving
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        completed = False
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            try:
+                while not gone.is_set():
+                    chunk = await anyio.to_thread.run_sync(next, chunks, None, limiter=self._streams)
+                    if chunk is None:
+                        completed = True
+                        break
+                    if chunk:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            except Exception:  # the status is sent already: cut the response short, as a failed stream
+                _log.exception("a streamed response failed")
+            finally:
+                close = getattr(chunks, "close", None)
+                if close is not None:
+                    with anyio.CancelScope(shield=True):  # closed even when the server stops mid-stream
+                        await anyio.to_thread.run_sync(close, limiter=self._streams)
+            if completed and not gone.is_set():
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            tasks.cancel_scope.cancel()
+        # not completed: the app returns with the response open, and uvicorn closes the connection
+
     # -- what AWS would do ---------------------------------------------------------------------
 
     def handle(
         self, method: str, target: str, headers: dict[str, str], body: bytes
     ) -> tuple[int, dict[str, str], bytes]:
+        """One request, answered whole: (status, headers, body). A handler's bug raises here."""
+        reply = self._route(method, target, headers, body)
+        return reply.status, dict(reply.headers), reply.whole()
+
+    def _respond(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Reply:
+        try:
+            return self._route(method, target, headers, body)
+        except Exception as exc:  # a bug: say so as API Gateway would, with a 502
+            _log.exception("%s %s failed", method, target.partition("?")[0])
+            return _error(502, f"internal error: {type(exc).__name__}: {exc}")
+
+    def _route(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Reply:
         parts = urlsplit(target)
         path = parts.path or "/"
-        if path == "/_dev/clock":
+        if path == CLOCK_PATH:
             return self._clock(method, body)
         if path.startswith(S3_PREFIX):
             return self._s3_upload(method, path, headers, body)
@@ -141,99 +340,147 @@ class DevServer:
             user = auth[len("Bearer " + DEV_TOKEN_PREFIX) :].strip() or None
         event = http_event(method, path, parts.query, headers, body, user)
         module = "webhook" if path.startswith("/webhooks/") else "api"
-        handler = _handler(module)
-        result = handler(event, LocalContext(function_name=f"{self.cloud.prefix}-{module}"), runtime=self.cloud.runtime)
-        payload = result.get("body") or ""
-        if result.get("isBase64Encoded"):
-            import base64
+        result = self._handler(module)(event, self._context(module), runtime=self.cloud.runtime)
+        return _reply_of(result)
 
-            data = base64.b64decode(payload)
-        else:
-            data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-        response_headers = {k: v for k, v in (result.get("headers") or {}).items()}
-        return int(result.get("statusCode", 200)), response_headers, data
+    def _handler(self, module: str) -> Handler:
+        handler = self._handlers.get(module)
+        if handler is None:
+            import importlib
 
-    def _s3_upload(
-        self, method: str, path: str, headers: dict[str, str], body: bytes
-    ) -> tuple[int, dict[str, str], bytes]:
+            handler = self._handlers[module] = importlib.import_module(f"functions.{module}.handler").lambda_handler
+        return handler
+
+    def _context(self, module: str) -> LocalContext:
+        """A fresh invocation's context, with the function's configuration as the emulation deployed it."""
+        name = f"{self.cloud.prefix}-{module}"
+        configured = self._functions.get(name)
+        if configured is None:
+            try:
+                found = self.cloud.lambda_.get_function_configuration(FunctionName=name)
+                configured = LocalContext(
+                    function_name=name,
+                    memory_limit_in_mb=int(found.get("MemorySize") or 256),
+                    invoked_function_arn=str(found.get("FunctionArn") or ""),
+                    timeout_seconds=float(found.get("Timeout") or DEFAULT_TIMEOUT_SECONDS),
+                )
+            except Exception:  # not deployed in this emulation: a hand-built context
+                configured = LocalContext(function_name=name)
+            self._functions[name] = configured
+        return LocalContext(
+            function_name=name,
+            memory_limit_in_mb=configured.memory_limit_in_mb,
+            invoked_function_arn=configured.invoked_function_arn,
+            timeout_seconds=configured.timeout_seconds,
+            aws_request_id=str(uuid.uuid4()),
+        )
+
+    def _s3_upload(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Reply:
         """A presigned PUT, as S3 takes it: the signed Content-Length must match the body."""
-        xml = {"content-type": "application/xml"}
+        xml = [("content-type", "application/xml")]
         bucket, _, key = path[len(S3_PREFIX) :].partition("/")
         if method != "PUT" or not key or bucket != self.cloud.settings.snapshot_bucket:
-            return 403, xml, b"<Error><Code>AccessDenied</Code></Error>"
-        from urllib.parse import unquote
-
+            return Reply(403, xml, b"<Error><Code>AccessDenied</Code></Error>")
         self.cloud.s3.put_object(Bucket=bucket, Key=unquote(key), Body=body)
-        return 200, {"etag": '"local"'}, b""
+        return Reply(200, [("etag", '"local"')], b"")
 
-    def _clock(self, method: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        json_type = {"content-type": "application/json"}
+    def _clock(self, method: str, body: bytes) -> Reply:
+        json_type = [("content-type", JSON_TYPE)]
         if method == "GET":
-            return 200, json_type, json.dumps({"now": self.clock.now().isoformat()}).encode()
+            return Reply(200, json_type, json.dumps({"now": self.clock.now().isoformat()}).encode())
         try:
             seconds = float(json.loads(body or b"{}")["advance_seconds"])
             fired = self.advance(seconds)
         except (ValueError, KeyError, TypeError) as exc:
-            return 422, json_type, json.dumps({"message": f"bad clock request: {exc}"}).encode()
-        return 200, json_type, json.dumps({"now": self.clock.now().isoformat(), "fired": fired}).encode()
+            return Reply(422, json_type, json.dumps({"message": f"bad clock request: {exc}"}).encode())
+        return Reply(200, json_type, json.dumps({"now": self.clock.now().isoformat(), "fired": fired}).encode())
 
     def advance(self, seconds: float) -> list[dict[str, Any]]:
         """Move the schedule clock; fire each schedule that fell due, in time order."""
         fired = []
-        handler = _handler("schedule")
+        handler = self._handler("schedule")
         for spec, scheduled_time in self.clock.advance(seconds):
             event = spec.event(scheduled_time)
-            result = handler(
-                event, LocalContext(function_name=f"{self.cloud.prefix}-schedule"), runtime=self.cloud.runtime
-            )
+            result = handler(event, self._context("schedule"), runtime=self.cloud.runtime)
             fired.append({"schedule": spec.name, "scheduled_time": scheduled_time, "result": result})
         return fired
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _serve(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                limit = MAX_UPLOAD if self.path.startswith(S3_PREFIX) else MAX_BODY
-                if length > limit:
-                    self._send(413, {"content-type": "application/json"}, b'{"message": "body too large"}')
-                    return
-                body = self.rfile.read(length) if length else b""
-                try:
-                    status, headers, data = server.handle(self.command, self.path, dict(self.headers), body)
-                except Exception as exc:  # a bug: say so as API Gateway would, with a 502
-                    status, headers, data = (
-                        502,
-                        {"content-type": "application/json"},
-                        json.dumps({"message": f"internal error: {type(exc).__name__}: {exc}"}).encode(),
-                    )
-                self._send(status, headers, data)
-
-            def _send(self, status: int, headers: dict[str, str], data: bytes) -> None:
-                self.send_response(status)
-                for key, value in headers.items():
-                    if key.lower() not in ("content-length", "connection"):
-                        self.send_header(key, value)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def __getattr__(self, name: str) -> Any:
-                # any method (TRACE, QUERY, ...) reaches the API, which answers it as API Gateway does
-                if name.startswith("do_"):
-                    return self._serve
-                raise AttributeError(name)
-
-        return Handler
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket (OSError as bind raises it: "Address already in use")."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restarted server gets its port back
+        sock.bind((host, port))
+        sock.listen(BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
-def _handler(module: str) -> Any:
-    import importlib
+def _function_of(path: str) -> str:
+    """Which function (and so which concurrency limit) a request's path reaches."""
+    if path == CLOCK_PATH:
+        return "clock"
+    if path.startswith(S3_PREFIX):
+        return "upload"
+    return "webhook" if path.startswith("/webhooks/") else "api"
 
-    return importlib.import_module(f"functions.{module}.handler").lambda_handler
+
+def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """The request's headers by their usual names (User-Agent), a repeated one joined by commas as
+    API Gateway joins them."""
+    headers: dict[str, str] = {}
+    for name, value in raw:
+        key = "-".join(part.capitalize() for part in name.decode("latin-1").split("-"))
+        text = value.decode("latin-1")
+        headers[key] = f"{headers[key]},{text}" if key in headers else text
+    return headers
+
+
+def _reply_of(result: Any) -> Reply:
+    """A Lambda proxy result (payload v2) as the response API Gateway would send; a body that is
+    an iterator, or an event stream, is sent as it is produced."""
+    if not isinstance(result, dict):
+        raise TypeError(f"the handler returned {type(result).__name__}, not a proxy result")
+    headers = [
+        (str(k), str(v))
+        for k, v in (result.get("headers") or {}).items()
+        if str(k).lower() not in ("content-length", "connection", "transfer-encoding")
+    ]
+    headers += [("set-cookie", str(cookie)) for cookie in result.get("cookies") or []]
+    status = int(result.get("statusCode", 200))
+    payload = result.get("body") or ""
+    content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
+    if isinstance(payload, Iterable) and not isinstance(payload, str | bytes | bytearray | dict | list):
+        return Reply(status, headers, _chunks(payload))
+    if result.get("isBase64Encoded"):
+        data = base64.b64decode(payload)
+    else:
+        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+    if content_type.startswith("text/event-stream"):
+        return Reply(status, headers, _events(data))
+    return Reply(status, headers, data)
+
+
+def _chunks(payload: Iterable[Any]) -> Iterator[bytes]:
+    iterator = iter(payload)
+    try:
+        for chunk in iterator:
+            yield chunk.encode() if isinstance(chunk, str) else bytes(chunk)
+    finally:
+        close = getattr(iterator, "close", None)
+        if close is not None:
+            close()
+
+
+def _events(data: bytes) -> Iterator[bytes]:
+    """A whole event stream, sent event by event (each ends with a blank line)."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n\n", start)
+        end = len(data) if end < 0 else end + 2
+        yield data[start:end]
+        start = end

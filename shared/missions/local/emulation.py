@@ -104,9 +104,9 @@ class LocalCloud:
             os.environ[key] = value
         from moto import mock_aws
 
+        patches.install()  # before moto starts (and imports its backends): see patch 9
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
-        patches.install()
         import boto3
 
         self.dynamodb = boto3.client("dynamodb", region_name=REGION)

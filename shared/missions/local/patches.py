@@ -17,6 +17,37 @@
    the rule the stack also deploys hands it to the status function (which frees the user's slot
    and starts what was queued). Delivered from moto's worker thread when the execution ends.
 
+What moto keeps that AWS would not keep in a process, bounded (a dev server runs for days):
+6. Step Functions executions: moto keeps every execution (its worker, its whole history) on its
+   state machine forever, and scans them all on each describe and each task token. Each state
+   machine now keeps its running executions and the `KEEP_ENDED_EXECUTIONS` that ended last (in
+   the order they ended): a finished mission's history stays readable right after it ends (the CLI,
+   tests); an older one answers ExecutionDoesNotExist. Lookups iterate a snapshot of the list, so
+   one that runs while another thread drops an old execution never skips a live one. And moto's
+   parser appends every worker thread it starts (with what its target holds: the execution's
+   environment) to a module list it never reads or empties (`TMP_THREADS`); ended ones leave it.
+7. moto's instance tracker: every object of a moto model (each DynamoDB item, and each copy of a
+   whole table that a TransactWriteItems takes for its rollback; each state machine copy an
+   execution takes) is appended to its class's `instances_tracked` for moto's dashboard, and so
+   never freed. The list holds them weakly now: what a table, bucket or execution still holds is
+   tracked as before, and what nothing holds any more is freed.
+
+What moto does again for every execution or task, done once (a dev server starts many):
+8. Step Functions: moto parses the whole definition (an ANTLR parse, about a fifth of the CPU a
+   mission costs here) at each execution's start, builds a boto3 client for each Lambda task, and
+   builds a JSONPath parser (its yacc tables) for each path it evaluates; and every request to any
+   moto service lists its handler class's methods (by `inspect.getmembers`). The parsed program
+   holds no execution state (that lives in each execution's Environment, keyed by component), so
+   one parse per definition serves every execution; the clients and the paths are kept the same
+   way (`PARSED_DEFINITIONS` definitions, `JSON_PATHS` paths, the least recently used dropped),
+   and a class's methods are listed once.
+
+And what moto loads that the emulation never uses:
+9. moto's CloudFormation imports every service's models, EC2's among them, which load EC2's
+   catalog of instance types and their offerings per region at import: about 56 MB of a dev
+   server's memory. The stack has no EC2 resource, so while the patches are installed that
+   catalog loads empty (if EC2's models were imported before, they keep what they loaded).
+
 tests/integration/test_patches.py fails loudly if a moto upgrade breaks any of them.
 
 Every in-process invocation is observable (`observe`, `invoking`) so a meter can count
@@ -25,15 +56,18 @@ Lambda requests and durations, and tell a function's AWS calls from the harness'
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+import weakref
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NotRequired, TypedDict
 
 Handler = Callable[[dict[str, Any], Any], Any]
@@ -48,11 +82,20 @@ _ORIGINAL: dict[str, Any] = {}
 _log = logging.getLogger(__name__)
 _REPORTED: set[str] = set()  # executions whose end was reported (patch 5)
 _REPORTED_CHANGED = threading.Condition()
+KEEP_ENDED_EXECUTIONS = 50  # per state machine (patch 6)
+PARSED_DEFINITIONS = 64  # state machine definitions parsed once (patch 8)
+JSON_PATHS = 4096  # JSONPath expressions compiled once (patch 8)
+
+
+DEFAULT_TIMEOUT_SECONDS = 300  # a context built by hand (tests, the dev server's fallback): the emulation's Timeout
 
 
 @dataclass
 class LocalContext:
-    """The parts of the Lambda context object handlers and Powertools read."""
+    """The parts of the Lambda context object handlers and Powertools read.
+
+    As in Lambda, the remaining time counts down from the function's configured Timeout, from the
+    moment the invocation started (the context's creation), and stops at 0."""
 
     function_name: str
     memory_limit_in_mb: int = 256
@@ -61,9 +104,12 @@ class LocalContext:
     invoked_function_arn: str = ""
     log_group_name: str = ""
     log_stream_name: str = ""
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    started_at: float = field(default_factory=time.monotonic)  # time.monotonic() when the invocation began
 
     def get_remaining_time_in_millis(self) -> int:
-        return 300_000
+        left = self.started_at + self.timeout_seconds - time.monotonic()
+        return max(0, int(left * 1000))
 
 
 class FunctionError(TypedDict):
@@ -125,6 +171,7 @@ def install() -> None:
     with _LOCK:
         if _INSTALLED:
             return
+        _install_lean_resources()  # first: the imports below may import EC2's models
         from moto.awslambda.models import LambdaBackend, LambdaFunction
         from moto.events.models import EventBus, Rule
         from moto.stepfunctions.models import StateMachine
@@ -140,6 +187,13 @@ def install() -> None:
         from moto.stepfunctions.parser.backend.execution import BaseExecutionWorkerCommunication
 
         _ORIGINAL["terminated"] = BaseExecutionWorkerCommunication.terminated
+        _ORIGINAL["executions"] = StateMachine.__dict__.get("executions")
+        StateMachine.executions = property(_executions, _set_executions)  # type: ignore[assignment]
+        from moto.core.common_models import BaseModel
+
+        _ORIGINAL["model_new"] = BaseModel.__dict__["__new__"]
+        BaseModel.__new__ = staticmethod(_weakly_tracked_new)  # type: ignore[method-assign]
+        _install_caches()
         LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
         LambdaBackend.send_dynamodb_items = _send_dynamodb_items  # type: ignore[method-assign]
@@ -165,6 +219,15 @@ def uninstall() -> None:
         Rule.send_to_targets = _ORIGINAL["send_to_targets"]  # type: ignore[method-assign]
         LambdaBackend.send_dynamodb_items = _ORIGINAL["send_dynamodb_items"]  # type: ignore[method-assign]
         BaseExecutionWorkerCommunication.terminated = _ORIGINAL["terminated"]  # type: ignore[method-assign]
+        from moto.core.common_models import BaseModel
+
+        BaseModel.__new__ = _ORIGINAL.pop("model_new")  # type: ignore[method-assign]
+        _uninstall_caches()
+        _uninstall_lean_resources()
+        if _ORIGINAL.get("executions") is None:
+            delattr(StateMachine, "executions")
+        else:
+            StateMachine.executions = _ORIGINAL["executions"]
         _INSTALLED = False
 
 
@@ -202,6 +265,7 @@ def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
         memory_limit_in_mb=int(getattr(self, "memory_size", 256) or 256),
         aws_request_id=str(uuid.uuid4()),
         invoked_function_arn=getattr(self, "function_arn", ""),
+        timeout_seconds=_timeout_of(self),
     )
     try:
         result = _call(handler, payload, context)
@@ -282,7 +346,26 @@ def _deliver_lambda(arn: str, target: dict[str, Any], event: Any) -> None:
     handler = _FUNCTIONS.get(name)
     if handler is None:
         raise LookupError(f"EventBridge target {arn} has no in-process handler")
-    _call(handler, _target_input(target, event), LocalContext(function_name=name, aws_request_id=str(uuid.uuid4())))
+    context = LocalContext(
+        function_name=name, aws_request_id=str(uuid.uuid4()), timeout_seconds=_configured_timeout(arn)
+    )
+    _call(handler, _target_input(target, event), context)
+
+
+def _timeout_of(function: Any) -> float:
+    """A moto LambdaFunction's configured Timeout (Lambda's own default is 3 seconds)."""
+    return float(getattr(function, "timeout", None) or 3)
+
+
+def _configured_timeout(arn: str) -> float:
+    """The Timeout moto holds for the function an ARN names (the default when moto has none)."""
+    from moto.awslambda.models import lambda_backends
+
+    try:
+        _, _, _, region, account = arn.split(":")[:5]
+        return _timeout_of(lambda_backends[account][region].get_function(arn))
+    except Exception:  # a target moto does not know: a hand-built context's default
+        return DEFAULT_TIMEOUT_SECONDS
 
 
 def _deliver_state_machine(arn: str, target: dict[str, Any], event: Any) -> None:
@@ -322,9 +405,235 @@ def _terminated(self: Any) -> None:
         with _REPORTED_CHANGED:
             _REPORTED.add(execution.exec_arn)
             _REPORTED_CHANGED.notify_all()
+        try:
+            _forget_old_executions(execution)
+        except Exception:  # the emulation's bookkeeping: never the execution's problem either
+            _log.exception("old executions of %s were not forgotten", execution.state_machine_arn)
 
 
 def wait_reported(execution_arn: str, timeout: float) -> bool:
     """Wait until the end of the execution was reported (and the rules it matched ran); False on timeout."""
     with _REPORTED_CHANGED:
         return _REPORTED_CHANGED.wait_for(lambda: execution_arn in _REPORTED, timeout)
+
+
+# -- patch 6: a state machine's executions, bounded --------------------------------------------------
+
+
+class _Executions(list[Any]):
+    """A state machine's executions (moto appends each one it starts), dropping the oldest ended.
+
+    Iteration reads a snapshot (`list.copy` runs in C, whole, under the GIL): moto finds an execution
+    by scanning the list, and a scan must not skip one because an older one was dropped meanwhile."""
+
+    def __init__(self, executions: Iterable[Any] = ()):
+        super().__init__(executions)
+        self.ended: deque[Any] = deque()  # in the order they ended
+        self.lock = threading.Lock()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list.copy(self))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return []  # as moto's copy of a state machine for an execution: without the executions
+
+    def forget_beyond(self, keep: int, execution: Any) -> list[Any]:
+        """Note that `execution` ended; drop the ended ones beyond the last `keep`. Returns the dropped."""
+        with self.lock:
+            self.ended.append(execution)
+            dropped = []
+            while len(self.ended) > keep:
+                dropped.append(self.ended.popleft())
+            for old in dropped:
+                # only this method removes, under the lock; moto only appends (at the end), so an
+                # index found here is still the execution's when it is deleted
+                index = next((i for i, e in enumerate(list.copy(self)) if e is old), None)
+                if index is not None:
+                    del self[index]
+            return dropped
+
+
+def _executions(machine: Any) -> _Executions:
+    executions = machine.__dict__.get("executions")
+    if not isinstance(executions, _Executions):  # a copy moto made of a state machine, or one made before install
+        executions = machine.__dict__["executions"] = _Executions(executions or ())
+    return executions
+
+
+def _set_executions(machine: Any, executions: Iterable[Any]) -> None:
+    machine.__dict__["executions"] = executions if isinstance(executions, _Executions) else _Executions(executions)
+
+
+def _forget_old_executions(execution: Any) -> None:
+    from moto.stepfunctions.parser.utils import TMP_THREADS
+    from moto.stepfunctions.responses import get_backend
+
+    # in place (every module imported the list itself); one appended meanwhile may be lost from it,
+    # which nothing notices: moto only ever appends to it
+    TMP_THREADS[:] = [thread for thread in list(TMP_THREADS) if thread.is_alive()]
+    try:
+        machine = get_backend(execution.account_id, execution.region_name).describe_state_machine(
+            execution.state_machine_arn
+        )
+    except Exception:  # the state machine was deleted: its executions went with it
+        return
+    dropped = _executions(machine).forget_beyond(KEEP_ENDED_EXECUTIONS, execution)
+    if dropped:
+        with _REPORTED_CHANGED:
+            _REPORTED.difference_update(old.exec_arn for old in dropped)
+
+
+# -- patch 7: moto's instance tracker, weak ------------------------------------------------------------
+
+
+class _WeakInstances:
+    """A moto model's `instances_tracked` (its dashboard lists them; S3's reset disposes its keys),
+    holding each instance weakly. Iterating yields the ones still alive."""
+
+    def __init__(self, instances: Iterable[Any] = ()):
+        self._lock = threading.Lock()
+        self._refs: list[Callable[[], Any]] = []
+        self._compact_at = 64
+        for instance in instances:
+            self.append(instance)
+
+    def append(self, instance: Any) -> None:
+        try:
+            ref: Callable[[], Any] = weakref.ref(instance)
+        except TypeError:  # a class without weak references: held as moto held it
+
+            def ref(instance: Any = instance) -> Any:
+                return instance
+
+        with self._lock:
+            self._refs.append(ref)
+            if len(self._refs) >= self._compact_at:
+                self._refs = [r for r in self._refs if r() is not None]
+                self._compact_at = max(64, 2 * len(self._refs))
+
+    def __iter__(self) -> Iterator[Any]:
+        with self._lock:
+            refs = list(self._refs)
+        return iter([instance for r in refs if (instance := r()) is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _weakly_tracked_new(cls: Any, *args: Any, **kwargs: Any) -> Any:
+    """moto's BaseModel.__new__, with the class's tracker made weak first (moto resets it to a list)."""
+    tracked = cls.__dict__.get("instances_tracked")
+    if tracked is not None and not isinstance(tracked, _WeakInstances):
+        cls.instances_tracked = _WeakInstances(tracked)
+    return _ORIGINAL["model_new"](cls, *args, **kwargs)
+
+
+# -- patch 8: what moto redoes for every execution, done once ---------------------------------------
+
+
+def _install_caches() -> None:
+    from moto.core import responses
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    _ORIGINAL["parse"] = AmazonStateLanguageParser.__dict__["parse"]
+    original_parse = _ORIGINAL["parse"].__func__
+
+    @functools.lru_cache(maxsize=PARSED_DEFINITIONS)
+    def parse_once(definition: str) -> Any:
+        parsed = original_parse(definition)
+        _fix_heap_keys(parsed[0])
+        return parsed
+
+    AmazonStateLanguageParser.parse = staticmethod(parse_once)  # type: ignore[method-assign]
+    # module attributes the modules imported by name (so replaced where they are looked up)
+    _swap(json_path, "parse", functools.lru_cache(maxsize=JSON_PATHS)(getattr(json_path, "parse")))  # noqa: B009
+    _swap(lambda_eval_utils, "boto_client_for", _shared_client)
+    _swap(responses, "method_names_from_class", functools.cache(getattr(responses, "method_names_from_class")))  # noqa: B009
+
+
+def _uninstall_caches() -> None:
+    from moto.core import responses
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task import lambda_eval_utils
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    AmazonStateLanguageParser.parse = _ORIGINAL.pop("parse")  # type: ignore[method-assign]
+    for module, name in (
+        (json_path, "parse"),
+        (lambda_eval_utils, "boto_client_for"),
+        (responses, "method_names_from_class"),
+    ):
+        setattr(module, name, _ORIGINAL.pop(f"{module.__name__}.{name}"))
+    _CLIENTS.clear()
+
+
+def _swap(module: Any, name: str, replacement: Any) -> None:
+    """Replace a module's attribute, keeping the original for `uninstall`."""
+    _ORIGINAL[f"{module.__name__}.{name}"] = getattr(module, name)
+    setattr(module, name, replacement)
+
+
+def _fix_heap_keys(program: Any) -> None:
+    """Give every component its heap key now: moto draws one at first use, and two executions
+    sharing the program must not draw two (a retry counter would be kept under both)."""
+    from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
+
+    seen: set[int] = set()
+    pending: list[Any] = [program]
+    while pending:
+        item = pending.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, EvalComponent):
+            _ = item.heap_key
+            pending.extend(vars(item).values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+
+
+_CLIENT_MODULE = "moto.stepfunctions.parser.asl.component.state.exec.state_task.lambda_eval_utils"
+_CLIENTS: dict[tuple[str, str], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _shared_client(region: str, service: str, state_credentials: Any = None) -> Any:
+    """moto's client for a task, made once per region and service (botocore clients are thread-safe;
+    moto's are all alike: fixed fake credentials, no retries, no parameter validation)."""
+    key = (region, service)
+    client = _CLIENTS.get(key)
+    if client is None:
+        with _CLIENTS_LOCK:
+            client = _CLIENTS.get(key)
+            if client is None:
+                made = _ORIGINAL[f"{_CLIENT_MODULE}.boto_client_for"]
+                client = _CLIENTS[key] = made(region, service, state_credentials)
+    return client
+
+
+# -- patch 9: EC2's instance catalog, not loaded -----------------------------------------------------
+
+_UNUSED_RESOURCES = ("ec2/resources/instance_types.json", "ec2/resources/instance_type_offerings/")
+
+
+def _install_lean_resources() -> None:
+    from moto.utilities import utils
+
+    original = _ORIGINAL["load_resource"] = utils.load_resource
+
+    def load_resource(resource: str) -> Any:
+        if resource.startswith(_UNUSED_RESOURCES):
+            return [] if "offerings" in resource else {}
+        return original(resource)
+
+    utils.load_resource = load_resource
+
+
+def _uninstall_lean_resources() -> None:
+    from moto.utilities import utils
+
+    utils.load_resource = _ORIGINAL.pop("load_resource")
