@@ -8,13 +8,14 @@ DEMO_QUESTION ?= How does EnvelopeCodec offload large fields, and where is max_a
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION = 20
 
-.PHONY: demo dev test test-fast bench asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy
+.PHONY: demo dev test test-fast bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy
 
 help:
 	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
 	@echo "make test    run the whole test suite"
 	@echo "make dev     serve the HTTP API on 127.0.0.1:PORT (default 8787) over the embedded emulation"
 	@echo "make bench   run the benchmarks (writes .bench/results.json)"
+	@echo "make fuzz    schemathesis against the dev server: MAX_EXAMPLES per operation (300), WORKERS (2)"
 	@echo "make asl     print the compiled state machine of CAPABILITY (default code_analysis)"
 	@echo "make lint    ruff, the import-layering contracts and mypy (strict on the runtime)"
 	@echo "make layer   build the Lambda layer for ARCH (default arm64) into build/layer-ARCH"
@@ -54,6 +55,11 @@ $(BENCH_STAMP): $(STAMP)
 
 bench: venv $(BENCH_STAMP)
 	$(BIN)/python -m bench.run
+
+MAX_EXAMPLES ?= 300
+WORKERS ?= 2
+fuzz: venv
+	$(BIN)/python -m tests.support.fuzz --max-examples $(MAX_EXAMPLES) --workers $(WORKERS)
 
 CAPABILITY ?= code_analysis
 asl: venv

@@ -28,18 +28,20 @@ def lambda_handler(correlation_id_path: str | None = None) -> Callable[[Entry], 
     the process's runtime, or the one a test or the emulation passes."""
 
     def decorate(handler: Entry) -> Handler:
-        stacks: dict[bool, Entry] = {}
+        # keyed by the logger and metrics too: a process that makes its observability anew (a test) gets a new stack
+        stacks: dict[tuple[bool, int, int], Entry] = {}
 
         def stack(traced: bool) -> Entry:
-            if traced not in stacks:
+            key = (traced, id(logger()), id(metrics()))
+            if key not in stacks:
                 inner: Entry = handler
                 if traced:
                     inner = tracer().capture_lambda_handler(handler, capture_response=False)
                 inner = metrics().log_metrics(inner)
-                stacks[traced] = logger().inject_lambda_context(
+                stacks[key] = logger().inject_lambda_context(
                     inner, correlation_id_path=correlation_id_path, clear_state=True
                 )
-            return stacks[traced]
+            return stacks[key]
 
         @functools.wraps(handler)
         def run(event: dict[str, Any], context: Any, runtime: Runtime | None = None) -> Any:
