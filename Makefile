@@ -8,7 +8,7 @@ DEMO_QUESTION ?= How does EnvelopeCodec offload large fields, and where is max_a
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION = 20
 
-.PHONY: demo dev test test-fast bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy
+.PHONY: demo dev test test-fast bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy lock update-deps
 
 help:
 	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
@@ -18,15 +18,30 @@ help:
 	@echo "make fuzz    schemathesis against the dev server: MAX_EXAMPLES per operation (300), WORKERS (2)"
 	@echo "make asl     print the compiled state machine of CAPABILITY (default code_analysis)"
 	@echo "make lint    ruff, the import-layering contracts and mypy (strict on the runtime)"
+	@echo "make lock    pin requirements/dev.lock and layers/requirements.lock (update-deps: the newest allowed)"
 	@echo "make layer   build the Lambda layer for ARCH (default arm64) into build/layer-ARCH"
 	@echo "make synth   ENV=dev|staging|prod: CloudFormation template in cdk.out, cdk-nag and cfn-lint checked"
 	@echo "make deploy  ENV=...: cdk deploy with the pinned aws-cdk 2.x CLI (needs AWS credentials; see README)"
 
-$(STAMP): pyproject.toml
+# The venv holds exactly what requirements/dev.lock pins (the suite's versions), then this project.
+LOCK := requirements/dev.lock
+LAYER_LOCK := layers/requirements.lock
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+# Pins what pyproject.toml and layers/requirements.in ask for (the layer at the suite's versions),
+# for Python 3.11 (the version Lambda runs) on every platform; update-deps takes the newest allowed.
+UV_COMPILE = $(BIN)/uv pip compile --quiet --universal --python-version 3.11
+lock: venv
+	$(UV_COMPILE) pyproject.toml --extra dev --extra bench -o $(LOCK)
+	$(UV_COMPILE) layers/requirements.in -c $(LOCK) -o $(LAYER_LOCK)
+update-deps: venv
+	$(UV_COMPILE) --upgrade pyproject.toml --extra dev --extra bench -o $(LOCK)
+	$(UV_COMPILE) --upgrade layers/requirements.in -c $(LOCK) -o $(LAYER_LOCK)
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
@@ -48,12 +63,7 @@ test: venv node
 test-fast: venv
 	$(BIN)/python -m pytest tests/unit tests/conformance -n 2
 
-BENCH_STAMP := $(VENV)/.bench-installed
-$(BENCH_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
-	touch $(BENCH_STAMP)
-
-bench: venv $(BENCH_STAMP)
+bench: venv
 	$(BIN)/python -m bench.run
 
 MAX_EXAMPLES ?= 300

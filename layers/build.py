@@ -47,7 +47,7 @@ def build(out: Path, arch: str = "arm64", python: str = PYTHON, sources_only: bo
                 "--target",
                 str(target),
                 "-r",
-                str(ROOT / "layers" / "requirements.txt"),
+                str(ROOT / "layers" / "requirements.lock"),
             ],
             check=True,
         )
