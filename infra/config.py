@@ -35,6 +35,46 @@ class ThrottleConfig(BaseModel):
     burst_limit: int = Field(100, gt=0)
 
 
+class LLMConfig(BaseModel):
+    """The model a deployment calls: provider, an OpenAI-compatible base URL, the default model, one per
+    agent role, the fallback, and prices for models the runtime's list does not know. Every model named
+    must have a price (listed or given here), or the synth fails: a dollar budget must always bind."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: Literal["scripted", "openai"] = "openai"
+    base_url: str | None = Field(None, pattern=r"^https?://")
+    default_model: str = Field("gpt-4o-mini", min_length=1, max_length=128)
+    models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
+    fallback_model: str | None = Field(None, min_length=1, max_length=128)
+    prices: dict[str, tuple[float, float]] = Field(default_factory=dict)  # model -> USD per million in/out
+
+    @model_validator(mode="after")
+    def _every_model_is_priced(self) -> LLMConfig:
+        from missions.core.pricing import unpriced
+
+        if self.provider == "openai":
+            missing = unpriced([self.default_model, self.fallback_model, *self.models.values()], self.prices)
+            if missing:
+                raise ValueError(
+                    f"no price for model(s) {missing}: add them to llm.prices as [input, output] USD per million tokens"
+                )
+        if any(price < 0 for pair in self.prices.values() for price in pair):
+            raise ValueError("a price in llm.prices is negative")
+        return self
+
+    def settings(self) -> dict[str, Any]:
+        """These as the runtime's settings (missions.core.settings.RuntimeSettings field names)."""
+        return {
+            "llm_provider": self.provider,
+            "openai_base_url": self.base_url,
+            "openai_default_model": self.default_model,
+            "openai_models": self.models or None,
+            "openai_fallback_model": self.fallback_model,
+            "openai_prices": {model: list(price) for model, price in self.prices.items()} or None,
+        }
+
+
 class EnvironmentConfig(BaseModel):
     """One deployable environment (dev, staging, prod)."""
 
@@ -49,7 +89,7 @@ class EnvironmentConfig(BaseModel):
     alarm_email: str | None = None
     auth: AuthConfig = Field(default_factory=AuthConfig)
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
-    llm_provider: Literal["scripted", "openai"] = "openai"
+    llm: LLMConfig = Field(default_factory=LLMConfig)
     architecture: Literal["arm64", "x86_64"] = "arm64"
     concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
     interrupt_sla_hours: int = Field(24, ge=1, le=24 * 30)  # an unanswered question past this alarms

@@ -59,7 +59,7 @@ class MissionsStack(Stack):
                 blob_bucket=storage.bucket.bucket_name,
                 snapshot_bucket=storage.snapshots.bucket_name,
                 event_bus=bus.event_bus_name,
-                llm_provider=config.llm_provider,
+                **config.llm.settings(),
                 openai_secret=secrets.openai_key_name,
                 webhook_secrets_prefix=secrets.webhook_prefix,
                 concurrency_limit=config.concurrency_limit,

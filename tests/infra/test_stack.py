@@ -353,7 +353,7 @@ def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_without(asse
 def test_iam_auth_and_an_external_issuer_are_configurable(tmp_path):
     context = {
         "environments": {
-            "iamonly": {"auth": {"type": "iam"}, "alarms": False, "llm_provider": "scripted"},
+            "iamonly": {"auth": {"type": "iam"}, "alarms": False, "llm": {"provider": "scripted"}},
             "sso": {
                 "auth": {"issuer": "https://login.example.com", "audience": ["missions"]},
                 "alarms": False,
@@ -413,6 +413,32 @@ def test_a_bad_environment_fails_with_its_name_and_field():
         load_environments({"qa": {"log_retention_days": 8}})
     with pytest.raises(ConfigError, match=r"environments.qa: removal_policy"):
         load_environments({"qa": {"removal_policy": "sometimes"}})
+
+
+def test_an_environment_without_a_price_for_its_model_fails_the_synth():
+    # Given an environment routing a role to a model nobody priced / Then it is refused, with the fix
+    with pytest.raises(ConfigError, match=r"environments.qa: llm.*no price for model\(s\) \['llama-3-70b'\]"):
+        load_environments({"qa": {"llm": {"provider": "openai", "models": {"planner": "llama-3-70b"}}}})
+    # And priced in cdk.json, it is taken
+    qa = load_environments({"qa": {"llm": {"models": {"planner": "llama-3-70b"}, "prices": {"llama-3-70b": [1, 2]}}}})[
+        "qa"
+    ]
+    assert qa.llm.prices == {"llama-3-70b": (1.0, 2.0)}
+
+
+def test_every_function_gets_its_environments_llm_settings(assembly: Assembly):
+    # Given prod's cdk.json: the OpenAI provider, a default, a planner and a fallback model
+    from missions.core.settings import RuntimeSettings
+
+    for function in assembly.resources("prod", "AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        # Then each function's environment names them as the runtime reads them
+        assert variables["MISSIONS_LLM_PROVIDER"] == "openai"
+        assert variables["MISSIONS_OPENAI_DEFAULT_MODEL"] == "gpt-4o-mini"
+        assert variables["MISSIONS_OPENAI_FALLBACK_MODEL"] == "gpt-4.1-mini"
+        assert json.loads(variables["MISSIONS_OPENAI_MODELS"]) == {"planner": "gpt-4.1"}
+        names = {name[len("MISSIONS_") :].lower() for name in variables if name.startswith("MISSIONS_")}
+        assert names <= set(RuntimeSettings.model_fields)
 
 
 # --------------------------------------------------------------------------- checks at synth

@@ -30,6 +30,7 @@ from missions.core.llm import LLMProvider
 from missions.core.offload import DEFAULT_THRESHOLD, EnvelopeCodec
 from missions.core.requests import MissionRequest
 from missions.core.roots import AllowedRoots
+from missions.core.triggers import TriggerSource
 from missions.ports.store import MissionRecord
 from missions.service.launcher import build_envelope
 from missions.service.repositories.resolver import UserRepositories
@@ -90,7 +91,13 @@ class DirectDriver:
         roots = AllowedRoots.of([(context or {}).get("repo") or "."])
         self.services.workspaces = RepositoryWorkspaces(roots, self.workspace_dir)
         envelope = build_envelope(
-            MissionRequest(capability=self.capability.name, goal=goal, context=context or {}, bounds=bounds or {}),
+            MissionRequest(
+                capability=self.capability.name,
+                goal=goal,
+                context=context or {},
+                bounds=bounds or {},
+                trigger=TriggerSource.CLI,  # a developer's own run: its bounds may pass the capability's
+            ),
             UserRepositories(roots),
         )
         self.stores.missions.create(

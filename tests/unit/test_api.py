@@ -483,3 +483,25 @@ def test_an_answer_that_meets_an_outage_is_not_lost(runtime: Runtime, monkeypatc
     assert len(fake.answered) == 1 and runtime.missions.get(mission_id).status == MissionStatus.RUNNING
     _, events = call(runtime, "GET", f"/missions/{mission_id}/events")
     assert [e["type"] for e in events["events"]].count("interrupt.answered") == 1
+
+
+# --------------------------------------------------------------------------- a budget per mission
+
+
+def test_a_mission_may_have_a_smaller_budget_than_its_capability_never_a_larger(runtime: Runtime):
+    from missions.core import capability as registry
+
+    ceiling = registry.load("shopping").pipeline.bounds.max_cost_usd
+    # Given a client asking for half the capability's budget / When it starts the mission
+    mission_id = start(runtime, max_cost_usd=ceiling / 2)
+    # Then the mission's envelope carries that budget
+    assert executions(runtime).started == [mission_id]
+    checkpoint = runtime.checkpoints.get(mission_id, "0001-start")
+    assert runtime.codec.decode(checkpoint.envelope).bounds.max_cost_usd == ceiling / 2
+    # When another asks for more than the ceiling, or for a budget that is not a number
+    over = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL, "max_cost_usd": ceiling * 10})
+    text = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL, "max_cost_usd": "5"})
+    # Then each is a 422 that says why, and nothing else started
+    assert over[0] == 422 and "above shopping's ceiling" in over[1]["message"], over
+    assert text[0] == 422, text
+    assert len(executions(runtime).started) == 1

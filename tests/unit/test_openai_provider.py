@@ -585,3 +585,34 @@ def test_no_retry_waits_past_the_deadline(fake, sleeps):
     with pytest.raises(TransientLLMError, match="after 1 attempt"):
         provider.complete(request(deadline=clock.now + 2.0))
     assert sleeps == []
+
+
+# ---------------------------------------------------------------------- a dollar budget always binds
+
+
+def test_a_model_without_a_price_is_refused_before_any_call(fake, sleeps):
+    # Given a role routed to a model nobody priced / When the provider is made
+    with pytest.raises(LLMError, match=r"no price for model\(s\) \['llama-3-70b'\]"):
+        make_provider(fake, sleeps, models={"judge": "llama-3-70b"})
+    # Then no request was sent
+    assert fake.requests == []
+
+
+def test_a_model_priced_by_configuration_is_charged_at_that_price(fake, sleeps):
+    # Given a local model priced in the settings, served under the server's own name for it
+    fake.enqueue(content=VALID, model="llama-3-70b-instruct-q4", prompt_tokens=1_000_000, completion_tokens=500_000)
+    provider = make_provider(fake, sleeps, default_model="llama-3-70b", prices={"llama-3-70b": (0.5, 2.0)})
+
+    # When a completion is made
+    result = provider.complete(request())
+
+    # Then it costs what the configuration says (priced as its family, the model asked for)
+    assert result.cost_usd == pytest.approx(0.5 + 1.0)
+
+
+def test_an_answer_under_an_unpriced_name_is_charged_as_the_model_asked_for(fake, sleeps):
+    # Given a compatible server that names the listed model it serves in its own way
+    fake.enqueue(content=VALID, model="my-proxy/4o-mini", prompt_tokens=1000, completion_tokens=500)
+    provider = make_provider(fake, sleeps)
+    # When a completion is made / Then it is not free: priced as gpt-4o-mini, which was asked for
+    assert provider.complete(request()).cost_usd == cost_usd("gpt-4o-mini", 1000, 500) > 0

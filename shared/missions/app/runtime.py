@@ -371,6 +371,7 @@ class Runtime:
             models=self.settings.openai_models,
             default_model=self.settings.openai_default_model,
             fallback_model=self.settings.openai_fallback_model,
+            prices=self.settings.openai_prices,
         )
 
     def openai_api_key(self) -> str:

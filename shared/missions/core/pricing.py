@@ -1,11 +1,19 @@
 """Model list prices in USD per million tokens (input, output), as published on 2026-11-01.
 
-Unknown models cost 0 and are flagged in the result so accounting never silently lies.
+A dollar budget (`max_cost_usd`) binds only if every call is priced, so a model with no price here
+and none in the settings' overrides (`MISSIONS_OPENAI_PRICES`, cdk.json `llm.prices`) is refused
+when the settings are read (`unpriced`), before any mission runs. A dated snapshot
+("gpt-4o-mini-2024-07-18") is priced as its family; a server that answers under a name nobody
+priced (a local server's own name for the model) is charged at the price of the model asked for.
 """
 
 from __future__ import annotations
 
-PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
+from collections.abc import Iterable, Mapping
+
+Price = tuple[float, float]  # USD per million tokens: (input, output)
+
+PRICES_PER_MILLION: dict[str, Price] = {
     "gpt-4o": (2.50, 10.00),
     "gpt-4o-mini": (0.15, 0.60),
     "gpt-4.1": (2.00, 8.00),
@@ -18,10 +26,30 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
 }
 
 
-def cost_usd(model: str, tokens_in: int, tokens_out: int) -> float:
-    price = PRICES_PER_MILLION.get(model)
+def price_of(model: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
+    """The model's price: an override, the list, or its family's (the longest listed prefix); None if unknown."""
+    table = {**PRICES_PER_MILLION, **(overrides or {})}
+    if model in table:
+        return table[model]
+    family = max((name for name in table if model.startswith(name)), key=len, default=None)
+    return table[family] if family is not None else None
+
+
+def unpriced(models: Iterable[str | None], overrides: Mapping[str, Price] | None = None) -> list[str]:
+    """The models, of those named, that have no price: each would make a dollar budget meaningless."""
+    return sorted({model for model in models if model and price_of(model, overrides) is None})
+
+
+def cost_usd(
+    model: str, tokens_in: int, tokens_out: int, overrides: Mapping[str, Price] | None = None, *, asked: str = ""
+) -> float:
+    """What a call cost: priced as `model` (the one that answered), else as `asked` (the one requested).
+
+    Raises LookupError when neither is priced: the settings refuse such models, so this is a bug."""
+    price = price_of(model, overrides) or (price_of(asked, overrides) if asked else None)
     if price is None:
-        # dated snapshots ("gpt-4o-mini-2024-07-18") are priced as their family
-        family = max((m for m in PRICES_PER_MILLION if model.startswith(m)), key=len, default=None)
-        price = PRICES_PER_MILLION.get(family or "", (0.0, 0.0))
+        raise LookupError(f"no price for model {model!r}: add it to the price overrides")
     return round(tokens_in * price[0] / 1e6 + tokens_out * price[1] / 1e6, 8)
+
+
+__all__ = ["PRICES_PER_MILLION", "Price", "cost_usd", "price_of", "unpriced"]

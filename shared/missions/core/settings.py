@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from missions.core.offload import DEFAULT_THRESHOLD
+from missions.core.pricing import unpriced
 
 
 class SettingsError(ValueError):
@@ -19,7 +20,7 @@ class SettingsError(ValueError):
 PREFIX = "MISSIONS_"
 # read by the `missions` CLI as a client of a deployed API, never by the runtime
 CLIENT_VARIABLES = frozenset({"MISSIONS_DEBUG", "MISSIONS_API_URL", "MISSIONS_TOKEN"})
-JSON_FIELDS = ("openai_models", "state_machine_arns", "webhook_sources", "repo_roots", "operators")
+JSON_FIELDS = ("openai_models", "openai_prices", "state_machine_arns", "webhook_sources", "repo_roots", "operators")
 
 
 class RuntimeSettings(BaseModel):
@@ -56,6 +57,8 @@ class RuntimeSettings(BaseModel):
     openai_default_model: str = "gpt-4o-mini"
     openai_fallback_model: str | None = None
     openai_models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
+    # model -> (input, output) USD per million tokens, over the list in missions.core.pricing
+    openai_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     offload_threshold: int = Field(DEFAULT_THRESHOLD, ge=4096, le=200_000)
     checkpoint_ttl_days: int | None = Field(None, ge=1)
     interrupt_sla_hours: int = Field(24, ge=1)  # a question unanswered for longer is reported overdue
@@ -66,6 +69,22 @@ class RuntimeSettings(BaseModel):
     repo_roots: list[str] = Field(default_factory=list, max_length=32)
     tracing: bool = False  # X-Ray through Powertools Tracer: its SDK costs ~0.4 s of cold start
     workspace_dir: str = "/tmp/missions/repositories"  # where snapshots are unpacked (ephemeral storage)
+
+    @model_validator(mode="after")
+    def _every_model_is_priced(self) -> RuntimeSettings:
+        """A model without a price would make every dollar budget meaningless: refused here, at start."""
+        if self.llm_provider == "openai":
+            models = [self.openai_default_model, self.openai_fallback_model, *self.openai_models.values()]
+            missing = unpriced(models, self.openai_prices)
+            if missing:
+                raise ValueError(
+                    f"no price for model(s) {missing}: give each in openai_prices as "
+                    '{"<model>": [input, output]} in USD per million tokens'
+                )
+        for model, (price_in, price_out) in self.openai_prices.items():
+            if price_in < 0 or price_out < 0:
+                raise ValueError(f"the price of {model} is negative")
+        return self
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
@@ -89,7 +108,10 @@ class RuntimeSettings(BaseModel):
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            problems = "; ".join(f"MISSIONS_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors())
+            problems = "; ".join(
+                f"{'MISSIONS_' + '_'.join(map(str, e['loc'])).upper() if e['loc'] else 'settings'}: {e['msg']}"
+                for e in exc.errors()
+            )
             raise SettingsError(f"invalid runtime settings: {problems}") from exc
 
 

@@ -47,6 +47,14 @@ def build_envelope(request: MissionRequest, repositories: RepositoryResolver | N
         bounds = Bounds.model_validate({**capability.pipeline.bounds.model_dump(), **request.bounds})
     except ValidationError as exc:
         raise MissionRequestError(f"invalid bounds: {one_line(exc)}") from None
+    if request.trigger is not TriggerSource.CLI:  # a client may tighten a bound, never pass its ceiling
+        ceiling = capability.pipeline.bounds
+        above = [name for name in request.bounds if getattr(bounds, name) > getattr(ceiling, name)]
+        if above:
+            name = above[0]
+            raise MissionRequestError(
+                f"{name} {getattr(bounds, name)} is above {capability.name}'s ceiling of {getattr(ceiling, name)}"
+            )
     context = {**capability.default_context, **request.context}
     names_repository = any(key in context for key in (CONTEXT_KEY, PATH_KEY, REF_KEY))
     if names_repository or capability.repository == "required":

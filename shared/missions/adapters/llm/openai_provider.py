@@ -18,7 +18,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -28,7 +28,7 @@ import tenacity
 from pydantic import BaseModel, ValidationError
 
 from missions.core.llm import LLMError, LLMRequest, LLMResult, TransientLLMError
-from missions.core.pricing import cost_usd
+from missions.core.pricing import Price, cost_usd, unpriced
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
@@ -53,6 +53,7 @@ class OpenAIProvider:
         models: dict[str, str] | None = None,
         default_model: str = "gpt-4o-mini",
         fallback_model: str | None = None,
+        prices: Mapping[str, Price] | None = None,
         timeout: float = 60.0,
         max_retries: int = 3,
         client: Any = None,
@@ -71,6 +72,10 @@ class OpenAIProvider:
         self._models = dict(models or {})
         self._default_model = default_model
         self._fallback_model = fallback_model
+        self._prices = dict(prices or {})
+        missing = unpriced([default_model, fallback_model, *self._models.values()], self._prices)
+        if missing:  # a call the budget cannot count would let a mission spend without limit
+            raise LLMError(f"no price for model(s) {missing}: add them to the price overrides")
         self._max_retries = max(0, max_retries)
         self._timeout = timeout
         self._sleep = sleep
@@ -141,7 +146,7 @@ class OpenAIProvider:
             model=used_model,
             tokens_in=tokens_in,
             tokens_out=tokens_out,
-            cost_usd=cost_usd(used_model, tokens_in, tokens_out),
+            cost_usd=cost_usd(used_model, tokens_in, tokens_out, self._prices, asked=model),
             repaired=repaired,
         )
 

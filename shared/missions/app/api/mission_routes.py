@@ -61,6 +61,7 @@ def create_mission(body: MissionCreate) -> Response[dict[str, Any]]:
             context=body.context,
             priority=body.priority,
             deadline=body.deadline.isoformat() if body.deadline else None,
+            bounds={"max_cost_usd": body.max_cost_usd} if body.max_cost_usd is not None else {},
             trigger=TriggerSource.API,
         )
         active.service.remember_user(user)  # before the mission: nothing half-made if this fails

@@ -37,6 +37,13 @@ class MissionCreate(Body):
     context: dict[str, JsonValue] = Field(default_factory=dict, description="at most 64 KB as JSON")
     priority: Priority = Priority.MEDIUM
     deadline: datetime | None = Field(None, description="ISO 8601; earlier deadlines run first within a priority")
+    max_cost_usd: float | None = Field(
+        None,
+        gt=0,
+        le=10_000,
+        strict=True,
+        description="this mission's dollar budget: at most the capability's own (GET /capabilities)",
+    )
 
     @field_validator("context")
     @classmethod
