@@ -276,6 +276,23 @@ def test_a_memory_change_starts_a_mission(server, alice):
     assert len(started) == len(before) + 1 and "compute_tax" in started[0]["goal"]
 
 
+def test_a_value_changed_back_triggers_again(server, alice):
+    # Given the watchlist trigger (it fires when the symbol changes)
+    def memory_missions() -> list[dict]:
+        return [m for m in missions_of(alice) if m["trigger"] == "memory" and "compute_" in m["goal"]]
+
+    before = len(memory_missions())
+    # When the symbol goes X -> Y -> X
+    for symbol in ("compute_total", "compute_tax", "compute_total"):
+        assert alice.call("PUT", "/memory/watchlist/flip", {"value": {"symbol": symbol}})[0] == 200
+    # Then each of the three changes started its mission: going back to X is a change too
+    goals = [m["goal"] for m in memory_missions()[: len(memory_missions()) - before]]
+    assert len(goals) == 3, goals
+    assert sorted(goals) == sorted(
+        f"Where is {s} defined, and how is it used?" for s in ("compute_total",) * 2 + ("compute_tax",)
+    )
+
+
 # -- isolation and bad input --------------------------------------------------------------------
 
 

@@ -50,6 +50,9 @@ class MemoryChange(Model):
     kind: MemoryChangeKind
     old: Any = None
     new: Any = None
+    # the stream record's id (eventID): one per change, the same when the record is delivered again,
+    # so X -> Y -> X is three changes and a redelivery is one
+    record_id: str | None = Field(None, max_length=128)
 
 
 def is_internal(namespace: Namespace) -> bool:

@@ -121,9 +121,11 @@ def _memory_requests(detail: dict[str, Any], capabilities: list[Capability]) -> 
 
 
 def _memory_key(capability: Capability, trigger: MemoryTrigger, change: MemoryChange) -> str:
-    """What changed, where and into what: the same stream record redelivered maps to the same key."""
+    """Which change of which item: the same stream record redelivered maps to the same key, while the
+    same value written again later (X -> Y -> X) is a change of its own (its record's id)."""
     namespace = "/".join(change.namespace)
-    return f"memory:{capability.name}:{trigger.id}:{change.user_id}:{namespace}:{change.key}:{_digest(change.new)}"
+    which = change.record_id or _digest(change.new)  # a change without a record (a test's) by its value
+    return f"memory:{capability.name}:{trigger.id}:{change.user_id}:{namespace}:{change.key}:{which}"
 
 
 _MISSING = object()

@@ -252,19 +252,24 @@ def change_from_stream_record(record: dict[str, Any]) -> MemoryChange | None:
     data = record.get("dynamodb")
     if kind is None or not isinstance(data, dict):
         return None
+    record_id = str(record["eventID"]) if record.get("eventID") else None
     old = _image(data.get("OldImage"))
     new = _image(data.get("NewImage"))
     if kind == "deleted":
         if old is None:
             return None
         user_id, namespace, key, old_value = old
-        return MemoryChange(user_id=user_id, namespace=namespace, key=key, kind=kind, old=old_value)
+        return MemoryChange(user_id=user_id, namespace=namespace, key=key, kind=kind, old=old_value, record_id=record_id)
     if new is None:
         return None
     user_id, namespace, key, new_value = new
     if old is None:  # a MODIFY of an item that held no memory yet adds one
-        return MemoryChange(user_id=user_id, namespace=namespace, key=key, kind="added", new=new_value)
-    return MemoryChange(user_id=user_id, namespace=namespace, key=key, kind=kind, old=old[3], new=new_value)
+        return MemoryChange(
+            user_id=user_id, namespace=namespace, key=key, kind="added", new=new_value, record_id=record_id
+        )
+    return MemoryChange(
+        user_id=user_id, namespace=namespace, key=key, kind=kind, old=old[3], new=new_value, record_id=record_id
+    )
 
 
 def _image(image: Any) -> tuple[str, list[str], str, Any] | None:
