@@ -83,6 +83,27 @@ def test_replace_keeps_created_at_and_bumps_updated_at(memory):
     assert item.value == {"v": 2}
 
 
+def test_a_conditional_put_lands_only_on_what_the_writer_read(memory):
+    from missions.core.errors import ConflictError
+
+    # Given an item a writer read
+    seen = memory.put("u1", ["prefs"], "likes", {"value": ["jazz"]})
+    # When another writer changes it first
+    memory.put("u1", ["prefs"], "likes", {"value": ["jazz", "folk"]})
+    # Then the first writer's write is refused, and the item keeps the other's value
+    with pytest.raises(ConflictError):
+        memory.put_if_unchanged("u1", ["prefs"], "likes", {"value": ["jazz", "blues"]}, seen)
+    current = memory.get("u1", ["prefs"], "likes")
+    assert current.value == {"value": ["jazz", "folk"]}
+    # And a write over what it read again lands
+    memory.put_if_unchanged("u1", ["prefs"], "likes", {"value": ["jazz", "folk", "blues"]}, current)
+    assert memory.get("u1", ["prefs"], "likes").value == {"value": ["jazz", "folk", "blues"]}
+    # And "it was absent" is a condition too: refused once the item exists, taken while it does not
+    with pytest.raises(ConflictError):
+        memory.put_if_unchanged("u1", ["prefs"], "likes", {"value": []}, None)
+    assert memory.put_if_unchanged("u1", ["prefs"], "dislikes", {"value": ["noise"]}, None).key == "dislikes"
+
+
 def test_delete_reports_whether_something_was_deleted(memory):
     # Given an item
     memory.put("alice", NS, "k1", "x")

@@ -494,3 +494,27 @@ def test_preference_keys_are_normalised_to_snake_case():
         Preference(key="x" * 65, value=1, confidence=0.5)
     with pytest.raises(ValidationError):
         Preference(key="budget", value="lower", confidence=1.5)
+
+
+def test_two_feedbacks_at_once_both_land_in_the_merged_likes(world):
+    # Given two missions of alice's, and a memory where the second feedback writes its likes
+    # between the first one's read of "likes" and its write (as two functions at once would)
+    first, second = world.mission("m1"), world.mission("m2")
+    memory = world.memory
+    interleaved = threading.Event()
+    real_get = memory.get
+
+    def get_then_let_the_other_write(user_id, namespace, key):
+        item = real_get(user_id, namespace, key)
+        if key == "likes" and not interleaved.is_set():
+            interleaved.set()
+            world.give(second, completed=True, text="more seafood please")  # lands while the first holds its read
+        return item
+
+    memory.get = get_then_let_the_other_write  # type: ignore[method-assign]
+    # When the first feedback is applied
+    world.give(first, completed=True, text="we want more vegetarian options")
+    # Then both likes are kept: the first write met the second, read again and merged
+    likes = world.stored_preference("likes")["value"]
+    assert interleaved.is_set()
+    assert "seafood" in likes and "vegetarian" in likes, likes

@@ -12,6 +12,12 @@ class LongTermMemory(Protocol):
     def put(self, user_id: str, namespace: Namespace, key: str, value: Any) -> MemoryItem:
         """Create or replace; MemoryValidationError for bad names or values over 64 KB."""
 
+    def put_if_unchanged(
+        self, user_id: str, namespace: Namespace, key: str, value: Any, seen: MemoryItem | None
+    ) -> MemoryItem:
+        """`put`, only if the item still holds what `seen` held (absent, when `seen` is None): a
+        read-merge-write that meets another writer gets ConflictError and reads again."""
+
     def get(self, user_id: str, namespace: Namespace, key: str) -> MemoryItem | None: ...
 
     def delete(self, user_id: str, namespace: Namespace, key: str) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints, ValidationError, field_validator, model_validator
@@ -21,7 +22,7 @@ from missions.core.envelope import Model, utcnow
 from missions.core.errors import ConflictError, MemoryValidationError, NotFound
 from missions.core.events import Event, EventType
 from missions.core.llm import LLMError, LLMProvider, LLMRequest
-from missions.core.memory import PREFERENCES, Namespace
+from missions.core.memory import PREFERENCES, MemoryItem, Namespace
 from missions.core.preferences import Preference, PreferenceExtraction, combine, fold, union
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import LongTermMemory
@@ -103,34 +104,60 @@ def _write_preferences(
 ) -> list[str]:
     """One memory item per key: lists are merged without duplicates, scalars replaced.
 
-    Liking something takes it off the dislikes (and the reverse): the newest word wins.
-    """
+    Liking something takes it off the dislikes (and the reverse): the newest word wins. Each write
+    lands only on the value it merged with (two feedbacks at once both land: the later re-reads)."""
     namespace = preferences_namespace(user_id)
     written: list[str] = []
     for preference in combine(preferences):
         if preference.confidence < MIN_CONFIDENCE:
             continue
-        existing = memory.get(user_id, namespace, preference.key)
-        value = preference.value
-        confidence = preference.confidence
-        if existing is not None and isinstance(value, list) and isinstance(_stored_value(existing.value), list):
-            value = union(_stored_value(existing.value), value)
-            if isinstance(existing.value, dict):
-                confidence = max(confidence, float(existing.value.get("confidence") or 0.0))
-        memory.put(user_id, namespace, preference.key, _record(value, confidence, mission_id))
+
+        def merged(existing: MemoryItem | None, preference: Preference = preference) -> Any:
+            value, confidence = preference.value, preference.confidence
+            if existing is not None and isinstance(value, list) and isinstance(_stored_value(existing.value), list):
+                value = union(_stored_value(existing.value), value)
+                if isinstance(existing.value, dict):
+                    confidence = max(confidence, float(existing.value.get("confidence") or 0.0))
+            return _record(value, confidence, mission_id)
+
+        _merge_into(memory, user_id, namespace, preference.key, merged)
         written.append(preference.key)
         opposite = _OPPOSITE_LISTS.get(preference.key)
         if opposite and isinstance(preference.value, list):
-            other = memory.get(user_id, namespace, opposite)
-            if other is not None and isinstance(other.value, dict) and isinstance(other.value.get("value"), list):
-                dropped = {fold(v) for v in preference.value}
+            dropped = {fold(v) for v in preference.value}
+
+            def without(other: MemoryItem | None, dropped: set[str] = dropped) -> Any:
+                if other is None or not isinstance(other.value, dict) or not isinstance(other.value.get("value"), list):
+                    return _UNCHANGED
                 kept = [v for v in other.value["value"] if fold(str(v)) not in dropped]
-                if len(kept) != len(other.value["value"]):
-                    memory.put(
-                        user_id, namespace, opposite, _record(kept, other.value.get("confidence", 0.7), mission_id)
-                    )
-                    written.append(opposite)
+                if len(kept) == len(other.value["value"]):
+                    return _UNCHANGED
+                return _record(kept, other.value.get("confidence", 0.7), mission_id)
+
+            if _merge_into(memory, user_id, namespace, opposite, without):
+                written.append(opposite)
     return list(dict.fromkeys(written))
+
+
+_UNCHANGED = object()
+_MERGE_ATTEMPTS = 8
+
+
+def _merge_into(
+    memory: LongTermMemory, user_id: str, namespace: Namespace, key: str, merge: Callable[[MemoryItem | None], Any]
+) -> bool:
+    """Read, merge, write only over what was read; again on a conflict. False when nothing was to change."""
+    for _ in range(_MERGE_ATTEMPTS):
+        existing = memory.get(user_id, namespace, key)
+        value = merge(existing)
+        if value is _UNCHANGED:
+            return False
+        try:
+            memory.put_if_unchanged(user_id, namespace, key, value, existing)
+            return True
+        except ConflictError:
+            continue  # another feedback wrote it meanwhile: merge with what it wrote
+    raise ConflictError(f"preference {key} kept changing during {_MERGE_ATTEMPTS} attempts to merge it")
 
 
 def _record(value: Any, confidence: Any, mission_id: str) -> dict[str, Any]:

@@ -79,6 +79,16 @@ class DynamoLongTermMemory:
     # ------------------------------------------------------------------ writes
 
     def put(self, user_id: str, namespace: Namespace, key: str, value: Any) -> MemoryItem:
+        return self._put(user_id, namespace, key, value, seen=None, compare=False)
+
+    def put_if_unchanged(
+        self, user_id: str, namespace: Namespace, key: str, value: Any, seen: MemoryItem | None
+    ) -> MemoryItem:
+        return self._put(user_id, namespace, key, value, seen=seen, compare=True)
+
+    def _put(
+        self, user_id: str, namespace: Namespace, key: str, value: Any, *, seen: MemoryItem | None, compare: bool
+    ) -> MemoryItem:
         namespace = check_names(user_id, namespace)
         check_key(key)
         encoded = encode_value(value)
@@ -101,6 +111,15 @@ class DynamoLongTermMemory:
                 if previous
                 else {"ConditionExpression": "attribute_not_exists(#c)"}
             )
+            names = {"#c": "created_at"}
+            if compare:  # and the value is still the one the caller read
+                if seen is None:
+                    condition = {"ConditionExpression": "attribute_not_exists(#c)"}
+                else:
+                    condition["ConditionExpression"] = "#c = :c AND #v = :seen"
+                    condition.setdefault("ExpressionAttributeValues", {":c": {"S": previous or ""}})
+                    condition["ExpressionAttributeValues"][":seen"] = {"S": encode_value(seen.value)}
+                    names["#v"] = "value"
             try:
                 self._client.put_item(
                     TableName=self._table,
@@ -115,11 +134,13 @@ class DynamoLongTermMemory:
                         "created_at": {"S": previous or now},
                         "updated_at": {"S": now},
                     },
-                    ExpressionAttributeNames={"#c": "created_at"},
+                    ExpressionAttributeNames=names,
                     **condition,
                 )
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") == _CONDITION_FAILED:
+                    if compare:
+                        raise ConflictError(f"memory {owner}/{key} changed since it was read") from None
                     continue  # deleted or re-created meanwhile: read created_at again
                 raise
             return MemoryItem(
@@ -259,7 +280,9 @@ def change_from_stream_record(record: dict[str, Any]) -> MemoryChange | None:
         if old is None:
             return None
         user_id, namespace, key, old_value = old
-        return MemoryChange(user_id=user_id, namespace=namespace, key=key, kind=kind, old=old_value, record_id=record_id)
+        return MemoryChange(
+            user_id=user_id, namespace=namespace, key=key, kind=kind, old=old_value, record_id=record_id
+        )
     if new is None:
         return None
     user_id, namespace, key, new_value = new

@@ -14,7 +14,7 @@ from typing import Any
 
 from missions.adapters.embeddings import HashingEmbedder, cosine, text_of
 from missions.core.envelope import utcnow
-from missions.core.errors import MemoryValidationError
+from missions.core.errors import ConflictError, MemoryValidationError
 from missions.core.memory import MAX_VALUE_BYTES, MemoryItem, Namespace, check_key, check_namespace, is_internal
 from missions.ports.memory import Embedder
 
@@ -69,6 +69,16 @@ class InMemoryLongTermMemory:
         self._lock = threading.Lock()
 
     def put(self, user_id: str, namespace: Namespace, key: str, value: Any) -> MemoryItem:
+        return self._put(user_id, namespace, key, value, seen=None, compare=False)
+
+    def put_if_unchanged(
+        self, user_id: str, namespace: Namespace, key: str, value: Any, seen: MemoryItem | None
+    ) -> MemoryItem:
+        return self._put(user_id, namespace, key, value, seen=seen, compare=True)
+
+    def _put(
+        self, user_id: str, namespace: Namespace, key: str, value: Any, *, seen: MemoryItem | None, compare: bool
+    ) -> MemoryItem:
         namespace = check_names(user_id, namespace)
         check_key(key)
         value = json.loads(encode_value(value))  # store what a JSON round trip gives back, like DynamoDB
@@ -78,6 +88,9 @@ class InMemoryLongTermMemory:
             items = self._items.setdefault((user_id, namespace), {})
             now = utcnow()
             previous = items.get(key)
+            held = (previous.item.value,) if previous else None
+            if compare and held != ((seen.value,) if seen else None):
+                raise ConflictError(f"memory {user_id}/{'/'.join(namespace)}/{key} changed since it was read")
             item = MemoryItem(
                 user_id=user_id,
                 namespace=list(namespace),
