@@ -505,3 +505,15 @@ def test_a_mission_may_have_a_smaller_budget_than_its_capability_never_a_larger(
     assert over[0] == 422 and "above shopping's ceiling" in over[1]["message"], over
     assert text[0] == 422, text
     assert len(executions(runtime).started) == 1
+
+
+def test_every_response_names_its_request_the_way_its_logs_do(runtime: Runtime):
+    # Given a request that succeeds, one refused at the edge and one refused by its route
+    ok = exchange(runtime, "GET", "/capabilities")
+    refused = exchange(runtime, "POST", "/missions", raw=b"not json")
+    missing = exchange(runtime, "GET", "/missions/m_none")
+    # Then each carries its correlation id as a header, and an error body carries the same one
+    for status, headers, _body in (ok, refused, missing):
+        assert headers.get("x-correlation-id"), (status, headers)
+    for status, headers, body in (refused, missing):
+        assert status in (400, 404) and body["correlation_id"] == headers["x-correlation-id"]

@@ -299,10 +299,21 @@ def check_body(event: dict[str, Any]) -> dict[str, Any] | None:
 def handle(event: dict[str, Any], context: Any, service: Runtime) -> dict[str, Any]:
     """Resolve one API Gateway event, after the edge checks (see the module docstring)."""
     refused = check_body(event)
-    if refused is not None:
-        return refused
-    app.context.update(runtime=service)  # what append_context does; Powertools leaves that one untyped
-    return app.resolve(event, context)
+    if refused is None:
+        app.context.update(runtime=service)  # what append_context does; Powertools leaves that one untyped
+        refused = app.resolve(event, context)
+    return with_correlation_id(event, refused)
+
+
+CORRELATION_HEADER = "X-Correlation-Id"
+
+
+def with_correlation_id(event: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """Every response names its request (API Gateway's request id, which every log line of it carries)."""
+    request_id = (event.get("requestContext") or {}).get("requestId")
+    if request_id:
+        result["headers"] = {**(result.get("headers") or {}), CORRELATION_HEADER: str(request_id)}
+    return result
 
 
 # -- what each operation documents --------------------------------------------------------------------
