@@ -33,6 +33,7 @@ ASYNCHRONOUS = {
     "missions-repository-import",
 }
 NO_RESOURCE = {"dynamodb:ListStreams"}  # lists stream ARNs of the account; IAM offers no narrower resource
+SUITE_PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"  # what this test process runs
 
 
 def _by_logical_id_prefix(resources: dict, prefix: str) -> dict:
@@ -63,7 +64,7 @@ def test_a_lambda_per_stage_per_capability_sized_by_the_capability(assembly: Ass
             assert props.get("ReservedConcurrentExecutions") == agent.reserved_concurrency
             assert (props["Handler"], props["Runtime"], props["Architectures"]) == (
                 "handler.lambda_handler",
-                "python3.14",
+                SUITE_PYTHON,
                 ["arm64"],
             )
             assert props["TracingConfig"] == {"Mode": "Active"} and len(props["Layers"]) == 1
@@ -232,6 +233,38 @@ def test_no_policy_grants_a_wildcard_action_or_data_on_every_resource(assembly: 
                 assert not any("*" in action for action in actions), (logical_id, actions)
                 if statement["Resource"] == "*":  # only actions that take no resource may be granted on '*'
                     assert all(a.split(":")[0] in {"xray", "logs"} or a in NO_RESOURCE for a in actions), actions
+
+
+def _role_statements(assembly: Assembly, env: str, role: str) -> list[dict]:
+    """Every statement of the inline policies attached to the role with this logical id."""
+    return [
+        statement
+        for policy in assembly.resources(env, "AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _actions(statement: dict) -> set[str]:
+    return set(statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
+
+
+def _resources(statement: dict) -> list:
+    return statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_function_runs_the_python_the_suite_runs(assembly: Assembly, env):
+    # Given the interpreter this test runs on (the venv the whole suite uses)
+    from infra.components.functions import PYTHON_VERSION
+    from layers.build import PYTHON as LAYER_PYTHON
+
+    # Then the layer is built for it, and every function and the layer declare it
+    assert f"python{PYTHON_VERSION}" == f"python{LAYER_PYTHON}" == SUITE_PYTHON
+    runtimes = {f["Properties"]["Runtime"] for f in assembly.resources(env, "AWS::Lambda::Function").values()}
+    assert runtimes == {SUITE_PYTHON}
+    for layer in assembly.resources(env, "AWS::Lambda::LayerVersion").values():
+        assert layer["Properties"]["CompatibleRuntimes"] == [SUITE_PYTHON]
 
 
 def _tables_referenced(statement: dict) -> set[str]:
