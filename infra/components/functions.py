@@ -1,7 +1,8 @@
 """Lambda functions the same way everywhere: own role, own log group, the runtime layer, tracing.
 
-Roles start empty (no AWS managed policies): each function is granted exactly what its code
-calls, by the construct that wires it (see access.py).
+Roles start with no AWS managed policy (AWSLambdaBasicExecutionRole would let a function write to
+every log group of the account): each may create streams in and write to its own log group only,
+and is granted exactly what its code calls by the construct that wires it (see access.py).
 """
 
 from __future__ import annotations
@@ -107,6 +108,9 @@ class FunctionFactory:
                 **(environment or {}),
             },
         )
+        # logs:CreateLogStream and logs:PutLogEvents on this function's own group (its ARN ends in ':*',
+        # which covers the group's streams and nothing else)
+        log_group.grant_write(role)
         acknowledge(
             function,
             "AwsSolutions-L1",

@@ -254,6 +254,28 @@ def _resources(statement: dict) -> list:
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_function_may_write_its_logs_to_its_own_log_group_only(assembly: Assembly, env):
+    # Given every function of the stack (moto enforces no IAM: this is the only guard of logging)
+    functions = assembly.resources(env, "AWS::Lambda::Function")
+    groups = assembly.resources(env, "AWS::Logs::LogGroup")
+    assert functions
+    for logical_id, function in functions.items():
+        # When its role's policies are read
+        own_group = function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert own_group in groups, logical_id
+        statements = _role_statements(assembly, env, function["Properties"]["Role"]["Fn::GetAtt"][0])
+        # Then it may create streams in and put events to its own group
+        writes = [s for s in statements if {"logs:CreateLogStream", "logs:PutLogEvents"} <= _actions(s)]
+        assert writes, f"{logical_id} cannot write its logs"
+        assert all(s["Effect"] == "Allow" for s in writes)
+        assert {"Fn::GetAtt": [own_group, "Arn"]} in [r for s in writes for r in _resources(s)], logical_id
+        # and to no other group: every logs: grant names its own group and nothing else
+        for statement in statements:
+            if any(a.startswith("logs:") for a in _actions(statement)):
+                assert _resources(statement) == [{"Fn::GetAtt": [own_group, "Arn"]}], (logical_id, statement)
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_every_function_runs_the_python_the_suite_runs(assembly: Assembly, env):
     # Given the interpreter this test runs on (the venv the whole suite uses)
     from infra.components.functions import PYTHON_VERSION
