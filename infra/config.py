@@ -73,7 +73,9 @@ class EnvironmentConfig(BaseModel):
     log_retention_days: int = 30
     removal_policy: Literal["destroy", "retain"] = "retain"
     alarms: bool = True
-    alarm_email: str | None = None
+    # subscribed to the alarm topic (AWS mails a confirmation link first); without it the topic has no
+    # subscriber and synth warns: subscribe another endpoint to the stack's AlarmTopicArn output
+    alarm_email: str | None = Field(None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
     auth: AuthConfig = Field(default_factory=AuthConfig)
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     llm_provider: Literal["scripted", "openai"] = "openai"

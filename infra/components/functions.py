@@ -134,7 +134,12 @@ class FunctionFactory:
             retention_period=Duration.days(14),
             removal_policy=removal_policy(self.config),
         )
-        acknowledge(queue, "AwsSolutions-SQS3", "This queue is itself a dead-letter queue; its depth is alarmed on.")
+        watched = (
+            "its depth is alarmed on (a message visible raises the alarm) and graphed on the runtime dashboard"
+            if self.config.alarms
+            else "this environment has alarms off; its depth is graphed on the runtime dashboard only"
+        )
+        acknowledge(queue, "AwsSolutions-SQS3", f"This queue is itself a dead-letter queue: {watched}.")
         return queue
 
 

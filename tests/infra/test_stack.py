@@ -16,6 +16,7 @@ from aws_cdk.assertions import Match, Template
 
 from infra.components.access import ACCESS
 from infra.components.api import WEBHOOK_ROUTE, api_routes
+from infra.components.monitoring import NO_SUBSCRIBER
 from infra.components.pipeline import definition_of
 from infra.config import ConfigError, load_environments
 from missions.core import capability as registry
@@ -555,11 +556,74 @@ def test_alarms_cover_executions_functions_queues_and_overdue_questions(assembly
     assert all(a["AlarmActions"] for a in alarms)  # each notifies the alarm topic
 
 
+def _warnings(assembly: Assembly, env: str) -> list[str]:
+    """The synth warnings of a stack, as the CDK CLI prints them."""
+    manifest = json.loads((assembly.directory / "manifest.json").read_text())
+    artifact = manifest["artifacts"][f"missions-{env}"]
+    metadata = artifact.get("metadata") or json.loads(
+        (assembly.directory / artifact["additionalMetadataFile"]).read_text()
+    )
+    return [entry["data"] for entries in metadata.values() for entry in entries if entry["type"] == "aws:cdk:warning"]
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_every_alarm_notifies_the_alarm_topic_whose_arn_is_an_output(assembly: Assembly, env):
+    # Given an environment with alarms
+    topic_id, _ = _one(assembly, env, "AWS::SNS::Topic", "MonitoringAlarms")
+    alarms = assembly.resources(env, "AWS::CloudWatch::Alarm")
+    assert alarms
+    # Then every alarm's action is that topic, and operators find the topic in the stack's outputs
+    for logical_id, alarm in alarms.items():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], logical_id
+    (output,) = [o for k, o in assembly.templates[env]["Outputs"].items() if k.startswith("MonitoringAlarmTopicArn")]
+    assert output["Value"] == {"Ref": topic_id}
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_alarms_without_an_email_warn_at_synth_that_nobody_is_notified(assembly: Assembly, env):
+    # Given cdk.json's environment with alarms on and no alarm_email
+    # Then its topic has no subscription, and the synth says so (the CDK CLI prints it; --strict fails on it)
+    assert not assembly.resources(env, "AWS::SNS::Subscription")
+    (warning,) = [w for w in _warnings(assembly, env) if NO_SUBSCRIBER in w]
+    assert f"environments.{env}.alarm_email is not set" in warning and "AlarmTopicArn" in warning
+    # while an environment without alarms has neither topic nor warning
+    assert not assembly.resources("dev", "AWS::SNS::Topic")
+    assert not [w for w in _warnings(assembly, "dev") if NO_SUBSCRIBER in w]
+
+
+def test_an_alarm_email_is_subscribed_to_the_alarm_topic(variants: Assembly):
+    # Given an environment with alarms and an alarm_email
+    topic_id, _ = _one(variants, "ops", "AWS::SNS::Topic", "MonitoringAlarms")
+    # Then the address is subscribed to the topic every alarm notifies, and nothing warns
+    (subscription,) = variants.resources("ops", "AWS::SNS::Subscription").values()
+    assert subscription["Properties"] == {"Protocol": "email", "Endpoint": OPS_EMAIL, "TopicArn": {"Ref": topic_id}}
+    alarms = variants.resources("ops", "AWS::CloudWatch::Alarm").values()
+    assert alarms and all(a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for a in alarms)
+    assert not [w for w in _warnings(variants, "ops") if NO_SUBSCRIBER in w]
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_every_dead_letter_queue_is_alarmed_on_as_its_nag_acknowledgement_says(assembly: Assembly, env):
+    # Given every queue of the stack (each one is a dead-letter queue: AwsSolutions-SQS3 is acknowledged so)
+    queues = assembly.resources(env, "AWS::SQS::Queue")
+    alarmed = {
+        dimension["Value"]["Fn::GetAtt"][0]
+        for alarm in assembly.resources(env, "AWS::CloudWatch::Alarm").values()
+        if alarm["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"
+        for dimension in alarm["Properties"]["Dimensions"]
+        if dimension["Name"] == "QueueName"
+    }
+    # Then a message in any of them raises an alarm
+    assert queues and set(queues) == alarmed
+
+
 def test_a_bad_environment_fails_with_its_name_and_field():
     with pytest.raises(ConfigError, match=r"environments.qa: log_retention_days"):
         load_environments({"qa": {"log_retention_days": 8}})
     with pytest.raises(ConfigError, match=r"environments.qa: removal_policy"):
         load_environments({"qa": {"removal_policy": "sometimes"}})
+    with pytest.raises(ConfigError, match=r"environments.qa: alarm_email"):
+        load_environments({"qa": {"alarm_email": "oncall"}})
     with pytest.raises(ConfigError, match=r"environments.qa: auth.callback_urls"):
         load_environments({"qa": {"auth": {"callback_urls": ["http://console.team.test/callback"]}}})
     with pytest.raises(ConfigError, match=r"environments.qa: auth.domain_prefix"):
