@@ -320,6 +320,77 @@ def test_each_function_role_reaches_only_the_tables_and_actions_of_its_access_en
     assert checked >= {"missions-stage", "missions-interrupt", "missions-api", "missions-webhook"}
 
 
+def _referenced_ids(value: object) -> set[str]:
+    """Logical ids a policy resource refers to (Ref and Fn::GetAtt, however deep in Fn::Join)."""
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return set() if value["Ref"].startswith("AWS::") else {value["Ref"]}  # pseudo parameters
+        if "Fn::GetAtt" in value:
+            return {value["Fn::GetAtt"][0]}
+        return set().union(*(_referenced_ids(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_referenced_ids(v) for v in value)) if value else set()
+    return set()
+
+
+def _stages_by_capability(assembly: Assembly, env: str) -> dict[str, dict[str, dict]]:
+    stages: dict[str, dict[str, dict]] = {}
+    for logical_id, function in assembly.resources(env, "AWS::Lambda::Function").items():
+        capability = function["Properties"]["Environment"]["Variables"].get("MISSIONS_CAPABILITY")
+        if capability:
+            stages.setdefault(capability, {})[logical_id] = function
+    return stages
+
+
+def test_a_capabilitys_state_machine_invokes_only_its_own_stages_and_the_interrupt(assembly: Assembly):
+    # Given each capability's state machine and its role
+    machines = assembly.resources("dev", "AWS::StepFunctions::StateMachine")
+    stages = _stages_by_capability(assembly, "dev")
+    interrupt = {
+        k
+        for k, f in assembly.resources("dev", "AWS::Lambda::Function").items()
+        if _function_service(f) == "missions-interrupt"
+    }
+    assert len(stages) == len(machines) >= 2
+    for machine in machines.values():
+        name = machine["Properties"]["StateMachineName"].removeprefix("missions-dev-")
+        (capability,) = [c for c in stages if c.replace("_", "-") == name]
+        statements = _role_statements(assembly, "dev", machine["Properties"]["RoleArn"]["Fn::GetAtt"][0])
+        # Then it may invoke its own stages and the shared interrupt function, and no other capability's stages
+        invoked = set().union(
+            *(_referenced_ids(s["Resource"]) for s in statements if "lambda:InvokeFunction" in _actions(s))
+        )
+        assert invoked == set(stages[capability]) | interrupt, name
+
+
+def test_a_stage_reaches_no_state_machine_and_nothing_of_another_capability(assembly: Assembly):
+    # Given every stage function of every capability, and what other capabilities own
+    resources = assembly.templates["dev"]["Resources"]
+    stages = _stages_by_capability(assembly, "dev")
+    machines = set(assembly.resources("dev", "AWS::StepFunctions::StateMachine"))
+    # what stages of all capabilities share: the runtime's data stores, keyed by mission id and content hash
+    # (no capability in any key, so IAM cannot tell one capability's items or blobs from another's)
+    shared = {k for k, r in resources.items() if r["Type"] in ("AWS::DynamoDB::Table", "AWS::S3::Bucket")}
+    for capability, functions in stages.items():
+        for logical_id, function in functions.items():
+            statements = _role_statements(assembly, "dev", function["Properties"]["Role"]["Fn::GetAtt"][0])
+            actions = set().union(*(_actions(s) for s in statements))
+            # Then it cannot start, stop or answer any execution, invoke a function or put events
+            assert not [a for a in actions if a.split(":")[0] in ("states", "lambda", "events")], logical_id
+            # and every resource it names is its own log group or a shared data store: no state machine,
+            # no function, no log group or role of another capability's stages
+            own_group = function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+            named = set().union(*(_referenced_ids(s["Resource"]) for s in statements))
+            assert named - shared == {own_group}, (capability, logical_id, named - shared)
+            assert not named & machines
+            # (the one secret it may read, when it calls a model, is the environment's OpenAI key, shared too)
+            secrets = [s for s in statements if "secretsmanager:GetSecretValue" in _actions(s)]
+            assert all("openai-api-key-??????" in json.dumps(s["Resource"]) for s in secrets), logical_id
+            # and only the stages of capabilities that read repositories may read the snapshot bucket
+            reads_snapshots = any(k.startswith("StorageSnapshots") for k in named)
+            assert not reads_snapshots or registry.load(capability).repository != "none", logical_id
+
+
 def test_only_llm_stages_may_read_the_openai_key(assembly: Assembly):
     policies = assembly.resources("dev", "AWS::IAM::Policy")
     capability = registry.load("code_analysis")
