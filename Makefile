@@ -8,7 +8,7 @@ DEMO_QUESTION ?= How does EnvelopeCodec offload large fields, and where is max_a
 ENV ?= dev
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION = 20
 
-.PHONY: demo dev test test-fast bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy lock update-deps
+.PHONY: demo dev test test-fast bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
 
 help:
 	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
@@ -22,6 +22,7 @@ help:
 	@echo "make layer   build the Lambda layer for ARCH (default arm64) into build/layer-ARCH"
 	@echo "make synth   ENV=dev|staging|prod: CloudFormation template in cdk.out, cdk-nag and cfn-lint checked"
 	@echo "make deploy  ENV=...: cdk deploy with the pinned aws-cdk 2.x CLI (needs AWS credentials; see README)"
+	@echo "make destroy ENV=...: cdk destroy of that environment's stack (asks first; FORCE=1 does not ask)"
 
 # The venv holds exactly what requirements/dev.lock pins (the suite's versions), then this project.
 LOCK := requirements/dev.lock
@@ -105,6 +106,12 @@ diff: layer node
 
 deploy: layer node
 	$(CDK) deploy missions-$(ENV) $(CDK_ARGS) --require-approval broadening
+
+# The CLI synthesizes the app to find the stack, so the layer must exist. Tables, buckets, secrets and log
+# groups of an environment with removal_policy "retain" outlive the stack (delete them by hand).
+FORCE ?=
+destroy: layer node
+	$(CDK) destroy missions-$(ENV) $(CDK_ARGS) $(if $(filter 1 yes true,$(FORCE)),--force)
 
 clean:
 	rm -rf $(VENV) node_modules .bench cdk.out .pytest_cache .hypothesis

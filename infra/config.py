@@ -11,21 +11,48 @@ class ConfigError(ValueError):
     pass
 
 
+LOCAL_CALLBACK = "http://localhost:8787/callback"  # the CLI's and the dev server's loopback (make dev's port)
+
+
 class AuthConfig(BaseModel):
     """How the HTTP API knows the user: a JWT issuer (a Cognito user pool made here when none is
-    given) or IAM signatures (the caller's principal is the user)."""
+    given) or IAM signatures (the caller's principal is the user).
+
+    The pool made here has a hosted sign-in domain (`domain_prefix`, default
+    `<stack name>-<account id>`: prefixes are unique across all accounts of a region), a public
+    client for people (authorization code flow with PKCE, redirected to `callback_urls`) and a
+    client-credentials client for machines (scope `missions/api`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: Literal["jwt", "iam"] = "jwt"
     issuer: str | None = Field(None, pattern=r"^https://")
     audience: list[str] = Field(default_factory=list)
+    domain_prefix: str | None = Field(None, pattern=r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+    callback_urls: list[str] = Field(default_factory=lambda: [LOCAL_CALLBACK], min_length=1)
+    logout_urls: list[str] = Field(default_factory=lambda: ["http://localhost:8787/"])
 
     @model_validator(mode="after")
     def _issuer_needs_audience(self) -> AuthConfig:
         if self.type == "jwt" and self.issuer and not self.audience:
             raise ValueError("a JWT issuer needs at least one audience (the app client id)")
         return self
+
+    @field_validator("domain_prefix")
+    @classmethod
+    def _prefix_cognito_accepts(cls, prefix: str | None) -> str | None:
+        if prefix and any(word in prefix for word in ("aws", "amazon", "cognito")):
+            raise ValueError("a Cognito domain prefix may not contain 'aws', 'amazon' or 'cognito'")
+        return prefix
+
+    @field_validator("callback_urls", "logout_urls")
+    @classmethod
+    def _redirects_cognito_accepts(cls, urls: list[str]) -> list[str]:
+        for url in urls:
+            loopback = url.startswith(("http://localhost", "http://127.0.0.1"))
+            if not (url.startswith("https://") or loopback) or "#" in url:
+                raise ValueError(f"{url!r}: Cognito redirects to https URLs (http only on localhost), no fragment")
+        return urls
 
 
 class ThrottleConfig(BaseModel):
@@ -86,7 +113,9 @@ class EnvironmentConfig(BaseModel):
     log_retention_days: int = 30
     removal_policy: Literal["destroy", "retain"] = "retain"
     alarms: bool = True
-    alarm_email: str | None = None
+    # subscribed to the alarm topic (AWS mails a confirmation link first); without it the topic has no
+    # subscriber and synth warns: subscribe another endpoint to the stack's AlarmTopicArn output
+    alarm_email: str | None = Field(None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
     auth: AuthConfig = Field(default_factory=AuthConfig)
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)

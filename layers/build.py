@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PYTHON = "3.14"  # infra/components/functions.py RUNTIME must match
+PYTHON = "3.11"  # the suite's Python; infra/components/functions.py RUNTIME must match
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 
 

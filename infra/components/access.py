@@ -3,6 +3,14 @@
 The deploy smoke test (tests/infra/test_deploy_smoke.py) records every AWS call each deployed
 function makes while a mission runs and checks it against the role the template gave it, so
 this table can be neither too narrow (the mission would fail) nor silently widened.
+
+Between capabilities: each capability's state machine role invokes only its own stage functions
+(and the interrupt function all pipelines share), and a stage role names no state machine, no
+function and no log group but its own. The data stores are shared by every capability's stages:
+missions, checkpoints, events, interrupts and artifacts are keyed by mission id (`m_<hex>`) and
+offloaded blobs by content hash (`blobs/<hh>/<sha256>`), so no IAM condition (dynamodb:LeadingKeys,
+an object-key prefix) can tell one capability's items from another's; the OpenAI key is one
+secret per environment. Scoping those needs the capability in the keys, a runtime change.
 """
 
 from __future__ import annotations

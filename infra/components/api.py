@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 from aws_cdk import CfnOutput, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
@@ -20,6 +21,7 @@ from infra.config import EnvironmentConfig
 from missions.core.specs import API_FUNCTION, WEBHOOK_FUNCTION
 
 WEBHOOK_ROUTE = "/webhooks/{source}"
+RESOURCE_SERVER, API_SCOPE = "missions", "api"  # machines ask for the scope "missions/api"
 # one JSON line per request: enough to trace a call to its Lambda invocation without logging bodies
 ACCESS_LOG_FORMAT = {
     "requestId": "$context.requestId",
@@ -75,6 +77,9 @@ class Api(Construct):
         )
 
         self.user_pool: cognito.UserPool | None = None
+        self.user_client: cognito.UserPoolClient | None = None
+        self.machine_client: cognito.UserPoolClient | None = None
+        self.domain: cognito.UserPoolDomain | None = None
         self.http_api = apigw.HttpApi(
             self,
             "Http",
@@ -146,10 +151,68 @@ class Api(Construct):
                 "Threat protection needs Cognito's Plus plan (billed per user); MFA is required instead. "
                 "Teams with their own identity provider set auth.issuer and no pool is created.",
             )
-        client = self.user_pool.add_client(
+        clients = self._sign_in(self.user_pool, config)
+        return authorizers.HttpUserPoolAuthorizer("Cognito", self.user_pool, user_pool_clients=clients)
+
+    def _sign_in(self, pool: cognito.UserPool, config: EnvironmentConfig) -> list[cognito.IUserPoolClient]:
+        """Hosted sign-in on the pool's domain, a public client for people and one for machines; the
+        authorizer accepts tokens of both (their ids are its audience)."""
+        auth, stack = config.auth, Stack.of(self)
+        # prefixes are global per region: the account id keeps the default unique (unresolved until deploy
+        # when the environment names no account)
+        prefix = auth.domain_prefix or f"{stack.stack_name}-{stack.account}"
+        self.domain = pool.add_domain("Domain", cognito_domain=cognito.CognitoDomainOptions(domain_prefix=prefix))
+        api_scope = cognito.ResourceServerScope(scope_name=API_SCOPE, scope_description="use the missions API")
+        server = pool.add_resource_server(
+            "ResourceServer", identifier=RESOURCE_SERVER, scopes=[api_scope], user_pool_resource_server_name="missions"
+        )
+        api = cognito.OAuthScope.resource_server(server, api_scope)
+        # people: the CLI or a browser, authorization code flow with PKCE (a public client has no secret: it
+        # sends a code_challenge, and Cognito then gives tokens for the code only with its verifier); SRP
+        # for SDK sign-in as before
+        self.user_client = pool.add_client(
             "Client",
             auth_flows=cognito.AuthFlow(user_srp=True),
             generate_secret=False,
             prevent_user_existence_errors=True,
+            supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
+            o_auth=cognito.OAuthSettings(
+                flows=cognito.OAuthFlows(authorization_code_grant=True),
+                scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL, cognito.OAuthScope.PROFILE, api],
+                callback_urls=list(auth.callback_urls),
+                logout_urls=list(auth.logout_urls),
+            ),
         )
-        return authorizers.HttpUserPoolAuthorizer("Cognito", self.user_pool, user_pool_clients=[client])
+        # machines: client credentials (id + secret) for the API scope only; a token's sub is the client id,
+        # so missions a machine starts belong to that client
+        self.machine_client = pool.add_client(
+            "Machine",
+            generate_secret=True,
+            prevent_user_existence_errors=True,
+            supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
+            o_auth=cognito.OAuthSettings(flows=cognito.OAuthFlows(client_credentials=True), scopes=[api]),
+        )
+        machine: cognito.CfnUserPoolClient = self.machine_client.node.default_child  # type: ignore[assignment]
+        machine.explicit_auth_flows = ["ALLOW_REFRESH_TOKEN_AUTH"]  # no user may sign in through it
+
+        base = self.domain.base_url()
+        CfnOutput(self, "UserPoolId", value=pool.user_pool_id, description="Cognito user pool of the API's users")
+        CfnOutput(self, "UserClientId", value=self.user_client.user_pool_client_id, description="people: code + PKCE")
+        CfnOutput(
+            self,
+            "MachineClientId",
+            value=self.machine_client.user_pool_client_id,
+            description="machines: client credentials (its secret: aws cognito-idp describe-user-pool-client)",
+        )
+        CfnOutput(self, "HostedUiDomain", value=base, description="hosted sign-in (OAuth 2.0 endpoints under it)")
+        CfnOutput(self, "TokenUrl", value=f"{base}/oauth2/token", description="POST here for tokens")
+        CfnOutput(
+            self,
+            "SignInUrl",
+            value=self.domain.sign_in_url(
+                self.user_client, redirect_uri=quote(auth.callback_urls[0], safe=""), sign_in_path="/login"
+            ),
+            description="hosted sign-in page (authorization code flow to the first callback URL)",
+        )
+        CfnOutput(self, "ApiScope", value=f"{RESOURCE_SERVER}/{API_SCOPE}", description="the scope machines ask for")
+        return [self.user_client, self.machine_client]

@@ -1,7 +1,8 @@
 """Lambda functions the same way everywhere: own role, own log group, the runtime layer, tracing.
 
-Roles start empty (no AWS managed policies): each function is granted exactly what its code
-calls, by the construct that wires it (see access.py).
+Roles start with no AWS managed policy (AWSLambdaBasicExecutionRole would let a function write to
+every log group of the account): each may create streams in and write to its own log group only,
+and is granted exactly what its code calls by the construct that wires it (see access.py).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from infra.config import LOG_RETENTION_DAYS, EnvironmentConfig
 from missions.core.specs import FunctionSpec
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNTIME = lambda_.Runtime.PYTHON_3_14  # the layer is built for this version (layers/build.py --python)
-PYTHON_VERSION = "3.14"
+# The Python the test suite runs (the venv) is the Python Lambda runs: the layer's compiled wheels are built
+# for it (layers/build.py PYTHON) and tests/infra asserts every function's runtime equals the suite's.
+PYTHON_VERSION = "3.11"
+RUNTIME = lambda_.Runtime.PYTHON_3_11
 ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Architecture.X86_64}
 
 
@@ -105,6 +108,15 @@ class FunctionFactory:
                 **(environment or {}),
             },
         )
+        # logs:CreateLogStream and logs:PutLogEvents on this function's own group (its ARN ends in ':*',
+        # which covers the group's streams and nothing else)
+        log_group.grant_write(role)
+        acknowledge(
+            function,
+            "AwsSolutions-L1",
+            f"The runtime is python{PYTHON_VERSION}, the version the test suite runs and the layer's compiled "
+            "wheels are built for; moving to a newer one is a deliberate change of the venv, the locks and RUNTIME.",
+        )
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",
@@ -122,7 +134,12 @@ class FunctionFactory:
             retention_period=Duration.days(14),
             removal_policy=removal_policy(self.config),
         )
-        acknowledge(queue, "AwsSolutions-SQS3", "This queue is itself a dead-letter queue; its depth is alarmed on.")
+        watched = (
+            "its depth is alarmed on (a message visible raises the alarm) and graphed on the runtime dashboard"
+            if self.config.alarms
+            else "this environment has alarms off; its depth is graphed on the runtime dashboard only"
+        )
+        acknowledge(queue, "AwsSolutions-SQS3", f"This queue is itself a dead-letter queue: {watched}.")
         return queue
 
 

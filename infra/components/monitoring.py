@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Annotations, CfnOutput, Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_lambda as lambda_
@@ -16,6 +16,7 @@ from infra.config import EnvironmentConfig
 
 PERIOD = Duration.minutes(5)
 NAMESPACE = "Missions"  # Powertools metrics namespace of the runtime's own metrics
+NO_SUBSCRIBER = "missions:alarms-without-subscriber"  # the id of the synth warning
 
 
 class Monitoring(Construct):
@@ -41,8 +42,16 @@ class Monitoring(Construct):
         )
         if config.alarms:
             self.topic = sns.Topic(self, "Alarms", display_name=f"{config.prefix} alarms", enforce_ssl=True)
+            CfnOutput(self, "AlarmTopicArn", value=self.topic.topic_arn, description="every alarm notifies this topic")
             if config.alarm_email:
                 self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+            else:  # not an error: an operator may subscribe a pager or chat endpoint to the topic instead
+                Annotations.of(self.topic).add_warning_v2(
+                    NO_SUBSCRIBER,
+                    f"alarms are on but environments.{config.name}.alarm_email is not set in cdk.json: the alarm "
+                    "topic has no subscriber and alarms will notify nobody. Set alarm_email, or subscribe an "
+                    "endpoint to the topic of the stack output AlarmTopicArn after the deploy.",
+                )
             for name, machine in state_machines.items():
                 self._alarm(f"{name}-failed", machine.metric_failed(period=PERIOD), f"{name}: executions failed")
                 self._alarm(

@@ -45,8 +45,10 @@ class Storage(Construct):
         acknowledge(
             self.bucket,
             "AwsSolutions-S1",
-            "Holds only offloaded envelope fields that the runtime's own roles read and write by key; "
-            "an access-log bucket would log nothing a CloudTrail data-event trail does not.",
+            "Server access logging is off: the bucket holds only offloaded envelope fields, expired after "
+            "blob_expiry_days, read and written by key by the runtime's own roles (public access blocked, TLS "
+            "only). This stack creates no access-log bucket and no CloudTrail trail; object-level auditing, "
+            "when required, is CloudTrail S3 data events configured for the account.",
         )
 
         self.snapshots = s3.Bucket(
@@ -72,8 +74,11 @@ class Storage(Construct):
         acknowledge(
             self.snapshots,
             "AwsSolutions-S1",
-            "Holds repository snapshots written only by the import function and read by stage roles by key; "
-            "who registered, imported and deleted what is in the repositories table and CloudTrail.",
+            "Server access logging is off: snapshots are written only by the import function and read by key "
+            "by stages that read code (public access blocked, TLS only, versioned). Each live repository's owner "
+            "and snapshots are in its record in the repositories table (deleting a repository deletes the record; "
+            "point-in-time recovery keeps 35 days of the table); object-level access is in CloudTrail only where "
+            "the account records S3 data events (this stack creates no trail).",
         )
 
     def _table(self, spec: TableSpec, config: EnvironmentConfig) -> dynamodb.Table:

@@ -16,6 +16,7 @@ from aws_cdk.assertions import Match, Template
 
 from infra.components.access import ACCESS
 from infra.components.api import WEBHOOK_ROUTE, api_routes
+from infra.components.monitoring import NO_SUBSCRIBER
 from infra.components.pipeline import definition_of
 from infra.config import ConfigError, load_environments
 from missions.core import capability as registry
@@ -33,6 +34,7 @@ ASYNCHRONOUS = {
     "missions-repository-import",
 }
 NO_RESOURCE = {"dynamodb:ListStreams"}  # lists stream ARNs of the account; IAM offers no narrower resource
+SUITE_PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"  # what this test process runs
 
 
 def _by_logical_id_prefix(resources: dict, prefix: str) -> dict:
@@ -63,7 +65,7 @@ def test_a_lambda_per_stage_per_capability_sized_by_the_capability(assembly: Ass
             assert props.get("ReservedConcurrentExecutions") == agent.reserved_concurrency
             assert (props["Handler"], props["Runtime"], props["Architectures"]) == (
                 "handler.lambda_handler",
-                "python3.14",
+                SUITE_PYTHON,
                 ["arm64"],
             )
             assert props["TracingConfig"] == {"Mode": "Active"} and len(props["Layers"]) == 1
@@ -234,6 +236,60 @@ def test_no_policy_grants_a_wildcard_action_or_data_on_every_resource(assembly: 
                     assert all(a.split(":")[0] in {"xray", "logs"} or a in NO_RESOURCE for a in actions), actions
 
 
+def _role_statements(assembly: Assembly, env: str, role: str) -> list[dict]:
+    """Every statement of the inline policies attached to the role with this logical id."""
+    return [
+        statement
+        for policy in assembly.resources(env, "AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def _actions(statement: dict) -> set[str]:
+    return set(statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
+
+
+def _resources(statement: dict) -> list:
+    return statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_function_may_write_its_logs_to_its_own_log_group_only(assembly: Assembly, env):
+    # Given every function of the stack (moto enforces no IAM: this is the only guard of logging)
+    functions = assembly.resources(env, "AWS::Lambda::Function")
+    groups = assembly.resources(env, "AWS::Logs::LogGroup")
+    assert functions
+    for logical_id, function in functions.items():
+        # When its role's policies are read
+        own_group = function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+        assert own_group in groups, logical_id
+        statements = _role_statements(assembly, env, function["Properties"]["Role"]["Fn::GetAtt"][0])
+        # Then it may create streams in and put events to its own group
+        writes = [s for s in statements if {"logs:CreateLogStream", "logs:PutLogEvents"} <= _actions(s)]
+        assert writes, f"{logical_id} cannot write its logs"
+        assert all(s["Effect"] == "Allow" for s in writes)
+        assert {"Fn::GetAtt": [own_group, "Arn"]} in [r for s in writes for r in _resources(s)], logical_id
+        # and to no other group: every logs: grant names its own group and nothing else
+        for statement in statements:
+            if any(a.startswith("logs:") for a in _actions(statement)):
+                assert _resources(statement) == [{"Fn::GetAtt": [own_group, "Arn"]}], (logical_id, statement)
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_function_runs_the_python_the_suite_runs(assembly: Assembly, env):
+    # Given the interpreter this test runs on (the venv the whole suite uses)
+    from infra.components.functions import PYTHON_VERSION
+    from layers.build import PYTHON as LAYER_PYTHON
+
+    # Then the layer is built for it, and every function and the layer declare it
+    assert f"python{PYTHON_VERSION}" == f"python{LAYER_PYTHON}" == SUITE_PYTHON
+    runtimes = {f["Properties"]["Runtime"] for f in assembly.resources(env, "AWS::Lambda::Function").values()}
+    assert runtimes == {SUITE_PYTHON}
+    for layer in assembly.resources(env, "AWS::Lambda::LayerVersion").values():
+        assert layer["Properties"]["CompatibleRuntimes"] == [SUITE_PYTHON]
+
+
 def _tables_referenced(statement: dict) -> set[str]:
     text = json.dumps(statement["Resource"])
     return {spec.id for spec in TABLES if f'"Storage{spec.id.capitalize()}' in text}
@@ -262,6 +318,77 @@ def test_each_function_role_reaches_only_the_tables_and_actions_of_its_access_en
         checked.add(_function_service(function))
         assert resources[role]["Properties"].get("ManagedPolicyArns") is None  # no AWS managed policies
     assert checked >= {"missions-stage", "missions-interrupt", "missions-api", "missions-webhook"}
+
+
+def _referenced_ids(value: object) -> set[str]:
+    """Logical ids a policy resource refers to (Ref and Fn::GetAtt, however deep in Fn::Join)."""
+    if isinstance(value, dict):
+        if "Ref" in value:
+            return set() if value["Ref"].startswith("AWS::") else {value["Ref"]}  # pseudo parameters
+        if "Fn::GetAtt" in value:
+            return {value["Fn::GetAtt"][0]}
+        return set().union(*(_referenced_ids(v) for v in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_referenced_ids(v) for v in value)) if value else set()
+    return set()
+
+
+def _stages_by_capability(assembly: Assembly, env: str) -> dict[str, dict[str, dict]]:
+    stages: dict[str, dict[str, dict]] = {}
+    for logical_id, function in assembly.resources(env, "AWS::Lambda::Function").items():
+        capability = function["Properties"]["Environment"]["Variables"].get("MISSIONS_CAPABILITY")
+        if capability:
+            stages.setdefault(capability, {})[logical_id] = function
+    return stages
+
+
+def test_a_capabilitys_state_machine_invokes_only_its_own_stages_and_the_interrupt(assembly: Assembly):
+    # Given each capability's state machine and its role
+    machines = assembly.resources("dev", "AWS::StepFunctions::StateMachine")
+    stages = _stages_by_capability(assembly, "dev")
+    interrupt = {
+        k
+        for k, f in assembly.resources("dev", "AWS::Lambda::Function").items()
+        if _function_service(f) == "missions-interrupt"
+    }
+    assert len(stages) == len(machines) >= 2
+    for machine in machines.values():
+        name = machine["Properties"]["StateMachineName"].removeprefix("missions-dev-")
+        (capability,) = [c for c in stages if c.replace("_", "-") == name]
+        statements = _role_statements(assembly, "dev", machine["Properties"]["RoleArn"]["Fn::GetAtt"][0])
+        # Then it may invoke its own stages and the shared interrupt function, and no other capability's stages
+        invoked = set().union(
+            *(_referenced_ids(s["Resource"]) for s in statements if "lambda:InvokeFunction" in _actions(s))
+        )
+        assert invoked == set(stages[capability]) | interrupt, name
+
+
+def test_a_stage_reaches_no_state_machine_and_nothing_of_another_capability(assembly: Assembly):
+    # Given every stage function of every capability, and what other capabilities own
+    resources = assembly.templates["dev"]["Resources"]
+    stages = _stages_by_capability(assembly, "dev")
+    machines = set(assembly.resources("dev", "AWS::StepFunctions::StateMachine"))
+    # what stages of all capabilities share: the runtime's data stores, keyed by mission id and content hash
+    # (no capability in any key, so IAM cannot tell one capability's items or blobs from another's)
+    shared = {k for k, r in resources.items() if r["Type"] in ("AWS::DynamoDB::Table", "AWS::S3::Bucket")}
+    for capability, functions in stages.items():
+        for logical_id, function in functions.items():
+            statements = _role_statements(assembly, "dev", function["Properties"]["Role"]["Fn::GetAtt"][0])
+            actions = set().union(*(_actions(s) for s in statements))
+            # Then it cannot start, stop or answer any execution, invoke a function or put events
+            assert not [a for a in actions if a.split(":")[0] in ("states", "lambda", "events")], logical_id
+            # and every resource it names is its own log group or a shared data store: no state machine,
+            # no function, no log group or role of another capability's stages
+            own_group = function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+            named = set().union(*(_referenced_ids(s["Resource"]) for s in statements))
+            assert named - shared == {own_group}, (capability, logical_id, named - shared)
+            assert not named & machines
+            # (the one secret it may read, when it calls a model, is the environment's OpenAI key, shared too)
+            secrets = [s for s in statements if "secretsmanager:GetSecretValue" in _actions(s)]
+            assert all("openai-api-key-??????" in json.dumps(s["Resource"]) for s in secrets), logical_id
+            # and only the stages of capabilities that read repositories may read the snapshot bucket
+            reads_snapshots = any(k.startswith("StorageSnapshots") for k in named)
+            assert not reads_snapshots or registry.load(capability).repository != "none", logical_id
 
 
 def test_only_llm_stages_may_read_the_openai_key(assembly: Assembly):
@@ -350,7 +477,13 @@ def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_without(asse
     assert pool["Properties"]["MfaConfiguration"] == "ON"
 
 
-def test_iam_auth_and_an_external_issuer_are_configurable(tmp_path):
+OPS_EMAIL = "oncall@team.test"
+OPS_CALLBACKS = ["https://console.team.test/callback", "http://localhost:8787/callback"]
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """Environments configured otherwise than cdk.json's, synthesized once for every test below that reads them."""
     context = {
         "environments": {
             "iamonly": {"auth": {"type": "iam"}, "alarms": False, "llm": {"provider": "scripted"}},
@@ -360,9 +493,19 @@ def test_iam_auth_and_an_external_issuer_are_configurable(tmp_path):
                 "account": "111122223333",  # a concrete environment renders ARNs (and nag findings) with values
                 "region": "eu-west-1",
             },
+            "ops": {
+                "alarms": True,
+                "alarm_email": OPS_EMAIL,
+                "auth": {"domain_prefix": "team-missions", "callback_urls": OPS_CALLBACKS},
+                "capabilities": ["shopping"],
+            },
         }
     }
-    synthesized = synthesize(tmp_path, context=context)
+    return synthesize(tmp_path_factory.mktemp("variants"), context=context)
+
+
+def test_iam_auth_and_an_external_issuer_are_configurable(variants: Assembly):
+    synthesized = variants
     iam_routes = [r["Properties"] for r in synthesized.resources("iamonly", "AWS::ApiGatewayV2::Route").values()]
     assert {r["AuthorizationType"] for r in iam_routes if r["RouteKey"] != f"POST {WEBHOOK_ROUTE}"} == {"AWS_IAM"}
     assert not synthesized.resources("iamonly", "AWS::Cognito::UserPool")
@@ -372,6 +515,82 @@ def test_iam_auth_and_an_external_issuer_are_configurable(tmp_path):
         "Audience": ["missions"],
     }
     assert not synthesized.resources("sso", "AWS::Cognito::UserPool")
+
+
+def _one(assembly: Assembly, env: str, type_: str, prefix: str = "") -> tuple[str, dict]:
+    (found,) = [(k, r) for k, r in assembly.resources(env, type_).items() if k.startswith(prefix)]
+    return found
+
+
+def _output(assembly: Assembly, env: str, name: str) -> dict:
+    (value,) = [o["Value"] for key, o in assembly.templates[env]["Outputs"].items() if key.startswith(f"Api{name}")]
+    return value
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_the_user_pool_has_hosted_sign_in_for_people_and_client_credentials_for_machines(assembly: Assembly, env):
+    # Given the pool made for an environment of cdk.json (no auth.issuer)
+    pool_id, _ = _one(assembly, env, "AWS::Cognito::UserPool")
+    # Then it has a domain named after the stack and the account (prefixes are unique per region)
+    _, domain = _one(assembly, env, "AWS::Cognito::UserPoolDomain")
+    assert domain["Properties"]["Domain"] == {"Fn::Join": ["", [f"missions-{env}-", {"Ref": "AWS::AccountId"}]]}
+    assert domain["Properties"]["UserPoolId"] == {"Ref": pool_id}
+    # and a resource server whose scope is missions/api
+    server_id, server = _one(assembly, env, "AWS::Cognito::UserPoolResourceServer")
+    assert server["Properties"]["Identifier"] == "missions"
+    assert server["Properties"]["Scopes"] == [{"ScopeName": "api", "ScopeDescription": "use the missions API"}]
+    api_scope = {"Fn::Join": ["", [{"Ref": server_id}, "/api"]]}
+    # and a public client for people: authorization code (with PKCE: no secret) to the local callback
+    user_id, user = _one(assembly, env, "AWS::Cognito::UserPoolClient", "ApiUsersClient")
+    props = user["Properties"]
+    assert props["AllowedOAuthFlows"] == ["code"] and props["AllowedOAuthFlowsUserPoolClient"] is True
+    assert props["GenerateSecret"] is False
+    assert props["CallbackURLs"] == ["http://localhost:8787/callback"]
+    assert props["AllowedOAuthScopes"] == ["openid", "email", "profile", api_scope]
+    assert props["SupportedIdentityProviders"] == ["COGNITO"]
+    # and a confidential client for machines: client credentials for the API scope only, no user sign-in
+    machine_id, machine = _one(assembly, env, "AWS::Cognito::UserPoolClient", "ApiUsersMachine")
+    props = machine["Properties"]
+    assert props["AllowedOAuthFlows"] == ["client_credentials"] and props["GenerateSecret"] is True
+    assert props["AllowedOAuthScopes"] == [api_scope]
+    assert props["ExplicitAuthFlows"] == ["ALLOW_REFRESH_TOKEN_AUTH"]
+    # and the API's JWT authorizer accepts tokens of both clients from this pool
+    _, authorizer = _one(assembly, env, "AWS::ApiGatewayV2::Authorizer")
+    jwt = authorizer["Properties"]["JwtConfiguration"]
+    assert jwt["Audience"] == [{"Ref": user_id}, {"Ref": machine_id}]
+    assert {"Ref": pool_id} in jwt["Issuer"]["Fn::Join"][1]
+    # and nothing of CDK's placeholder redirect is left anywhere
+    assert "example.com" not in json.dumps(assembly.templates[env])
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_the_stack_outputs_what_a_client_needs_to_sign_in_and_call_the_api(assembly: Assembly, env):
+    # Given the outputs of a stack with its own user pool
+    pool_id, _ = _one(assembly, env, "AWS::Cognito::UserPool")
+    domain_id, _ = _one(assembly, env, "AWS::Cognito::UserPoolDomain")
+    user_id, _ = _one(assembly, env, "AWS::Cognito::UserPoolClient", "ApiUsersClient")
+    machine_id, _ = _one(assembly, env, "AWS::Cognito::UserPoolClient", "ApiUsersMachine")
+    # Then the API URL, the pool, both clients, the hosted UI, its token endpoint and sign-in page are there
+    assert _output(assembly, env, "Url")["Fn::Join"][1][0] == "https://"
+    assert _output(assembly, env, "UserPoolId") == {"Ref": pool_id}
+    assert _output(assembly, env, "UserClientId") == {"Ref": user_id}
+    assert _output(assembly, env, "MachineClientId") == {"Ref": machine_id}
+    assert _output(assembly, env, "ApiScope") == "missions/api"
+    hosted = _output(assembly, env, "HostedUiDomain")["Fn::Join"][1]
+    assert hosted == ["https://", {"Ref": domain_id}, ".auth.", {"Ref": "AWS::Region"}, ".amazoncognito.com"]
+    assert _output(assembly, env, "TokenUrl")["Fn::Join"][1] == [*hosted[:-1], ".amazoncognito.com/oauth2/token"]
+    sign_in = _output(assembly, env, "SignInUrl")["Fn::Join"][1]
+    assert {"Ref": user_id} in sign_in
+    assert sign_in[-1] == "&response_type=code&redirect_uri=http%3A%2F%2Flocalhost%3A8787%2Fcallback"
+
+
+def test_the_sign_in_domain_and_callbacks_come_from_the_environment(variants: Assembly):
+    # Given an environment that names its domain prefix and callback URLs
+    _, domain = _one(variants, "ops", "AWS::Cognito::UserPoolDomain")
+    _, user = _one(variants, "ops", "AWS::Cognito::UserPoolClient", "ApiUsersClient")
+    # Then the pool's domain and the people's client use them
+    assert domain["Properties"]["Domain"] == "team-missions"
+    assert user["Properties"]["CallbackURLs"] == OPS_CALLBACKS
 
 
 # --------------------------------------------------------------------------- environments
@@ -408,11 +627,78 @@ def test_alarms_cover_executions_functions_queues_and_overdue_questions(assembly
     assert all(a["AlarmActions"] for a in alarms)  # each notifies the alarm topic
 
 
+def _warnings(assembly: Assembly, env: str) -> list[str]:
+    """The synth warnings of a stack, as the CDK CLI prints them."""
+    manifest = json.loads((assembly.directory / "manifest.json").read_text())
+    artifact = manifest["artifacts"][f"missions-{env}"]
+    metadata = artifact.get("metadata") or json.loads(
+        (assembly.directory / artifact["additionalMetadataFile"]).read_text()
+    )
+    return [entry["data"] for entries in metadata.values() for entry in entries if entry["type"] == "aws:cdk:warning"]
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_every_alarm_notifies_the_alarm_topic_whose_arn_is_an_output(assembly: Assembly, env):
+    # Given an environment with alarms
+    topic_id, _ = _one(assembly, env, "AWS::SNS::Topic", "MonitoringAlarms")
+    alarms = assembly.resources(env, "AWS::CloudWatch::Alarm")
+    assert alarms
+    # Then every alarm's action is that topic, and operators find the topic in the stack's outputs
+    for logical_id, alarm in alarms.items():
+        assert alarm["Properties"]["AlarmActions"] == [{"Ref": topic_id}], logical_id
+    (output,) = [o for k, o in assembly.templates[env]["Outputs"].items() if k.startswith("MonitoringAlarmTopicArn")]
+    assert output["Value"] == {"Ref": topic_id}
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_alarms_without_an_email_warn_at_synth_that_nobody_is_notified(assembly: Assembly, env):
+    # Given cdk.json's environment with alarms on and no alarm_email
+    # Then its topic has no subscription, and the synth says so (the CDK CLI prints it; --strict fails on it)
+    assert not assembly.resources(env, "AWS::SNS::Subscription")
+    (warning,) = [w for w in _warnings(assembly, env) if NO_SUBSCRIBER in w]
+    assert f"environments.{env}.alarm_email is not set" in warning and "AlarmTopicArn" in warning
+    # while an environment without alarms has neither topic nor warning
+    assert not assembly.resources("dev", "AWS::SNS::Topic")
+    assert not [w for w in _warnings(assembly, "dev") if NO_SUBSCRIBER in w]
+
+
+def test_an_alarm_email_is_subscribed_to_the_alarm_topic(variants: Assembly):
+    # Given an environment with alarms and an alarm_email
+    topic_id, _ = _one(variants, "ops", "AWS::SNS::Topic", "MonitoringAlarms")
+    # Then the address is subscribed to the topic every alarm notifies, and nothing warns
+    (subscription,) = variants.resources("ops", "AWS::SNS::Subscription").values()
+    assert subscription["Properties"] == {"Protocol": "email", "Endpoint": OPS_EMAIL, "TopicArn": {"Ref": topic_id}}
+    alarms = variants.resources("ops", "AWS::CloudWatch::Alarm").values()
+    assert alarms and all(a["Properties"]["AlarmActions"] == [{"Ref": topic_id}] for a in alarms)
+    assert not [w for w in _warnings(variants, "ops") if NO_SUBSCRIBER in w]
+
+
+@pytest.mark.parametrize("env", ["staging", "prod"])
+def test_every_dead_letter_queue_is_alarmed_on_as_its_nag_acknowledgement_says(assembly: Assembly, env):
+    # Given every queue of the stack (each one is a dead-letter queue: AwsSolutions-SQS3 is acknowledged so)
+    queues = assembly.resources(env, "AWS::SQS::Queue")
+    alarmed = {
+        dimension["Value"]["Fn::GetAtt"][0]
+        for alarm in assembly.resources(env, "AWS::CloudWatch::Alarm").values()
+        if alarm["Properties"].get("MetricName") == "ApproximateNumberOfMessagesVisible"
+        for dimension in alarm["Properties"]["Dimensions"]
+        if dimension["Name"] == "QueueName"
+    }
+    # Then a message in any of them raises an alarm
+    assert queues and set(queues) == alarmed
+
+
 def test_a_bad_environment_fails_with_its_name_and_field():
     with pytest.raises(ConfigError, match=r"environments.qa: log_retention_days"):
         load_environments({"qa": {"log_retention_days": 8}})
     with pytest.raises(ConfigError, match=r"environments.qa: removal_policy"):
         load_environments({"qa": {"removal_policy": "sometimes"}})
+    with pytest.raises(ConfigError, match=r"environments.qa: alarm_email"):
+        load_environments({"qa": {"alarm_email": "oncall"}})
+    with pytest.raises(ConfigError, match=r"environments.qa: auth.callback_urls"):
+        load_environments({"qa": {"auth": {"callback_urls": ["http://console.team.test/callback"]}}})
+    with pytest.raises(ConfigError, match=r"environments.qa: auth.domain_prefix"):
+        load_environments({"qa": {"auth": {"domain_prefix": "my-cognito-login"}}})
 
 
 def test_an_environment_without_a_price_for_its_model_fails_the_synth():
