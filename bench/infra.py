@@ -91,7 +91,7 @@ def rows(results: dict) -> list[tuple[str, str]]:
     out = []
     if "unzipped_mb" in layer:
         biggest = ", ".join(f"{name} {mb}" for name, mb in layer["largest_packages_mb"].items())
-        out.append(("layer (arm64, python3.14)", f"{layer['unzipped_mb']} MB unzipped, {layer['zipped_mb']} MB zipped"))
+        out.append(("layer (arm64, python3.11)", f"{layer['unzipped_mb']} MB unzipped, {layer['zipped_mb']} MB zipped"))
         out.append(("  largest packages (MB)", biggest))
     else:
         out.append(("layer", layer["error"]))
