@@ -422,33 +422,60 @@ def test_the_status_table_is_the_only_mapping():
 # --------------------------------------------------------------------------- webhooks
 
 
-def test_a_webhook_survives_a_bus_outage_and_starts_its_mission_once(monkeypatch: pytest.MonkeyPatch):
-    # Given a signed delivery, and an event bus that refuses it once
+WEBHOOK_SECRET = "whsec_" + base64.b64encode(b"the git source's key, 32 bytes!").decode()
+
+
+def _webhook_runtime(repo: Any, outage: list[Exception] | None = None) -> tuple[Runtime, list[dict[str, Any]]]:
+    """A runtime with the `git` source (missions for ann, on the repository `repo`) whose bus hands each
+    entry to the trigger function, as the EventBridge rule does; `outage` refuses the first publishes."""
     from missions.adapters.memory.webhooks import StaticWebhookSources
     from missions.ports.webhooks import WebhookSource
-    from missions.service.webhooks import sign
 
-    runtime = memory_runtime()
-    runtime.webhook_sources = StaticWebhookSources({"git": WebhookSource("git", "s3cret", user_id="ann")})
+    runtime = memory_runtime(repo_roots=[str(repo)])
+    runtime.webhook_sources = StaticWebhookSources({"git": WebhookSource("git", WEBHOOK_SECRET, user_id="ann")})
     published: list[dict[str, Any]] = []
-    outage = [DependencyUnavailable("the event bus refused the events: throttled")]
+    refusals = outage if outage is not None else []
 
     class Bus:
         def publish(self, entries: list[dict[str, Any]]) -> None:
-            if outage:
-                raise outage.pop()
+            if refusals:
+                raise refusals.pop()
             published.extend(entries)
+            for entry in entries:
+                runtime.handle_trigger(
+                    {
+                        "source": entry["Source"],
+                        "detail-type": entry["DetailType"],
+                        "detail": json.loads(entry["Detail"]),
+                    }
+                )
 
     runtime.bus = Bus()
-    body = json.dumps({"type": "push", "ref": "main"}).encode()
-    stamp = str(int(time.time()))
+    return runtime, published
+
+
+def _webhook(delivery: str, body: bytes, stamp: int | None = None, signature: str | None = None) -> dict[str, Any]:
+    from missions.service.webhooks import sign
+
+    stamp = int(time.time()) if stamp is None else stamp
     headers = {
-        "x-missions-timestamp": stamp,
-        "x-missions-delivery": "d-1",
-        "x-missions-signature": sign("s3cret", stamp, body),
+        "webhook-id": delivery,
+        "webhook-timestamp": str(stamp),
+        "webhook-signature": signature or sign(WEBHOOK_SECRET, delivery, stamp, body),
         "content-type": "application/json",
     }
-    event = http_event("POST", "/webhooks/git", "", headers, body, None)
+    return http_event("POST", "/webhooks/git", "", headers, body, None)
+
+
+PUSH = json.dumps({"type": "push", "symbol": "compute_tax"}).encode()
+
+
+def test_a_webhook_survives_a_bus_outage_and_starts_its_mission_once(tmp_path: Any):
+    # Given a signed delivery, and an event bus that refuses it once
+    runtime, published = _webhook_runtime(
+        tmp_path, outage=[DependencyUnavailable("the event bus refused the events: throttled")]
+    )
+    event = _webhook("d-1", PUSH)
     # When the sender delivers it, and retries after the 503 as it is told to
     first = runtime.handle_webhook(event)
     second = runtime.handle_webhook(event)
@@ -456,6 +483,36 @@ def test_a_webhook_survives_a_bus_outage_and_starts_its_mission_once(monkeypatch
     # Then the retry was accepted (not refused as a replay), put on the bus once, and a replay after that is one
     assert (first["statusCode"], second["statusCode"], third["statusCode"]) == (503, 202, 200)
     assert len(published) == 1 and json.loads(published[0]["Detail"])["delivery_id"] == "d-1"
+    assert len(runtime.missions.list_for_user("ann")) == 1
+
+
+def test_a_captured_webhook_replayed_under_fresh_ids_starts_nothing(tmp_path: Any):
+    # Given a signed delivery that started ann's mission
+    runtime, published = _webhook_runtime(tmp_path)
+    captured = _webhook("d-1", PUSH)
+    assert runtime.handle_webhook(captured)["statusCode"] == 202
+    signature = captured["headers"]["webhook-signature"]
+    stamp = int(captured["headers"]["webhook-timestamp"])
+    # When someone who captured it replays it within the window under new ids, with its signature
+    replays = [runtime.handle_webhook(_webhook(fresh, PUSH, stamp, signature)) for fresh in ("d-2", "d-3")]
+    # Then each is refused as unsigned, and still only one mission exists
+    assert [(r["statusCode"], json.loads(r["body"])["message"]) for r in replays] == [(401, "bad signature")] * 2
+    assert len(published) == 1 and len(runtime.missions.list_for_user("ann")) == 1
+
+
+def test_a_stale_webhook_is_refused_and_an_identical_redelivery_is_a_duplicate(tmp_path: Any):
+    runtime, _ = _webhook_runtime(tmp_path)
+    # Given a delivery correctly signed six minutes ago / When delivered / Then refused, nothing started
+    stale = runtime.handle_webhook(_webhook("d-old", PUSH, stamp=int(time.time()) - 360))
+    assert (stale["statusCode"], json.loads(stale["body"])["message"]) == (401, "stale timestamp")
+    assert runtime.missions.list_for_user("ann") == []
+    # Given a fresh delivery / When it arrives twice, byte for byte
+    event = _webhook("d-new", PUSH)
+    first, again = runtime.handle_webhook(event), runtime.handle_webhook(event)
+    # Then it is accepted once, the second answered as a duplicate (2xx), and one mission started
+    assert (first["statusCode"], again["statusCode"]) == (202, 200)
+    assert json.loads(again["body"]) == {"duplicate": True, "delivery_id": "d-new"}
+    assert len(runtime.missions.list_for_user("ann")) == 1
 
 
 def test_an_answer_that_meets_an_outage_is_not_lost(runtime: Runtime, monkeypatch: pytest.MonkeyPatch):
