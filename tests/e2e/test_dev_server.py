@@ -159,10 +159,10 @@ def test_create_follow_answer_result_feedback_learn(server, alice):
     assert rated["preferences_written"]
     status, twice = alice.call("POST", f"/missions/{mission_id}/feedback", {"completed": True, "quality": 1})
     assert status == 409
-    # Then learnings and preferences are updated
+    # Then her metrics and preferences are updated
     status, metrics = alice.call("GET", "/metrics/missions?capability=code_analysis&days=7")
     assert status == 200, metrics
-    assert metrics["average_rating"] == 4.0 or metrics.get("learnings", {}).get("rating_count", 0) >= 1
+    assert metrics["scope"] == "mine" and metrics["rating_count"] >= 1  # alice's own missions
     status, prefs = alice.call("GET", "/memory/user_preferences:alice")
     assert status == 200 and {i["key"] for i in prefs["items"]} & set(rated["preferences_written"])
     # And the next mission carries them in its context

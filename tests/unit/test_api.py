@@ -102,6 +102,71 @@ def test_another_users_mission_is_as_missing_as_none(runtime: Runtime):
     assert runtime.missions.get(mission_id).status == MissionStatus.RUNNING
 
 
+# --------------------------------------------------------------------------- metrics: whose missions
+
+
+METRICS = "/metrics/missions?capability=shopping&days=7"
+
+
+def _two_users_missions(runtime: Runtime) -> None:
+    """ann: two missions, one completed and rated 5; bob: one, failed."""
+    ann_first, _ann_second = start(runtime, user="ann"), start(runtime, user="ann")
+    bob_only = start(runtime, user="bob")
+    Lifecycle(runtime.missions).end(ann_first, MissionStatus.COMPLETED, terminal_reason="completed")
+    Lifecycle(runtime.missions).end(bob_only, MissionStatus.FAILED, terminal_reason="stage_failed")
+    status, rated = call(runtime, "POST", f"/missions/{ann_first}/feedback", {"completed": True, "quality": 5})
+    assert status == 200, rated
+
+
+def test_metrics_count_only_the_callers_own_missions():
+    # Given ann's and bob's missions of one capability
+    runtime = memory_runtime()
+    _two_users_missions(runtime)
+    # When each asks for the capability's metrics
+    _, ann = call(runtime, "GET", METRICS, user="ann")
+    _, bob = call(runtime, "GET", METRICS, user="bob")
+    _, carol = call(runtime, "GET", METRICS, user="carol")
+    # Then each sees their own missions only, and no aggregate of other users' feedback
+    assert (ann["count"], bob["count"], carol["count"]) == (2, 1, 0)
+    assert (ann["scope"], ann["by_status"]) == ("mine", {"completed": 1, "running": 1})
+    assert (ann["average_rating"], ann["learnings"]) == (5.0, None)
+    assert (bob["count"], bob["by_status"], bob["error_rate"], bob["average_rating"]) == (1, {"failed": 1}, 1.0, None)
+    assert (carol["count"], carol["learnings"]) == (0, None)
+
+
+def test_every_users_metrics_are_for_operators_only():
+    # Given ann's and bob's missions, and olga an operator by the settings
+    runtime = memory_runtime(operators=["olga"])
+    _two_users_missions(runtime)
+    # When ann asks for every user's / Then she is refused, with the reason
+    status, refused = call(runtime, "GET", METRICS + "&scope=all", user="ann")
+    assert status == 403 and "operators" in refused["message"]
+    # When olga asks / Then she sees every user's missions, and the capability's learnings
+    status, everyone = call(runtime, "GET", METRICS + "&scope=all", user="olga")
+    assert status == 200, everyone
+    assert (everyone["scope"], everyone["count"], everyone["by_status"]) == (
+        "all",
+        3,
+        {"completed": 1, "failed": 1, "running": 1},
+    )
+    assert everyone["learnings"]["rating_count"] == 1
+    # and a scope that is neither is refused as invalid
+    assert call(runtime, "GET", METRICS + "&scope=everyone", user="olga")[0] == 422
+
+
+def test_the_cognito_operators_group_may_see_every_users_metrics():
+    # Given ann's and bob's missions, and pat in the Cognito `operators` group (not in the settings)
+    runtime = memory_runtime()
+    _two_users_missions(runtime)
+    path, _, query = (METRICS + "&scope=all").partition("?")
+    event = http_event("GET", path, query, {}, b"", "pat")
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["cognito:groups"] = "[operators]"
+    # When pat asks for every user's metrics
+    result = api.handle(event, LocalContext("missions-api"), runtime)
+    # Then they are given
+    assert result["statusCode"] == 200 and json.loads(result["body"])["count"] == 3
+
+
 # --------------------------------------------------------------------------- starting
 
 
