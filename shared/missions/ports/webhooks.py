@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from missions.core.redaction import remember_secret
+
 DEFAULT_MAX_BODY_BYTES = 256 * 1024
 SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,47}$")  # as WebhookTrigger.source
 SECRET_PREFIX = "whsec_"  # Standard Webhooks: a secret is "whsec_" + the base64 of its key bytes
@@ -45,6 +47,9 @@ class WebhookSource:
             secret_key(self.secret)
         except ValueError as exc:
             raise ValueError(f"webhook source '{self.name}': {exc}") from None
+        # every source passes here, from settings or Secrets Manager: no error may quote its secret
+        remember_secret(self.secret)
+        remember_secret(self.secret.removeprefix(SECRET_PREFIX))
 
     @property
     def key(self) -> bytes:
