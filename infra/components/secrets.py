@@ -33,7 +33,7 @@ class Secrets(Construct):
         # Functions find the key by name and are granted it by name ("-??????" is the suffix Secrets Manager
         # appends), so nothing depends on the secret resource itself: it can be replaced or made by hand.
         self.openai_key_arn_pattern = self._arn(f"{self.openai_key_name}-??????")
-        # each webhook source is one secret: <prefix>/<source> = {"secret": ..., "user_id": ...}
+        # each webhook source is one secret: <prefix>/<source> = {"secret": "whsec_<base64>", "user_id": ...}
         self.webhook_prefix = f"{config.prefix}/webhooks"
         self.webhook_arn_pattern = self._arn(f"{self.webhook_prefix}/*")
 

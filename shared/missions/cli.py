@@ -186,7 +186,9 @@ def run(
 @app.command("dev")
 def dev(
     port: int = typer.Option(8787, min=1, max=65535, help="Port on 127.0.0.1."),
-    webhook_secret: str = typer.Option("dev-secret", help="HMAC secret of every local webhook source."),
+    webhook_secret: str = typer.Option(
+        "whsec_ZGV2LXNlY3JldA==", help="Secret (Standard Webhooks: whsec_<base64>) of every local webhook source."
+    ),
     repo_roots: list[str] = typer.Option(
         [],
         "--repo-root",
@@ -196,7 +198,12 @@ def dev(
     """Serve the HTTP API on 127.0.0.1 over the embedded emulation (dev tokens: 'Bearer dev:<user>')."""
     from missions.local.devserver import DEV_TOKEN_PREFIX, DevServer
     from missions.local.emulation import LocalCloud
+    from missions.ports.webhooks import secret_key
 
+    try:
+        secret_key(webhook_secret)
+    except ValueError as exc:
+        fail(f"--webhook-secret: {exc}")
     capabilities = registry.load_all()
     sources = {t.source: {"secret": webhook_secret} for c in capabilities for t in c.triggers.webhooks}
     llm = _llm_settings()
@@ -216,7 +223,7 @@ def dev(
             f"  try: curl -H 'Authorization: Bearer {DEV_TOKEN_PREFIX}alice' {server.url}/capabilities", highlight=False
         )
         out.print(
-            f"  webhooks: POST {server.url}/webhooks/<source>, signed with the secret "
+            f"  webhooks: POST {server.url}/webhooks/<source>, signed as Standard Webhooks with the secret "
             f"{webhook_secret!r} (see missions.service.webhooks)",
             highlight=False,
         )

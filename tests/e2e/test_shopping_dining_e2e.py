@@ -141,10 +141,10 @@ def test_shopping_over_http_choice_and_feedback(server: DevServer) -> None:
         "POST", f"/missions/{created['mission_id']}/feedback", {"completed": True, "quality": 5, "text": "Perfect"}
     )
     assert status == 200, rated
-    # Then the capability's learnings count it
+    # Then her metrics count it
     status, metrics = alice.call("GET", "/metrics/missions?capability=shopping&days=7")
     assert status == 200, metrics
-    assert metrics["learnings"]["rating_count"] >= 1 and metrics["learnings"]["completions"] >= 1
+    assert metrics["rating_count"] >= 1 and metrics["by_status"]["completed"] >= 1
 
 
 def test_dining_learning_loop_feedback_changes_the_next_weeknight_search(server: DevServer) -> None:

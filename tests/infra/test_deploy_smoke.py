@@ -251,17 +251,17 @@ def test_a_signed_webhook_starts_a_mission_through_the_bus_rule(deployed):
         "MISSIONS_WEBHOOK_SECRETS_PREFIX"
     ]
     session.client("secretsmanager").create_secret(
-        Name=f"{prefix}/git", SecretString=json.dumps({"secret": "s3cret", "user_id": "grace"})
+        Name=f"{prefix}/git", SecretString=json.dumps({"secret": "whsec_czNjcmV0", "user_id": "grace"})
     )
     body = json.dumps({"type": "push", "symbol": "EnvelopeCodec"}).encode()
     timestamp = str(int(time.time()))
     headers = {
         "content-type": "application/json",
-        "x-missions-timestamp": timestamp,
-        "x-missions-delivery": "d-1",
-        "x-missions-signature": sign("s3cret", timestamp, body),
+        "webhook-id": "d-1",
+        "webhook-timestamp": timestamp,
+        "webhook-signature": sign("whsec_czNjcmV0", "d-1", timestamp, body),
     }
-    # When the CI system posts it (no JWT: webhooks carry an HMAC)
+    # When the CI system posts it (no JWT: webhooks carry a Standard Webhooks signature)
     event = http_event("POST", "/webhooks/git", "", headers, body, None)
     response = _invoke(session, deployment.function_named("missions-webhook"), event)
     # Then it was accepted, and the bus rule's target started grace's mission

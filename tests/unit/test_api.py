@@ -102,6 +102,71 @@ def test_another_users_mission_is_as_missing_as_none(runtime: Runtime):
     assert runtime.missions.get(mission_id).status == MissionStatus.RUNNING
 
 
+# --------------------------------------------------------------------------- metrics: whose missions
+
+
+METRICS = "/metrics/missions?capability=shopping&days=7"
+
+
+def _two_users_missions(runtime: Runtime) -> None:
+    """ann: two missions, one completed and rated 5; bob: one, failed."""
+    ann_first, _ann_second = start(runtime, user="ann"), start(runtime, user="ann")
+    bob_only = start(runtime, user="bob")
+    Lifecycle(runtime.missions).end(ann_first, MissionStatus.COMPLETED, terminal_reason="completed")
+    Lifecycle(runtime.missions).end(bob_only, MissionStatus.FAILED, terminal_reason="stage_failed")
+    status, rated = call(runtime, "POST", f"/missions/{ann_first}/feedback", {"completed": True, "quality": 5})
+    assert status == 200, rated
+
+
+def test_metrics_count_only_the_callers_own_missions():
+    # Given ann's and bob's missions of one capability
+    runtime = memory_runtime()
+    _two_users_missions(runtime)
+    # When each asks for the capability's metrics
+    _, ann = call(runtime, "GET", METRICS, user="ann")
+    _, bob = call(runtime, "GET", METRICS, user="bob")
+    _, carol = call(runtime, "GET", METRICS, user="carol")
+    # Then each sees their own missions only, and no aggregate of other users' feedback
+    assert (ann["count"], bob["count"], carol["count"]) == (2, 1, 0)
+    assert (ann["scope"], ann["by_status"]) == ("mine", {"completed": 1, "running": 1})
+    assert (ann["average_rating"], ann["learnings"]) == (5.0, None)
+    assert (bob["count"], bob["by_status"], bob["error_rate"], bob["average_rating"]) == (1, {"failed": 1}, 1.0, None)
+    assert (carol["count"], carol["learnings"]) == (0, None)
+
+
+def test_every_users_metrics_are_for_operators_only():
+    # Given ann's and bob's missions, and olga an operator by the settings
+    runtime = memory_runtime(operators=["olga"])
+    _two_users_missions(runtime)
+    # When ann asks for every user's / Then she is refused, with the reason
+    status, refused = call(runtime, "GET", METRICS + "&scope=all", user="ann")
+    assert status == 403 and "operators" in refused["message"]
+    # When olga asks / Then she sees every user's missions, and the capability's learnings
+    status, everyone = call(runtime, "GET", METRICS + "&scope=all", user="olga")
+    assert status == 200, everyone
+    assert (everyone["scope"], everyone["count"], everyone["by_status"]) == (
+        "all",
+        3,
+        {"completed": 1, "failed": 1, "running": 1},
+    )
+    assert everyone["learnings"]["rating_count"] == 1
+    # and a scope that is neither is refused as invalid
+    assert call(runtime, "GET", METRICS + "&scope=everyone", user="olga")[0] == 422
+
+
+def test_the_cognito_operators_group_may_see_every_users_metrics():
+    # Given ann's and bob's missions, and pat in the Cognito `operators` group (not in the settings)
+    runtime = memory_runtime()
+    _two_users_missions(runtime)
+    path, _, query = (METRICS + "&scope=all").partition("?")
+    event = http_event("GET", path, query, {}, b"", "pat")
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["cognito:groups"] = "[operators]"
+    # When pat asks for every user's metrics
+    result = api.handle(event, LocalContext("missions-api"), runtime)
+    # Then they are given
+    assert result["statusCode"] == 200 and json.loads(result["body"])["count"] == 3
+
+
 # --------------------------------------------------------------------------- starting
 
 
@@ -422,33 +487,60 @@ def test_the_status_table_is_the_only_mapping():
 # --------------------------------------------------------------------------- webhooks
 
 
-def test_a_webhook_survives_a_bus_outage_and_starts_its_mission_once(monkeypatch: pytest.MonkeyPatch):
-    # Given a signed delivery, and an event bus that refuses it once
+WEBHOOK_SECRET = "whsec_" + base64.b64encode(b"the git source's key, 32 bytes!").decode()
+
+
+def _webhook_runtime(repo: Any, outage: list[Exception] | None = None) -> tuple[Runtime, list[dict[str, Any]]]:
+    """A runtime with the `git` source (missions for ann, on the repository `repo`) whose bus hands each
+    entry to the trigger function, as the EventBridge rule does; `outage` refuses the first publishes."""
     from missions.adapters.memory.webhooks import StaticWebhookSources
     from missions.ports.webhooks import WebhookSource
-    from missions.service.webhooks import sign
 
-    runtime = memory_runtime()
-    runtime.webhook_sources = StaticWebhookSources({"git": WebhookSource("git", "s3cret", user_id="ann")})
+    runtime = memory_runtime(repo_roots=[str(repo)])
+    runtime.webhook_sources = StaticWebhookSources({"git": WebhookSource("git", WEBHOOK_SECRET, user_id="ann")})
     published: list[dict[str, Any]] = []
-    outage = [DependencyUnavailable("the event bus refused the events: throttled")]
+    refusals = outage if outage is not None else []
 
     class Bus:
         def publish(self, entries: list[dict[str, Any]]) -> None:
-            if outage:
-                raise outage.pop()
+            if refusals:
+                raise refusals.pop()
             published.extend(entries)
+            for entry in entries:
+                runtime.handle_trigger(
+                    {
+                        "source": entry["Source"],
+                        "detail-type": entry["DetailType"],
+                        "detail": json.loads(entry["Detail"]),
+                    }
+                )
 
     runtime.bus = Bus()
-    body = json.dumps({"type": "push", "ref": "main"}).encode()
-    stamp = str(int(time.time()))
+    return runtime, published
+
+
+def _webhook(delivery: str, body: bytes, stamp: int | None = None, signature: str | None = None) -> dict[str, Any]:
+    from missions.service.webhooks import sign
+
+    stamp = int(time.time()) if stamp is None else stamp
     headers = {
-        "x-missions-timestamp": stamp,
-        "x-missions-delivery": "d-1",
-        "x-missions-signature": sign("s3cret", stamp, body),
+        "webhook-id": delivery,
+        "webhook-timestamp": str(stamp),
+        "webhook-signature": signature or sign(WEBHOOK_SECRET, delivery, stamp, body),
         "content-type": "application/json",
     }
-    event = http_event("POST", "/webhooks/git", "", headers, body, None)
+    return http_event("POST", "/webhooks/git", "", headers, body, None)
+
+
+PUSH = json.dumps({"type": "push", "symbol": "compute_tax"}).encode()
+
+
+def test_a_webhook_survives_a_bus_outage_and_starts_its_mission_once(tmp_path: Any):
+    # Given a signed delivery, and an event bus that refuses it once
+    runtime, published = _webhook_runtime(
+        tmp_path, outage=[DependencyUnavailable("the event bus refused the events: throttled")]
+    )
+    event = _webhook("d-1", PUSH)
     # When the sender delivers it, and retries after the 503 as it is told to
     first = runtime.handle_webhook(event)
     second = runtime.handle_webhook(event)
@@ -456,6 +548,36 @@ def test_a_webhook_survives_a_bus_outage_and_starts_its_mission_once(monkeypatch
     # Then the retry was accepted (not refused as a replay), put on the bus once, and a replay after that is one
     assert (first["statusCode"], second["statusCode"], third["statusCode"]) == (503, 202, 200)
     assert len(published) == 1 and json.loads(published[0]["Detail"])["delivery_id"] == "d-1"
+    assert len(runtime.missions.list_for_user("ann")) == 1
+
+
+def test_a_captured_webhook_replayed_under_fresh_ids_starts_nothing(tmp_path: Any):
+    # Given a signed delivery that started ann's mission
+    runtime, published = _webhook_runtime(tmp_path)
+    captured = _webhook("d-1", PUSH)
+    assert runtime.handle_webhook(captured)["statusCode"] == 202
+    signature = captured["headers"]["webhook-signature"]
+    stamp = int(captured["headers"]["webhook-timestamp"])
+    # When someone who captured it replays it within the window under new ids, with its signature
+    replays = [runtime.handle_webhook(_webhook(fresh, PUSH, stamp, signature)) for fresh in ("d-2", "d-3")]
+    # Then each is refused as unsigned, and still only one mission exists
+    assert [(r["statusCode"], json.loads(r["body"])["message"]) for r in replays] == [(401, "bad signature")] * 2
+    assert len(published) == 1 and len(runtime.missions.list_for_user("ann")) == 1
+
+
+def test_a_stale_webhook_is_refused_and_an_identical_redelivery_is_a_duplicate(tmp_path: Any):
+    runtime, _ = _webhook_runtime(tmp_path)
+    # Given a delivery correctly signed six minutes ago / When delivered / Then refused, nothing started
+    stale = runtime.handle_webhook(_webhook("d-old", PUSH, stamp=int(time.time()) - 360))
+    assert (stale["statusCode"], json.loads(stale["body"])["message"]) == (401, "stale timestamp")
+    assert runtime.missions.list_for_user("ann") == []
+    # Given a fresh delivery / When it arrives twice, byte for byte
+    event = _webhook("d-new", PUSH)
+    first, again = runtime.handle_webhook(event), runtime.handle_webhook(event)
+    # Then it is accepted once, the second answered as a duplicate (2xx), and one mission started
+    assert (first["statusCode"], again["statusCode"]) == (202, 200)
+    assert json.loads(again["body"]) == {"duplicate": True, "delivery_id": "d-new"}
+    assert len(runtime.missions.list_for_user("ann")) == 1
 
 
 def test_an_answer_that_meets_an_outage_is_not_lost(runtime: Runtime, monkeypatch: pytest.MonkeyPatch):

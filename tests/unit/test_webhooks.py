@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -18,7 +19,8 @@ from missions.service.webhooks import Delivery, WebhookRejected, bus_event, sign
 from tests.support.aws import use_fake_aws
 
 NOW = 1_700_000_000
-SECRET = "s3cret"
+KEY = b"a key of twenty-four byte"
+SECRET = "whsec_" + base64.b64encode(KEY).decode()
 SOURCES = StaticWebhookSources(
     {
         "github": WebhookSource("github", SECRET, user_id="u1"),
@@ -29,9 +31,9 @@ SOURCES = StaticWebhookSources(
 
 def headers(body: bytes, *, delivery: str = "d-1", timestamp: int | str = NOW, **extra: str) -> dict[str, str]:
     return {
-        "x-missions-timestamp": str(timestamp),
-        "x-missions-delivery": delivery,
-        "x-missions-signature": sign(SECRET, timestamp, body),
+        "webhook-id": delivery,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(SECRET, delivery, timestamp, body),
         **extra,
     }
 
@@ -62,12 +64,19 @@ BODY = json.dumps({"type": "push", "ref": "main"}).encode()
 
 
 def test_sign_matches_an_independent_hmac():
-    # Given a body and a timestamp / When signed
-    value = sign(SECRET, NOW, BODY)
-    # Then it is HMAC-SHA256 over "<timestamp>." + body, hex, prefixed
-    expected = hmac.new(b"s3cret", b"1700000000." + BODY, hashlib.sha256).hexdigest()
-    assert value == f"sha256={expected}"
-    assert sign(SECRET.encode(), str(NOW), BODY) == value
+    # Given a message id, a timestamp and a body / When signed
+    value = sign(SECRET, "d-1", NOW, BODY)
+    # Then it is v1, then the base64 HMAC-SHA256 of "<id>.<timestamp>.<body>" under the secret's key
+    expected = hmac.new(KEY, b"d-1.1700000000." + BODY, hashlib.sha256).digest()
+    assert value == "v1," + base64.b64encode(expected).decode()
+    assert sign(KEY, "d-1", str(NOW), BODY) == value
+
+
+def test_sign_reproduces_the_standard_webhooks_example():
+    # The example of the Standard Webhooks reference implementations: senders built on them interoperate
+    secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    signature = sign(secret, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, b'{"test": 2432232314}')
+    assert signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 
 
 # -- accepted --------------------------------------------------------------------------------
@@ -80,17 +89,18 @@ def test_a_signed_delivery_is_accepted_with_the_sources_user():
     assert delivery == Delivery("github", "d-1", "push", {"type": "push", "ref": "main"}, "u1", duplicate=False)
 
 
-def test_the_event_header_wins_over_the_body_type():
+def test_the_event_type_is_the_signed_bodys_never_an_unsigned_header():
+    # Given a delivery with a header naming another event type (the old, unsigned x-missions-event)
     delivery = verify(BODY, headers(BODY, **{"x-missions-event": "release"}))
-    assert delivery.event_type == "release"
+    # Then the type is the body's, which the signature covers
+    assert delivery.event_type == "push"
 
 
 def test_header_names_are_case_insensitive():
     # Given headers spelled as API Gateway v1 passes them through
-    hdrs = {k.title(): v for k, v in headers(BODY).items()}
-    hdrs["X-MISSIONS-EVENT"] = "ping"
+    hdrs = {k.upper(): v for k, v in headers(BODY).items()}
     # When / Then they are read all the same
-    assert verify(BODY, hdrs).event_type == "ping"
+    assert verify(BODY, hdrs).delivery_id == "d-1"
 
 
 def test_a_body_without_type_has_an_empty_event_type():
@@ -126,7 +136,7 @@ def test_the_same_id_from_another_source_is_not_a_duplicate():
 def test_a_bad_signature_does_not_consume_the_delivery_id():
     # Given a forged delivery reusing an id the real sender will use
     store = InMemoryDeliveryStore()
-    forged = {**headers(BODY), "x-missions-signature": sign("wrong", NOW, BODY)}
+    forged = {**headers(BODY), "webhook-signature": sign(b"wrong", "d-1", NOW, BODY)}
     assert rejected(BODY, forged, store=store).status == 401
     # When the real delivery arrives / Then it is accepted, not a duplicate
     assert verify(BODY, headers(BODY), store=store).duplicate is False
@@ -159,7 +169,7 @@ def test_a_body_over_the_sources_limit_is_413():
     assert rejected(body, headers(body), source="tiny").status == 413
 
 
-@pytest.mark.parametrize("header", ["x-missions-timestamp", "x-missions-delivery", "x-missions-signature"])
+@pytest.mark.parametrize("header", ["webhook-timestamp", "webhook-id", "webhook-signature"])
 def test_a_missing_header_is_401(header: str):
     hdrs = headers(BODY)
     del hdrs[header]
@@ -170,15 +180,19 @@ def test_a_missing_header_is_401(header: str):
 @pytest.mark.parametrize(
     ("header", "value"),
     [
-        ("x-missions-timestamp", "yesterday"),
-        ("x-missions-timestamp", "-5"),
-        ("x-missions-timestamp", "1700000000.5"),
-        ("x-missions-delivery", "has space"),
-        ("x-missions-delivery", "x" * 129),
-        ("x-missions-delivery", "semi;colon"),
-        ("x-missions-signature", "sha1=" + "0" * 40),
-        ("x-missions-signature", "sha256=" + "z" * 64),
-        ("x-missions-signature", "sha256=abc"),
+        ("webhook-timestamp", "yesterday"),
+        ("webhook-timestamp", "-5"),
+        ("webhook-timestamp", "1700000000.5"),
+        ("webhook-timestamp", "1e9"),
+        ("webhook-id", "has space"),
+        ("webhook-id", "x" * 129),
+        ("webhook-id", "semi;colon"),
+        ("webhook-signature", "sha256=" + "0" * 64),  # the scheme before Standard Webhooks
+        ("webhook-signature", "v1"),
+        ("webhook-signature", "v1,"),
+        ("webhook-signature", "v1,not base64!"),
+        ("webhook-signature", "v1," + base64.b64encode(b"short").decode()),
+        ("webhook-signature", "v2," + base64.b64encode(b"x" * 32).decode()),
     ],
 )
 def test_a_malformed_header_is_401(header: str, value: str):
@@ -203,17 +217,53 @@ def test_a_bad_signature_is_401():
 
 
 def test_a_signature_for_another_timestamp_is_401():
-    hdrs = {**headers(BODY), "x-missions-timestamp": str(NOW + 1)}
+    hdrs = {**headers(BODY), "webhook-timestamp": str(NOW + 1)}
     assert rejected(BODY, hdrs).reason == "bad signature"
 
 
-def test_an_uppercase_hex_signature_is_accepted():
-    hdrs = headers(BODY)
-    hdrs["x-missions-signature"] = "sha256=" + hdrs["x-missions-signature"][7:].upper()
+def test_a_captured_delivery_replayed_under_a_fresh_id_is_401():
+    # Given a delivery accepted once, captured with its signature
+    store = InMemoryDeliveryStore()
+    captured = headers(BODY, delivery="d-1")
+    assert verify(BODY, captured, store=store).duplicate is False
+    # When it is replayed within the window under ids never seen, with the same signature
+    for fresh in ("d-2", "d-1-again", "msg_other"):
+        error = rejected(BODY, {**captured, "webhook-id": fresh}, store=store)
+        # Then each is refused: the id is part of what is signed
+        assert (error.status, error.reason) == (401, "bad signature")
+    # and none of those ids was used up
+    assert store.remember("d-2", "github") is True
+
+
+def test_a_valid_delivery_is_accepted_once_and_its_identical_redelivery_is_a_duplicate():
+    # Given one signed delivery / When it arrives twice, byte for byte
+    store = InMemoryDeliveryStore()
+    first, again = verify(BODY, headers(BODY), store=store), verify(BODY, headers(BODY), store=store)
+    # Then the first is accepted and the second is a duplicate of the same id
+    assert (first.duplicate, again.duplicate, again.delivery_id) == (False, True, "d-1")
+
+
+def test_any_one_of_several_signatures_may_match():
+    # Given a sender rotating its secret: an old-key signature, one of another version, then the valid one
+    valid = sign(SECRET, "d-1", NOW, BODY)
+    other = sign(b"the previous key", "d-1", NOW, BODY)
+    hdrs = {**headers(BODY), "webhook-signature": f"{other} v1a,c2lnbmF0dXJl {valid}"}
+    # When / Then it is accepted
     assert verify(BODY, hdrs).delivery_id == "d-1"
+    # but only signatures under the source's key count
+    assert rejected(BODY, {**hdrs, "webhook-signature": other}).reason == "bad signature"
 
 
-@pytest.mark.parametrize("body", [b"[]", b'"text"', b"42", b"not json", b"\xff\xfe", b'{"x": NaN}', b""])
+def test_a_body_that_is_not_utf8_is_400_before_the_id_is_used():
+    # Given well-formed headers and a body that is not UTF-8 (the spec signs text, so none can be signed)
+    store = InMemoryDeliveryStore()
+    hdrs = headers(b"{}")
+    # When / Then it is refused as the sender's mistake, not a server error, and the id stays unused
+    assert rejected(b'{"x": "\xff"}', hdrs, store=store).status == 400
+    assert store.remember("d-1", "github") is True
+
+
+@pytest.mark.parametrize("body", [b"[]", b'"text"', b"42", b"not json", b'{"x": NaN}', b""])
 def test_a_body_that_is_not_a_json_object_is_400(body: bytes):
     assert rejected(body, headers(body)).status == 400
 
@@ -271,20 +321,39 @@ def test_sources_come_from_the_settings_model_only():
         "MISSIONS_EVENTS_TABLE": "m-events",
         "MISSIONS_INTERRUPTS_TABLE": "m-interrupts",
         "MISSIONS_BLOB_BUCKET": "m-blobs",
-        "MISSIONS_WEBHOOK_SOURCES": json.dumps({"stripe": {"secret": "k", "user_id": "ops"}, "ci": {"secret": "k"}}),
+        "MISSIONS_WEBHOOK_SOURCES": json.dumps(
+            {"stripe": {"secret": SECRET, "user_id": "ops"}, "ci": {"secret": SECRET}}
+        ),
     }
     # When the runtime builds its sources
     sources = Runtime(RuntimeSettings.from_env(env)).webhook_sources
     # Then each is read as configured, the user defaulting to "system"
-    assert sources.get("stripe") == WebhookSource("stripe", "k", user_id="ops")
-    assert sources.get("ci") == WebhookSource("ci", "k", user_id="system")
+    assert sources.get("stripe") == WebhookSource("stripe", SECRET, user_id="ops")
+    assert sources.get("ci") == WebhookSource("ci", SECRET, user_id="system")
     assert sources.get("other") is None
 
 
-@pytest.mark.parametrize("config", [{"user_id": "x"}, {"secret": ""}, {"secret": 5}])
-def test_a_source_without_a_secret_fails_clearly(config: dict[str, object]):
-    with pytest.raises(ValueError, match="secret"):
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"user_id": "x"},
+        {"secret": ""},
+        {"secret": 5},
+        {"secret": "s3cret"},  # not whsec_<base64>
+        {"secret": "whsec_"},  # an empty key
+        {"secret": "whsec_not base64!"},
+    ],
+)
+def test_a_source_without_a_usable_secret_fails_clearly(config: dict[str, object]):
+    with pytest.raises(ValueError, match="secret") as caught:
         WebhookSource.from_config("a", config)
+    assert "'a'" in str(caught.value)
+
+
+def test_a_malformed_secret_is_not_repeated_in_the_error():
+    with pytest.raises(ValueError) as caught:
+        WebhookSource("a", "whsec_Zm9vYmFy*typo")
+    assert "Zm9vYmFy" not in str(caught.value)
 
 
 def test_the_secret_is_not_in_the_repr():
@@ -302,7 +371,7 @@ def test_secrets_manager_sources_read_prefix_slash_name_and_cache_misses():
     def fetch(secret_id: str) -> Any:
         calls.append(secret_id)
         if secret_id == "missions/webhooks/github":
-            return {"secret": "k", "user_id": "u9"}
+            return {"secret": SECRET, "user_id": "u9"}
         raise _NotFound()
 
     sources = SecretsManagerWebhookSources("missions/webhooks/", fetch=fetch)
@@ -310,7 +379,7 @@ def test_secrets_manager_sources_read_prefix_slash_name_and_cache_misses():
     found = sources.get("github")
     missing = [sources.get("nope"), sources.get("nope"), sources.get("../x")]
     # Then the secret id is prefix/name, misses are cached, and odd names never reach the provider
-    assert found == WebhookSource("github", "k", user_id="u9")
+    assert found == WebhookSource("github", SECRET, user_id="u9")
     assert missing == [None, None, None]
     assert calls == ["missions/webhooks/github", "missions/webhooks/nope"]
 

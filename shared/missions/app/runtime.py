@@ -23,6 +23,7 @@ from missions.core.envelope import InterruptResponse
 from missions.core.errors import StageRequestError, TransitionRefused
 from missions.core.llm import LLMProvider
 from missions.core.offload import EnvelopeCodec
+from missions.core.redaction import remember_secret
 from missions.core.refs import RepositoryResolver, Workspaces
 from missions.core.roots import AllowedRoots
 from missions.core.settings import RuntimeSettings, SettingsError
@@ -375,12 +376,16 @@ class Runtime:
         )
 
     def openai_api_key(self) -> str:
-        """The key from local settings, else from Secrets Manager (never from an environment variable in AWS)."""
+        """The key from local settings, else from Secrets Manager (never from an environment variable in AWS).
+        Whichever it is, every error this process stores from now on is cleaned of it (core.redaction)."""
         if self.settings.openai_api_key:
-            return self.settings.openai_api_key.get_secret_value()
-        if self.settings.openai_secret:
-            return self.secrets.read(self.settings.openai_secret)
-        return "not-needed"  # a local OpenAI-compatible server (OPENAI_BASE_URL) may want none
+            key = self.settings.openai_api_key.get_secret_value()
+        elif self.settings.openai_secret:
+            key = self.secrets.read(self.settings.openai_secret)
+        else:
+            return "not-needed"  # a local OpenAI-compatible server (OPENAI_BASE_URL) may want none
+        remember_secret(key)
+        return key
 
     # -- the functions' entry points ------------------------------------------------------------------
 

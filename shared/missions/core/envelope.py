@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from missions.core.redaction import redact
+
 
 def utcnow() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
@@ -189,7 +191,8 @@ class Envelope(Model):
                 self.citations.append(citation)
 
     def record_error(self, stage: str, kind: str, message: str) -> None:
-        self.errors.append(ErrorRecord(stage=stage, kind=kind, message=message[:2000]))
+        """The one way an error enters the envelope: credentials are removed first (they are shown over the API)."""
+        self.errors.append(ErrorRecord(stage=stage, kind=kind, message=redact(message)[:2000]))
 
     def edge_key(self, source: str, target: str) -> str:
         return f"{source}->{target}"

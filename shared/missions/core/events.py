@@ -5,9 +5,13 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from missions.core.envelope import Model, utcnow
+from missions.core.redaction import redact
+
+# payload fields that carry error text from elsewhere (an exception, a server, a Cause)
+ERROR_FIELDS = ("error", "message", "cause", "reason")
 
 
 class EventType(StrEnum):
@@ -37,3 +41,11 @@ class Event(Model):
     at: str = Field(default_factory=utcnow)
     payload: dict[str, Any] = Field(default_factory=dict)
     position: str | None = None  # set by the store: the cursor of this event
+
+    @field_validator("payload")
+    @classmethod
+    def _no_credentials(cls, payload: dict[str, Any]) -> dict[str, Any]:
+        """Every event is made through here before it is stored or shown: error text loses its credentials."""
+        if not any(isinstance(payload.get(name), str) for name in ERROR_FIELDS):
+            return payload
+        return {k: redact(v) if k in ERROR_FIELDS and isinstance(v, str) else v for k, v in payload.items()}

@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from missions.core.redaction import remember_secret
+
 DEFAULT_MAX_BODY_BYTES = 256 * 1024
 SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,47}$")  # as WebhookTrigger.source
+SECRET_PREFIX = "whsec_"  # Standard Webhooks: a secret is "whsec_" + the base64 of its key bytes
+
+
+def secret_key(secret: str) -> bytes:
+    """The HMAC key of a Standard Webhooks secret ("whsec_<base64>"); ValueError when it is not one.
+
+    Stricter than the reference library, which drops characters that are not base64: a typo in a
+    configured secret must fail loudly, not quietly become another key.
+    """
+    if not secret.startswith(SECRET_PREFIX):
+        raise ValueError(f"a webhook secret is {SECRET_PREFIX}<base64>")
+    try:
+        key = base64.b64decode(secret.removeprefix(SECRET_PREFIX), validate=True)
+    except (binascii.Error, ValueError):
+        raise ValueError(f"a webhook secret is {SECRET_PREFIX}<base64>; the rest is not base64") from None
+    if not key:
+        raise ValueError("a webhook secret may not be empty")
+    return key
 
 
 @dataclass(frozen=True)
@@ -16,9 +38,23 @@ class WebhookSource:
     """A sender we trust: its secret, and the user its missions run for (the sender cannot choose)."""
 
     name: str
-    secret: str = field(repr=False)
+    secret: str = field(repr=False)  # "whsec_<base64>"
     user_id: str = "system"
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+    def __post_init__(self) -> None:
+        try:  # a source whose secret no sender can use is a configuration error: say so where it is made
+            secret_key(self.secret)
+        except ValueError as exc:
+            raise ValueError(f"webhook source '{self.name}': {exc}") from None
+        # every source passes here, from settings or Secrets Manager: no error may quote its secret
+        remember_secret(self.secret)
+        remember_secret(self.secret.removeprefix(SECRET_PREFIX))
+
+    @property
+    def key(self) -> bytes:
+        """The HMAC key the secret names."""
+        return secret_key(self.secret)
 
     @classmethod
     def from_config(cls, name: str, config: Mapping[str, Any]) -> WebhookSource:

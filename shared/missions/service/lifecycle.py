@@ -20,6 +20,7 @@ from typing import Any
 
 from missions.core.envelope import utcnow
 from missions.core.errors import TransitionRefused
+from missions.core.redaction import redact
 from missions.ports.store import MissionStatus as S
 from missions.ports.store import MissionStore
 
@@ -45,17 +46,23 @@ class Lifecycle:
 
     def move(self, mission_id: str, status: str, **fields: Any) -> None:
         """TransitionRefused when the mission's status does not allow it; nothing is written then."""
-        self.missions.transition(mission_id, status, ALLOWED_FROM[status], **fields)
+        self._transition(mission_id, status, ALLOWED_FROM[status], **fields)
+
+    def _transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
+        """Every write of a status: a terminal reason may quote an exception, so it loses its credentials here."""
+        if isinstance(fields.get("terminal_reason"), str):
+            fields["terminal_reason"] = redact(fields["terminal_reason"])
+        self.missions.transition(mission_id, status, allowed_from, **fields)
 
     # the named transitions, as their writers think of them -----------------------------------------
 
     def start(self, mission_id: str, **fields: Any) -> None:
         """The dispatcher claimed it (only from created or queued: a cancelled one never starts)."""
-        self.missions.transition(mission_id, S.RUNNING, NOT_STARTED, **fields)
+        self._transition(mission_id, S.RUNNING, NOT_STARTED, **fields)
 
     def progress(self, mission_id: str, **fields: Any) -> None:
         """A stage ran (or an answer resumed it): only while the mission is active."""
-        self.missions.transition(mission_id, S.RUNNING, ACTIVE, **fields)
+        self._transition(mission_id, S.RUNNING, ACTIVE, **fields)
 
     def waiting(self, mission_id: str, interrupt_id: str) -> None:
         """Its question can be answered now (the interrupt function stored the token)."""
@@ -63,7 +70,7 @@ class Lifecycle:
 
     def resumed(self, mission_id: str) -> None:
         """Its answer is handed to the execution: running again (refused once it was cancelled)."""
-        self.missions.transition(mission_id, S.RUNNING, frozenset({S.INTERRUPTED}), pending_interrupt=None, asking=None)
+        self._transition(mission_id, S.RUNNING, frozenset({S.INTERRUPTED}), pending_interrupt=None, asking=None)
 
     def end(self, mission_id: str, status: str, **fields: Any) -> None:
         if status not in (S.COMPLETED, S.FAILED):

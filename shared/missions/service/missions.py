@@ -122,12 +122,18 @@ class MissionService:
             llm=self._feedback_llm(),
         )
 
-    def mission_metrics(self, capability: str, days: int) -> dict[str, Any]:
+    def mission_metrics(self, capability: str, days: int, *, user_id: str | None) -> dict[str, Any]:
+        """Metrics of `user_id`'s missions of a capability, or of every user's when `user_id` is None (the
+        operators' view; the caller decides who may have it). The capability's learnings are every user's
+        feedback, so only the every-user view carries them."""
         since = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="milliseconds")
         level = registry.load(capability).complexity
+        missions = self._by_capability.list(capability, since)
+        if user_id is not None:
+            missions = [m for m in missions if m.user_id == user_id]
         return mission_metrics(
-            self._by_capability.list(capability, since),
-            learnings=self._learnings.get(capability),
+            missions,
+            learnings=self._learnings.get(capability) if user_id is None else None,
             complexity_of=lambda _name: level,
             now=datetime.now(UTC),
             days=days,

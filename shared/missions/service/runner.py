@@ -42,6 +42,7 @@ from missions.core.events import Event, EventType
 from missions.core.llm import LLMProvider, LLMRequest
 from missions.core.offload import EnvelopeCodec
 from missions.core.pipeline import PipelineConfig
+from missions.core.redaction import redact
 from missions.core.refs import Workspaces
 from missions.core.roots import AllowedRoots
 from missions.core.routing import Decision, apply, decide
@@ -395,7 +396,7 @@ class StageRunner:
         record = {
             "reason": at.get("reason", "stage_failed"),
             "state": at.get("state"),
-            "error": failure.get("Error", "Unknown"),
+            "error": redact(str(failure.get("Error", "Unknown"))),
             "cause": _cause(failure.get("Cause")),
         }
         envelope.record_error(record["state"] or "?", record["error"], record["cause"] or record["reason"])
@@ -672,13 +673,14 @@ def _preview(value: Any, limit: int = 300) -> Any:
 
 
 def _cause(cause: Any) -> str:
-    """Step Functions hands a Lambda's error as a JSON string; keep its message."""
+    """Step Functions hands a Lambda's error as a JSON string; keep its message, without credentials
+    (it becomes the mission's error, a FLOW_ERROR event and the failed mission's result)."""
     if not isinstance(cause, str):
-        return str(cause or "")
+        return redact(str(cause or ""))
     try:
         parsed = json.loads(cause)
         if isinstance(parsed, dict):
-            return str(parsed.get("errorMessage") or cause)[:2000]
+            return redact(str(parsed.get("errorMessage") or cause))[:2000]
     except ValueError:
         pass
-    return cause[:2000]
+    return redact(cause)[:2000]

@@ -1,22 +1,30 @@
 """Webhook ingestion: authenticate a delivery, refuse replays, hand it to the event bus.
 
-Signature scheme (what a sender must do)
-----------------------------------------
-Each source has a shared secret. A delivery is a POST of a JSON object to
-``/webhooks/<source>`` with these headers (names are case-insensitive):
+Signature scheme: Standard Webhooks (https://www.standardwebhooks.com)
+----------------------------------------------------------------------
+Each source has a secret ``whsec_<base64>`` (the base64 of the HMAC key). A delivery is a POST
+of a JSON object to ``/webhooks/<source>`` with these headers (names are case-insensitive):
 
-* ``x-missions-timestamp``: the unix time in whole seconds when the delivery was signed;
-* ``x-missions-delivery``: a unique id for the delivery, 1 to 128 characters of
-  ``[A-Za-z0-9_-.:]``; a redelivery of the same event keeps its id (it is answered 200
-  ``{"duplicate": true}`` and starts nothing);
-* ``x-missions-signature``: ``sha256=<hex>``, the HMAC-SHA256 under the secret of
-  ``f"{timestamp}.".encode() + raw_body`` (the timestamp exactly as sent in its header);
-* ``x-missions-event`` (optional): the event type; otherwise the body's ``"type"`` field.
+* ``webhook-id``: the message id, 1 to 128 characters of ``[A-Za-z0-9_-.:]``; a redelivery of
+  the same message keeps its id (it is answered 200 ``{"duplicate": true}`` and starts nothing);
+* ``webhook-timestamp``: the unix time in whole seconds when the delivery was signed;
+* ``webhook-signature``: ``v1,<base64 HMAC-SHA256 of f"{id}.{timestamp}.{body}">`` under the
+  key; several may be sent, separated by spaces (a sender rotating its secret signs with both),
+  and one that matches is enough. Other versions (``v1a``, asymmetric) are ignored.
 
-``sign(secret, timestamp, body)`` computes the header value. The timestamp is signed so a
-captured delivery cannot be replayed after 300 s; the delivery id is remembered (a week) so it
-cannot be replayed within them either. The signature is checked before the id is remembered:
-someone without the secret cannot use up ids a real sender will need.
+The event type is the body's ``"type"`` field (the spec's payload convention): everything that
+steers a delivery is signed. ``sign(secret, msg_id, timestamp, body)`` computes a signature.
+
+Why replays fail: the id is signed, so a captured delivery sent again under a fresh id has no
+valid signature (401); sent again under its own id within the 300 s window it is a duplicate
+(the id is remembered a week); after the window its timestamp is stale (401). The signature is
+checked before the id is remembered: someone without the secret cannot use up ids a real sender
+will need, and a delivery that could not reach the bus is forgotten so the sender's retry counts.
+
+The reference library (`standardwebhooks`) computes the signatures. Its `Webhook.verify` is not
+used: it reads the wall clock itself (tests and the dev clock pass `now`), and a malformed
+signature header or a body that is not UTF-8 escapes it as a ValueError, which would answer 500
+where the sender's mistake is a 401 or 400.
 
 Nothing here imports boto3 at module level: the web handler imports this module on every
 cold start, and the AWS adapters are only built when configured.
@@ -24,21 +32,24 @@ cold start, and the AWS adapters are only built when configured.
 
 from __future__ import annotations
 
-import hashlib
+import base64
+import binascii
 import hmac
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
-from missions.core.trigger_specs import WEBHOOK_SOURCE
-from missions.ports.webhooks import SOURCE_NAME, DeliveryStore, WebhookSources
+from standardwebhooks import Webhook
 
-TIMESTAMP_HEADER = "x-missions-timestamp"
-DELIVERY_HEADER = "x-missions-delivery"
-SIGNATURE_HEADER = "x-missions-signature"
-EVENT_HEADER = "x-missions-event"
+from missions.core.trigger_specs import WEBHOOK_SOURCE
+from missions.ports.webhooks import SOURCE_NAME, DeliveryStore, WebhookSources, secret_key
+
+ID_HEADER = "webhook-id"
+TIMESTAMP_HEADER = "webhook-timestamp"
+SIGNATURE_HEADER = "webhook-signature"
 
 TOLERANCE_SECONDS = 300
 BUS_SOURCE = WEBHOOK_SOURCE  # one name for the source of deliveries on the bus
@@ -46,7 +57,9 @@ BUS_ENTRY_LIMIT = 256 * 1024  # PutEvents: Source + DetailType + Detail of one e
 
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 _TIMESTAMP = re.compile(r"^[0-9]{1,12}$")
-_SIGNATURE = re.compile(r"^sha256=([0-9a-fA-F]{64})$")
+_SIGNATURE_VERSION = "v1"
+_DIGEST_BYTES = 32  # SHA-256
+_MAX_SIGNATURES = 8  # more than a rotation needs; bounds the work an unsigned request can cause
 _MAX_EVENT_TYPE = 128
 
 
@@ -58,11 +71,28 @@ class WebhookRejected(Exception):
         self.status, self.reason = status, reason
 
 
-def sign(secret: str | bytes, timestamp: int | str, body: bytes) -> str:
-    """The `x-missions-signature` value for a body signed at `timestamp`."""
-    key = secret.encode() if isinstance(secret, str) else secret
-    digest = hmac.new(key, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
-    return f"sha256={digest}"
+def sign(secret: str | bytes, msg_id: str, timestamp: int | str, body: bytes) -> str:
+    """The `webhook-signature` value (``v1,<base64>``) of a message: `secret` is ``whsec_<base64>`` or
+    the key bytes, `body` UTF-8 (UnicodeDecodeError otherwise: the spec signs text)."""
+    key = secret_key(secret) if isinstance(secret, str) else secret
+    signed_at = datetime.fromtimestamp(int(timestamp), tz=UTC)
+    return Webhook(key).sign(msg_id=msg_id, timestamp=signed_at, data=body.decode("utf-8"))
+
+
+def _signatures(header: str) -> list[bytes]:
+    """The v1 digests of a `webhook-signature` header; entries of other versions or malformed are skipped."""
+    digests = []
+    for entry in header.split(" ")[:_MAX_SIGNATURES]:
+        version, _, encoded = entry.partition(",")
+        if version != _SIGNATURE_VERSION:
+            continue
+        try:
+            digest = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        if len(digest) == _DIGEST_BYTES:
+            digests.append(digest)
+    return digests
 
 
 # --------------------------------------------------------------------------- verification
@@ -92,9 +122,9 @@ def verify_delivery(
     """Authenticate a delivery and record its id; WebhookRejected(status, reason) when refused.
 
     Checks run cheapest and least revealing first: the source (404), the size (413), the
-    headers (401), the clock (401 stale), the signature (401), the body (400, and 413 when it
-    would not fit on the event bus). Only then is the id remembered, so a forged or malformed
-    delivery never uses up an id.
+    headers (401), the clock (401 stale), the signature (401; 400 for a body that is not UTF-8,
+    which cannot be signed), the body (400, and 413 when it would not fit on the event bus). Only
+    then is the id remembered, so a forged or malformed delivery never uses up an id.
     """
     source = sources.get(source_name) if SOURCE_NAME.match(source_name or "") else None
     if source is None:
@@ -104,19 +134,21 @@ def verify_delivery(
 
     lowered = {str(k).lower(): v for k, v in headers.items()}
     timestamp = _header(lowered, TIMESTAMP_HEADER)
-    delivery_id = _header(lowered, DELIVERY_HEADER)
-    signature = _header(lowered, SIGNATURE_HEADER)
+    delivery_id = _header(lowered, ID_HEADER)
+    given = _signatures(_header(lowered, SIGNATURE_HEADER))
     if not _TIMESTAMP.match(timestamp):
         raise WebhookRejected(401, f"missing or malformed {TIMESTAMP_HEADER}")
     if not DELIVERY_ID.match(delivery_id):
-        raise WebhookRejected(401, f"missing or malformed {DELIVERY_HEADER}")
-    given = _SIGNATURE.match(signature)
+        raise WebhookRejected(401, f"missing or malformed {ID_HEADER}")
     if not given:
-        raise WebhookRejected(401, f"missing or malformed {SIGNATURE_HEADER}")
+        raise WebhookRejected(401, f"missing or malformed {SIGNATURE_HEADER}: expected v1,<base64>")
     if abs(now - int(timestamp)) > TOLERANCE_SECONDS:
         raise WebhookRejected(401, "stale timestamp")
-    expected = sign(source.secret, timestamp, body).removeprefix("sha256=")
-    if not hmac.compare_digest(expected, given.group(1).lower()):
+    try:
+        expected = base64.b64decode(sign(source.key, delivery_id, timestamp, body).partition(",")[2])
+    except UnicodeDecodeError:  # nothing to sign: the spec signs text, and JSON is UTF-8
+        raise WebhookRejected(400, "the body is not UTF-8") from None
+    if not any(hmac.compare_digest(expected, digest) for digest in given):
         raise WebhookRejected(401, "bad signature")
 
     try:
@@ -125,7 +157,7 @@ def verify_delivery(
         payload = None
     if not isinstance(payload, dict):
         raise WebhookRejected(400, "the body is not a JSON object")
-    event_type = _header(lowered, EVENT_HEADER) or (payload["type"] if isinstance(payload.get("type"), str) else "")
+    event_type = payload["type"] if isinstance(payload.get("type"), str) else ""
     if len(event_type) > _MAX_EVENT_TYPE:
         raise WebhookRejected(400, f"event type over {_MAX_EVENT_TYPE} characters")
 
@@ -176,8 +208,7 @@ def bus_event(delivery: Delivery, event_bus_name: str | None = None) -> dict[str
 
 __all__ = [
     "BUS_SOURCE",
-    "DELIVERY_HEADER",
-    "EVENT_HEADER",
+    "ID_HEADER",
     "SIGNATURE_HEADER",
     "TIMESTAMP_HEADER",
     "TOLERANCE_SECONDS",

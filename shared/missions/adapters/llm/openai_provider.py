@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from missions.core.llm import LLMError, LLMRequest, LLMResult, TransientLLMError
 from missions.core.pricing import Price, cost_usd, unpriced
+from missions.core.redaction import redact
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0
@@ -62,12 +63,13 @@ class OpenAIProvider:
         breaker_cooldown_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ):
+        self._secrets = (api_key,) if api_key else ()  # a server may quote the key back in its error
         if client is None:
             try:
                 # SDK retries are off: ours are the only ones, so backoff and breaker agree.
                 client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
             except openai.OpenAIError as exc:  # e.g. no key in the arguments or OPENAI_API_KEY
-                raise LLMError(f"cannot create the OpenAI client: {exc}") from exc
+                raise LLMError(redact(f"cannot create the OpenAI client: {exc}", self._secrets)) from exc
         self._client = client
         self._models = dict(models or {})
         self._default_model = default_model
@@ -100,7 +102,19 @@ class OpenAIProvider:
 
         Raises ``TransientLLMError`` when the failure is worth retrying later (the stage can be
         re-run by the state machine) and ``LLMError`` when it is not (bad request, bad output).
+        Their messages quote the server, never a credential: they travel on to logs, the
+        execution's history and the mission's errors.
         """
+        try:
+            return self._complete(request)
+        except LLMError as exc:
+            message = str(exc)
+            clean = redact(message, self._secrets)
+            if clean == message:
+                raise
+            raise type(exc)(clean) from exc
+
+    def _complete(self, request: LLMRequest) -> LLMResult:
         self._enter_breaker()
         started = time.perf_counter()
         primary = self.model_for(request.role)

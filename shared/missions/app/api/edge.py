@@ -37,6 +37,7 @@ from missions.core.errors import (
     RepositoryConflict,
     RepositoryRequestError,
 )
+from missions.core.redaction import redact
 from missions.ports.store import MissionRecord
 
 if TYPE_CHECKING:
@@ -146,9 +147,10 @@ def is_operator(user: str) -> bool:
 def error_body(
     status: int, message: str, detail: list[dict[str, Any]] | None = None, cid: str | None = None
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"statusCode": status, "message": message, "correlation_id": cid}
+    """Every error the API answers is made here; a message may quote an exception, so it loses its credentials."""
+    body: dict[str, Any] = {"statusCode": status, "message": redact(message), "correlation_id": cid}
     if detail is not None:
-        body["detail"] = detail
+        body["detail"] = [{**d, "message": redact(str(d.get("message", "")))} for d in detail]
     return body
 
 

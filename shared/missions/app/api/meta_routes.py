@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from missions.app.api.edge import app, current_user, error, responses, runtime
-from missions.app.api.models import CapabilityList, ClassificationView, ClassifyRequest, MissionMetrics
+from missions.app.api.edge import app, current_user, error, is_operator, responses, runtime
+from missions.app.api.models import CapabilityList, ClassificationView, ClassifyRequest, MetricsScope, MissionMetrics
 from missions.core import capability as registry
 from missions.core.errors import MissionRequestError
 
@@ -37,17 +37,26 @@ def classify(body: ClassifyRequest) -> dict[str, Any]:
 
 @app.get(
     "/metrics/missions",
-    summary="How a capability's missions are doing",
-    responses=responses((200, MissionMetrics, "rates and averages over the window"), 422),
+    summary="How a capability's missions are doing: yours, or every user's for an operator",
+    responses=responses((200, MissionMetrics, "rates and averages over the window"), 403, 422),
 )
 def metrics(
     capability: Annotated[str, Query(min_length=1, max_length=64)],
     days: Annotated[int, Query(ge=1, le=365)] = 30,
+    scope: Annotated[
+        MetricsScope,
+        Query(description="`mine` (the default): your missions; `all`: every user's, for operators only (else 403)"),
+    ] = "mine",
 ) -> dict[str, Any] | Response[dict[str, Any]]:
-    current_user()
+    """Rates and averages of the caller's missions of a capability; `scope=all` gives an operator every user's,
+    with the capability's learnings (every user's feedback)."""
+    user = current_user()
     if capability not in registry.available():
         return error(422, f"unknown capability '{capability}'")
-    return runtime().service.mission_metrics(capability, days)
+    if scope == "all" and not is_operator(user):
+        return error(403, "scope=all is for operators; without it you get your own missions' metrics")
+    owner = None if scope == "all" else user
+    return {**runtime().service.mission_metrics(capability, days, user_id=owner), "scope": scope}
 
 
 @app.get(

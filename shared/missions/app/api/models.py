@@ -338,9 +338,14 @@ class LevelTimes(BaseModel):
     average_seconds: float | None
 
 
-class MissionMetrics(BaseModel):
-    """Seed 004's success metrics of one capability's missions in a window of days."""
+MetricsScope = Literal["mine", "all"]
 
+
+class MissionMetrics(BaseModel):
+    """Seed 004's success metrics of one capability's missions in a window of days: the caller's own
+    missions (`scope` mine), or every user's for an operator (`scope` all)."""
+
+    scope: MetricsScope = Field(description="mine: the caller's missions; all: every user's (operators only)")
     window: MetricsWindow
     count: int
     finished: int
@@ -353,4 +358,6 @@ class MissionMetrics(BaseModel):
     time_to_completion: dict[str, LevelTimes]
     average_cost_usd: float | None
     total_cost_usd: float
-    learnings: dict[str, Any] | None
+    learnings: dict[str, Any] | None = Field(
+        description="the capability's feedback aggregates over every user: scope all only, else null"
+    )

@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 from missions.core.envelope import new_id
 from missions.core.errors import DependencyUnavailable, NotFound, RepositoryConflict, RepositoryRequestError
+from missions.core.redaction import redact
 from missions.core.refs import SHARED_OWNER, SNAPSHOT_PREFIX, owner_segment, upload_key
 from missions.core.roots import AllowedRoots, PathRefused
 from missions.ports.store import RepositoryRecord, RepositorySnapshot, RepositoryStatus, RepositoryStore, SnapshotStore
@@ -267,7 +268,9 @@ class RepositoryService:
                     snapshot = snapshot_from_archive(source, record.format, out, self._limits())  # type: ignore[arg-type]
                     commit, used_ref = None, None
             except (ArchiveRejected, RepositoryRequestError) as exc:
-                return self.store.update(repository_id, status=RepositoryStatus.FAILED, reason=str(exc)[:500])
+                # a git URL or server message may carry a password or token: the reason is shown over the API
+                reason = redact(str(exc))[:500]
+                return self.store.update(repository_id, status=RepositoryStatus.FAILED, reason=reason)
             except Exception as exc:  # recorded, then raised so the invocation is retried (and dead-lettered)
                 self.store.update(
                     repository_id, status=RepositoryStatus.FAILED, reason=f"import failed: {type(exc).__name__}"
