@@ -232,6 +232,45 @@ def test_a_burst_of_200_requests_from_50_threads_is_all_answered(server):
     assert statuses == [200] * 200
 
 
+def test_200_mixed_requests_from_16_clients_get_no_server_error(server):
+    # Given 16 clients of 4 users, each sending a mix of what users send: starting missions, listing
+    # and reading them, writing and reading memory, answering what does not exist, bad bodies
+    def send(method: str, path: str, user: str, body: object = None) -> int:
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Authorization": f"Bearer dev:{user}", "content-type": "application/json"}
+        request = urllib.request.Request(server.url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                answer = json.loads(response.read() or b"null")
+                if method == "POST" and path == "/missions":
+                    return send("GET", f"/missions/{answer['mission_id']}", user)
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    mix = [
+        ("POST", "/missions", {"capability": "shopping", "goal": "the cheapest USB-C charger"}),
+        ("GET", "/missions?limit=5", None),
+        ("PUT", "/memory/notes/load", {"value": {"n": 1}}),
+        ("GET", "/memory/notes", None),
+        ("GET", "/capabilities", None),
+        ("POST", "/missions/m_missing/interrupts/i_missing", {"text": "hi"}),
+        ("POST", "/missions", {"goal": ""}),
+        ("GET", "/metrics/missions", None),
+    ]
+
+    def one(n: int) -> int:
+        method, path, body = mix[n % len(mix)]
+        return send(method, path, f"load-{n % 4}", body)
+
+    # When 200 of them arrive at 16 at a time
+    with ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(one, range(200)))
+    # Then none is a server error (the 4xx are the requests that are wrong)
+    assert [s for s in statuses if s >= 500] == [], sorted(set(statuses))
+    assert {200, 202, 404, 422} >= set(statuses) - {200}
+
+
 # -- handlers: bugs, streams, time left ---------------------------------------------------------------
 
 
