@@ -134,6 +134,8 @@ ACCESS: dict[str, Access] = {
         snapshots={UPLOADS: ("s3:GetObject",), SNAPSHOTS: ("s3:PutObject",)},
     ),
     "sla": Access(tables={"interrupts": TableAccess((QUERY,), indexes=("waiting",))}),
+    # starts (or resumes) what a crashed function claimed, so it may do what a drain does
+    "reconcile": Access(tables=_DRAINS, blobs=_BLOBS_RW, start_missions=True),
     "retention": Access(
         tables={
             "missions": TableAccess((QUERY, UPDATE), indexes=("by_status",)),

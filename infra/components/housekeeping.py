@@ -1,4 +1,4 @@
-"""Scheduled upkeep: the SLA check (every 15 minutes) and retention (daily)."""
+"""Scheduled upkeep: the SLA check (every 15 minutes), the reconciler (every 5 minutes) and retention (daily)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from infra.components.access import ACCESS, Resources, grant
 from infra.components.functions import FunctionFactory
 from infra.config import EnvironmentConfig
 from missions.core.settings import environment_of
-from missions.core.specs import RETENTION_FUNCTION, SLA_FUNCTION, FunctionSpec
+from missions.core.specs import RECONCILE_FUNCTION, RETENTION_FUNCTION, SLA_FUNCTION, FunctionSpec
 
 
 class Housekeeping(Construct):
@@ -30,6 +30,15 @@ class Housekeeping(Construct):
             events.Schedule.rate(Duration.minutes(15)),
             factory,
             resources,
+        )
+        # a start left half-done by a crashed function is finished within stale-after + 5 minutes
+        self._scheduled(
+            RECONCILE_FUNCTION,
+            "finishes mission starts that a crashed function left half-done",
+            events.Schedule.rate(Duration.minutes(5)),
+            factory,
+            resources,
+            timeout_seconds=120,
         )
         self._scheduled(
             RETENTION_FUNCTION,

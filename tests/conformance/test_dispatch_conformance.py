@@ -194,3 +194,55 @@ def test_remove_succeeds_only_once(store):
     assert ids(store.queued("u1")) == ["m2"]
     assert store.claim(e, 3) is Claim.GONE
     assert store.running("u1") == set()
+
+
+# --------------------------------------------------------------------------- the journal
+
+
+def test_a_note_is_kept_until_forgotten(store):
+    # Given a request noted before it is recorded
+    e = entry("a")
+    store.intend(e)
+    # Then it is stranded for a reconciler reading after it, and not before
+    assert [(item.kind, item.entry) for item in store.stranded(before=2**62)] == [("pending", e)]
+    assert store.stranded(before=1) == []
+    assert not store.placed(e)
+    # When it is forgotten (twice: idempotent), nothing is left
+    store.forget(e)
+    store.forget(e)
+    assert store.stranded(before=2**62) == []
+
+
+def test_a_claim_is_kept_until_settled(store):
+    # Given a queued entry
+    e = entry("a")
+    store.enqueue(e)
+    assert store.placed(e)
+    # When it is claimed, it leaves the queue but stays placed, as a claim
+    assert store.claim(e, limit=3) is Claim.CLAIMED
+    assert store.queued("u1") == [] and store.placed(e)
+    assert [(item.kind, item.entry.mission_id) for item in store.stranded(before=2**62)] == [("claimed", "a")]
+    # and a second claim of it finds it gone
+    assert store.claim(e, limit=3) is Claim.GONE
+    # When it is settled (twice: idempotent), it is no longer placed, and its slot is kept
+    store.settle(e)
+    store.settle(e)
+    assert not store.placed(e) and store.stranded(before=2**62) == []
+    assert store.running("u1") == {"a"}
+
+
+def test_a_failed_claim_leaves_no_claim(store):
+    store.enqueue(entry("a"))
+    store.enqueue(entry("b", arrival=2))
+    assert store.claim(entry("a"), limit=1) is Claim.CLAIMED
+    assert store.claim(entry("b", arrival=2), limit=1) is Claim.FULL
+    assert [item.entry.mission_id for item in store.stranded(before=2**62)] == ["a"]
+    assert ids(store.queued("u1")) == ["b"]
+
+
+def test_stranded_lists_every_user_oldest_first(store):
+    for n, user in enumerate(("u1", "u2", "u3", "u1")):
+        store.intend(entry(f"m{n}", user=user, arrival=n + 1))
+    items = store.stranded(before=2**62)
+    assert sorted(item.entry.mission_id for item in items) == ["m0", "m1", "m2", "m3"]
+    assert [item.since for item in items] == sorted(item.since for item in items)

@@ -48,6 +48,9 @@ class FakeExecutions:
         self._checkpoints, self._codec, self._next_stage = checkpoints, codec, next_stage
 
     def start(self, state_machine_arn: str, name: str, input: str) -> str:
+        arn = f"{ACCOUNT_ARN}:execution:{state_machine_arn.rsplit(':', 1)[-1]}:{name}"
+        if name in self.started:  # idempotent by name, as Step Functions is for a retried start
+            return arn
         self.started.append(name)
         envelope = self._codec.decode(json.loads(input)["envelope"])
         envelope.next_stage = self._next_stage or registry.load(envelope.capability).pipeline.agents[0].name
@@ -59,7 +62,7 @@ class FakeExecutions:
             envelope=self._codec.encode(envelope),
         )
         self._checkpoints.put(checkpoint)
-        return f"{ACCOUNT_ARN}:execution:{state_machine_arn.rsplit(':', 1)[-1]}:{name}"
+        return arn
 
     def stop(self, execution_arn: str, cause: str) -> None:
         self.stopped.append(execution_arn.rsplit(":", 1)[-1])
@@ -68,6 +71,7 @@ class FakeExecutions:
         if task_token in self.gone_tokens:
             raise TaskGone(f"task {task_token} timed out")
         self.answered.append((task_token, json.loads(output)))
+        self.gone_tokens.add(task_token)  # a token takes one answer, as in Step Functions
 
     def send_failure(self, task_token: str, error: str, cause: str) -> None:
         self.gone_tokens.add(task_token)

@@ -34,14 +34,24 @@ def _outage(exc: Exception) -> DependencyUnavailable | None:
     return None
 
 
+def execution_arn(state_machine_arn: str, name: str) -> str:
+    """The ARN Step Functions gives the execution `name` of a state machine."""
+    prefix, machine = state_machine_arn.rsplit(":stateMachine:", 1)
+    return f"{prefix}:execution:{machine}:{name}"
+
+
 class StepFunctionsExecutions:
     def __init__(self, client: Any):
         self._client = client
 
     def start(self, state_machine_arn: str, name: str, input: str) -> str:
+        """Idempotent by name: an execution of that name that already exists (a start retried after a
+        crash) is not started again; its ARN is returned."""
         try:
             response = self._client.start_execution(stateMachineArn=state_machine_arn, name=name, input=input)
         except Exception as exc:
+            if _code(exc) == "ExecutionAlreadyExists":
+                return execution_arn(state_machine_arn, name)
             outage = _outage(exc)
             if outage is not None:
                 raise outage from exc

@@ -501,6 +501,18 @@ class Runtime:
             )
         return {"overdue": report.count, "oldest": [f"{r.mission_id}/{r.interrupt_id}" for r in report.oldest]}
 
+    def handle_reconcile(self, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
+        """Finish the starts that crashed processes left half-done; each one is logged with what was done."""
+        report = self.launcher.reconcile(self.settings.reconcile_stale_after_seconds, now=now)
+        for action in ("queued", "started", "released"):
+            for mission_id in report[action]:
+                observability.logger().warning(f"stranded mission {action}", extra={"mission_id": mission_id})
+        for mission_id, why in report["failures"].items():
+            observability.logger().error(
+                "stranded mission not reconciled", extra={"mission_id": mission_id, "reason": why}
+            )
+        return report
+
     def handle_retention(self, now: Callable[[], datetime] | None = None) -> dict[str, Any]:
         """Archive missions that ended long ago: a summary into long-term memory, checkpoints removed."""
         from missions.service.retention import RetentionPolicy, archive_ended_missions

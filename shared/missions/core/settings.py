@@ -64,6 +64,9 @@ class RuntimeSettings(BaseModel):
     interrupt_sla_hours: int = Field(24, ge=1)  # a question unanswered for longer is reported overdue
     retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
     retention_failed_days: int = Field(7, ge=1)
+    # a start noted or claimed this long ago and not done was left by a process that died (longer
+    # than any function runs: Lambda's ceiling is 900 s), so the reconciler finishes it
+    reconcile_stale_after_seconds: int = Field(960, ge=1)
     # directories whose code missions may read by path (the dev server's --repo-root); none in AWS,
     # where a mission reads only repositories registered through the API
     repo_roots: list[str] = Field(default_factory=list, max_length=32)

@@ -128,6 +128,7 @@ MEMORY_STREAM_FUNCTION = FunctionSpec("memory-stream", "memory_stream")
 STATUS_FUNCTION = FunctionSpec("status", "status")
 SLA_FUNCTION = FunctionSpec("sla", "sla")
 RETENTION_FUNCTION = FunctionSpec("retention", "retention")
+RECONCILE_FUNCTION = FunctionSpec("reconcile", "reconcile")  # finishes starts a crashed process left
 # clones or unpacks a repository into an immutable snapshot; the only function that writes snapshots
 REPOSITORY_IMPORT_FUNCTION = FunctionSpec("repository-import", "repository_import")
 SERVICE_FUNCTIONS = (
@@ -139,6 +140,7 @@ SERVICE_FUNCTIONS = (
     STATUS_FUNCTION,
     SLA_FUNCTION,
     RETENTION_FUNCTION,
+    RECONCILE_FUNCTION,
     REPOSITORY_IMPORT_FUNCTION,
 )
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Protocol
+from typing import Literal, Protocol
 
 from missions.core.envelope import Model
 from missions.core.requests import MissionRequest
@@ -43,8 +43,25 @@ class Claim(StrEnum):
     GONE = "gone"  # another drainer claimed (or someone removed) the entry: read the head again
 
 
+class Stranded(Model):
+    """A request some process left half-handled, perhaps because it died: "pending" was noted before
+    its mission record was written and never queued; "claimed" took a slot and was perhaps never
+    started. `since` is when it was noted or claimed (nanoseconds since the epoch)."""
+
+    kind: Literal["pending", "claimed"]
+    entry: QueueEntry
+    since: int
+
+
 class DispatchStore(Protocol):
-    """Per-user priority queues and running sets. Every method is atomic."""
+    """Per-user priority queues and running sets, and the journal that lets a reconciler finish what a
+    crashed process left half-done (`intend`, claims kept until `settle`). Every method is atomic."""
+
+    def intend(self, entry: QueueEntry) -> None:
+        """Note a request about to be recorded and queued (kept until `forget`)."""
+
+    def forget(self, entry: QueueEntry) -> None:
+        """Drop the note `intend` made (idempotent)."""
 
     def enqueue(self, entry: QueueEntry) -> None:
         """Add the entry (idempotent: the same sort key is one entry)."""
@@ -53,9 +70,18 @@ class DispatchStore(Protocol):
         """The first entry of the user's queue (a consistent read), or None when it is empty."""
 
     def claim(self, entry: QueueEntry, limit: int) -> Claim:
-        """Atomically delete the entry and add its mission id to the user's running set, only if
-        the entry exists and the set holds fewer than `limit` ids or already holds this one.
-        GONE wins over FULL when both conditions fail."""
+        """Atomically move the entry from the queue to the claims (kept until `settle`) and add its
+        mission id to the user's running set, only if the entry is queued and the set holds fewer
+        than `limit` ids or already holds this one. GONE wins over FULL when both conditions fail."""
+
+    def settle(self, entry: QueueEntry) -> None:
+        """The claimed entry was started, or will never be: drop its claim (idempotent)."""
+
+    def placed(self, entry: QueueEntry) -> bool:
+        """Whether the entry is queued or claimed."""
+
+    def stranded(self, before: int) -> list[Stranded]:
+        """Notes and claims made before `before` (nanoseconds since the epoch) and still kept, oldest first."""
 
     def release(self, user_id: str, mission_id: str) -> None:
         """Remove the id from the user's running set (idempotent)."""

@@ -265,7 +265,8 @@ class Executions(Protocol):
     """Running a mission's state machine (Step Functions in AWS): the runtime never sees the SDK."""
 
     def start(self, state_machine_arn: str, name: str, input: str) -> str:
-        """Start an execution named `name` (the mission id); returns its ARN."""
+        """Start an execution named `name` (the mission id); returns its ARN. Idempotent by name: when
+        that execution exists already (a start retried after a crash), it returns its ARN."""
 
     def stop(self, execution_arn: str, cause: str) -> None:
         """Stop it; an execution that already ended is not an error."""

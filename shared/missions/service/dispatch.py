@@ -41,10 +41,19 @@ followed by a drain, and a drain stops only when
       queue afresh.
 A claim that finds its entry gone (another drainer took it) never stops a drain. So whenever the
 queue is not empty and a slot is free, a drain is running or about to run.
-This assumes `finished` is eventually called for every started mission, and that no process dies
-between creating a record and enqueueing it, or between a claim and the start; a crash there leaves
-a queued record without an entry or a slot held by a mission that never started (a reconciler's
-job, not done here).
+This assumes `finished` is eventually called for every started mission.
+
+Crashes (nothing lost). A process may die anywhere, and three places would strand a request: after
+recording a mission and before queueing it (a queued record nobody will start: a retried trigger
+is a "duplicate" and changes nothing), after queueing it and before the drain that follows, and
+after a claim and before the start is done (a slot held
+by a mission that never started). So the store keeps a journal: `submit` notes the request
+(`intend`) before it records the mission and forgets it once it is queued and drained, and a claim keeps the
+entry (as a claim) until `settle`, after the start. Whatever is still in the journal long after it
+was written (`reconcile`, run on a schedule; longer than any function runs) was left by a process
+that died, and the reconciler finishes it: it queues the recorded request, starts (or resumes) the
+claimed mission, or frees the slot of one that can no longer start. Starting is idempotent by name
+(the execution is named after the mission), so a start that did happen is not made twice.
 """
 
 from __future__ import annotations
@@ -54,9 +63,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from missions.core.envelope import new_id
 from missions.core.errors import ConflictError, MissionRequestError, NotFound, TaskGone, TransitionRefused
@@ -108,6 +117,20 @@ class DispatchResult:
     status: Literal["started", "queued", "duplicate"]
 
 
+@dataclass
+class Reconciled:
+    """What `reconcile` did, by mission id."""
+
+    queued: list[str] = field(default_factory=list)  # recorded, never queued: queued now
+    started: list[str] = field(default_factory=list)  # claimed, perhaps never started: started (or resumed) now
+    released: list[str] = field(default_factory=list)  # claimed, can no longer start: its slot freed
+    dropped: list[str] = field(default_factory=list)  # nothing left to do (its record never written, or it went on)
+    failures: dict[str, str] = field(default_factory=dict)  # tried again at the next run
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 class _StopDraining(Exception):
     """A dependency refused a hand-over: draining on would only meet it again."""
 
@@ -127,11 +150,13 @@ class Dispatcher:
         limit: int | Callable[[str], int] = 3,
         clock: Callable[[], int] = time.time_ns,
         resume: Callable[[QueueEntry], None] | None = None,
+        redeliver: Callable[[QueueEntry], None] | None = None,
     ):
         self._store = store
         self._missions = missions
         self._start = start
         self._resume = resume
+        self._redeliver = redeliver
         self._limit = limit
         # Wall-clock, not monotonic: arrivals are compared across processes (Lambda instances), and a
         # monotonic clock means nothing outside its own host. Within a process they strictly increase.
@@ -147,6 +172,15 @@ class Dispatcher:
         mission_id = mission_id_for(request)
         deadline = deadline_key(request.deadline)
         request = request.model_copy(update={"mission_id": mission_id})
+        entry = QueueEntry(
+            user_id=request.user_id,
+            mission_id=mission_id,
+            rank=request.priority.rank,
+            deadline=deadline,
+            arrival=self._arrival(),
+            request=request,
+        )
+        self._store.intend(entry)  # from here a crash leaves a note the reconciler finishes
         try:
             self._missions.create(
                 MissionRecord(
@@ -160,21 +194,18 @@ class Dispatcher:
                 )
             )
         except ConflictError:
+            self._store.forget(entry)
             return DispatchResult(mission_id, "duplicate")
-        entry = QueueEntry(
-            user_id=request.user_id,
-            mission_id=mission_id,
-            rank=request.priority.rank,
-            deadline=deadline,
-            arrival=self._arrival(),
-            request=request,
-        )
         try:
             self._store.enqueue(entry)
         except Exception:
             self._missions.discard(mission_id)  # no record without its queue entry: nothing half-made
+            self._store.forget(entry)
             raise
-        started = self.drain(request.user_id, own=mission_id)
+        try:
+            started = self.drain(request.user_id, own=mission_id)
+        finally:  # kept until the drain is done: a queued entry nobody drains would wait for the next event
+            self._store.forget(entry)
         return DispatchResult(mission_id, "started" if mission_id in started else "queued")
 
     def resume(self, mission_id: str, ticket: ResumeTicket) -> DispatchResult:
@@ -195,8 +226,12 @@ class Dispatcher:
             request=request,
             resume=ticket,
         )
+        self._store.intend(entry)  # a crash before the drain is done leaves the answer to the reconciler
         self._store.enqueue(entry)
-        resumed = self.drain(record.user_id, own=mission_id)
+        try:
+            resumed = self.drain(record.user_id, own=mission_id)
+        finally:
+            self._store.forget(entry)
         return DispatchResult(mission_id, "started" if mission_id in resumed else "queued")
 
     def waiting(self, mission_id: str) -> list[str]:
@@ -223,11 +258,15 @@ class Dispatcher:
             outcome = self._store.claim(entry, limit)
             if outcome is Claim.FULL:
                 return started
+            if outcome is not Claim.CLAIMED:
+                continue
             try:
-                if outcome is Claim.CLAIMED and self._launch(entry, own=entry.mission_id == own):
+                if self._launch(entry, own=entry.mission_id == own):
                     started.append(entry.mission_id)
             except _StopDraining:
                 return started
+            finally:
+                self._store.settle(entry)  # started, or never will be: no longer the reconciler's
             # GONE, or a failed start (its slot was released): read the head again
 
     def finished(self, mission_id: str) -> list[str]:
@@ -293,6 +332,90 @@ class Dispatcher:
             log.warning("resume of mission %s failed, queued again: %s", entry.mission_id, exc)
             self._store.enqueue(entry)
             raise _StopDraining from exc
+
+    def reconcile(self, before: int) -> Reconciled:
+        """Finish what processes that died left half-done (see "Crashes" in the module docstring):
+        every note and claim made before `before` (nanoseconds since the epoch), then a drain for
+        each user touched. A step that fails is reported and left for the next run."""
+        report = Reconciled()
+        users: set[str] = set()
+        for item in self._store.stranded(before):
+            entry = item.entry
+            try:
+                if item.kind == "pending":
+                    self._requeue(entry, report)
+                else:
+                    self._restart(entry, report)
+            except Exception as exc:
+                log.warning("reconcile of mission %s failed: %s", entry.mission_id, exc)
+                report.failures[entry.mission_id] = f"{type(exc).__name__}: {exc}"[:500]
+            users.add(entry.user_id)
+        for user_id in sorted(users):
+            try:
+                self.drain(user_id)
+            except Exception as exc:
+                report.failures[f"drain:{user_id}"] = f"{type(exc).__name__}: {exc}"[:500]
+        return report
+
+    def _requeue(self, entry: QueueEntry, report: Reconciled) -> None:
+        """A request (or an answer) noted and perhaps never queued: queue it if its mission was recorded
+        and still waits for it."""
+        try:
+            record = self._missions.get(entry.mission_id)
+        except NotFound:  # its submit died before recording it: the caller was never told it exists
+            record = None
+        if entry.resume is None:
+            waits = record is not None and record.status == QUEUED
+        else:
+            waits = (
+                record is not None
+                and record.status == MissionStatus.INTERRUPTED
+                and record.pending_interrupt == entry.resume.interrupt_id
+            )
+        if waits and not self._store.placed(entry):
+            self._store.enqueue(entry)
+            report.queued.append(entry.mission_id)
+        else:  # never recorded, or queued (the drain that follows the reconcile starts it), or it went on
+            report.dropped.append(entry.mission_id)
+        self._store.forget(entry)
+
+    def _restart(self, entry: QueueEntry, report: Reconciled) -> None:
+        """A claim never settled: its claimer died around the start. Start it (or hand the answer over)
+        if it has not been, free its slot if it can no longer run, and settle the claim."""
+        try:
+            record = self._missions.get(entry.mission_id)
+        except NotFound:
+            record = None
+        if record is None or record.status in MissionStatus.TERMINAL:
+            # it ended, or was cancelled before it started: a terminal mission holds no slot
+            self._store.release(entry.user_id, entry.mission_id)
+            report.released.append(entry.mission_id)
+        elif entry.resume is None and record.status == QUEUED:
+            if self._launch(entry):
+                report.started.append(entry.mission_id)
+            else:
+                report.released.append(entry.mission_id)
+        elif entry.resume is None and record.status == MissionStatus.RUNNING and not record.execution_arn:
+            self._start(entry.request)  # idempotent by name: an execution that did start is kept
+            report.started.append(entry.mission_id)
+        elif (
+            entry.resume is not None
+            and record.status == MissionStatus.INTERRUPTED
+            and record.pending_interrupt == entry.resume.interrupt_id
+        ):
+            try:
+                if self._hand_over(entry, own=False):
+                    report.started.append(entry.mission_id)
+                else:
+                    report.released.append(entry.mission_id)
+            except _StopDraining as stop:  # an outage: the answer went back in line, where a drain retries it
+                report.failures[entry.mission_id] = f"answer queued again: {stop.__cause__}"[:500]
+        elif entry.resume is not None and record.status == MissionStatus.RUNNING and self._redeliver is not None:
+            self._redeliver(entry)  # marked running, perhaps not handed over: a second delivery is refused
+            report.started.append(entry.mission_id)
+        else:
+            report.dropped.append(entry.mission_id)  # it went on: started, or asked its next question
+        self._store.settle(entry)
 
     def queued(self, user_id: str) -> list[QueueEntry]:
         """The user's queue, first to run first."""

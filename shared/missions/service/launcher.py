@@ -12,6 +12,7 @@ the same mission twice cannot run it twice.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,7 +21,7 @@ from pydantic import ValidationError
 from missions.core import capability as registry
 from missions.core.compiler import initial_state
 from missions.core.envelope import Bounds, Envelope, new_id
-from missions.core.errors import MissionRequestError, TransitionRefused
+from missions.core.errors import MissionRequestError, TaskGone, TransitionRefused
 from missions.core.offload import EnvelopeCodec
 from missions.core.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
 from missions.core.requests import ForkSource, MissionRequest, one_line
@@ -103,7 +104,9 @@ class Launcher:
         self._repositories = repositories
         self._preferences = preferences
         self._lifecycle = Lifecycle(missions)
-        self.dispatcher = Dispatcher(dispatch, missions, start=self._start, limit=limit, resume=self._resume)
+        self.dispatcher = Dispatcher(
+            dispatch, missions, start=self._start, limit=limit, resume=self._resume, redeliver=self._redeliver
+        )
 
     # -- asking for a mission ---------------------------------------------------------------------
 
@@ -198,6 +201,19 @@ class Launcher:
         except Exception:
             self._lifecycle.waiting(entry.mission_id, entry.resume.interrupt_id)  # still waiting for it
             raise
+
+    def _redeliver(self, entry: QueueEntry) -> None:
+        """Hand an answer over again after a crash between marking the mission running and handing it
+        over: a token that already took it refuses it (TaskGone), which means it was delivered."""
+        assert entry.resume is not None
+        try:
+            self._executions.send_success(entry.resume.task_token, entry.resume.output)
+        except TaskGone:
+            pass
+
+    def reconcile(self, stale_after_seconds: float, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
+        """Finish starts that a crashed process left half-done (`Dispatcher.reconcile`)."""
+        return self.dispatcher.reconcile(before=now() - int(stale_after_seconds * 1e9)).as_dict()
 
     def _carry_on_from(self, source: ForkSource) -> Envelope:
         checkpoint = self._checkpoints.get(source.mission_id, source.checkpoint_id)

@@ -5,9 +5,17 @@ Items:
                                                Query on the partition reads the queue in order
   pk "running#<user>", sk "running"            the user's running set: "running", a string set of
                                                mission ids (absent when empty)
+  pk "pending#<n>",    sk "<user>#<sort key>"  a request noted before its record was written, until
+                                               it is queued (the reconciler's journal)
+  pk "claimed#<n>",    sk "<user>#<sort key>"  a claimed entry, until its start settled it
 
-A claim is one TransactWriteItems (delete the entry if it exists + add the id to the set if it
-has room or already holds it), so a slot is never taken for an entry someone else claimed.
+Journal items carry "since" (nanoseconds) and the entry; their partitions are spread over
+`JOURNAL_SHARDS` by mission id, so the reconciler reads a few partitions instead of scanning the
+table, and no single partition takes every start's writes.
+
+A claim is one TransactWriteItems (delete the entry if it exists + put its claim + add the id to
+the set if it has room or already holds it), so a slot is never taken for an entry someone else
+claimed, and a claimed entry is never lost before it started.
 Under load DynamoDB cancels writes that race a transaction on the same item (TransactionConflict);
 botocore does not retry those, so they are retried here with jittered backoff. The
 transaction's ClientRequestToken is left to botocore: it generates one per call and reuses it on
@@ -17,20 +25,22 @@ token derived from the entry would let two drainers both "win" the same entry).
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import boto3
 from botocore.exceptions import ClientError
 
-from missions.ports.dispatch import Claim, QueueEntry
+from missions.ports.dispatch import Claim, QueueEntry, Stranded
 
 T = TypeVar("T")
 
 _RUNNING_SK = "running"
 _CONFLICT_ATTEMPTS = 10
+JOURNAL_SHARDS = 8
 
 
 def _code(exc: ClientError) -> str:
@@ -57,9 +67,10 @@ def _retrying(write: Callable[[], T]) -> T:
 class DynamoDispatchStore:
     """`missions.service.dispatch.DispatchStore` on the DISPATCH table."""
 
-    def __init__(self, table_name: str, client: Any = None):
+    def __init__(self, table_name: str, client: Any = None, clock: Callable[[], int] = time.time_ns):
         self.table_name = table_name
         self._client = client or boto3.client("dynamodb")
+        self._clock = clock
 
     # ----------------------------------------------------------------------- queue
 
@@ -135,6 +146,7 @@ class DynamoDispatchStore:
                                 "ConditionExpression": "attribute_exists(pk)",
                             }
                         },
+                        {"Put": {"TableName": self.table_name, "Item": self._journal_item("claimed", entry)}},
                         {
                             "Update": {
                                 "TableName": self.table_name,
@@ -151,10 +163,10 @@ class DynamoDispatchStore:
             except ClientError as exc:
                 if _code(exc) != "TransactionCanceledException":
                     raise
-                reasons = _reasons(exc) + ["", ""]
+                reasons = _reasons(exc) + ["", "", ""]
                 if reasons[0] == "ConditionalCheckFailed":
                     return Claim.GONE
-                if reasons[1] == "ConditionalCheckFailed":
+                if reasons[2] == "ConditionalCheckFailed":
                     return Claim.FULL
                 if "TransactionConflict" in reasons:
                     raise _Conflict from None
@@ -183,6 +195,56 @@ class DynamoDispatchStore:
         response = self._client.get_item(TableName=self.table_name, Key=_running_key(user_id), ConsistentRead=True)
         return set(response.get("Item", {}).get("running", {}).get("SS", []))
 
+    # ----------------------------------------------------------------------- journal
+
+    def intend(self, entry: QueueEntry) -> None:
+        self._client.put_item(TableName=self.table_name, Item=self._journal_item("pending", entry))
+
+    def forget(self, entry: QueueEntry) -> None:
+        self._client.delete_item(TableName=self.table_name, Key=_journal_key("pending", entry))
+
+    def settle(self, entry: QueueEntry) -> None:
+        self._client.delete_item(TableName=self.table_name, Key=_journal_key("claimed", entry))
+
+    def placed(self, entry: QueueEntry) -> bool:
+        for key in (_queue_key(entry), _journal_key("claimed", entry)):
+            found = self._client.get_item(
+                TableName=self.table_name, Key=key, ConsistentRead=True, ProjectionExpression="pk"
+            )
+            if "Item" in found:
+                return True
+        return False
+
+    def stranded(self, before: int) -> list[Stranded]:
+        kept: list[Stranded] = []
+        for kind in ("pending", "claimed"):
+            for shard in range(JOURNAL_SHARDS):
+                kwargs: dict[str, Any] = {
+                    "TableName": self.table_name,
+                    "KeyConditionExpression": "pk = :pk",
+                    "FilterExpression": "since < :before",
+                    "ExpressionAttributeValues": {":pk": {"S": f"{kind}#{shard}"}, ":before": {"N": str(before)}},
+                    "ConsistentRead": True,
+                }
+                while True:
+                    page = self._client.query(**kwargs)
+                    kept += [
+                        Stranded(kind=kind, entry=_entry(item), since=int(item["since"]["N"]))
+                        for item in page.get("Items", [])
+                    ]
+                    if not page.get("LastEvaluatedKey"):
+                        break
+                    kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return sorted(kept, key=lambda item: item.since)
+
+    def _journal_item(self, kind: _Journal, entry: QueueEntry) -> dict[str, Any]:
+        return {
+            **_journal_key(kind, entry),
+            "mission_id": {"S": entry.mission_id},
+            "since": {"N": str(self._clock())},
+            "entry": {"S": entry.model_dump_json()},
+        }
+
     # ----------------------------------------------------------------------- helpers
 
     def _queue_query(self, user_id: str) -> dict[str, Any]:
@@ -200,6 +262,14 @@ def _queue_pk(user_id: str) -> str:
 
 def _queue_key(entry: QueueEntry) -> dict[str, Any]:
     return {"pk": {"S": _queue_pk(entry.user_id)}, "sk": {"S": entry.sort_key}}
+
+
+_Journal = Literal["pending", "claimed"]
+
+
+def _journal_key(kind: _Journal, entry: QueueEntry) -> dict[str, Any]:
+    shard = int(hashlib.sha256(entry.mission_id.encode()).hexdigest()[:8], 16) % JOURNAL_SHARDS
+    return {"pk": {"S": f"{kind}#{shard}"}, "sk": {"S": f"{entry.user_id}#{entry.sort_key}"}}
 
 
 def _running_key(user_id: str) -> dict[str, Any]:

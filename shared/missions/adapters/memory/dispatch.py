@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import bisect
 import threading
+import time
+from collections.abc import Callable
+from typing import Literal
 
-from missions.ports.dispatch import Claim, QueueEntry
+from missions.ports.dispatch import Claim, QueueEntry, Stranded
 
 
 class InMemoryDispatchStore:
     """The reference DispatchStore: one lock makes every method atomic."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], int] = time.time_ns) -> None:
         self._lock = threading.Lock()
+        self._clock = clock
+        self._journal: dict[tuple[str, str, str], Stranded] = {}  # (kind, user, sort key) -> note or claim
         self._keys: dict[str, list[str]] = {}  # user -> sorted sort keys
         self._entries: dict[str, dict[str, QueueEntry]] = {}  # user -> sort key -> entry
         self._running: dict[str, set[str]] = {}
@@ -39,7 +44,37 @@ class InMemoryDispatchStore:
                 return Claim.FULL
             self._delete(entry)
             running.add(entry.mission_id)
+            self._note("claimed", entry)
             return Claim.CLAIMED
+
+    def intend(self, entry: QueueEntry) -> None:
+        with self._lock:
+            self._note("pending", entry)
+
+    def forget(self, entry: QueueEntry) -> None:
+        with self._lock:
+            self._journal.pop(("pending", entry.user_id, entry.sort_key), None)
+
+    def settle(self, entry: QueueEntry) -> None:
+        with self._lock:
+            self._journal.pop(("claimed", entry.user_id, entry.sort_key), None)
+
+    def placed(self, entry: QueueEntry) -> bool:
+        with self._lock:
+            return (
+                entry.sort_key in self._entries.get(entry.user_id, {})
+                or ("claimed", entry.user_id, entry.sort_key) in self._journal
+            )
+
+    def stranded(self, before: int) -> list[Stranded]:
+        with self._lock:
+            kept = [item.model_copy(deep=True) for item in self._journal.values() if item.since < before]
+        return sorted(kept, key=lambda item: item.since)
+
+    def _note(self, kind: Literal["pending", "claimed"], entry: QueueEntry) -> None:
+        self._journal[(kind, entry.user_id, entry.sort_key)] = Stranded(
+            kind=kind, entry=entry.model_copy(deep=True), since=self._clock()
+        )
 
     def release(self, user_id: str, mission_id: str) -> None:
         with self._lock:
