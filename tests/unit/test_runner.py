@@ -613,3 +613,98 @@ def test_the_model_gets_the_stage_deadline_from_the_lambda_context():
     # Then the model call carried the stage's deadline: 10 s less the margin to commit
     [deadline] = seen
     assert deadline is not None and before + 6.0 < deadline < time.monotonic() + 7.0
+
+
+# -- a stage retried after it died mid-way --------------------------------------------------------
+
+
+class Died(BaseException):
+    """The stage's Lambda died (a crash, a timeout): nothing of the attempt is committed."""
+
+
+def dies_after_writing(ran: list[str], deaths: list[type[BaseException]]) -> Capability:
+    """A stage that writes (an auto-approved side effect), reads, then dies the first times it runs."""
+
+    def act(ctx: StageContext) -> None:
+        ctx.scratch["wrote"] = ctx.tools.execute("fs.write", {"path": "notes.txt"})
+        ctx.tools.execute("t.echo", {"path": "notes.txt"})
+        if deaths:
+            raise deaths.pop(0)("died after its tool calls")
+
+    capability = make(
+        "t_dies",
+        [
+            AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
+            AgentConfig(name="done"),
+        ],
+        {"apply": Hooks(act=act, post=lambda ctx: {"status": ctx.scratch["wrote"].status}), "done": Hooks(post=answer)},
+        tools=catalog(ran),
+    )
+    return Capability(**{**capability.__dict__, "auto_approve_tools": frozenset({"fs.write"})})
+
+
+def first_state(driver: DirectDriver) -> dict[str, Any]:
+    """The first stage's input for a new running mission of the driver's capability."""
+    name = driver.capability.name
+    registry.register(driver.capability)
+    state = driver.codec.encode(build_envelope(MissionRequest(capability=name, goal="write notes")))
+    driver.stores.missions.create(
+        MissionRecord(mission_id=state["mission_id"], user_id="local", capability=name, goal="g", status="running")
+    )
+    return state
+
+
+@pytest.mark.parametrize("death", [Died, RuntimeError])
+def test_a_stage_retried_after_dying_mid_way_does_not_repeat_its_side_effects(death):
+    # Given a stage whose first attempt wrote, read, and then died (a crash, or an error)
+    ran: list[str] = []
+    driver = DirectDriver(dies_after_writing(ran, [death]))
+    first = first_state(driver)
+    with pytest.raises(death):
+        driver.runner.handle({"stage": "apply", "mode": "run", "envelope": first})
+    assert ran == ["write:notes.txt", "echo:notes.txt"]
+    # When the stage is run again on the same input (the state machine's retry)
+    again = driver.runner.handle({"stage": "apply", "mode": "run", "envelope": first})
+    # Then the write is not made again (its recorded result is replayed); the read-only call runs again
+    assert ran == ["write:notes.txt", "echo:notes.txt", "echo:notes.txt"]
+    assert driver.codec.decode(again).outputs["apply"] == {"status": "success"}
+    assert driver.codec.decode(again).counters.tool_calls == 2
+    # and the committed stage tells of one write, marked as replayed
+    events, _ = driver.stores.events.read(first["mission_id"], limit=1000)
+    committed = [e for e in events if e.type is EventType.TOOL_COMPLETED and e.payload["tool"] == "fs.write"]
+    failed_attempts = 1 if death is RuntimeError else 0  # an error records its attempt's events; a crash cannot
+    assert len(committed) == 1 + failed_attempts
+    assert committed[-1].payload.get("replayed") is True
+    # and running it a third time changes nothing (the stored checkpoint is the answer)
+    assert driver.runner.handle({"stage": "apply", "mode": "run", "envelope": first}) == again
+    assert ran.count("write:notes.txt") == 1
+
+
+def test_the_same_call_twice_in_a_stage_is_two_calls_each_replayed_once():
+    # Given a stage that makes the same write twice, then dies
+    ran: list[str] = []
+    deaths: list[type[BaseException]] = [Died]
+
+    def act(ctx: StageContext) -> None:
+        ctx.tools.execute("fs.write", {"path": "a"})
+        ctx.tools.execute("fs.write", {"path": "a"})
+        if deaths:
+            raise deaths.pop(0)("died")
+
+    capability = make(
+        "t_twice",
+        [
+            AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
+            AgentConfig(name="done"),
+        ],
+        {"apply": Hooks(act=act, post=lambda ctx: {}), "done": Hooks(post=answer)},
+        tools=catalog(ran),
+    )
+    driver = DirectDriver(Capability(**{**capability.__dict__, "auto_approve_tools": frozenset({"fs.write"})}))
+    state = first_state(driver)
+    with pytest.raises(Died):
+        driver.runner.handle({"stage": "apply", "mode": "run", "envelope": state})
+    # When it is retried
+    driver.runner.handle({"stage": "apply", "mode": "run", "envelope": state})
+    # Then both writes happened once each: two, not four, and not one
+    assert ran == ["write:a", "write:a"]

@@ -3,6 +3,13 @@
 Contract: every execution returns a `ToolResult` {status, data, error, citations}; a tool
 never raises into the runner. Tools whose risk is write or destructive need a human's
 confirmation (an interrupt) before they run, unless the capability's policy auto-approves.
+
+Once per stage. A stage that fails mid-way (its Lambda crashed or timed out) is run again from
+its input, and would call its tools again. A call to a journaled tool (by default one with side
+effects: risk above read-only) is recorded in the stage's `ToolJournal` as soon as it returns, and
+the retried stage gets the recorded result instead of a second call, with the same events. What
+is left: a crash between the tool's effect and the journal write (one call's window); a tool
+whose backend takes an idempotency key can close it with `ToolExecutor.call_key`.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -82,6 +89,12 @@ class ToolSpec:
     timeout_seconds: float = 10.0
     max_retries: int = 1
     root_param: str | None = None  # a parameter naming a directory: checked against the allowed roots
+    journaled: bool | None = None  # replay its result when the stage is retried; None: when it has side effects
+
+    @property
+    def once_per_stage(self) -> bool:
+        """Whether a retried stage replays this tool's recorded result instead of calling it again."""
+        return self.risk is not RiskLevel.READ_ONLY if self.journaled is None else self.journaled
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -108,6 +121,7 @@ class ToolCatalog:
         timeout_seconds: float = 10.0,
         max_retries: int = 1,
         root_param: str | None = None,
+        journaled: bool | None = None,
     ) -> Callable[[Callable[..., ToolResult]], Callable[..., ToolResult]]:
         def decorate(func: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
             if tool_id in self.tools:
@@ -115,7 +129,16 @@ class ToolCatalog:
             if root_param is not None and root_param not in parameters.model_fields:
                 raise ValueError(f"tool '{tool_id}': root_param '{root_param}' is not one of its parameters")
             self.tools[tool_id] = ToolSpec(
-                tool_id, description, parameters, func, category, risk, timeout_seconds, max_retries, root_param
+                tool_id,
+                description,
+                parameters,
+                func,
+                category,
+                risk,
+                timeout_seconds,
+                max_retries,
+                root_param,
+                journaled,
             )
             return func
 
@@ -154,6 +177,34 @@ class ToolCallRecord:
     result: ToolResult
     attempts: int
     duration_ms: float
+    replayed: bool = False  # recorded by an earlier attempt of this stage, not called again
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool_id": self.tool_id,
+            "params": self.params,
+            "result": self.result.model_dump(mode="json"),
+            "attempts": self.attempts,
+            "duration_ms": self.duration_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ToolCallRecord:
+        return cls(
+            data["tool_id"],
+            data["params"],
+            ToolResult.model_validate(data["result"]),
+            int(data["attempts"]),
+            float(data["duration_ms"]),
+        )
+
+
+class ToolJournal(Protocol):
+    """The calls this stage already made, by call key (see "Once per stage" above)."""
+
+    def recorded(self, key: str) -> ToolCallRecord | None: ...
+
+    def record(self, key: str, call: ToolCallRecord) -> None: ...
 
 
 @dataclass
@@ -170,6 +221,13 @@ class ToolExecutor:
     calls: list[ToolCallRecord] = field(default_factory=list)
     sleep: Callable[[float], None] = time.sleep
     roots: AllowedRoots | None = None  # None: no check (a tool called outside a mission, e.g. in a unit test)
+    journal: ToolJournal | None = None  # None: nothing replayed (a tool called outside a mission)
+    _occurrences: dict[str, int] = field(default_factory=dict)
+
+    def call_key(self, tool_id: str, params: dict[str, Any]) -> str:
+        """This call's key within the stage: the same call made twice in a stage is two calls."""
+        cid = call_id(tool_id, params)
+        return f"{cid}.{self._occurrences.get(cid, 0)}"
 
     def execute(self, tool_id: str, params: dict[str, Any] | None = None) -> ToolResult:
         params = dict(params or {})
@@ -203,11 +261,23 @@ class ToolExecutor:
         if self.budget is not None and self.executed >= self.budget:
             message = "tool budget exhausted (max_tool_calls)"
             return self._finish(tool_id, params, ToolResult.fail(message, "denied"), 0, 0.0)
+        key = None
+        if self.journal is not None and spec.once_per_stage:
+            key = self.call_key(tool_id, params)
+            self._occurrences[call_id(tool_id, params)] = int(key.rsplit(".", 1)[1]) + 1
+            done = self.journal.recorded(key)
+            if done is not None:  # a retried stage: the call happened; replay it, events and all
+                if self.on_start:
+                    self.on_start(tool_id, params)
+                return self._finish(tool_id, params, done.result, done.attempts, done.duration_ms, replayed=True)
         if self.on_start:
             self.on_start(tool_id, params)
         started = time.perf_counter()
         result, attempts = self._run_with_retries(spec, validated)
-        return self._finish(tool_id, params, result, attempts, (time.perf_counter() - started) * 1000)
+        ms = (time.perf_counter() - started) * 1000
+        if key is not None and self.journal is not None:
+            self.journal.record(key, ToolCallRecord(tool_id, params, result, attempts, ms))
+        return self._finish(tool_id, params, result, attempts, ms)
 
     def _outside_roots(self, spec: ToolSpec, params: BaseModel) -> str | None:
         """Defence in depth: a directory parameter must resolve inside an allowed root, at every call."""
@@ -256,8 +326,16 @@ class ToolExecutor:
             raise TypeError(f"tool '{spec.id}' returned {type(result).__name__}, not ToolResult")
         return result
 
-    def _finish(self, tool_id: str, params: dict[str, Any], result: ToolResult, attempts: int, ms: float) -> ToolResult:
-        record = ToolCallRecord(tool_id, params, result, attempts, ms)
+    def _finish(
+        self,
+        tool_id: str,
+        params: dict[str, Any],
+        result: ToolResult,
+        attempts: int,
+        ms: float,
+        replayed: bool = False,
+    ) -> ToolResult:
+        record = ToolCallRecord(tool_id, params, result, attempts, ms, replayed)
         self.calls.append(record)
         if self.on_complete:
             self.on_complete(record)

@@ -122,6 +122,10 @@ class MissionsByCapability(Protocol):
         """Missions of the capability created at or after `since_iso` (same format as created_at), oldest first."""
 
 
+# a mission's stages' tool calls live in the checkpoint store as the thread "<mission id>#tools"
+TOOL_JOURNAL_SUFFIX = "#tools"
+
+
 class CheckpointStore(Protocol):
     def put(self, checkpoint: Checkpoint) -> Checkpoint:
         """Write once. If that checkpoint id exists, return the stored one unchanged."""

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from missions.ports.memory import LongTermMemory
-from missions.ports.store import CheckpointStore, MissionRecord, MissionStatus, MissionStore
+from missions.ports.store import TOOL_JOURNAL_SUFFIX, CheckpointStore, MissionRecord, MissionStatus, MissionStore
 from missions.service.lifecycle import Lifecycle
 
 ARCHIVE_NAMESPACE = ("archived_missions",)
@@ -59,6 +59,7 @@ def archive_ended_missions(
             try:
                 memory.put(record.user_id, ARCHIVE_NAMESPACE, record.mission_id, summary(record))
                 report.checkpoints_removed += checkpoints.delete_thread(record.mission_id)
+                checkpoints.delete_thread(record.mission_id + TOOL_JOURNAL_SUFFIX)  # its stages' tool calls
                 # last: a run that failed before this point finds the mission again tomorrow
                 Lifecycle(missions).move(
                     record.mission_id, MissionStatus.ARCHIVED, archived_at=moment.isoformat(timespec="milliseconds")

@@ -47,7 +47,15 @@ from missions.core.refs import Workspaces
 from missions.core.roots import AllowedRoots
 from missions.core.routing import Decision, apply, decide
 from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor
-from missions.ports.store import ArtifactStore, Checkpoint, CheckpointStore, EventStore, InterruptStore, MissionStore
+from missions.ports.store import (
+    TOOL_JOURNAL_SUFFIX,
+    ArtifactStore,
+    Checkpoint,
+    CheckpointStore,
+    EventStore,
+    InterruptStore,
+    MissionStore,
+)
 from missions.service.lifecycle import Lifecycle
 
 MODES = ("run", "join", "branch", "item", "finalize")
@@ -102,6 +110,35 @@ class StageServices:
     workspaces: Workspaces | None = None  # repositories stages read (capabilities with `repository`)
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
+
+
+@dataclass(frozen=True)
+class StageToolJournal:
+    """A stage's tool calls, kept beside the mission's checkpoints as a thread of their own
+    ("<mission>#tools", one item per call, named "<stage>@<hop>#<call key>"): the checkpoint store's
+    write-once put is what a journal needs, and the stage already may read and write it."""
+
+    checkpoints: CheckpointStore
+    mission_id: str
+    stage_token: str  # "<stage>@<hop>": the same for every attempt of this stage, unique in the mission
+
+    def recorded(self, key: str) -> ToolCallRecord | None:
+        try:
+            kept = self.checkpoints.get(self.mission_id + TOOL_JOURNAL_SUFFIX, f"{self.stage_token}#{key}")
+        except NotFound:
+            return None
+        return ToolCallRecord.from_json(kept.envelope["call"])
+
+    def record(self, key: str, call: ToolCallRecord) -> None:
+        self.checkpoints.put(
+            Checkpoint(
+                thread_id=self.mission_id + TOOL_JOURNAL_SUFFIX,
+                checkpoint_id=f"{self.stage_token}#{key}",
+                parent_id=None,
+                stage=self.stage_token.split("@", 1)[0],
+                envelope={"call": call.to_json()},
+            )
+        )
 
 
 @dataclass
@@ -358,6 +395,7 @@ class StageRunner:
                 citations=len(result.citations),
                 attempts=record.attempts,
                 duration_ms=round(record.duration_ms, 3),
+                **({"replayed": True} if record.replayed else {}),
             )
 
         return ToolExecutor(
@@ -369,6 +407,7 @@ class StageRunner:
             on_complete=completed,
             budget=max(0, envelope.bounds.max_tool_calls - envelope.counters.tool_calls),
             roots=self.services.workspaces.roots if self.services.workspaces is not None else AllowedRoots(),
+            journal=StageToolJournal(self.services.checkpoints, envelope.mission_id, ctx.write_token),
         )
 
     def _check_output(self, stage: str, output: Any) -> None:
