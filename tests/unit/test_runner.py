@@ -631,13 +631,18 @@ def dies_after_writing(ran: list[str], deaths: list[type[BaseException]]) -> Cap
         if deaths:
             raise deaths.pop(0)("died after its tool calls")
 
+    return auto_writer("t_dies", act, lambda ctx: {"status": ctx.scratch["wrote"].status}, ran)
+
+
+def auto_writer(name: str, act: Hook, post: Hook, ran: list[str]) -> Capability:
+    """apply (may write, with fs.write auto-approved) -> done."""
     capability = make(
-        "t_dies",
+        name,
         [
             AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
             AgentConfig(name="done"),
         ],
-        {"apply": Hooks(act=act, post=lambda ctx: {"status": ctx.scratch["wrote"].status}), "done": Hooks(post=answer)},
+        {"apply": Hooks(act=act, post=post), "done": Hooks(post=answer)},
         tools=catalog(ran),
     )
     return Capability(**{**capability.__dict__, "auto_approve_tools": frozenset({"fs.write"})})
@@ -691,16 +696,7 @@ def test_the_same_call_twice_in_a_stage_is_two_calls_each_replayed_once():
         if deaths:
             raise deaths.pop(0)("died")
 
-    capability = make(
-        "t_twice",
-        [
-            AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
-            AgentConfig(name="done"),
-        ],
-        {"apply": Hooks(act=act, post=lambda ctx: {}), "done": Hooks(post=answer)},
-        tools=catalog(ran),
-    )
-    driver = DirectDriver(Capability(**{**capability.__dict__, "auto_approve_tools": frozenset({"fs.write"})}))
+    driver = DirectDriver(auto_writer("t_twice", act, lambda ctx: {}, ran))
     state = first_state(driver)
     with pytest.raises(Died):
         driver.runner.handle({"stage": "apply", "mode": "run", "envelope": state})
