@@ -1,22 +1,16 @@
-"""fitness_coach: a weekly workout and meal plan, made in parallel, accepted or adjusted by the user.
-
-capability.toml holds the pipeline, prompts, bounds and triggers; this module the output models and hooks.
-"""
+"""fitness_coach: a weekly plan, made in parallel and accepted or adjusted (capability.toml: the rest)."""
 
 from __future__ import annotations
 
-import json
-from typing import Any, Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from capabilities.fitness_coach.policy import adjustments, offline_policy
-from missions.core.capability import StageContext, StageHooks
+from missions.core.capability import Ctx, stage
 from missions.core.envelope import InterruptKind
 
-DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+Day = Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 REST = "Rest: walk 30 min"
-YES = {"accept", "accepted", "yes", "y", "ok", "approve", "looks good"}
 
 
 class Assessment(BaseModel):
@@ -30,7 +24,7 @@ class Assessment(BaseModel):
 
 
 class Session(BaseModel):
-    day: Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    day: Day
     title: str
     exercises: list[str]
 
@@ -51,87 +45,84 @@ class NutritionPlan(BaseModel):
     guidelines: list[str]
 
 
-class Assess(StageHooks):
-    output_model = Assessment
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        """The config's prompt, plus what the user asked to change when shown an earlier plan."""
-        messages = super().prompt(ctx)
-        if changes := adjustments(ctx.envelope):
-            messages[-1]["content"] += "\nAdjustments, oldest first: " + json.dumps(changes)
-        return messages
+class DayPlan(BaseModel):
+    day: Day
+    workout: str
+    meals: dict[str, str]
 
 
-class Planner(StageHooks):
-    """workout and nutrition: the assessment is their brief (they run side by side, so neither sees the other)."""
-
-    def __init__(self, output_model: type[BaseModel]):
-        self.output_model = output_model
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        messages = super().prompt(ctx)
-        messages[-1]["content"] += "\nAssessment: " + json.dumps(ctx.output_of("assess"))
-        return messages
+class Plan(BaseModel):
+    summary: str
+    week: list[DayPlan]
+    progression: str
+    guidelines: list[str]
 
 
-class Synthesize(StageHooks):
-    """Plain code, no model: one row per weekday, the session (or rest) and that day's meals."""
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        profile, nutrition = ctx.output_of("assess"), ctx.output_of("nutrition")
-        sessions = {s["day"]: s for s in ctx.output_of("workout")["sessions"]}
-        week = []
-        for index, day in enumerate(DAYS):
-            session = sessions.get(day)
-            training = f"{session['title']}: {'; '.join(session['exercises'])}" if session else REST
-            meals = {m["meal"]: m["options"][index % len(m["options"])] for m in nutrition["meals"]}
-            week.append({"day": day, "workout": training, "meals": meals})
-        return {
-            "summary": f"Your week ({profile['summary']}): {len(sessions)} sessions, {nutrition['daily_target']}.",
-            "week": week,
-            "progression": ctx.output_of("workout")["progression"],
-            "guidelines": nutrition["guidelines"],
-        }
+class Review(BaseModel):
+    decision: Literal["accept", "adjust"]
+    adjustment: str = ""
 
 
-class Present(StageHooks):
-    """Ask once per plan; the answer comes back here (agent_review_resume_stage) and routes."""
-
-    def pre(self, ctx: StageContext) -> None:
-        if ctx.resume is None:
-            plan = ctx.output_of("synthesize")
-            days = ", ".join(f"{d['day']} {d['workout'].split(':')[0]}" for d in plan["week"] if d["workout"] != REST)
-            question = f"{plan['summary']} Training: {days}. Accept this plan, or tell me what to change?"
-            ctx.ask(InterruptKind.AGENT_REVIEW, question, options=["accept", "adjust"], data={"week": plan["week"]})
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        assert ctx.resume is not None  # pre() asked otherwise
-        said = (ctx.resume.text or ctx.resume.decision or "").strip()
-        if ctx.resume.approved or said.lower() in YES:
-            return {"decision": "accept"}
-        return {"decision": "adjust", "adjustment": said}
+class Answer(BaseModel):
+    answer: str
+    accepted: bool
+    plan: Plan | None
 
 
-class Complete(StageHooks):
-    """The answer; also runs on the failure path (no model there), with whatever plan exists."""
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        plan = ctx.output_of("synthesize")
-        rows = [f"{d['day']}: {d['workout']} | " + "; ".join(d["meals"].values()) for d in plan.get("week", [])]
-        return {
-            "answer": "\n".join([plan.get("summary", "No plan was made."), *rows]),
-            "accepted": ctx.output_of("present").get("decision") == "accept",
-            "plan": plan,
-        }
+@stage
+def assess(ctx: Ctx) -> Assessment:
+    """The intake: the goal, the stored profile (context) and every adjustment asked for so far."""
+    changes = [a["response"]["text"] for a in ctx.answers if a["kind"] == "agent_review" and a["response"].get("text")]
+    return ctx.think(Assessment, adjustments_oldest_first=changes)
 
 
-HOOKS = {
-    "assess": Assess(),
-    "workout": Planner(WorkoutPlan),
-    "nutrition": Planner(NutritionPlan),
-    "synthesize": Synthesize(),
-    "present": Present(),
-    "complete": Complete(),
-}
+@stage
+def workout(ctx: Ctx, assess: Assessment) -> WorkoutPlan:
+    return ctx.think(WorkoutPlan, assessment=assess)
 
-__all__ = ["HOOKS", "offline_policy"]
+
+@stage
+def nutrition(ctx: Ctx, assess: Assessment) -> NutritionPlan:
+    return ctx.think(NutritionPlan, assessment=assess)
+
+
+@stage
+def synthesize(assess: Assessment, workout: WorkoutPlan, nutrition: NutritionPlan) -> Plan:
+    """No model: one row per weekday, the session (or rest) and that day's meals."""
+    sessions = {session.day: session for session in workout.sessions}
+    week = [
+        DayPlan(
+            day=day,
+            workout=f"{s.title}: {'; '.join(s.exercises)}" if (s := sessions.get(day)) else REST,
+            meals={m.meal: m.options[index % len(m.options)] for m in nutrition.meals},
+        )
+        for index, day in enumerate(get_args(Day))
+    ]
+    summary = f"Your week ({assess.summary}): {len(sessions)} sessions, {nutrition.daily_target}."
+    return Plan(summary=summary, week=week, progression=workout.progression, guidelines=nutrition.guidelines)
+
+
+@stage
+def present(ctx: Ctx, synthesize: Plan) -> Review:
+    """Ask once per plan (the answer comes back here: resume.agent_review); a change goes back to assess."""
+    days = ", ".join(f"{d.day} {d.workout.split(':')[0]}" for d in synthesize.week if d.workout != REST)
+    answer = ctx.ask(
+        InterruptKind.AGENT_REVIEW,
+        f"{synthesize.summary} Training: {days}. Accept this plan, or tell me what to change?",
+        options=["accept", "adjust"],
+        data={"week": [day.model_dump() for day in synthesize.week]},
+    )
+    said = (answer.text or answer.decision or "").strip()
+    if answer.approved or said.lower() in {"accept", "accepted", "yes", "y", "ok", "approve", "looks good"}:
+        return Review(decision="accept")
+    return Review(decision="adjust", adjustment=said)
+
+
+@stage
+def complete(synthesize: Plan | None, present: Review | None) -> Answer:
+    """Also the failure path's final stage: then no plan may exist."""
+    if synthesize is None:
+        return Answer(answer="No plan was made.", accepted=False, plan=None)
+    rows = [f"{d.day}: {d.workout} | " + "; ".join(d.meals.values()) for d in synthesize.week]
+    accepted = present is not None and present.decision == "accept"
+    return Answer(answer="\n".join([synthesize.summary, *rows]), accepted=accepted, plan=synthesize)

@@ -40,7 +40,7 @@ class CliError(Exception):
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)  # one line, however long
     raise typer.Exit(code)
 
 
@@ -554,6 +554,34 @@ def _print_summary(summary: dict[str, Any]) -> None:
             f"{escape(str(summary['cause'] or ''))}",
             highlight=False,
         )
+
+
+new = typer.Typer(no_args_is_help=True, help="Make new things from templates that run as made.")
+app.add_typer(new, name="new")
+
+
+@new.command("capability")
+def new_capability(
+    name: str = typer.Argument(..., help="The capability's name (lowercase, digits, _)."),
+    directory: str | None = typer.Option(None, "--dir", help="The capabilities package (default: the installed one)."),
+) -> None:
+    """Scaffold a capability: capability.toml and typed stages that run offline as generated."""
+    from pathlib import Path
+
+    from missions.local.scaffold import ScaffoldError
+    from missions.local.scaffold import new_capability as scaffold
+
+    if directory is None:
+        import capabilities
+
+        directory = str(Path(capabilities.__file__ or ".").parent)
+    try:
+        written = scaffold(name, Path(directory))
+    except ScaffoldError as exc:
+        fail(str(exc))
+    for path in written:
+        out.print(f"wrote {path}")
+    out.print(f'try it: missions run {name} "{name.replace("_", " ")}"')
 
 
 def main() -> None:

@@ -81,7 +81,7 @@ def _clarifying(name: str, **pipeline: Any) -> Capability:
     )
 
 
-CLARIFY_AT_WORK = _clarifying("t_clarify_work", clarification_resume_stage="work")
+CLARIFY_AT_WORK = _clarifying("t_clarify_work", resume={"clarification": "work"})
 CLARIFY_AT_ASKER = _clarifying("t_clarify_asker")
 TIMEOUT = make_capability(
     "t_timeout",
@@ -153,9 +153,9 @@ BULKY = make_capability(
 PARALLEL = make_capability(
     "t_parallel",
     [
-        AgentConfig(name="a", default_next="b"),
-        AgentConfig(name="b", requires=["a"], default_next="d"),
-        AgentConfig(name="c", requires=["a"], default_next="d"),
+        AgentConfig(name="a", default_next="bc"),
+        AgentConfig(name="b", default_next="d"),
+        AgentConfig(name="c", default_next="d"),
         AgentConfig(name="d"),
     ],
     {
@@ -164,6 +164,7 @@ PARALLEL = make_capability(
         "c": FnHooks(post=lambda ctx: {"from": "c", "value": ctx.output_of("a")["base"] + 20}),
         "d": FnHooks(post=lambda ctx: {"answer": "joined", "seen": {s: ctx.output_of(s) for s in ("b", "c")}}),
     },
+    parallel=[{"name": "bc", "stages": ["b", "c"]}],
 )
 
 _fan_lock = threading.Lock()

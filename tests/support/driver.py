@@ -12,12 +12,14 @@ own targets. It is not a replacement for the moto integration tests.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from missions.adapters.llm.scripted import ScriptedProvider
 from missions.adapters.memory.store import (
+    MemoryArtifactStore,
     MemoryBlobStore,
     MemoryCheckpointStore,
     MemoryEventStore,
@@ -46,6 +48,7 @@ class Stores:
     events: MemoryEventStore = field(default_factory=MemoryEventStore)
     missions: MemoryMissionStore = field(default_factory=MemoryMissionStore)
     blobs: MemoryBlobStore = field(default_factory=MemoryBlobStore)
+    artifacts: MemoryArtifactStore = field(default_factory=MemoryArtifactStore)
 
 
 @dataclass
@@ -70,6 +73,7 @@ class DirectDriver:
             codec=self.codec,
             llm=lambda cap: llm or ScriptedProvider(cap.offline_policy),
             missions=self.stores.missions,
+            artifacts=self.stores.artifacts,
         )
         self.runner = StageRunner(capability, self.services)
         self.steps: list[Step] = []
@@ -85,7 +89,9 @@ class DirectDriver:
         context: dict[str, Any] | None = None,
         bounds: dict[str, Any] | None = None,
         answers: list[dict[str, Any]] | None = None,
+        answer_with: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> Envelope:
+        """Run to the end; questions take `answers` in order, else `answer_with(interrupt)`, else time out."""
         registry.register(self.capability)
         # like `missions run --repo` on one's own machine: the repository named is the one root
         roots = AllowedRoots.of([(context or {}).get("repo") or "."])
@@ -115,7 +121,15 @@ class DirectDriver:
 
         for _ in range(MAX_STEPS):
             try:
-                state = self._handle(stage, "run", state)
+                if self.pipeline.agent(stage).fan_out:  # the ASL's Map: one run per item, then the stage joins
+                    items = state.get("work_items") or []
+                    state = {
+                        **state,
+                        "branch_results": [self._partial(stage, "item", state, i, x) for i, x in enumerate(items)],
+                    }
+                    state = self._handle(stage, "join", state)
+                else:
+                    state = self._handle(stage, "run", state)
             except Exception as exc:  # the ASL's Catch: States.ALL -> <stage>.failed -> finalize
                 failure = {
                     "Error": type(exc).__name__,
@@ -128,6 +142,8 @@ class DirectDriver:
                 return self._done(state)
             if next_stage.startswith(AWAIT_PREFIX):
                 kind = InterruptKind(next_stage[len(AWAIT_PREFIX) :])
+                if not pending and answer_with is not None:
+                    pending.append(answer_with(state["interrupt"]))
                 if not pending:
                     failure = {
                         "Error": "States.Timeout",
@@ -139,6 +155,10 @@ class DirectDriver:
                 state = {**state, "resume": {"interrupt_id": interrupt["id"], "response": pending.pop(0)}}
                 stage = self.pipeline.resume_stage(kind) or interrupt["stage"]
                 continue
+            group = self.pipeline.group_of(next_stage) if next_stage in self.pipeline.group_names() else None
+            if group:  # the ASL's Parallel: each stage as a branch of the same envelope, then the join runs
+                state = {**state, "branch_results": [self._partial(m, "branch", state, i) for i, m in enumerate(group)]}
+                next_stage = self.pipeline.agent(group[0]).default_next or ""
             if next_stage not in self.pipeline.stage_names():  # the ASL's Default: guard.unroutable
                 failure = {
                     "Error": "Unroutable",
@@ -162,6 +182,12 @@ class DirectDriver:
         step.next_stage = result.get("next_stage")
         self.last_state = result
         return result
+
+    def _partial(self, stage: str, mode: str, state: dict[str, Any], index: int, item: Any = None) -> Any:
+        """A branch of a Parallel state or an item of a Map: the stage's delta, as the ASL collects it."""
+        self.steps.append(Step(stage, mode))
+        request = {"stage": stage, "mode": mode, "envelope": state, "index": index}
+        return self.runner.handle({**request, "item": item} if mode == "item" else request)
 
     def _finalize(self, state: dict[str, Any], failure: dict[str, Any]) -> Envelope:
         # the Catch writes the error into the failing stage's *input*, as ResultPath does

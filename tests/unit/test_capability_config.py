@@ -26,7 +26,7 @@ city = "Lyon"
 max_agent_hops = 12
 
 [pipeline]
-choice_resume_stage = "done"
+resume = { choice = "done" }
 
 [[pipeline.agents]]
 name = "plan"

@@ -26,16 +26,25 @@ from missions.core.compiler import (
     placeholders,
 )
 from missions.core.envelope import InterruptKind
-from missions.core.pipeline import AgentConfig, EdgeLimit, FanOut, PipelineConfig, RoutingRule, ToolAccess
+from missions.core.pipeline import (
+    AgentConfig,
+    EdgeLimit,
+    FanOut,
+    ParallelGroup,
+    PipelineConfig,
+    RoutingRule,
+    ToolAccess,
+)
 
 PARALLEL = PipelineConfig(
     name="diamond",
     agents=[
-        AgentConfig(name="a", default_next="b"),
-        AgentConfig(name="b", requires=["a"], default_next="d"),
-        AgentConfig(name="c", requires=["a"], default_next="d"),
+        AgentConfig(name="a", default_next="bc"),
+        AgentConfig(name="b", default_next="d"),
+        AgentConfig(name="c", default_next="d"),
         AgentConfig(name="d"),
     ],
+    parallel=[ParallelGroup(name="bc", stages=["b", "c"])],
 )
 FAN_OUT = PipelineConfig(
     name="fan",
@@ -44,7 +53,7 @@ FAN_OUT = PipelineConfig(
         AgentConfig(name="each", fan_out=FanOut(max_concurrency=3), max_retries=0, default_next="merge"),
         AgentConfig(name="merge"),
     ],
-    clarification_resume_stage="split",
+    resume={"clarification": "split"},
     interrupt_timeout_seconds=600,
 )
 CODE_ANALYSIS = registry.load("code_analysis").pipeline

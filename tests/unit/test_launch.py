@@ -44,6 +44,7 @@ class World:
         self.events = MemoryEventStore()
         codec = EnvelopeCodec(MemoryBlobStore())
         self.executions = FakeExecutions(self.checkpoints, codec, next_stage="present")
+        self.asked: dict[str, int] = {}  # questions asked per mission
         self.launcher = Launcher(
             missions=self.missions,
             checkpoints=self.checkpoints,
@@ -70,6 +71,7 @@ class World:
 
     def ask(self, mission_id: str) -> None:
         """A stage asked a question and the interrupt function stored its token: the mission waits."""
+        self.asked[mission_id] = self.asked.get(mission_id, 0) + 1
         Lifecycle(self.missions).waiting(mission_id, f"q-{mission_id}")
         self.launcher.waiting(mission_id)
 
@@ -81,7 +83,7 @@ class World:
             kind=InterruptKind.CLARIFICATION,
             stage="present",
             question="which?",
-            task_token=f"t-{mission_id}",
+            task_token=f"t-{mission_id}-{self.asked.get(mission_id, 0)}",  # one token per question, as in AWS
         )
         return self.launcher.resume(interrupt, "{}")
 

@@ -10,6 +10,7 @@ from missions.core.envelope import InterruptKind
 from missions.core.pipeline import (
     AgentConfig,
     EdgeLimit,
+    ParallelGroup,
     PipelineConfig,
     PipelineError,
     RoutingRule,
@@ -60,10 +61,8 @@ def test_validate_pipeline_itself_raises_pipeline_error():
         agents=[A("a", default_next="zz"), A("b")],
         edge_limits=[],
         final_stage=None,
-        clarification_resume_stage=None,
-        confirmation_resume_stage=None,
-        agent_review_resume_stage=None,
-        choice_resume_stage=None,
+        resume={},
+        parallel=[],
     )
     # When / Then the validator raises the library's own error type
     with pytest.raises(PipelineError, match="unknown stage 'zz'"):
@@ -140,13 +139,18 @@ def test_duplicate_stage_names_are_named():
 @pytest.mark.parametrize("kind", list(InterruptKind))
 def test_resume_stage_that_does_not_exist_is_named(kind: InterruptKind):
     # Given a resume stage for `kind` that is not a stage
-    message = rejection(A("a", default_next="b"), A("b"), **{f"{kind.value}_resume_stage": "zzz"})
+    message = rejection(A("a", default_next="b"), A("b"), resume={kind: "zzz"})
     # Then
-    assert f"{kind.value}_resume_stage 'zzz' does not exist" in message
+    assert f"resume.{kind.value}: stage 'zzz' does not exist" in message
+
+
+def test_an_unknown_interrupt_kind_in_resume_is_rejected():
+    with pytest.raises(ValueError, match="resume"):
+        pipeline(A("a", default_next="b"), A("b"), resume={"approval": "a"})
 
 
 def test_existing_resume_stage_is_accepted_and_reported():
-    p = pipeline(A("a", default_next="b"), A("b"), clarification_resume_stage="a")
+    p = pipeline(A("a", default_next="b"), A("b"), resume={"clarification": "a"})
     assert p.resume_stage(InterruptKind.CLARIFICATION) == "a"
     assert p.resume_stage(InterruptKind.CONFIRMATION) is None
 
@@ -208,48 +212,57 @@ def test_stage_name_pattern_is_enforced():
         A("Bad-Name")
 
 
-def test_requires_an_unknown_stage_is_named():
-    message = rejection(A("a", default_next="b"), A("b", requires=["ghost"]))
-    assert "stage 'b' requires unknown stage 'ghost'" in message
-
-
 # -- parallel groups ---------------------------------------------------------------------
 
 
 def diamond(**c_kwargs: Any) -> list[AgentConfig]:
-    """a -> {b, c} -> d (b and c both require a and join at d)."""
+    """a -> {b, c} (group "both") -> d."""
     return [
-        A("a", default_next="b"),
-        A("b", requires=["a"], default_next="d"),
-        A("c", requires=["a"], default_next="d", **c_kwargs),
+        A("a", default_next="both"),
+        A("b", default_next="d"),
+        A("c", default_next="d", **c_kwargs),
         A("d"),
     ]
 
 
-def test_parallel_groups_are_stages_sharing_requires_and_join():
-    # Given the diamond
-    p = pipeline(*diamond())
-    # Then b and c form one group, reachable through a's edge to b
+BOTH = ParallelGroup(name="both", stages=["b", "c"])
+
+
+def test_a_parallel_group_is_declared_and_entered_by_its_name():
+    # Given the diamond with b and c declared as the group "both"
+    p = pipeline(*diamond(), parallel=[BOTH])
+    # Then the group runs b and c, and a's edge to it reaches both
     assert p.parallel_groups() == [["b", "c"]]
-    assert p.group_of("c") == ["b", "c"]
+    assert p.group_of("both") == p.group_of("c") == ["b", "c"]
     assert p.group_of("a") is None
+    assert p.edges()[0] == ("a", "both")
 
 
-def test_stages_with_different_join_targets_are_not_a_group():
-    p = pipeline(
-        A("a", default_next="b"),
-        A("b", requires=["a"], default_next="c"),
-        A("c", requires=["a"], default_next="d"),
-        A("d"),
+def test_routing_to_a_member_of_a_group_is_rejected():
+    # Given a stage routing to b, which only runs inside its group
+    message = rejection(
+        A("a", default_next="b"), A("b", default_next="d"), A("c", default_next="d"), A("d"), parallel=[BOTH]
     )
-    assert p.parallel_groups() == []
+    assert "stage 'a' routes to 'b', which runs in parallel group 'both': route to the group" in message
 
 
-def test_a_single_stage_with_requires_is_not_a_group():
-    p = pipeline(A("a", default_next="b"), A("b", requires=["a"], default_next="c"), A("c"))
-    assert p.parallel_groups() == []
+def test_stages_with_different_join_targets_cannot_be_a_group():
+    message = rejection(
+        A("a", default_next="both"), A("b", default_next="c"), A("c", default_next="d"), A("d"), parallel=[BOTH]
+    )
+    assert "the stages of parallel group 'both' need one default_next after them (the join)" in message
+
+
+def test_a_group_naming_an_unknown_stage_or_a_stage_name_is_rejected():
+    ghost = ParallelGroup(name="both", stages=["b", "ghost"])
+    assert "parallel group 'both' names unknown stage 'ghost'" in rejection(*diamond(), parallel=[ghost])
+    clash = ParallelGroup(name="d", stages=["b", "c"])
+    message = rejection(
+        A("a", default_next="d"), A("b", default_next="d"), A("c", default_next="d"), A("d"), parallel=[clash]
+    )
+    assert "parallel group 'd' has the name of a stage" in message
 
 
 def test_parallel_stage_with_routing_rules_is_rejected():
-    message = rejection(*diamond(routing_rules=[RoutingRule(field="x", value=1, target="d")]))
-    assert "stage 'c' runs in parallel with ['b', 'c'] and so cannot have routing rules" in message
+    message = rejection(*diamond(routing_rules=[RoutingRule(field="x", value=1, target="d")]), parallel=[BOTH])
+    assert "stage 'c' runs in parallel group 'both' and so cannot have routing rules" in message

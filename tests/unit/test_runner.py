@@ -14,7 +14,7 @@ from missions.core.envelope import Envelope, InterruptKind
 from missions.core.errors import StageRequestError
 from missions.core.events import EventType
 from missions.core.llm import LLMRequest
-from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule, ToolAccess
+from missions.core.pipeline import AgentConfig, EdgeLimit, ParallelGroup, PipelineConfig, RoutingRule, ToolAccess
 from missions.core.requests import MissionRequest
 from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
 from missions.ports.store import MissionRecord
@@ -173,7 +173,7 @@ def clarifying(resume_stage: str | None) -> Capability:
             "ask": Hooks(pre=ask_once, post=heard),
             "done": Hooks(post=answer),
         },
-        clarification_resume_stage=resume_stage,
+        resume={"clarification": resume_stage} if resume_stage else {},
     )
 
 
@@ -523,12 +523,13 @@ def _parallel_capability():
     return make(
         "t_parallel_hops",
         [
-            AgentConfig(name="a", default_next="b"),
-            AgentConfig(name="b", requires=["a"], default_next="d"),
-            AgentConfig(name="c", requires=["a"], default_next="d"),
+            AgentConfig(name="a", default_next="bc"),
+            AgentConfig(name="b", default_next="d"),
+            AgentConfig(name="c", default_next="d"),
             AgentConfig(name="d"),
         ],
         {"d": Hooks(post=answer)},
+        parallel=[ParallelGroup(name="bc", stages=["b", "c"])],
     )
 
 
@@ -552,7 +553,7 @@ def test_a_parallel_group_stays_within_max_agent_hops(max_hops):
         # Then with too few hops left the group does not start: the mission goes to its final stage
         assert state["next_stage"] == "d" and state["terminal_reason"] == "max_agent_hops"
         return
-    assert state["next_stage"] == "b"
+    assert state["next_stage"] == "bc"
     deltas = [driver.runner.handle({"stage": m, "mode": "branch", "envelope": state}) for m in ("b", "c")]
     state = driver.runner.handle({"stage": "d", "mode": "run", "envelope": {**state, "branch_results": deltas}})
     env = driver.codec.decode(state)

@@ -24,26 +24,15 @@ from missions.core.envelope import Envelope, InterruptKind, InterruptResponse
 from missions.core.errors import EvidenceChainViolation as EvidenceChainViolation  # re-exported for capabilities
 from missions.core.errors import StageDefinitionError as StageDefinitionError  # re-exported for capabilities
 from missions.core.llm import OfflinePolicy
+from missions.core.offline import SchemaAnswers
 from missions.core.pipeline import AgentConfig, PipelineConfig
 from missions.core.refs import CONTEXT_KEY, RepositoryRef, Workspaces
+from missions.core.stages import Ctx as Ctx  # re-exported: a capability imports what it needs from here
+from missions.core.stages import InterruptRequested as InterruptRequested  # re-exported for hooks
+from missions.core.stages import StageFunction, StageSignatureError, check_stages
+from missions.core.stages import stage as stage
 from missions.core.tools import ToolCatalog, ToolExecutor
 from missions.core.triggers import Triggers
-
-
-class InterruptRequested(Exception):
-    """Raised by a hook to ask a human; the runner turns it into an interrupt."""
-
-    def __init__(
-        self,
-        kind: InterruptKind,
-        question: str,
-        *,
-        options: list[str] | None = None,
-        data: dict[str, Any] | None = None,
-    ):
-        super().__init__(question)
-        self.kind, self.question = kind, question
-        self.options, self.data = options or [], data or {}
 
 
 @dataclass
@@ -131,6 +120,14 @@ class StageHooks:
         return {}
 
 
+class FunctionHooks(StageHooks):
+    """A stage function (missions.core.stages) where the runner expects hooks: the runner calls it
+    in place of pre/LLM/act/post, with the typed view it asks for."""
+
+    def __init__(self, function: StageFunction):
+        self.function = function
+
+
 @dataclass
 class Capability:
     name: str
@@ -155,8 +152,13 @@ class Capability:
         unknown = set(self.hooks) - names
         if unknown:
             raise StageDefinitionError(f"capability '{self.name}': hooks for unknown stages {sorted(unknown)}")
+        functions = [hooks.function for hooks in self.hooks.values() if isinstance(hooks, FunctionHooks)]
+        fan_outs = {a.name: a.default_next or "" for a in self.pipeline.agents if a.fan_out}
+        check_stages(functions, self.pipeline.stage_names(), fan_outs)
         for agent in self.pipeline.agents:
             hooks = self.hooks.get(agent.name)
+            if isinstance(hooks, FunctionHooks):
+                continue  # its model answers as the function says (ctx.think)
             if agent.has_llm and (hooks is None or hooks.output_model is None):
                 raise StageDefinitionError(
                     f"capability '{self.name}': stage '{agent.name}' has an LLM but no output_model"
@@ -253,14 +255,22 @@ def load(name: str, package: str = "capabilities") -> Capability:
     capability = getattr(module, "CAPABILITY", None)
     config_path = Path(module.__file__ or "").parent / CONFIG_FILE
     if capability is None and config_path.exists():
-        capability = Capability.from_config(
-            load_config(config_path),
-            hooks=getattr(module, "HOOKS", {}),
-            offline_policy=getattr(module, "offline_policy"),  # noqa: B009 (named for the error below)
-            catalog=getattr(module, "CATALOG", None),
-            prepare_context=getattr(module, "prepare_context", None),
-            source=str(config_path),
-        )
+        config = load_config(config_path)
+        hooks: dict[str, StageHooks] = dict(getattr(module, "HOOKS", {}))
+        for value in vars(module).values():  # stage functions: each one named once, by its def
+            if isinstance(value, StageFunction):
+                hooks[value.name] = FunctionHooks(value)
+        try:
+            capability = Capability.from_config(
+                config,
+                hooks=hooks,
+                offline_policy=getattr(module, "offline_policy", None) or SchemaAnswers(config.offline),
+                catalog=getattr(module, "CATALOG", None),
+                prepare_context=getattr(module, "prepare_context", None),
+                source=str(config_path),
+            )
+        except StageSignatureError as exc:
+            raise CapabilityConfigError(str(exc)) from None
     if not isinstance(capability, Capability):
         raise UnknownCapability(f"capabilities/{name} defines neither CAPABILITY nor {CONFIG_FILE} + hooks")
     _CACHE[name] = capability

@@ -46,6 +46,8 @@ class CapabilityConfig(BaseModel):
     prompts: dict[str, str] = Field(default_factory=dict)  # stage -> system prompt
     defaults: Defaults = Field(default_factory=Defaults)
     triggers: Triggers = Field(default_factory=Triggers)
+    # the offline model's canned answers: stage -> field -> value (missions.core.offline)
+    offline: dict[str, dict[str, Any]] = Field(default_factory=dict)
     pipeline: PipelineConfig  # `[bounds]` at the top level of the file is the pipeline's bounds
 
     @model_validator(mode="before")
@@ -72,6 +74,9 @@ class CapabilityConfig(BaseModel):
             for tool in agent.allowed_tools or []:
                 if tool not in self.tools:
                     raise ValueError(f"pipeline.agents.{agent.name}.allowed_tools: '{tool}' is not in tools")
+        for stage in self.offline:
+            if stage not in stages:
+                raise ValueError(f"offline.{stage}: no such stage (stages: {', '.join(stages)})")
         for tool in self.auto_approve_tools:
             if tool not in self.tools:
                 raise ValueError(f"auto_approve_tools: '{tool}' is not in tools")

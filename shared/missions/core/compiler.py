@@ -85,7 +85,7 @@ class _Compiler:
     # -- naming -------------------------------------------------------------------
 
     def entry(self, stage: str) -> str:
-        """The state a transition to `stage` enters."""
+        """The state a transition to `stage` (or to a parallel group) enters."""
         group = self.p.group_of(stage)
         if group:
             return "parallel." + "+".join(group)
@@ -118,7 +118,7 @@ class _Compiler:
 
     def _start(self) -> str:
         """A new mission begins at the first stage; a forked one where its checkpoint left off."""
-        stages = [a.name for a in self.p.agents if not self.p.group_of(a.name)]
+        stages = [a.name for a in self.p.agents if not self.p.group_of(a.name)] + self.p.group_names()
         self.states[START] = {
             "Type": "Choice",
             "Choices": [

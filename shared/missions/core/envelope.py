@@ -164,6 +164,9 @@ class Envelope(Model):
     resume: Resume | None = None
     approvals: dict[str, bool] = Field(default_factory=dict)
     answers: list[dict[str, Any]] = Field(default_factory=list)
+    # what the stage that asked did before asking (its model answers and tool calls), replayed when
+    # it resumes: {"stage": ..., "thoughts": [...], "tools": {...}} (missions.core.stages.Replay)
+    replay: dict[str, Any] | None = None
 
     # audit
     history: list[StageRecord] = Field(default_factory=list)

@@ -13,6 +13,10 @@ class LLMError(Exception):
     """The model could not produce a valid answer; the stage records it and may be retried."""
 
 
+class LLMBudgetExhausted(LLMError):
+    """A stage asked its model once more than the mission's max_llm_calls allows."""
+
+
 class TransientLLMError(LLMError):
     """A failure worth retrying later (rate limit, 5xx, timeout, open circuit)."""
 

@@ -1,13 +1,13 @@
 """Pipeline configuration: agents, routing rules, edge limits, bounds, and their validation.
 
 A pipeline is a routing graph over agent stages. Every edge comes from a routing rule,
-a `default_next` or an `error_next`. Validation guarantees the compiler can turn any
-accepted pipeline into a state machine that always terminates.
+a `default_next` or an `error_next`; a target is a stage or a parallel group (`[[pipeline.parallel]]`:
+its stages run side by side, then their common `default_next`, the join). Validation guarantees the
+compiler can turn any accepted pipeline into a state machine that always terminates.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -71,21 +71,15 @@ class AgentConfig(Model):
     name: str = Field(pattern=NAME_PATTERN)
     description: str = ""
 
-    # dependencies: stages sharing the same `requires` and join target run in parallel
-    requires: list[str] = Field(default_factory=list)
-    join_strategy: str = Field("all", pattern="^all$")
-
     has_llm: bool = False
     has_tools: bool = False
     tool_access: ToolAccess = ToolAccess.NONE
     allowed_tools: list[str] | None = None
 
     model_role: str | None = None
-    prompt_key: str | None = None
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, ge=1, le=200_000)
 
-    output_key: str | None = None
     required_output_fields: list[str] = Field(default_factory=list)
 
     routing_rules: list[RoutingRule] = Field(default_factory=list)
@@ -104,7 +98,8 @@ class AgentConfig(Model):
 
     @property
     def key(self) -> str:
-        return self.output_key or self.name
+        """Where the stage's output is kept in the envelope."""
+        return self.name
 
     def targets(self) -> list[str]:
         found = [rule.target for rule in self.routing_rules]
@@ -112,17 +107,24 @@ class AgentConfig(Model):
         return list(dict.fromkeys(found))
 
 
+class ParallelGroup(Model):
+    """Stages that run side by side (one Parallel state), entered by routing to the group's name.
+    They share one `default_next`, the join, which sees all their outputs."""
+
+    name: str = Field(pattern=NAME_PATTERN)
+    stages: list[str] = Field(min_length=2)
+
+
 class PipelineConfig(Model):
     name: str = Field(pattern=NAME_PATTERN)
     agents: list[AgentConfig] = Field(min_length=1)
     bounds: Bounds = Field(default_factory=Bounds)
     edge_limits: list[EdgeLimit] = Field(default_factory=list)
+    parallel: list[ParallelGroup] = Field(default_factory=list)
 
     final_stage: str | None = None  # defaults to the last agent
-    clarification_resume_stage: str | None = None
-    confirmation_resume_stage: str | None = None
-    agent_review_resume_stage: str | None = None
-    choice_resume_stage: str | None = None
+    # where the mission goes on after an answer, by interrupt kind; a kind not listed resumes the stage that asked
+    resume: dict[InterruptKind, str] = Field(default_factory=dict)
 
     interrupt_timeout_seconds: int = Field(7 * 24 * 3600, ge=1, le=365 * 24 * 3600)
     retry_interval_seconds: int = Field(1, ge=1, le=300)
@@ -169,22 +171,20 @@ class PipelineConfig(Model):
 
     def resume_stage(self, kind: InterruptKind) -> str | None:
         """The configured stage to resume at after an interrupt, or None for 'the stage that asked'."""
-        stage: str | None = getattr(self, f"{kind.value}_resume_stage")  # one field per kind
-        return stage
+        return self.resume.get(kind)
 
     def parallel_groups(self) -> list[list[str]]:
-        """Stages that share the same non-empty `requires` and join target run concurrently."""
-        buckets: dict[tuple[tuple[str, ...], str | None], list[str]] = defaultdict(list)
-        for agent in self.agents:
-            if agent.requires:
-                buckets[(tuple(sorted(agent.requires)), agent.default_next)].append(agent.name)
-        return [members for members in buckets.values() if len(members) > 1]
+        return [list(group.stages) for group in self.parallel]
 
-    def group_of(self, stage: str) -> list[str] | None:
-        for group in self.parallel_groups():
-            if stage in group:
-                return group
+    def group_of(self, name: str) -> list[str] | None:
+        """The stages of the group called `name`, or of the group `name` belongs to; None for neither."""
+        for group in self.parallel:
+            if name == group.name or name in group.stages:
+                return list(group.stages)
         return None
+
+    def group_names(self) -> list[str]:
+        return [group.name for group in self.parallel]
 
     def targets_of(self, stage: str) -> list[str]:
         """Every stage `stage` can hand over to: its routes and the reroutes of its edge limits."""
@@ -205,13 +205,17 @@ def validate_pipeline(pipeline: PipelineConfig) -> None:
         raise PipelineError(f"{where}: final_stage '{pipeline.final_stage}' is not a stage")
     final = pipeline.final
 
+    groups = {group.name: group.stages for group in pipeline.parallel}
+    members = {stage: name for name, stages in groups.items() for stage in stages}
     for agent in pipeline.agents:
         for target in agent.targets():
-            if target not in names:
+            if target in members and agent.name not in groups[members[target]]:
+                raise PipelineError(
+                    f"{where}: stage '{agent.name}' routes to '{target}', which runs in parallel group "
+                    f"'{members[target]}': route to the group"
+                )
+            if target not in names and target not in groups:
                 raise PipelineError(f"{where}: stage '{agent.name}' routes to unknown stage '{target}'")
-        for dep in agent.requires:
-            if dep not in names:
-                raise PipelineError(f"{where}: stage '{agent.name}' requires unknown stage '{dep}'")
         if agent.name != final and not agent.default_next:
             raise PipelineError(f"{where}: stage '{agent.name}' has no default_next (only the final stage may end)")
         if agent.name == final and agent.targets():
@@ -223,17 +227,16 @@ def validate_pipeline(pipeline: PipelineConfig) -> None:
 
     for limit in pipeline.edge_limits:
         for stage in (limit.from_stage, limit.to_stage, limit.on_exceeded):
-            if stage is not None and stage not in names:
+            if stage is not None and stage not in names and stage not in groups:
                 raise PipelineError(f"{where}: edge limit names unknown stage '{stage}'")
         if (limit.from_stage, limit.to_stage) not in set(pipeline.edges()):
             raise PipelineError(
                 f"{where}: edge limit {limit.from_stage}->{limit.to_stage} is not an edge of the pipeline"
             )
 
-    for kind in InterruptKind:
-        stage = pipeline.resume_stage(kind)
-        if stage is not None and stage not in names:
-            raise PipelineError(f"{where}: {kind.value}_resume_stage '{stage}' does not exist")
+    for kind, stage in pipeline.resume.items():
+        if stage not in names:
+            raise PipelineError(f"{where}: resume.{kind.value}: stage '{stage}' does not exist")
 
     _validate_parallel_groups(pipeline, where)
     _validate_reachability(pipeline, where)
@@ -241,18 +244,34 @@ def validate_pipeline(pipeline: PipelineConfig) -> None:
 
 
 def _validate_parallel_groups(pipeline: PipelineConfig, where: str) -> None:
-    for group in pipeline.parallel_groups():
-        for name in group:
+    names = set(pipeline.stage_names())
+    seen: dict[str, str] = {}
+    for group in pipeline.parallel:
+        if group.name in names:
+            raise PipelineError(f"{where}: parallel group '{group.name}' has the name of a stage")
+        for name in group.stages:
+            if name not in names:
+                raise PipelineError(f"{where}: parallel group '{group.name}' names unknown stage '{name}'")
+            if name in seen:
+                raise PipelineError(f"{where}: stage '{name}' is in parallel groups '{seen[name]}' and '{group.name}'")
+            seen[name] = group.name
             agent = pipeline.agent(name)
             if agent.routing_rules or agent.error_next:
                 raise PipelineError(
-                    f"{where}: stage '{name}' runs in parallel with {group} and so cannot have routing rules"
+                    f"{where}: stage '{name}' runs in parallel group '{group.name}' and so cannot have routing rules"
                 )
             if agent.fan_out:
                 raise PipelineError(f"{where}: stage '{name}' cannot both fan out and run in parallel")
-        join = pipeline.agent(group[0]).default_next
-        if join in group or join is None:
-            raise PipelineError(f"{where}: parallel stages {group} need a join stage after them")
+            if name in (pipeline.start, pipeline.final):
+                raise PipelineError(f"{where}: the first and final stages cannot run in parallel group '{group.name}'")
+        joins = {pipeline.agent(name).default_next for name in group.stages}
+        join = joins.pop() if len(joins) == 1 else None
+        if join is None or join in group.stages:
+            raise PipelineError(
+                f"{where}: the stages of parallel group '{group.name}' need one default_next after them (the join)"
+            )
+    if len({group.name for group in pipeline.parallel}) < len(pipeline.parallel):
+        raise PipelineError(f"{where}: two parallel groups have the same name")
 
 
 def _validate_reachability(pipeline: PipelineConfig, where: str) -> None:
@@ -274,7 +293,11 @@ def _validate_reachability(pipeline: PipelineConfig, where: str) -> None:
 
 def _validate_cycles(pipeline: PipelineConfig, where: str) -> None:
     """Every cycle must cross an edge limit or a stage that counts iterations."""
-    limited = {(limit.from_stage, limit.to_stage) for limit in pipeline.edge_limits}
+    limited = {
+        (limit.from_stage, stage)
+        for limit in pipeline.edge_limits
+        for stage in (pipeline.group_of(limit.to_stage) or [limit.to_stage])
+    }
     counting = {agent.name for agent in pipeline.agents if agent.counts_iteration}
     adjacency = {
         source: [t for t in targets if (source, t) not in limited and t not in counting]
@@ -303,4 +326,8 @@ def _validate_cycles(pipeline: PipelineConfig, where: str) -> None:
 
 
 def _adjacency(pipeline: PipelineConfig) -> dict[str, list[str]]:
-    return {name: pipeline.targets_of(name) for name in pipeline.stage_names()}
+    """Stage -> the stages it may hand over to (a group's name stands for its stages)."""
+    return {
+        name: [stage for target in pipeline.targets_of(name) for stage in (pipeline.group_of(target) or [target])]
+        for name in pipeline.stage_names()
+    }

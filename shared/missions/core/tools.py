@@ -222,7 +222,12 @@ class ToolExecutor:
     sleep: Callable[[float], None] = time.sleep
     roots: AllowedRoots | None = None  # None: no check (a tool called outside a mission, e.g. in a unit test)
     journal: ToolJournal | None = None  # None: nothing replayed (a tool called outside a mission)
+    # every call of an earlier attempt of this stage that asked a human (call key -> record JSON):
+    # replayed when the stage resumes, so nothing before the question runs again
+    replay: dict[str, Any] = field(default_factory=dict)
+    kept: dict[str, Any] = field(default_factory=dict)  # this attempt's calls, by call key (kept if it asks)
     _occurrences: dict[str, int] = field(default_factory=dict)
+    _carried: int = 0  # replayed calls the mission already counted (in the checkpoint where it asked)
 
     def call_key(self, tool_id: str, params: dict[str, Any]) -> str:
         """This call's key within the stage: the same call made twice in a stage is two calls."""
@@ -261,22 +266,28 @@ class ToolExecutor:
         if self.budget is not None and self.executed >= self.budget:
             message = "tool budget exhausted (max_tool_calls)"
             return self._finish(tool_id, params, ToolResult.fail(message, "denied"), 0, 0.0)
-        key = None
-        if self.journal is not None and spec.once_per_stage:
-            key = self.call_key(tool_id, params)
-            self._occurrences[call_id(tool_id, params)] = int(key.rsplit(".", 1)[1]) + 1
+        key = self.call_key(tool_id, params)
+        self._occurrences[call_id(tool_id, params)] = int(key.rsplit(".", 1)[1]) + 1
+        journaled = self.journal is not None and spec.once_per_stage
+        done = ToolCallRecord.from_json(self.replay[key]) if key in self.replay else None
+        if done is not None and done.attempts > 0:
+            self._carried += 1
+        if done is None and journaled and self.journal is not None:
             done = self.journal.recorded(key)
-            if done is not None:  # a retried stage: the call happened; replay it, events and all
-                if self.on_start:
-                    self.on_start(tool_id, params)
-                return self._finish(tool_id, params, done.result, done.attempts, done.duration_ms, replayed=True)
+        if done is not None:  # it ran in an earlier attempt of this stage: replay it, events and all
+            self.kept[key] = done.to_json()
+            if self.on_start:
+                self.on_start(tool_id, params)
+            return self._finish(tool_id, params, done.result, done.attempts, done.duration_ms, replayed=True)
         if self.on_start:
             self.on_start(tool_id, params)
         started = time.perf_counter()
         result, attempts = self._run_with_retries(spec, validated)
         ms = (time.perf_counter() - started) * 1000
-        if key is not None and self.journal is not None:
-            self.journal.record(key, ToolCallRecord(tool_id, params, result, attempts, ms))
+        call = ToolCallRecord(tool_id, params, result, attempts, ms)
+        self.kept[key] = call.to_json()
+        if journaled and self.journal is not None:
+            self.journal.record(key, call)
         return self._finish(tool_id, params, result, attempts, ms)
 
     def _outside_roots(self, spec: ToolSpec, params: BaseModel) -> str | None:
@@ -292,8 +303,9 @@ class ToolExecutor:
 
     @property
     def executed(self) -> int:
-        """Calls that really ran (denied and invalid calls cost nothing)."""
-        return sum(1 for call in self.calls if call.attempts > 0)
+        """Calls that ran and that the mission has not counted yet (denied and invalid calls cost nothing;
+        a call replayed after a crash is counted once, one replayed after a question was counted then)."""
+        return sum(1 for call in self.calls if call.attempts > 0) - self._carried
 
     def _run_with_retries(self, spec: ToolSpec, params: BaseModel) -> tuple[ToolResult, int]:
         attempts = 0

@@ -17,12 +17,15 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from pydantic import BaseModel
+
 from missions.core.capability import (
     Capability,
+    FunctionHooks,
     InterruptRequested,
     StageContext,
     StageDefinitionError,
@@ -39,13 +42,14 @@ from missions.core.envelope import (
 )
 from missions.core.errors import NON_RETRYABLE, NotFound, StageRequestError, TransitionRefused
 from missions.core.events import Event, EventType
-from missions.core.llm import LLMProvider, LLMRequest
+from missions.core.llm import LLMBudgetExhausted, LLMProvider, LLMRequest
 from missions.core.offload import EnvelopeCodec
 from missions.core.pipeline import PipelineConfig
 from missions.core.redaction import redact
 from missions.core.refs import Workspaces
 from missions.core.roots import AllowedRoots
 from missions.core.routing import Decision, apply, decide
+from missions.core.stages import Ctx, Replay, StageFunction
 from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor
 from missions.ports.store import (
     TOOL_JOURNAL_SUFFIX,
@@ -329,6 +333,8 @@ class StageRunner:
     def _work(self, ctx: StageContext, emit: Callable[..., None], skip_llm: bool = False) -> dict[str, Any]:
         hooks = self.capability.hooks_for(ctx.agent.name)
         envelope, agent = ctx.envelope, ctx.agent
+        if isinstance(hooks, FunctionHooks):
+            return self._run_function(ctx, hooks.function, emit)
         if ctx.item_results is not None:  # a fan-out stage's join: fold and decide
             return hooks.post(ctx)
         hooks.pre(ctx)
@@ -346,18 +352,100 @@ class StageRunner:
             hooks.act(ctx)
         return hooks.post(ctx)
 
-    def _call_llm(self, ctx: StageContext, hooks: Any) -> None:
+    def _run_function(
+        self,
+        ctx: StageContext,
+        function: StageFunction,
+        emit: Callable[..., None],
+        failure: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """A typed stage function (missions.core.stages): its view, its reads, and the replay of what
+        the attempt that asked did before asking, when it resumes here. On the failure path (`failure`)
+        it runs without the model, and learns why from `ctx.failure`."""
         envelope, agent = ctx.envelope, ctx.agent
-        if envelope.counters.llm_calls >= envelope.bounds.max_llm_calls:
+        kept = envelope.replay or {}
+        envelope.replay = None
+        replay = Replay.from_json(kept if ctx.resume is not None and kept.get("stage") == agent.name else None)
+        made = Replay()
+        tools = self._executor(ctx, emit, replay=replay.tools) if agent.has_tools else None
+        ctx.tools = tools
+
+        def think(model: type[BaseModel], facts: Mapping[str, Any]) -> BaseModel:
+            if failure is not None:
+                raise StageDefinitionError(f"stage '{agent.name}' asked its model on the failure path")
+            if replay.thoughts:  # the attempt that asked had this answer: the model is not asked again
+                answer = model.model_validate(replay.thoughts.pop(0))
+            else:
+                answer = self._complete(ctx, _messages(ctx, facts), model)
+            made.thoughts.append(answer.model_dump(mode="json"))
+            return answer
+
+        def fan_out(items: list[Any]) -> None:
+            envelope.work_items = items
+
+        view = Ctx(
+            stage=agent.name,
+            goal=envelope.raw_input,
+            context=envelope.context,
+            answers=envelope.answers,
+            counters=envelope.counters,
+            bounds=envelope.bounds,
+            answer=ctx.resume,
+            think=think,
+            tools=tools,
+            fan_out=fan_out,
+            save_artifact=ctx.save_artifact,
+            repository_root=ctx.repository_root,
+            failure=failure,
+        )
+        arguments: dict[str, Any] = {  # an optional read of a stage that has not run (the failure path) is None
+            name: None
+            if name in function.optional and name not in envelope.outputs
+            else model.model_validate(envelope.output(name))
+            for name, model in function.reads.items()
+        }
+        if "ctx" in function.wants:
+            arguments["ctx"] = view
+        if "item" in function.wants:
+            arguments["item"] = ctx.item
+        if "items" in function.wants and function.items_model is not None:
+            arguments["items"] = [function.items_model.model_validate(item) for item in ctx.item_results or []]
+        t0 = self.services.clock()
+        try:
+            output = function.func(**arguments)
+        except InterruptRequested:
+            made.tools = dict(tools.kept) if tools is not None else {}
+            envelope.replay = {"stage": agent.name, **made.to_json()}
+            raise
+        finally:
+            if tools is not None:
+                self.last_timings.tools_ms += (self.services.clock() - t0) * 1000
+                envelope.counters.tool_calls += tools.executed
+        if not isinstance(output, function.output):
+            raise StageDefinitionError(
+                f"stage '{agent.name}' returned {type(output).__name__}, "
+                f"not {function.output.__name__} ({function.where})"
+            )
+        return output.model_dump(mode="json")
+
+    def _call_llm(self, ctx: StageContext, hooks: Any) -> None:
+        if ctx.envelope.counters.llm_calls >= ctx.envelope.bounds.max_llm_calls:
             # routing never sends an LLM stage here past the bound; a resumed or forked
             # mission might, and then the stage works without the model
-            envelope.record_error(agent.name, "bound", "max_llm_calls reached; LLM call skipped")
+            ctx.envelope.record_error(ctx.agent.name, "bound", "max_llm_calls reached; LLM call skipped")
             return
+        ctx.llm_output = self._complete(ctx, hooks.prompt(ctx), hooks.output_model)
+
+    def _complete(self, ctx: StageContext, messages: list[dict[str, str]], output_model: type[BaseModel]) -> BaseModel:
+        """One model call for the stage, counted against the mission's bounds and cost."""
+        envelope, agent = ctx.envelope, ctx.agent
+        if envelope.counters.llm_calls >= envelope.bounds.max_llm_calls:
+            raise LLMBudgetExhausted(f"stage '{agent.name}': max_llm_calls ({envelope.bounds.max_llm_calls}) reached")
         request = LLMRequest(
             stage=agent.name,
             role=agent.model_role or agent.name,
-            messages=hooks.prompt(ctx),
-            output_model=hooks.output_model,
+            messages=messages,
+            output_model=output_model,
             temperature=agent.temperature,
             max_tokens=agent.max_tokens,
             envelope=envelope,
@@ -374,10 +462,12 @@ class StageRunner:
         counters.tokens_in += result.tokens_in
         counters.tokens_out += result.tokens_out
         counters.cost_usd = round(counters.cost_usd + result.cost_usd, 8)
-        ctx.llm_output = result.output
         ctx.scratch["llm_model"] = result.model
+        return result.output
 
-    def _executor(self, ctx: StageContext, emit: Callable[..., None]) -> ToolExecutor:
+    def _executor(
+        self, ctx: StageContext, emit: Callable[..., None], replay: dict[str, Any] | None = None
+    ) -> ToolExecutor:
         envelope = ctx.envelope
 
         def started(tool_id: str, params: dict[str, Any]) -> None:
@@ -408,6 +498,7 @@ class StageRunner:
             budget=max(0, envelope.bounds.max_tool_calls - envelope.counters.tool_calls),
             roots=self.services.workspaces.roots if self.services.workspaces is not None else AllowedRoots(),
             journal=StageToolJournal(self.services.checkpoints, envelope.mission_id, ctx.write_token),
+            replay=dict(replay or {}),
         )
 
     def _check_output(self, stage: str, output: Any) -> None:
@@ -533,6 +624,8 @@ class StageRunner:
         hooks = self.capability.hooks_for(ctx.agent.name)
         ctx.scratch["failure"] = failure
         try:
+            if isinstance(hooks, FunctionHooks):
+                return self._run_function(ctx, hooks.function, lambda *args, **kwargs: None, failure=failure)
             hooks.pre(ctx)
             output = hooks.post(ctx)
             if isinstance(output, dict):
@@ -723,3 +816,19 @@ def _cause(cause: Any) -> str:
     except ValueError:
         pass
     return redact(cause)[:2000]
+
+
+def _messages(ctx: StageContext, facts: Mapping[str, Any]) -> list[dict[str, str]]:
+    """A stage function's model call: its prompt, then the goal, the context and the facts it gave."""
+    if ctx.system_prompt is None:
+        raise StageDefinitionError(f"stage '{ctx.agent.name}' thinks but has no prompt in capability.toml")
+    context = json.dumps(ctx.envelope.context, default=str, sort_keys=True)[:4000]
+    lines = [f"Goal: {ctx.goal}", f"Context: {context}"]
+    lines += [f"{name.replace('_', ' ').capitalize()}: {_as_json(value)}" for name, value in facts.items()]
+    return [{"role": "system", "content": ctx.system_prompt}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def _as_json(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, default=lambda v: v.model_dump(mode="json") if isinstance(v, BaseModel) else str(v))

@@ -1,0 +1,249 @@
+"""Stages as typed functions: the Python half of a capability (capability API v2).
+
+A stage is a plain function named after its stage in capability.toml. It gets what it asks
+for by parameter, and returns its output as a pydantic model:
+
+    @stage
+    def workout(ctx: Ctx, assess: Assessment) -> WorkoutPlan:
+        return ctx.think(WorkoutPlan, assessment=assess)
+
+- a parameter named after another stage gets that stage's output as that stage's model (its
+  return annotation); the name and the type are checked when the capability loads, and a typo
+  or a mismatch is a load error naming the file, the line and the parameter;
+- `ctx` (a `Ctx`) is a read-only view of the mission: the goal, the context, earlier answers,
+  counters and bounds (copies), and the ways to act: `think` (the stage's model, typed),
+  `ask` (a human), `tools`, `fan_out`, `save_artifact`, `repository_root`;
+- `item` is the work item of a fan-out stage's run, and `items` the typed outputs of its runs
+  at the join.
+
+A stage never sees the envelope, so it cannot bend counters, bounds or routing; its output is
+what routing rules read (dumped to JSON). Asking a human: `answer = ctx.ask(...)` raises the
+question the first time; when the mission resumes at this stage, the function runs again and
+`ask` returns the answer. Nothing that ran before the question runs again: every `think` and
+every tool call of the attempt that asked is kept with the question and replayed in order
+(see `Replay`), so a model that never answers twice the same way is asked once.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from missions.core.envelope import Bounds, Counters, InterruptKind, InterruptResponse
+
+M = TypeVar("M", bound=BaseModel)
+
+SPECIAL_PARAMETERS = ("ctx", "item", "items")
+
+
+class InterruptRequested(Exception):
+    """Raised to ask a human; the runner turns it into an interrupt."""
+
+    def __init__(
+        self,
+        kind: InterruptKind,
+        question: str,
+        *,
+        options: list[str] | None = None,
+        data: dict[str, Any] | None = None,
+    ):
+        super().__init__(question)
+        self.kind, self.question = kind, question
+        self.options, self.data = options or [], data or {}
+
+
+class StageSignatureError(ValueError):
+    """A stage function that cannot be wired; the message names its file, line and parameter."""
+
+
+@dataclass(frozen=True)
+class StageFunction:
+    """A stage function and what it asks for, read from its signature once."""
+
+    name: str
+    func: Callable[..., BaseModel]
+    output: type[BaseModel]
+    reads: Mapping[str, type[BaseModel]]  # other stage -> the model the function expects of it
+    wants: frozenset[str]  # which of ctx, item, items it takes
+    items_model: type[BaseModel] | None = None
+    optional: frozenset[str] = frozenset()  # reads annotated `X | None`
+
+    @property
+    def where(self) -> str:
+        code = getattr(self.func, "__code__", None)
+        return f"{code.co_filename}:{code.co_firstlineno}" if code else self.name
+
+
+def stage(func: Callable[..., Any]) -> StageFunction:
+    """Declare a stage function (the stage's name is the function's)."""
+    where = _where(func)
+    hints = _hints(func, where)
+    output = hints.pop("return", None)
+    if not (isinstance(output, type) and issubclass(output, BaseModel)):
+        raise StageSignatureError(f"{where}: stage '{func.__name__}' must return a pydantic model (annotate it)")
+    reads: dict[str, type[BaseModel]] = {}
+    wants: set[str] = set()
+    optional: set[str] = set()
+    items_model = None
+    for name in inspect.signature(func).parameters:
+        annotation = hints.get(name)
+        if name in ("ctx", "item"):
+            wants.add(name)
+        elif name == "items":
+            wants.add(name)
+            args = typing.get_args(annotation)
+            items_model = args[0] if args and isinstance(args[0], type) and issubclass(args[0], BaseModel) else None
+            if items_model is None:
+                raise StageSignatureError(f"{where}: parameter 'items' must be annotated list[<the fan-out model>]")
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            reads[name] = annotation
+        elif (model := _optional_model(annotation)) is not None:
+            reads[name] = model  # `X | None`: None when that stage has not run (the failure path)
+            optional.add(name)
+        else:
+            raise StageSignatureError(
+                f"{where}: parameter '{name}' of stage '{func.__name__}' must be ctx, item, items, or another "
+                "stage's name annotated with that stage's output model"
+            )
+    return StageFunction(func.__name__, func, output, reads, frozenset(wants), items_model, frozenset(optional))
+
+
+def check_stages(functions: Sequence[StageFunction], stage_names: Sequence[str], fan_outs: Mapping[str, str]) -> None:
+    """Every function names a stage, and reads only stages that exist, as the models they return.
+
+    `fan_outs` maps a fan-out stage to its join: the join's `items` must be the fan-out stage's model."""
+    by_name = {function.name: function for function in functions}
+    for function in functions:
+        if function.name not in stage_names:
+            raise StageSignatureError(
+                f"{function.where}: '{function.name}' is not a stage of the pipeline ({', '.join(stage_names)})"
+            )
+        for name, model in function.reads.items():
+            if name not in stage_names:
+                raise StageSignatureError(f"{function.where}: parameter '{name}': no such stage")
+            source = by_name.get(name)
+            if source is None:
+                raise StageSignatureError(f"{function.where}: parameter '{name}': that stage has no function")
+            if source.output is not model:
+                raise StageSignatureError(
+                    f"{function.where}: parameter '{name}': stage '{name}' returns {source.output.__name__}, "
+                    f"not {model.__name__}"
+                )
+        if function.items_model is not None:
+            fanned = [source for source, join in fan_outs.items() if join == function.name]
+            producer = by_name.get(fanned[0]) if fanned else None
+            if producer is None:
+                raise StageSignatureError(f"{function.where}: 'items' is only for the join of a fan-out stage")
+            if producer.output is not function.items_model:
+                raise StageSignatureError(
+                    f"{function.where}: parameter 'items': stage '{producer.name}' returns "
+                    f"{producer.output.__name__}, not {function.items_model.__name__}"
+                )
+
+
+@dataclass
+class Replay:
+    """What a stage's attempt did before it asked a human, replayed when it resumes there."""
+
+    thoughts: list[Any] = field(default_factory=list)  # each think's answer, as JSON, in order
+    tools: dict[str, Any] = field(default_factory=dict)  # call key -> ToolCallRecord JSON
+
+    def to_json(self) -> dict[str, Any]:
+        return {"thoughts": self.thoughts, "tools": self.tools}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> Replay:
+        data = data or {}
+        return cls(list(data.get("thoughts", [])), dict(data.get("tools", {})))
+
+
+class Ctx:
+    """The read-only view of the mission a stage function gets, and the ways it may act."""
+
+    def __init__(
+        self,
+        *,
+        stage: str,
+        goal: str,
+        context: Mapping[str, Any],
+        answers: Sequence[Mapping[str, Any]],
+        counters: Counters,
+        bounds: Bounds,
+        answer: InterruptResponse | None,
+        think: Callable[[type[BaseModel], Mapping[str, Any]], BaseModel],
+        tools: Any,
+        fan_out: Callable[[list[Any]], None],
+        save_artifact: Callable[[str, Any], Any],
+        repository_root: Callable[[], str],
+        failure: Mapping[str, Any] | None = None,
+    ):
+        self.stage = stage
+        self.failure = MappingProxyType(dict(failure)) if failure else None  # why the mission is ending (final stage)
+        self.goal = goal
+        self.context: Mapping[str, Any] = MappingProxyType(json.loads(json.dumps(dict(context), default=str)))
+        self.answers: tuple[Mapping[str, Any], ...] = tuple(MappingProxyType(dict(a)) for a in answers)
+        self.counters = counters.model_copy()
+        self.bounds = bounds.model_copy()
+        self._answer = answer
+        self._think = think
+        self.tools = tools
+        self._fan_out = fan_out
+        self._save = save_artifact
+        self._root = repository_root
+
+    def think(self, model: type[M], **facts: Any) -> M:
+        """The stage's model answering as `model`: its prompt, the goal, the context and these facts."""
+        answer = self._think(model, facts)
+        assert isinstance(answer, model)
+        return answer
+
+    def ask(
+        self,
+        kind: InterruptKind,
+        question: str,
+        *,
+        options: list[str] | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> InterruptResponse:
+        """The human's answer when the mission resumed here; otherwise ask (this attempt ends)."""
+        if self._answer is not None:
+            return self._answer
+        raise InterruptRequested(kind, question, options=options, data=data)
+
+    def fan_out(self, items: list[Any]) -> None:
+        """Run the next stage (a fan-out stage) once per item; its join gets their outputs as `items`."""
+        self._fan_out(list(items))
+
+    def save_artifact(self, path: str, content: Any) -> Any:
+        """Write the next version of a document for the user."""
+        return self._save(path, content)
+
+    def repository_root(self) -> str:
+        """The directory holding the mission's repository (capabilities with `repository`)."""
+        return self._root()
+
+
+def _optional_model(annotation: Any) -> type[BaseModel] | None:
+    args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    if len(args) == 1 and len(typing.get_args(annotation)) == 2 and isinstance(args[0], type):
+        return args[0] if issubclass(args[0], BaseModel) else None
+    return None
+
+
+def _hints(func: Callable[..., Any], where: str) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(func)
+    except NameError as exc:
+        raise StageSignatureError(f"{where}: {exc}") from None
+
+
+def _where(func: Callable[..., Any]) -> str:
+    code = getattr(func, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code else getattr(func, "__name__", "?")

@@ -1,0 +1,69 @@
+"""The capability contract, for every installed capability (a new one gets it for free).
+
+A capability conforms when it loads and compiles, runs offline to `completed` on its example goal
+answering every question it asks (whatever the kind), stays within its bounds, records what its
+model calls cost, and has a stage function or hooks for every stage that needs code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from missions.core import capability as registry
+from missions.core.compiler import compile_pipeline
+from missions.core.envelope import InterruptKind
+from tests.support.driver import DirectDriver
+
+ROOT = Path(__file__).resolve().parents[2]
+CAPABILITIES = registry.installed()
+
+
+def answer(interrupt: dict[str, Any]) -> dict[str, Any]:
+    """What a cooperative user says to any question: yes, the first option, or a plain reply."""
+    kind = InterruptKind(interrupt["kind"])
+    if kind is InterruptKind.CHOICE:
+        return {"decision": interrupt["options"][0]}
+    if kind is InterruptKind.CLARIFICATION:
+        return {"text": "Yes, go ahead with what you think is best."}
+    return {"approved": True, "decision": "accept"}
+
+
+@pytest.fixture(params=CAPABILITIES)
+def capability(request: pytest.FixtureRequest) -> registry.Capability:
+    return registry.load(request.param)
+
+
+def test_it_loads_compiles_and_declares_an_example(capability: registry.Capability) -> None:
+    definition = compile_pipeline(capability.pipeline)
+    assert definition["States"] and capability.example_goal and capability.description
+    for agent in capability.pipeline.agents:
+        if agent.has_llm:
+            assert agent.name in capability.hooks or agent.name in capability.prompts, agent.name
+
+
+def test_it_runs_offline_to_completed_answering_every_question(capability: registry.Capability) -> None:
+    # Given its example goal (and this repository, for a capability that reads one)
+    context = {"repo": str(ROOT)} if capability.repository != "none" else {}
+    asked: list[str] = []
+
+    def user(interrupt: dict[str, Any]) -> dict[str, Any]:
+        asked.append(interrupt["kind"])
+        return answer(interrupt)
+
+    # When it runs offline, its questions answered as they come
+    envelope = DirectDriver(capability).run(capability.example_goal, context=context, answer_with=user)
+
+    # Then it completes, within its bounds, and counts what it did
+    assert envelope.terminal_reason == "completed", (envelope.terminal_reason, envelope.errors, envelope.failure)
+    assert not envelope.errors, envelope.errors
+    bounds, counters = envelope.bounds, envelope.counters
+    assert counters.agent_hops <= bounds.max_agent_hops
+    assert counters.llm_calls <= bounds.max_llm_calls and counters.tool_calls <= bounds.max_tool_calls
+    assert counters.cost_usd <= bounds.max_cost_usd
+    llm_stages = {a.name for a in capability.pipeline.agents if a.has_llm}
+    if llm_stages & {record.stage for record in envelope.history}:
+        assert counters.llm_calls > 0 and counters.tokens_in > 0 and counters.tokens_out > 0
+    assert len(asked) == len(envelope.answers)

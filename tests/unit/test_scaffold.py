@@ -1,0 +1,53 @@
+"""`missions new capability NAME` makes a capability that loads, compiles and runs offline to completed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from missions.core import capability as registry
+from missions.core.compiler import compile_pipeline
+from missions.local.scaffold import ScaffoldError, new_capability
+from tests.conformance.test_capability_conformance import answer
+from tests.support.driver import DirectDriver
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_scaffolded_capability_runs_offline_as_generated(tmp_path, monkeypatch):
+    # Given a capabilities package of one's own, and a capability scaffolded into it
+    package = tmp_path / "my_capabilities"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    written = new_capability("garden_planner", package)
+    assert [path.name for path in written] == ["capability.toml", "__init__.py"]
+    # When the registry loads it and it runs its example goal offline
+    capability = registry.load("garden_planner", package="my_capabilities")
+    compile_pipeline(capability.pipeline)
+    envelope = DirectDriver(capability).run(capability.example_goal, answer_with=answer)
+    # Then it completed, with the canned plan filled in with the goal
+    assert envelope.terminal_reason == "completed" and not envelope.errors
+    assert envelope.outputs["answer"]["answer"].startswith("1. Understand the goal: Help me get started with garden")
+    assert envelope.counters.llm_calls == 1
+
+
+@pytest.mark.parametrize(("name", "why"), [("Bad-Name", "is not a capability name"), ("taken", "exists already")])
+def test_a_bad_or_taken_name_is_refused_and_writes_nothing(tmp_path, name, why):
+    (tmp_path / "taken").mkdir()
+    before = sorted(tmp_path.rglob("*"))
+    with pytest.raises(ScaffoldError, match=why):
+        new_capability(name, tmp_path)
+    assert sorted(tmp_path.rglob("*")) == before
+
+
+def test_the_cli_scaffolds_and_refuses_in_one_line(tmp_path):
+    command = [sys.executable, "-m", "missions.cli", "new", "capability"]
+    made = subprocess.run([*command, "pantry", "--dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    assert (tmp_path / "pantry" / "capability.toml").exists() and "missions run pantry" in made.stdout
+    again = subprocess.run([*command, "pantry", "--dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "exists already" in again.stderr

@@ -1,0 +1,222 @@
+"""Capability API v2: typed stage functions, checked when the capability loads, replayed when resumed."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from missions.core import capability as registry
+from missions.core.capability import Capability, Ctx, FunctionHooks, stage
+from missions.core.envelope import InterruptKind
+from missions.core.llm import LLMRequest, LLMResult
+from missions.core.offline import SchemaAnswers, answer_for
+from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
+from missions.core.stages import StageSignatureError, check_stages
+from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult
+from tests.support.driver import DirectDriver
+
+
+class Brief(BaseModel):
+    topic: str
+    depth: int = Field(ge=1, le=5)
+
+
+class Draft(BaseModel):
+    text: str
+
+
+class Final(BaseModel):
+    answer: str
+
+
+@stage
+def brief(ctx: Ctx) -> Brief:
+    return ctx.think(Brief)
+
+
+@stage
+def write(ctx: Ctx, brief: Brief) -> Draft:
+    return ctx.think(Draft, brief=brief)
+
+
+@stage
+def done(write: Draft | None) -> Final:
+    return Final(answer=write.text if write else "nothing written")
+
+
+PIPELINE = PipelineConfig(
+    name="t_typed",
+    agents=[
+        AgentConfig(name="brief", has_llm=True, default_next="write"),
+        AgentConfig(name="write", has_llm=True, default_next="done"),
+        AgentConfig(name="done"),
+    ],
+)
+
+
+def typed(*functions: Any, pipeline: PipelineConfig = PIPELINE, catalog: ToolCatalog | None = None) -> Capability:
+    return Capability(
+        name=pipeline.name,
+        description="typed stages",
+        pipeline=pipeline,
+        hooks={f.name: FunctionHooks(f) for f in functions},
+        offline_policy=SchemaAnswers({"write": {"text": "A draft about {goal}"}}),
+        catalog=catalog or ToolCatalog(),
+        prompts={a.name: f"You are {a.name}." for a in pipeline.agents if a.has_llm},
+        auto_approve_tools=frozenset({"notes.write"}),
+    )
+
+
+# -- wiring, checked when the capability loads ------------------------------------------------------
+
+
+def test_stages_read_each_other_typed_and_the_mission_completes():
+    # Given three typed stages: brief -> write (reads brief) -> done (reads write)
+    envelope = DirectDriver(typed(brief, write, done)).run("penguins")
+    # Then each stage got the one before as its model, and the offline model filled what was not canned
+    assert envelope.terminal_reason == "completed"
+    assert envelope.outputs["write"] == {"text": "A draft about penguins"}
+    assert envelope.outputs["done"] == {"answer": "A draft about penguins"}
+    assert envelope.outputs["brief"]["depth"] == 3  # inside its bounds (1-5)
+
+
+def test_a_parameter_naming_no_stage_is_a_load_error_naming_the_file_and_parameter():
+    @stage
+    def write(ctx: Ctx, breif: Brief) -> Draft:  # the typo
+        return Draft(text="")
+
+    with pytest.raises(StageSignatureError, match=r"test_stages.py:\d+: parameter 'breif': no such stage"):
+        typed(brief, write, done)
+
+
+def test_reading_a_stage_as_the_wrong_model_is_a_load_error():
+    @stage
+    def done(write: Brief) -> Final:
+        return Final(answer="")
+
+    with pytest.raises(StageSignatureError, match="parameter 'write': stage 'write' returns Draft, not Brief"):
+        typed(brief, write, done)
+
+
+def test_a_stage_must_return_a_model_and_be_a_stage_of_the_pipeline():
+    with pytest.raises(StageSignatureError, match="must return a pydantic model"):
+
+        @stage
+        def untyped(ctx: Ctx):  # type: ignore[no-untyped-def]
+            return {}
+
+    @stage
+    def stray(ctx: Ctx) -> Final:
+        return Final(answer="")
+
+    with pytest.raises(StageSignatureError, match="'stray' is not a stage of the pipeline"):
+        check_stages([stray], ["brief"], {})
+
+
+def test_a_stage_sees_a_read_only_view():
+    seen: dict[str, Any] = {}
+
+    @stage
+    def brief(ctx: Ctx) -> Brief:
+        seen["ctx"] = ctx
+        with pytest.raises(TypeError):
+            ctx.context["injected"] = True  # type: ignore[index]
+        ctx.counters.llm_calls = 99  # a copy: the mission's counters are not touched
+        return ctx.think(Brief)
+
+    envelope = DirectDriver(typed(brief, write, done)).run("penguins", context={"lang": "en"})
+    assert seen["ctx"].context["lang"] == "en" and "injected" not in envelope.context
+    assert envelope.counters.llm_calls == 2
+
+
+# -- resume: nothing that ran before the question runs again ----------------------------------------
+
+
+class Fickle:
+    """A model that never answers the same way twice."""
+
+    name = "fickle"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self._n = itertools.count(1)
+
+    def complete(self, request: LLMRequest) -> LLMResult:
+        self.calls.append(request.stage)
+        n = next(self._n)
+        output = answer_for(request.output_model, {"text": f"answer #{n}", "topic": f"topic #{n}"})
+        return LLMResult(output=output, model="fickle")
+
+
+def test_a_resumed_stage_reuses_its_model_answers_and_tool_calls():
+    # Given a stage that thinks, calls a tool, then asks the user to approve what it made
+    ran: list[str] = []
+    tools = ToolCatalog()
+
+    class Note(BaseModel):
+        text: str
+
+    @tools.register("notes.read", "read the notes", Note)
+    def read(p: Note) -> ToolResult:
+        ran.append(f"read:{p.text}")
+        return ToolResult.ok({"read": p.text})
+
+    @tools.register("notes.write", "write a note", Note, category=ToolCategory.WRITE, risk=RiskLevel.WRITE)
+    def note(p: Note) -> ToolResult:
+        ran.append(f"write:{p.text}")
+        return ToolResult.ok({"wrote": p.text})
+
+    @stage
+    def write(ctx: Ctx, brief: Brief) -> Draft:
+        draft = ctx.think(Draft, brief=brief)
+        ctx.tools.execute("notes.read", {"text": draft.text})
+        ctx.tools.execute("notes.write", {"text": draft.text})
+        answer = ctx.ask(InterruptKind.CONFIRMATION, f"Publish '{draft.text}'?")
+        return Draft(text=f"{draft.text} ({'published' if answer.approved else 'kept'})")
+
+    pipeline = PIPELINE.model_copy(
+        update={
+            "agents": [
+                PIPELINE.agents[0],
+                AgentConfig(
+                    name="write", has_llm=True, has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"
+                ),
+                PIPELINE.agents[2],
+            ]
+        }
+    )
+    model = Fickle()
+    driver = DirectDriver(typed(brief, write, done, pipeline=pipeline, catalog=tools), llm=model)
+    # When the user approves and the stage runs again from its start
+    envelope = driver.run("penguins", answers=[{"approved": True}])
+    # Then the model was asked once for the draft (the answer the user saw), and each tool ran once
+    assert model.calls == ["brief", "write"]
+    assert envelope.outputs["write"] == {"text": "answer #2 (published)"}
+    assert ran == ["read:answer #2", "write:answer #2"]
+    assert envelope.counters.llm_calls == 2 and envelope.counters.tool_calls == 2
+    assert envelope.replay is None  # spent once the stage completed
+
+
+# -- the offline model -------------------------------------------------------------------------------
+
+
+class Shape(BaseModel):
+    kind: str = Field(pattern="^(a|b)$", examples=["a"])
+    level: int = Field(ge=2, le=6)
+    ratio: float = Field(gt=0, lt=1)
+    tags: list[str] = Field(min_length=2)
+    nested: Brief
+    maybe: Draft | None
+    flag: bool
+
+
+def test_the_offline_model_answers_any_schema_and_takes_canned_values():
+    made = answer_for(Shape, {"flag": False, "nested": {"topic": "{goal}", "depth": 1}}, goal="g")
+    assert made.kind == "a" and 2 <= made.level <= 6 and 0 < made.ratio < 1 and len(made.tags) == 2
+    assert made.flag is False and made.nested.topic == "{goal}"  # filling in the goal is SchemaAnswers' job
+    policy = SchemaAnswers({"done": {"answer": "done: {goal}"}})
+    request = LLMRequest(stage="done", role="done", messages=[], output_model=Final, envelope=registry)
+    assert policy(request).answer == "done: "  # an envelope without a goal
