@@ -31,6 +31,7 @@ import json
 import typing
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, TypeVar
 
@@ -185,18 +186,33 @@ class Ctx:
         failure: Mapping[str, Any] | None = None,
     ):
         self.stage = stage
-        self.failure = MappingProxyType(dict(failure)) if failure else None  # why the mission is ending (final stage)
         self.goal = goal
-        self.context: Mapping[str, Any] = MappingProxyType(json.loads(json.dumps(dict(context), default=str)))
-        self.answers: tuple[Mapping[str, Any], ...] = tuple(MappingProxyType(dict(a)) for a in answers)
-        self.counters = counters.model_copy()
-        self.bounds = bounds.model_copy()
+        self.failure = MappingProxyType(dict(failure)) if failure else None  # why the mission is ending (final stage)
+        self._context, self._answers, self._counters, self._bounds = context, answers, counters, bounds
         self._answer = answer
         self._think = think
         self.tools = tools
         self._fan_out = fan_out
         self._save = save_artifact
         self._root = repository_root
+
+    # read-only copies, made on first use (most stages read little of the mission)
+
+    @cached_property
+    def context(self) -> Mapping[str, Any]:
+        return MappingProxyType(json.loads(json.dumps(dict(self._context), default=str)))
+
+    @cached_property
+    def answers(self) -> tuple[Mapping[str, Any], ...]:
+        return tuple(MappingProxyType(json.loads(json.dumps(dict(a), default=str))) for a in self._answers)
+
+    @cached_property
+    def counters(self) -> Counters:
+        return self._counters.model_copy()
+
+    @cached_property
+    def bounds(self) -> Bounds:
+        return self._bounds.model_copy()
 
     def think(self, model: type[M], **facts: Any) -> M:
         """The stage's model answering as `model`: its prompt, the goal, the context and these facts."""

@@ -383,21 +383,6 @@ class StageRunner:
         def fan_out(items: list[Any]) -> None:
             envelope.work_items = items
 
-        view = Ctx(
-            stage=agent.name,
-            goal=envelope.raw_input,
-            context=envelope.context,
-            answers=envelope.answers,
-            counters=envelope.counters,
-            bounds=envelope.bounds,
-            answer=ctx.resume,
-            think=think,
-            tools=tools,
-            fan_out=fan_out,
-            save_artifact=ctx.save_artifact,
-            repository_root=ctx.repository_root,
-            failure=failure,
-        )
         arguments: dict[str, Any] = {  # an optional read of a stage that has not run (the failure path) is None
             name: None
             if name in function.optional and name not in envelope.outputs
@@ -405,7 +390,21 @@ class StageRunner:
             for name, model in function.reads.items()
         }
         if "ctx" in function.wants:
-            arguments["ctx"] = view
+            arguments["ctx"] = Ctx(
+                stage=agent.name,
+                goal=envelope.raw_input,
+                context=envelope.context,
+                answers=envelope.answers,
+                counters=envelope.counters,
+                bounds=envelope.bounds,
+                answer=ctx.resume,
+                think=think,
+                tools=tools,
+                fan_out=fan_out,
+                save_artifact=ctx.save_artifact,
+                repository_root=ctx.repository_root,
+                failure=failure,
+            )
         if "item" in function.wants:
             arguments["item"] = ctx.item
         if "items" in function.wants and function.items_model is not None:
