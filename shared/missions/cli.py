@@ -571,10 +571,14 @@ def new_capability(
     from missions.local.scaffold import ScaffoldError
     from missions.local.scaffold import new_capability as scaffold
 
-    if directory is None:
-        import capabilities
+    if directory is None:  # the installed capabilities package, found without importing it
+        import importlib.util
 
-        directory = str(Path(capabilities.__file__ or ".").parent)
+        spec = importlib.util.find_spec("capabilities")
+        locations = list(spec.submodule_search_locations or []) if spec else []
+        if not locations:
+            fail("no capabilities package is installed here: give --dir")
+        directory = locations[0]
     try:
         written = scaffold(name, Path(directory))
     except ScaffoldError as exc:
