@@ -35,13 +35,13 @@ def missions_on_emulation() -> dict:
     from missions.core import capability as registry
     from missions.local.emulation import LocalCloud
 
-    registry.register(bulky.CAPABILITY)
+    known = registry.Registry().including(bulky.CAPABILITY)
     timings: list[tuple[str, float, float, float]] = []
 
     def record(stage, t):
         timings.append((stage, t.total_ms, t.overhead_ms, t.llm_ms + t.tools_ms))
 
-    with LocalCloud(["code_analysis", "bench_bulky"], on_timings=record) as cloud:
+    with LocalCloud(["code_analysis", "bench_bulky"], on_timings=record, registry=known) as cloud:
         started = time.perf_counter()
         demo = cloud.run("code_analysis", DEMO, context={"repo": str(ROOT)})
         demo_wall = time.perf_counter() - started

@@ -5,14 +5,13 @@ marked `integration` (`-m "not integration"` skips them).
 
 Test capabilities are built with `make_capability`: a PipelineConfig from a few AgentConfigs,
 hooks from plain functions (`FnHooks`) and a deterministic offline policy (`offline_policy`)
-for stages that have an LLM. Register them with `missions.core.capability.register` before entering
-a LocalCloud; `registered(...)` does that for a block and unregisters them afterwards.
+for stages that have an LLM. A LocalCloud finds them in the registry it is given: `with_capabilities`
+makes one that knows the installed capabilities and these.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -98,29 +97,9 @@ def make_capability(
     )
 
 
-def register_all(capabilities: Iterable[Capability]) -> list[str]:
-    """Register capabilities (before a LocalCloud is entered) and return their names."""
-    names = []
-    for capability in capabilities:
-        registry.register(capability)
-        names.append(capability.name)
-    return names
-
-
-@contextmanager
-def registered(capabilities: Iterable[Capability]) -> Iterator[list[str]]:
-    """register_all for the duration of a block, so test capabilities do not leak into
-    registry.available() for later tests (the registry has no public unregister)."""
-    capabilities = list(capabilities)
-    saved = {c.name: registry._CACHE.get(c.name) for c in capabilities}
-    try:
-        yield register_all(capabilities)
-    finally:
-        for name, previous in saved.items():
-            if previous is None:
-                registry._CACHE.pop(name, None)
-            else:
-                registry._CACHE[name] = previous
+def with_capabilities(*capabilities: Capability) -> tuple[list[str], registry.Registry]:
+    """Their names, and a registry that knows them beside the installed ones (for a LocalCloud)."""
+    return [c.name for c in capabilities], registry.Registry().including(*capabilities)
 
 
 def stage_tasks(states: Iterable[str], capability: Capability) -> list[str]:

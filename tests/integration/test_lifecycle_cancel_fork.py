@@ -19,7 +19,7 @@ from missions.core.capability import StageContext
 from missions.core.errors import ConflictError
 from missions.core.requests import MissionRequest
 from missions.local.emulation import LocalCloud
-from tests.integration.conftest import answer_hooks, chain, make_capability, registered
+from tests.integration.conftest import answer_hooks, chain, make_capability, with_capabilities
 from tests.support.hooks import FnHooks
 
 WAIT = 30.0
@@ -68,7 +68,8 @@ ASKS = make_capability("t_asks", chain("ask", "final"), {"ask": FnHooks(pre=_ask
 
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[LocalCloud]:
-    with registered([SLOW, ASKS]) as names, LocalCloud(names) as local:
+    names, known = with_capabilities(SLOW, ASKS)
+    with LocalCloud(names, registry=known) as local:
         yield local
 
 

@@ -2,7 +2,7 @@
 real stage and interrupt handlers in-process (missions.local.emulation.LocalCloud).
 
 One LocalCloud serves the whole module (creating one costs seconds); every test capability is
-registered before it is entered. Retries wait 1 s and the timeout test waits 2 s: moto really
+given to it in a registry. Retries wait 1 s and the timeout test waits 2 s: moto really
 sleeps on both.
 """
 
@@ -33,8 +33,8 @@ from tests.integration.conftest import (
     answer_hooks,
     chain,
     make_capability,
-    registered,
     stage_tasks,
+    with_capabilities,
 )
 
 WAIT = 30.0  # seconds; a mission here takes well under 5
@@ -253,7 +253,8 @@ TEST_CAPABILITIES = [
 
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[LocalCloud]:
-    with registered(TEST_CAPABILITIES) as names, LocalCloud(["code_analysis", *names]) as local:
+    names, known = with_capabilities(*TEST_CAPABILITIES)
+    with LocalCloud(["code_analysis", *names], registry=known) as local:
         yield local
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 import time
 import uuid
 import zipfile
@@ -441,3 +442,42 @@ def test_registration_is_by_function_name() -> None:
         patches.unregister(name)
         patches.unregister(name)
     assert not patches.registered(name)
+
+
+def test_dynamodb_transactions_and_writes_from_many_threads_do_not_collide(aws: Aws) -> None:
+    # Given a table that transactions and plain writes hit at once, from several threads (patch 10)
+    import boto3
+
+    client = boto3.client("dynamodb", region_name=REGION)
+    client.create_table(
+        TableName="race",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for batch in range(40):  # a table big enough that copying it takes a while
+        items = [{"PutRequest": {"Item": {"pk": {"S": f"old-{batch}-{n}"}}}} for n in range(25)]
+        client.batch_write_item(RequestItems={"race": items})
+    failures: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for n in range(80):
+                key = {"pk": {"S": f"{worker}-{n}"}}
+                if n % 2:
+                    client.put_item(TableName="race", Item=key)
+                else:
+                    client.transact_write_items(TransactItems=[{"Put": {"TableName": "race", "Item": key}}])
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    # When four threads write 320 more, half of them in transactions (each copies the whole table)
+    threads = [threading.Thread(target=work, args=(worker,)) for worker in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # Then every write landed and none failed
+    assert failures == []
+    assert client.scan(TableName="race", Select="COUNT")["Count"] == 1320

@@ -19,7 +19,7 @@ from missions.core.envelope import Envelope, InterruptKind
 from missions.core.errors import AnswerRejected
 from missions.local.emulation import LocalCloud
 from missions.ports.store import InterruptRecord
-from tests.integration.conftest import registered, stage_tasks
+from tests.integration.conftest import stage_tasks, with_capabilities
 
 WAIT = 30.0
 SHOPPING_GOAL = "Find the best price for Sony WH-1000XM5 headphones"
@@ -39,7 +39,8 @@ IMPATIENT = _impatient_dining()
 
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[LocalCloud]:
-    with registered([IMPATIENT]) as names, LocalCloud(["shopping", "dining", *names]) as local:
+    names, known = with_capabilities(IMPATIENT)
+    with LocalCloud(["shopping", "dining", *names], registry=known) as local:
         yield local
 
 

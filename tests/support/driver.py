@@ -64,6 +64,7 @@ class Step:
 class DirectDriver:
     def __init__(self, capability: Capability, llm: LLMProvider | None = None, threshold: int | None = None):
         self.capability = capability
+        self.registry = registry.Registry().including(capability)  # the installed ones, and this one
         self.workspace_dir = Path(tempfile.gettempdir()) / "missions-driver-workspaces"
         self.stores = Stores()
         self.codec = EnvelopeCodec(self.stores.blobs, threshold or DEFAULT_THRESHOLD)
@@ -92,7 +93,6 @@ class DirectDriver:
         answer_with: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> Envelope:
         """Run to the end; questions take `answers` in order, else `answer_with(interrupt)`, else time out."""
-        registry.register(self.capability)
         # like `missions run --repo` on one's own machine: the repository named is the one root
         roots = AllowedRoots.of([(context or {}).get("repo") or "."])
         self.services.workspaces = RepositoryWorkspaces(roots, self.workspace_dir)
@@ -105,6 +105,7 @@ class DirectDriver:
                 trigger=TriggerSource.CLI,  # a developer's own run: its bounds may pass the capability's
             ),
             UserRepositories(roots),
+            self.registry,
         )
         self.stores.missions.create(
             MissionRecord(

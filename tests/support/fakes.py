@@ -77,7 +77,9 @@ class FakeExecutions:
         self.gone_tokens.add(task_token)
 
 
-def memory_runtime(llm: LLMProvider | None = None, **settings: Any) -> Runtime:
+def memory_runtime(
+    llm: LLMProvider | None = None, capabilities: registry.Registry | None = None, **settings: Any
+) -> Runtime:
     """The composition root on in-memory adapters (no AWS, no moto); `llm` answers every stage."""
     values: dict[str, Any] = {
         **{f"{name}_table": f"mem-{name}" for name in ("missions", "checkpoints", "events", "interrupts")},
@@ -87,10 +89,13 @@ def memory_runtime(llm: LLMProvider | None = None, **settings: Any) -> Runtime:
         "blob_bucket": "mem-blobs",
         "snapshot_bucket": "mem-snapshots",
         "event_bus": "mem-bus",
-        "state_machine_arns": {name: f"{ACCOUNT_ARN}:stateMachine:{name}" for name in registry.available()},
+        "state_machine_arns": {
+            name: f"{ACCOUNT_ARN}:stateMachine:{name}"
+            for name in (capabilities or registry.default_registry()).available()
+        },
         **settings,
     }
-    runtime = Runtime(RuntimeSettings(**values), llm=llm)
+    runtime = Runtime(RuntimeSettings(**values), llm=llm, capabilities=capabilities)
     missions, checkpoints = MemoryMissionStore(), MemoryCheckpointStore()
     codec = EnvelopeCodec(MemoryBlobStore())
     ports: dict[str, Any] = {

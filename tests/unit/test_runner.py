@@ -534,8 +534,8 @@ def _parallel_capability():
 
 
 def _start(driver, cap, max_hops):
-    registry.register(cap)
-    start = build_envelope(MissionRequest(capability=cap.name, goal="g", bounds={"max_agent_hops": max_hops}))
+    request = MissionRequest(capability=cap.name, goal="g", bounds={"max_agent_hops": max_hops})
+    start = build_envelope(request, capabilities=driver.registry)
     driver.stores.missions.create(
         MissionRecord(mission_id=start.mission_id, user_id="u", capability=cap.name, goal="g")
     )
@@ -593,10 +593,11 @@ def test_the_model_gets_the_stage_deadline_from_the_lambda_context():
 
     from tests.support.fakes import memory_runtime
 
-    runtime = memory_runtime(llm=Noting())
     capability = gather_think_done([])
-    registry.register(capability)
-    envelope = build_envelope(MissionRequest(capability=capability.name, goal="count things"))
+    runtime = memory_runtime(llm=Noting(), capabilities=registry.Registry().including(capability))
+    envelope = build_envelope(
+        MissionRequest(capability=capability.name, goal="count things"), None, runtime.capabilities
+    )
     runtime.missions.create(
         MissionRecord(
             mission_id=envelope.mission_id, user_id="u", capability=capability.name, goal="g", status="running"
@@ -652,8 +653,9 @@ def auto_writer(name: str, act: Hook, post: Hook, ran: list[str]) -> Capability:
 def first_state(driver: DirectDriver) -> dict[str, Any]:
     """The first stage's input for a new running mission of the driver's capability."""
     name = driver.capability.name
-    registry.register(driver.capability)
-    state = driver.codec.encode(build_envelope(MissionRequest(capability=name, goal="write notes")))
+    state = driver.codec.encode(
+        build_envelope(MissionRequest(capability=name, goal="write notes"), None, driver.registry)
+    )
     driver.stores.missions.create(
         MissionRecord(mission_id=state["mission_id"], user_id="local", capability=name, goal="g", status="running")
     )

@@ -26,7 +26,7 @@ def test_the_tutorial_builds_a_capability_that_runs(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
 
     # When it is loaded and run offline, and the user picks the omelette
-    capability = registry.load("pantry", package="tutorial_capabilities")
+    capability = registry.Registry(package="tutorial_capabilities").load("pantry")
     assert compile_pipeline(capability.pipeline)["States"]
     asked: list[dict] = []
 

@@ -68,10 +68,12 @@ class Runtime:
         llm: LLMProvider | None = None,
         on_timings: Callable[[str, StageTimings], None] | None = None,
         secrets: SecretReader | None = None,
+        capabilities: registry.Registry | None = None,
     ):
         """`clients`: boto3 clients by service name ("dynamodb", "s3", "stepfunctions", "events") for
         tests and the emulation; `llm`: one provider for every stage (tests, a local model server)."""
         self.settings = settings
+        self.capabilities = capabilities or registry.default_registry()  # the mission types it serves
         self._clients: dict[str, Any] = dict(clients or {})
         self._llm = llm
         self._on_timings = on_timings
@@ -307,6 +309,7 @@ class Runtime:
             repositories=self.repositories,
             preferences=self.service.preferences if self.settings.memory_table else None,
             limit=self.settings.concurrency_limit,
+            capabilities=self.capabilities,
         )
 
     @cached_property
@@ -329,6 +332,7 @@ class Runtime:
             by_capability=self.missions_by_capability,
             feedback_llm=self.feedback_llm,
             classifier_llm=self.classifier_llm,
+            capabilities=self.capabilities,
         )
 
     def state_machine_arn(self, capability: str) -> str:
@@ -394,7 +398,7 @@ class Runtime:
         if allowed and capability_name != allowed:
             raise StageRequestError(f"this function serves '{allowed}', not '{capability_name}'")
         if capability_name not in self._runners:
-            capability = registry.load(capability_name)
+            capability = self.capabilities.load(capability_name)
             services = StageServices(
                 checkpoints=self.checkpoints,
                 events=self.events,

@@ -1,19 +1,24 @@
 """Capabilities: plugin mission types, and the hooks a stage may implement.
 
-A capability folder under `capabilities/` holds a `capability.toml` (its config, see
-missions.core.capability_config) and an `__init__.py` with its `HOOKS`, `offline_policy` and
-optional `CATALOG`/`prepare_context`; or it builds `CAPABILITY` (a `Capability`) in code.
-The registry finds them by scanning the package, so adding one touches nothing in the core.
+A capability folder under `capabilities/` (or a package named by a `missions.capabilities` entry
+point) holds a `capability.toml` (its config, see missions.core.capability_config) and an
+`__init__.py` with its stage functions (missions.core.stages; older ones: `HOOKS`), and optionally
+`offline_policy`, `CATALOG` and `prepare_context`; or it builds `CAPABILITY` (a `Capability`) in
+code. A `Registry` finds them, so adding one touches nothing in the core.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import importlib.metadata
 import json
 import pkgutil
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel
@@ -226,32 +231,75 @@ class UnknownCapability(LookupError):
     pass
 
 
-_CACHE: dict[str, Capability] = {}
+ENTRY_POINT_GROUP = "missions.capabilities"  # a capability in its own package: name = "module"
 
 
-def register(capability: Capability) -> None:
-    """Make a capability loadable by name without a package (tests, notebooks)."""
-    _CACHE[capability.name] = capability
+class Registry:
+    """The capabilities a runtime knows: the folders of a package (`capabilities/<name>/`), the
+    `missions.capabilities` entry points of installed distributions, and any given as values.
+
+    A value, not a global: the runtime, the emulation and each test hold their own. Loading imports
+    one capability only (cold starts should not pay for the others) and keeps what it built.
+    """
+
+    def __init__(
+        self,
+        package: str = "capabilities",
+        extra: Iterable[Capability] = (),
+        plugins: Callable[[], Mapping[str, str]] | None = None,
+    ):
+        """`plugins`: capability name -> module of capabilities living in packages of their own
+        (default: the `missions.capabilities` entry points of the installed distributions)."""
+        self.package = package
+        self._extra = {capability.name: capability for capability in extra}
+        self._plugins_source = plugins or entry_point_plugins
+        self._loaded: dict[str, Capability] = dict(self._extra)
+        self._lock = threading.Lock()
+
+    def including(self, *capabilities: Capability) -> Registry:
+        """A registry that also knows these (tests, notebooks)."""
+        return Registry(self.package, [*self._extra.values(), *capabilities], self._plugins_source)
+
+    def installed(self) -> list[str]:
+        """Capabilities shipped as packages (what gets deployed), without ones given as values."""
+        try:
+            module = importlib.import_module(self.package)
+        except ModuleNotFoundError:
+            folders: set[str] = set()
+        else:
+            folders = {info.name for info in pkgutil.iter_modules(module.__path__) if info.ispkg}
+        return sorted(folders | set(self._plugins()))
+
+    def available(self) -> list[str]:
+        return sorted(set(self.installed()) | set(self._extra))
+
+    def load(self, name: str) -> Capability:
+        with self._lock:
+            if name in self._loaded:
+                return self._loaded[name]
+        names = self.available()
+        if name not in names:
+            raise UnknownCapability(f"unknown capability '{name}'; installed: {', '.join(names) or 'none'}")
+        module_name = self._plugins().get(name, f"{self.package}.{name}")
+        capability = _from_module(importlib.import_module(module_name), name)
+        with self._lock:
+            return self._loaded.setdefault(name, capability)
+
+    def load_all(self) -> list[Capability]:
+        return [self.load(name) for name in self.available()]
+
+    def _plugins(self) -> Mapping[str, str]:
+        return self._plugins_source()
 
 
-def installed(package: str = "capabilities") -> list[str]:
-    """Capabilities shipped as packages (what gets deployed), without ones registered in-process."""
-    module = importlib.import_module(package)
-    return sorted(info.name for info in pkgutil.iter_modules(module.__path__) if info.ispkg)
+def entry_point_plugins() -> dict[str, str]:
+    """Capabilities installed as distributions: `[project.entry-points."missions.capabilities"]`."""
+    return {point.name: point.value for point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
 
 
-def available(package: str = "capabilities") -> list[str]:
-    return sorted(set(installed(package)) | set(_CACHE))
-
-
-def load(name: str, package: str = "capabilities") -> Capability:
-    """Import one capability (only that one: cold starts should not pay for the others)."""
-    if name in _CACHE:
-        return _CACHE[name]
-    names = available(package)
-    if name not in names:
-        raise UnknownCapability(f"unknown capability '{name}'; installed: {', '.join(names) or 'none'}")
-    module = importlib.import_module(f"{package}.{name}")
+def _from_module(module: ModuleType, name: str) -> Capability:
+    """The capability a package defines: capability.toml plus its stage functions (or hooks), or
+    a `CAPABILITY` built in code."""
     capability = getattr(module, "CAPABILITY", None)
     config_path = Path(module.__file__ or "").parent / CONFIG_FILE
     if capability is None and config_path.exists():
@@ -272,10 +320,27 @@ def load(name: str, package: str = "capabilities") -> Capability:
         except StageSignatureError as exc:
             raise CapabilityConfigError(str(exc)) from None
     if not isinstance(capability, Capability):
-        raise UnknownCapability(f"capabilities/{name} defines neither CAPABILITY nor {CONFIG_FILE} + hooks")
-    _CACHE[name] = capability
+        raise UnknownCapability(f"{module.__name__} ({name}) defines neither CAPABILITY nor {CONFIG_FILE} + stages")
     return capability
 
 
-def load_all(package: str = "capabilities") -> list[Capability]:
-    return [load(name, package) for name in available(package)]
+@functools.cache
+def default_registry() -> Registry:
+    """The installed capabilities, for entry points that hold no runtime (the CLI, the CDK app)."""
+    return Registry()
+
+
+def load(name: str) -> Capability:
+    return default_registry().load(name)
+
+
+def installed() -> list[str]:
+    return default_registry().installed()
+
+
+def available() -> list[str]:
+    return default_registry().available()
+
+
+def load_all() -> list[Capability]:
+    return default_registry().load_all()

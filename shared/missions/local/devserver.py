@@ -53,7 +53,6 @@ import anyio
 import anyio.to_thread
 import uvicorn
 
-from missions.core import capability as registry
 from missions.local.emulation import LocalCloud
 from missions.local.patches import DEFAULT_TIMEOUT_SECONDS, LocalContext
 
@@ -161,7 +160,7 @@ class DevServer:
 
         self.cloud = cloud
         self.clock = LocalScheduleClock(
-            schedule_specs([registry.load(n) for n in cloud.capabilities]), start=clock_start or datetime.now(UTC)
+            schedule_specs([cloud.registry.load(n) for n in cloud.capabilities]), start=clock_start or datetime.now(UTC)
         )
         self.body_timeout = body_timeout
         self._handlers = dict(handlers or {})

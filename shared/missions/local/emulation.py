@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from missions.adapters.dynamodb.store import table_definition, time_to_live
 from missions.app.runtime import Runtime
-from missions.core import capability as registry
+from missions.core import capability as capability_registry
 from missions.core.compiler import compile_pipeline, placeholders
 from missions.core.envelope import Envelope, InterruptResponse
 from missions.core.events import Event
@@ -81,8 +81,11 @@ class LocalCloud:
         offload_threshold: int | None = None,
         settings: dict[str, Any] | None = None,
         on_timings: Any = None,
+        registry: capability_registry.Registry | None = None,
     ):
-        self.capabilities = capabilities or registry.available()
+        """`registry`: where the capabilities are found (default: the installed ones; tests add theirs)."""
+        self.registry = registry or capability_registry.default_registry()
+        self.capabilities = capabilities or self.registry.available()
         self.prefix = prefix
         self._llm = llm
         self._on_timings = on_timings
@@ -138,6 +141,7 @@ class LocalCloud:
             clients={"dynamodb": self.dynamodb, "s3": self.s3, "stepfunctions": self.sfn, "events": self.events_client},
             llm=self._llm,
             on_timings=self._on_timings,
+            capabilities=self.registry,
         )
         self._provision()
         return self
@@ -190,7 +194,7 @@ class LocalCloud:
         self._role = role
         interrupt_arn = self._function(f"{self.prefix}-interrupt", INTERRUPT_FUNCTION, 128)
         for name in self.capabilities:
-            capability = registry.load(name)
+            capability = self.registry.load(name)
             substitutions = {"fn_interrupt": interrupt_arn}
             for agent in capability.pipeline.agents:
                 function = stage_function_name(self.prefix, name, agent.name)
@@ -215,7 +219,7 @@ class LocalCloud:
         assert bus and memory_table, "__enter__ names the bus and every table"
         functions = {spec.id: self._function(f"{self.prefix}-{spec.id}", spec, 256) for spec in SERVICE_FUNCTIONS}
         self.events_client.create_event_bus(Name=bus)
-        capabilities = [registry.load(name) for name in self.capabilities]
+        capabilities = [self.registry.load(name) for name in self.capabilities]
         for rule in webhook_rules(capabilities) + memory_rules(capabilities):
             self.events_client.put_rule(Name=rule.name, EventBusName=bus, EventPattern=json.dumps(rule.event_pattern))
             self.events_client.put_targets(

@@ -42,6 +42,11 @@ What moto does again for every execution or task, done once (a dev server starts
    way (`PARSED_DEFINITIONS` definitions, `JSON_PATHS` paths, the least recently used dropped),
    and a class's methods are listed once.
 
+10. DynamoDB: moto's backend has no lock, and a TransactWriteItems deep-copies every table it
+   touches (its rollback) while other threads (stages, the dev server's requests) write them:
+   "dictionary changed size during iteration". The backend's writes, transactions and reads now
+   take one lock, as a table in AWS serializes what touches one item.
+
 And what moto loads that the emulation never uses:
 9. moto's CloudFormation imports every service's models, EC2's among them, which load EC2's
    catalog of instance types and their offerings per region at import: about 56 MB of a dev
@@ -194,6 +199,7 @@ def install() -> None:
         _ORIGINAL["model_new"] = BaseModel.__dict__["__new__"]
         BaseModel.__new__ = staticmethod(_weakly_tracked_new)  # type: ignore[method-assign]
         _install_caches()
+        _install_dynamodb_lock()
         LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
         LambdaBackend.send_dynamodb_items = _send_dynamodb_items  # type: ignore[method-assign]
@@ -223,12 +229,50 @@ def uninstall() -> None:
 
         BaseModel.__new__ = _ORIGINAL.pop("model_new")  # type: ignore[method-assign]
         _uninstall_caches()
+        _uninstall_dynamodb_lock()
         _uninstall_lean_resources()
         if _ORIGINAL.get("executions") is None:
             delattr(StateMachine, "executions")
         else:
             StateMachine.executions = _ORIGINAL["executions"]
         _INSTALLED = False
+
+
+_DYNAMODB_LOCK = threading.RLock()
+_DYNAMODB_LOCKED = (
+    "put_item",
+    "update_item",
+    "delete_item",
+    "get_item",
+    "query",
+    "scan",
+    "batch_write_item",
+    "batch_get_item",
+    "transact_write_items",
+    "transact_get_items",
+)
+
+
+def _install_dynamodb_lock() -> None:
+    """Patch 10: one lock around moto's DynamoDB backend operations."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    for name in _DYNAMODB_LOCKED:
+        original = DynamoDBBackend.__dict__[name]
+        _ORIGINAL[f"dynamodb.{name}"] = original
+
+        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
+            with _DYNAMODB_LOCK:
+                return __original(self, *args, **kwargs)
+
+        setattr(DynamoDBBackend, name, functools.wraps(original)(locked))
+
+
+def _uninstall_dynamodb_lock() -> None:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    for name in _DYNAMODB_LOCKED:
+        setattr(DynamoDBBackend, name, _ORIGINAL.pop(f"dynamodb.{name}"))
 
 
 def _state_machine_from_cfn(

@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from missions.core import capability as registry
 from missions.core.errors import DependencyUnavailable, MissionRequestError
 from missions.core.memory import MemoryChange, is_internal
 from missions.core.requests import MissionRequest
@@ -64,7 +63,7 @@ def receive_webhook(
 
 def dispatch_event(event: dict[str, Any], launcher: Launcher) -> dict[str, Any]:
     """A bus event a rule matched: every trigger it satisfies becomes a submitted mission."""
-    requests = requests_for_event(event, registry.load_all())
+    requests = requests_for_event(event, launcher.capabilities.load_all())
     return _submit_all(requests, launcher, origin=str(event.get("detail-type", "event")))
 
 
@@ -72,7 +71,7 @@ def fan_out_schedule(
     event: dict[str, Any], launcher: Launcher, memory: LongTermMemory, all_users: Callable[[], list[str]]
 ) -> dict[str, Any]:
     """One scheduler tick: one mission per user it concerns (idempotent per schedule, time and user)."""
-    requests = requests_for_schedule(event, registry.load_all(), memory, all_users)
+    requests = requests_for_schedule(event, launcher.capabilities.load_all(), memory, all_users)
     return _submit_all(requests, launcher, origin=f"schedule {event.get('schedule_id')}")
 
 

@@ -34,14 +34,19 @@ from missions.service.lifecycle import Lifecycle
 Preferences = Callable[[str], dict[str, Any]]  # user -> what feedback taught about them
 
 
-def build_envelope(request: MissionRequest, repositories: RepositoryResolver | None = None) -> Envelope:
+def build_envelope(
+    request: MissionRequest,
+    repositories: RepositoryResolver | None = None,
+    capabilities: registry.Registry | None = None,
+) -> Envelope:
     """The first envelope of a mission; MissionRequestError when the request cannot start one.
 
     `repositories` checks any repository the request names (and supplies a required one's
     default); without it, a request naming a repository is refused rather than trusted.
+    `capabilities`: the registry to find the capability in (default: the installed ones).
     """
     try:
-        capability = registry.load(request.capability)
+        capability = (capabilities or registry.default_registry()).load(request.capability)
     except registry.UnknownCapability as exc:
         raise MissionRequestError(str(exc)) from None
     try:
@@ -95,7 +100,9 @@ class Launcher:
         repositories: RepositoryResolver | None = None,
         preferences: Preferences | None = None,
         limit: int | Callable[[str], int] = 3,
+        capabilities: registry.Registry | None = None,
     ):
+        self.capabilities = capabilities or registry.default_registry()
         self._missions = missions
         self._checkpoints = checkpoints
         self._codec = codec
@@ -122,7 +129,7 @@ class Launcher:
         preferences = self._preferences(request.user_id) if self._preferences is not None else {}
         if preferences and "preferences" not in request.context:
             request = request.model_copy(update={"context": {**request.context, "preferences": preferences}})
-        envelope = build_envelope(request, self._repositories)
+        envelope = build_envelope(request, self._repositories, self.capabilities)
         return self.dispatcher.submit(request.model_copy(update={"context": envelope.context}))
 
     def fork(self, mission_id: str, checkpoint_id: str, user_id: str) -> DispatchResult:
@@ -181,7 +188,9 @@ class Launcher:
                 update={"mission_id": request.mission_id, "user_id": request.user_id, "checkpoint_id": None}
             )
         else:
-            envelope = build_envelope(request, self._repositories)  # checked again: the repository may be gone
+            envelope = build_envelope(
+                request, self._repositories, self.capabilities
+            )  # checked again: the repository may be gone
         state = initial_state(self._codec.encode(envelope), envelope.bounds.max_agent_hops)
         arn = self._executions.start(
             self._state_machine_arn(envelope.capability), envelope.mission_id, json.dumps(state)

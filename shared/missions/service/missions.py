@@ -39,7 +39,9 @@ class MissionService:
         by_capability: MissionsByCapability,
         feedback_llm: Callable[[], LLMProvider],
         classifier_llm: Callable[[], LLMProvider | None],
+        capabilities: registry.Registry | None = None,
     ):
+        self.capabilities = capabilities or registry.default_registry()
         self._missions = missions
         self._events = events
         self._learnings = learnings
@@ -66,12 +68,12 @@ class MissionService:
     def choose_capability(self, goal: str, requested: str | None) -> str:
         """The named capability, else the one whose keywords the goal mentions, else the model's pick;
         MissionRequestError naming the installed ones when none fits."""
-        names = registry.available()
+        names = self.capabilities.available()
         if requested:
             if requested not in names:
                 raise MissionRequestError(f"unknown capability '{requested}'; installed: {', '.join(names)}")
             return requested
-        keywords = [(c.name, [*c.keywords, *c.triggers.keywords]) for c in registry.load_all()]
+        keywords = [(c.name, [*c.keywords, *c.triggers.keywords]) for c in self.capabilities.load_all()]
         chosen = select_by_keywords(goal, keywords) or self._ask_model_for_capability(goal, names)
         if chosen in names:
             return chosen
@@ -81,7 +83,7 @@ class MissionService:
         llm = self._classifier_llm()
         if llm is None:
             return None
-        descriptions = "\n".join(f"- {c.name}: {c.description}" for c in registry.load_all())
+        descriptions = "\n".join(f"- {c.name}: {c.description}" for c in self.capabilities.load_all())
         request = LLMRequest(
             stage="classify",
             role="classifier",
@@ -127,7 +129,7 @@ class MissionService:
         operators' view; the caller decides who may have it). The capability's learnings are every user's
         feedback, so only the every-user view carries them."""
         since = (datetime.now(UTC) - timedelta(days=days)).isoformat(timespec="milliseconds")
-        level = registry.load(capability).complexity
+        level = self.capabilities.load(capability).complexity
         missions = self._by_capability.list(capability, since)
         if user_id is not None:
             missions = [m for m in missions if m.user_id == user_id]

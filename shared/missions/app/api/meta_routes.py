@@ -9,14 +9,13 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from missions.app.api.edge import app, current_user, error, is_operator, responses, runtime
 from missions.app.api.models import CapabilityList, ClassificationView, ClassifyRequest, MetricsScope, MissionMetrics
-from missions.core import capability as registry
 from missions.core.errors import MissionRequestError
 
 
 @app.get("/capabilities", summary="Installed mission types", responses=responses((200, CapabilityList, "all")))
 def list_capabilities() -> dict[str, Any]:
     current_user()
-    return {"capabilities": [c.describe() for c in registry.load_all()]}
+    return {"capabilities": [c.describe() for c in runtime().capabilities.load_all()]}
 
 
 @app.post(
@@ -51,7 +50,7 @@ def metrics(
     """Rates and averages of the caller's missions of a capability; `scope=all` gives an operator every user's,
     with the capability's learnings (every user's feedback)."""
     user = current_user()
-    if capability not in registry.available():
+    if capability not in runtime().capabilities.available():
         return error(422, f"unknown capability '{capability}'")
     if scope == "all" and not is_operator(user):
         return error(403, "scope=all is for operators; without it you get your own missions' metrics")
