@@ -220,3 +220,38 @@ def test_the_offline_model_answers_any_schema_and_takes_canned_values():
     policy = SchemaAnswers({"done": {"answer": "done: {goal}"}})
     request = LLMRequest(stage="done", role="done", messages=[], output_model=Final, envelope=registry)
     assert policy(request).answer == "done: "  # an envelope without a goal
+
+
+def test_the_stage_an_answer_resumes_at_reads_it_and_the_model_gets_the_facts_typed():
+    # Given brief -> write (asks which tone; the answer resumes at done) -> done, and a model that keeps requests
+    seen: list[LLMRequest] = []
+
+    class Keeping:
+        name = "keeping"
+
+        def complete(self, request: LLMRequest) -> LLMResult:
+            seen.append(request)
+            return LLMResult(output=answer_for(request.output_model, {"text": "draft"}), model="keeping")
+
+    @stage
+    def write(ctx: Ctx, brief: Brief) -> Draft:
+        draft = ctx.think(Draft, brief=brief, tone="plain")
+        ctx.report("source_failed", "the thesaurus was down")
+        ctx.ask(InterruptKind.CHOICE, "Which tone?", options=["plain", "warm"])
+        return draft
+
+    @stage
+    def done(ctx: Ctx, write: Draft | None) -> Final:
+        assert ctx.answer is not None  # resumed here by the choice
+        return Final(answer=f"{ctx.answer.decision} tone")
+
+    pipeline = PIPELINE.model_copy(update={"resume": {InterruptKind.CHOICE: "done"}})
+    envelope = DirectDriver(typed(brief, write, done, pipeline=pipeline), llm=Keeping()).run(
+        "penguins", answers=[{"decision": "warm"}]
+    )
+    # Then the final stage read the answer, the error was recorded, and the model got the facts as JSON
+    assert envelope.outputs["done"] == {"answer": "warm tone"}
+    assert [(e.kind, e.message) for e in envelope.errors] == [("source_failed", "the thesaurus was down")]
+    facts = seen[-1].facts
+    assert facts["tone"] == "plain" and set(facts["brief"]) == {"topic", "depth"}
+    assert 'Tone: "plain"' in seen[-1].messages[-1]["content"]

@@ -33,6 +33,8 @@ class LLMRequest:
     max_tokens: int | None = None
     envelope: Any = None
     hints: dict[str, Any] = field(default_factory=dict)
+    # what a typed stage gave `ctx.think` (also in the messages): offline policies read them here
+    facts: dict[str, Any] = field(default_factory=dict)
     # time.monotonic() by which the stage must be done (its Lambda's remaining time): no call or
     # retry may run past it, so a hung model cannot outlive its mission's stage
     deadline: float | None = None

@@ -184,8 +184,11 @@ class Ctx:
         save_artifact: Callable[[str, Any], Any],
         repository_root: Callable[[], str],
         failure: Mapping[str, Any] | None = None,
+        report: Callable[[str, str], None] | None = None,
+        terminal_reason: str | None = None,
     ):
         self.stage = stage
+        self.terminal_reason = terminal_reason  # set when a bound or the failure path is ending the mission
         self.goal = goal
         self.failure = MappingProxyType(dict(failure)) if failure else None  # why the mission is ending (final stage)
         self._context, self._answers, self._counters, self._bounds = context, answers, counters, bounds
@@ -195,6 +198,7 @@ class Ctx:
         self._fan_out = fan_out
         self._save = save_artifact
         self._root = repository_root
+        self._report = report
 
     # read-only copies, made on first use (most stages read little of the mission)
 
@@ -214,6 +218,11 @@ class Ctx:
     def bounds(self) -> Bounds:
         return self._bounds.model_copy()
 
+    @property
+    def answer(self) -> InterruptResponse | None:
+        """The answer this stage was resumed with (a stage another one's question resumes at), else None."""
+        return self._answer
+
     def think(self, model: type[M], **facts: Any) -> M:
         """The stage's model answering as `model`: its prompt, the goal, the context and these facts."""
         answer = self._think(model, facts)
@@ -232,6 +241,11 @@ class Ctx:
         if self._answer is not None:
             return self._answer
         raise InterruptRequested(kind, question, options=options, data=data)
+
+    def report(self, kind: str, message: str) -> None:
+        """Record an error the mission should show (a source that failed) without failing the stage."""
+        if self._report is not None:
+            self._report(kind, message)
 
     def fan_out(self, items: list[Any]) -> None:
         """Run the next stage (a fan-out stage) once per item; its join gets their outputs as `items`."""

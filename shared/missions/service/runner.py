@@ -376,7 +376,7 @@ class StageRunner:
             if replay.thoughts:  # the attempt that asked had this answer: the model is not asked again
                 answer = model.model_validate(replay.thoughts.pop(0))
             else:
-                answer = self._complete(ctx, _messages(ctx, facts), model)
+                answer = self._complete(ctx, _messages(ctx, facts), model, facts=_jsonable(facts))
             made.thoughts.append(answer.model_dump(mode="json"))
             return answer
 
@@ -404,6 +404,8 @@ class StageRunner:
                 save_artifact=ctx.save_artifact,
                 repository_root=ctx.repository_root,
                 failure=failure,
+                report=lambda kind, message: envelope.record_error(agent.name, kind, message),
+                terminal_reason=envelope.terminal_reason,
             )
         if "item" in function.wants:
             arguments["item"] = ctx.item
@@ -435,7 +437,13 @@ class StageRunner:
             return
         ctx.llm_output = self._complete(ctx, hooks.prompt(ctx), hooks.output_model)
 
-    def _complete(self, ctx: StageContext, messages: list[dict[str, str]], output_model: type[BaseModel]) -> BaseModel:
+    def _complete(
+        self,
+        ctx: StageContext,
+        messages: list[dict[str, str]],
+        output_model: type[BaseModel],
+        facts: dict[str, Any] | None = None,
+    ) -> BaseModel:
         """One model call for the stage, counted against the mission's bounds and cost."""
         envelope, agent = ctx.envelope, ctx.agent
         if envelope.counters.llm_calls >= envelope.bounds.max_llm_calls:
@@ -449,6 +457,7 @@ class StageRunner:
             max_tokens=agent.max_tokens,
             envelope=envelope,
             deadline=self._deadline,
+            facts=facts or {},
         )
         provider = self.services.llm(self.capability)
         t0 = self.services.clock()
@@ -825,6 +834,11 @@ def _messages(ctx: StageContext, facts: Mapping[str, Any]) -> list[dict[str, str
     lines = [f"Goal: {ctx.goal}", f"Context: {context}"]
     lines += [f"{name.replace('_', ' ').capitalize()}: {_as_json(value)}" for name, value in facts.items()]
     return [{"role": "system", "content": ctx.system_prompt}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def _jsonable(facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The facts as plain JSON values (models dumped), as an offline policy reads them."""
+    return dict(json.loads(_as_json(dict(facts))))
 
 
 def _as_json(value: Any) -> str:
