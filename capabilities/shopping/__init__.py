@@ -2,15 +2,13 @@
 
 execute (read the goal, ask the price-comparison service, filter by stored preferences) ->
 present (the user chooses) -> complete. The config is capability.toml; this package holds
-the code: hooks, the tool and the offline policy.
+the code: the typed stages, the tool and the offline policy.
 """
 
 from __future__ import annotations
 
-from capabilities.shopping import stages
 from capabilities.shopping.policy import offline_policy
+from capabilities.shopping.stages import complete, execute, present
 from capabilities.shopping.tools import CATALOG
 
-HOOKS = {"execute": stages.Execute(), "present": stages.Present(), "complete": stages.Complete()}
-
-__all__ = ["CATALOG", "HOOKS", "offline_policy"]
+__all__ = ["CATALOG", "complete", "execute", "offline_policy", "present"]

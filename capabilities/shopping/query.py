@@ -105,7 +105,8 @@ def why_excluded(offer: Offer, rules: dict[str, Any]) -> str | None:
 def choose_options(offers: list[Offer], rules: dict[str, Any]) -> tuple[list[Offer], dict[str, int]]:
     """The offers to present (cheapest total first; a liked seller first on equal price), and
     how many each rule removed."""
-    kept, removed = [], {}
+    kept: list[Offer] = []
+    removed: dict[str, int] = {}
     for offer in offers:
         reason = why_excluded(offer, rules)
         if reason is None:

@@ -1,4 +1,4 @@
-"""The shopping stages: execute -> present -> complete (seed 004, Level 1).
+"""The shopping stages, typed: execute -> present -> complete (seed 004, Level 1).
 
 Two LLM calls: `execute` reads the goal into a product query, `complete` writes the summary.
 Which offers the user sees is decided in code (preferences, stock, budget), so a learned
@@ -7,37 +7,24 @@ preference acts the same whichever model runs.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from capabilities.shopping.connectors import Offer
-from capabilities.shopping.query import MAX_OPTIONS, ProductQuery, choose_options, constraints, read_goal
+from capabilities.shopping.query import MAX_OPTIONS, ProductQuery, choose_options, constraints
 from capabilities.shopping.tools import SEARCH, SOURCE, offers_of
-from missions.core.capability import StageContext, StageDefinitionError, StageHooks
+from missions.core.capability import Ctx, stage
 from missions.core.connectors import call_source, with_simulated_failures
 from missions.core.envelope import InterruptKind
 
 NONE = "none"  # the option that declines every offer
-FACTS = "Facts (JSON):\n"
 
 
 class Summary(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     summary: str = Field(min_length=1, max_length=2000)
-
-
-def facts_prompt(ctx: StageContext, facts: dict[str, Any]) -> list[dict[str, str]]:
-    """The config's system prompt, then the goal and the stage's facts as JSON (what the model may use)."""
-    if ctx.system_prompt is None:
-        raise StageDefinitionError(f"stage '{ctx.agent.name}' has no prompt in capability.toml")
-    body = json.dumps(facts, sort_keys=True, default=str)
-    return [
-        {"role": "system", "content": ctx.system_prompt},
-        {"role": "user", "content": f"Goal: {ctx.goal}\n{FACTS}{body}"},
-    ]
 
 
 def option_card(offer: Offer) -> dict[str, Any]:
@@ -67,80 +54,106 @@ def one_line(option: dict[str, Any]) -> str:
     )
 
 
-class Execute(StageHooks):
-    """Reads the goal (LLM), asks the price-comparison service, filters by the stored preferences."""
+class Found(BaseModel):
+    """What `execute` found: the query, the offers kept (as the user sees them) and why others went."""
 
-    output_model = ProductQuery
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        return facts_prompt(ctx, {})
-
-    def act(self, ctx: StageContext) -> None:
-        query = ctx.llm_output if isinstance(ctx.llm_output, ProductQuery) else read_goal(ctx.goal)
-        assert ctx.tools is not None
-
-        def once() -> list[Offer]:
-            return offers_of(ctx.tools.execute(SEARCH, {"query": query.product}))
-
-        result = call_source(SOURCE, with_simulated_failures(ctx.envelope.context, SOURCE, once))
-        if not result.ok:
-            ctx.envelope.record_error(ctx.agent.name, "source_failed", f"{SOURCE}: {result.error}")
-        ctx.scratch.update(query=query, result=result)
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        query, result = ctx.scratch["query"], ctx.scratch["result"]
-        rules, applied = constraints(query, ctx.envelope.context.get("preferences") or {})
-        kept, removed = choose_options(result.items, rules)
-        limit = int(ctx.envelope.context.get("max_options") or MAX_OPTIONS)
-        return {
-            "query": query.model_dump(),
-            "product": result.items[0].product if result.items else None,
-            "constraints": rules,
-            "applied_preferences": applied,
-            "source": result.report(),
-            "found": len(result.items),
-            "removed": removed,
-            "options": [option_card(offer) for offer in kept[:limit]],
-        }
+    query: ProductQuery
+    product: str | None
+    constraints: dict[str, Any]
+    applied_preferences: list[str]
+    source: dict[str, Any]
+    found: int
+    removed: dict[str, int]
+    options: list[dict[str, Any]]
 
 
-class Present(StageHooks):
-    """Asks the user to choose; with nothing to offer it says so and moves on."""
-
-    def pre(self, ctx: StageContext) -> None:
-        options = ctx.output_of("execute").get("options") or []
-        if options:
-            lines = "\n".join(f"{i}. {one_line(option)}" for i, option in enumerate(options, 1))
-            product = ctx.output_of("execute").get("product")
-            ctx.ask(
-                InterruptKind.CHOICE,
-                f"Which offer for {product} would you like?\n{lines}\nAnswer with its number or id, or '{NONE}'.",
-                options=[option["id"] for option in options] + [NONE],
-                data={"options": options},
-            )
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        return {"asked": False, "reason": "no offer fits"}
+class Presented(BaseModel):
+    asked: bool
+    reason: str
 
 
-def outcome_facts(ctx: StageContext) -> dict[str, Any]:
+class Outcome(BaseModel):
+    """The final output: the summary (`answer`) and the facts it was written from."""
+
+    answer: str
+    product: str | None
+    query: dict[str, Any] | None
+    constraints: dict[str, Any] | None
+    applied_preferences: list[str]
+    options: list[dict[str, Any]]
+    chosen: dict[str, Any] | None
+    declined: bool
+    source: dict[str, Any] | None
+    found: int
+    removed: dict[str, int]
+    ended_early: str | None
+
+
+@stage
+def execute(ctx: Ctx) -> Found:
+    """Reads the goal (the model), asks the price-comparison service, filters by the stored preferences."""
+    query = ctx.think(ProductQuery)
+
+    def once() -> list[Offer]:
+        return offers_of(ctx.tools.execute(SEARCH, {"query": query.product}))
+
+    result = call_source(SOURCE, with_simulated_failures(dict(ctx.context), SOURCE, once))
+    if not result.ok:
+        ctx.report("source_failed", f"{SOURCE}: {result.error}")
+    rules, applied = constraints(query, dict(ctx.context.get("preferences") or {}))
+    kept, removed = choose_options(result.items, rules)
+    limit = int(ctx.context.get("max_options") or MAX_OPTIONS)
+    return Found(
+        query=query,
+        product=result.items[0].product if result.items else None,
+        constraints=rules,
+        applied_preferences=applied,
+        source=result.report(),
+        found=len(result.items),
+        removed=removed,
+        options=[option_card(offer) for offer in kept[:limit]],
+    )
+
+
+@stage
+def present(ctx: Ctx, execute: Found) -> Presented:
+    """Asks the user to choose (the answer resumes at `complete`); with nothing to offer it says so."""
+    if execute.options:
+        lines = "\n".join(f"{i}. {one_line(option)}" for i, option in enumerate(execute.options, 1))
+        ctx.ask(
+            InterruptKind.CHOICE,
+            f"Which offer for {execute.product} would you like?\n{lines}\nAnswer with its number or id, or '{NONE}'.",
+            options=[option["id"] for option in execute.options] + [NONE],
+            data={"options": execute.options},
+        )
+    return Presented(asked=False, reason="no offer fits")
+
+
+@stage
+def complete(ctx: Ctx, execute: Found | None) -> Outcome:
+    """Records the choice and summarizes (the model writes it; on the failure path, plain code does)."""
+    facts = outcome_facts(ctx, execute)
+    summary = ctx.think(Summary, facts=facts).summary if ctx.failure is None else describe(facts)
+    return Outcome(answer=summary, **facts)
+
+
+def outcome_facts(ctx: Ctx, execute: Found | None) -> dict[str, Any]:
     """What the mission found and what the user chose: the final output and the summary's only source."""
-    execute = ctx.output_of("execute")
-    options = execute.get("options") or []
-    decision = ctx.resume.decision if ctx.resume is not None else None
+    options = execute.options if execute else []
+    decision = ctx.answer.decision if ctx.answer is not None else None
     return {
-        "product": execute.get("product"),
-        "query": execute.get("query"),
-        "constraints": execute.get("constraints"),
-        "applied_preferences": execute.get("applied_preferences", []),
+        "product": execute.product if execute else None,
+        "query": execute.query.model_dump() if execute else None,
+        "constraints": execute.constraints if execute else None,
+        "applied_preferences": execute.applied_preferences if execute else [],
         "options": options,
         "chosen": next((o for o in options if o["id"] == decision), None),
         "declined": decision == NONE,
-        "source": execute.get("source"),
-        "found": execute.get("found", 0),
-        "removed": execute.get("removed", {}),
+        "source": execute.source if execute else None,
+        "found": execute.found if execute else 0,
+        "removed": execute.removed if execute else {},
         # why the mission stopped short: a failure path, or a bound routing straight to this stage
-        "ended_early": (ctx.scratch.get("failure") or {}).get("reason") or ctx.envelope.terminal_reason,
+        "ended_early": (ctx.failure.get("reason") if ctx.failure else None) or ctx.terminal_reason,
     }
 
 
@@ -174,18 +187,3 @@ def describe(facts: dict[str, Any]) -> str:
 
 def _removed(removed: dict[str, int]) -> str:
     return ", ".join(f"{count} {reason.replace('_', ' ')}" for reason, count in sorted(removed.items()))
-
-
-class Complete(StageHooks):
-    output_model = Summary
-
-    def pre(self, ctx: StageContext) -> None:
-        ctx.scratch["facts"] = outcome_facts(ctx)
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        return facts_prompt(ctx, ctx.scratch["facts"])
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        facts = ctx.scratch.get("facts") or outcome_facts(ctx)
-        answer = ctx.llm_output.summary if isinstance(ctx.llm_output, Summary) else describe(facts)
-        return {"answer": answer, **facts}
