@@ -71,7 +71,7 @@ class RestaurantListing:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RestaurantListing:
-        fields_ = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        fields_: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
         return cls(**fields_)
 
 
@@ -295,7 +295,9 @@ class MapsSource(_SampleSource):
 
     name, jitter = "maps", 0
 
-    def _listing(self, index, place, where, distance, query):
+    def _listing(
+        self, index: int, place: _Place, where: tuple[float, float], distance: float, query: DiningQuery
+    ) -> RestaurantListing:
         return RestaurantListing(
             source=self.name,
             source_id=f"maps:place-{4100 + index * 7}",
@@ -317,7 +319,9 @@ class ReviewsSource(_SampleSource):
 
     name, jitter = "reviews", 1
 
-    def _listing(self, index, place, where, distance, query):
+    def _listing(
+        self, index: int, place: _Place, where: tuple[float, float], distance: float, query: DiningQuery
+    ) -> RestaurantListing:
         return RestaurantListing(
             source=self.name,
             source_id=f"rv-{20_000 + index * 13}",
@@ -339,7 +343,9 @@ class ReservationsSource(_SampleSource):
 
     name, jitter = "reservations", -1
 
-    def _listing(self, index, place, where, distance, query):
+    def _listing(
+        self, index: int, place: _Place, where: tuple[float, float], distance: float, query: DiningQuery
+    ) -> RestaurantListing:
         asked = _minutes(parse_time(query.time))
         offered = place.weekend_slots if query.weekend else place.weekday_slots
         free = () if query.party_size > place.max_party else offered

@@ -1,21 +1,15 @@
 """The offline policy: how the scripted model answers the dining stages, deterministically.
 
-It reads what a real model would read: the goal, and the facts the stage put in its prompt.
+It reads what a real model would read: the goal, and the facts the stage gave the model.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from capabilities.dining.criteria import read_goal
-from capabilities.dining.stages import FACTS, OptionNote, RankNotes, Summary, describe
+from capabilities.dining.stages import OptionNote, RankNotes, Summary, describe
 from missions.core.llm import LLMRequest
-
-
-def facts_of(request: LLMRequest) -> dict[str, Any]:
-    user = next((m["content"] for m in reversed(request.messages) if m.get("role") == "user"), "")
-    return json.loads(user.split(FACTS, 1)[1]) if FACTS in user else {}
 
 
 def _note(option: dict[str, Any]) -> str:
@@ -25,25 +19,12 @@ def _note(option: dict[str, Any]) -> str:
     return f"{rating}, {option['table']}{diets}"
 
 
-def _plan(request: LLMRequest) -> Any:
-    return read_goal(request.envelope.raw_input)
-
-
-def _rank(request: LLMRequest) -> RankNotes:
-    options = facts_of(request).get("options") or []
-    return RankNotes(notes=[OptionNote(id=o["id"], note=_note(o)) for o in options])
-
-
-def _complete(request: LLMRequest) -> Summary:
-    return Summary(summary=describe(facts_of(request)))
-
-
-POLICIES = {"plan": _plan, "rank": _rank, "complete": _complete}
-
-
 def offline_policy(request: LLMRequest) -> Any:
-    try:
-        answer = POLICIES[request.stage]
-    except KeyError:
-        raise LookupError(f"dining has no offline policy for stage '{request.stage}'") from None
-    return answer(request)
+    if request.stage == "plan":
+        return read_goal(request.envelope.raw_input)
+    if request.stage == "rank":
+        options = request.facts.get("options") or []
+        return RankNotes(notes=[OptionNote(id=o["id"], note=_note(o)) for o in options])
+    if request.stage == "complete":
+        return Summary(summary=describe(request.facts.get("facts") or {}))
+    raise LookupError(f"dining has no offline policy for stage '{request.stage}'")

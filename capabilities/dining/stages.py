@@ -8,22 +8,21 @@ any model.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from capabilities.dining.connectors import RestaurantListing, merge_listings
-from capabilities.dining.criteria import GoalCriteria, plan_criteria, read_goal
-from capabilities.dining.ranking import TOP_N, WEIGHTS, apply_filters, card, one_line, rank
+from capabilities.dining.criteria import GoalCriteria, plan_criteria
+from capabilities.dining.ranking import TOP_N, WEIGHTS, apply_filters, card, one_line
+from capabilities.dining.ranking import rank as by_score
 from capabilities.dining.tools import listings_of, tool_id
-from missions.core.capability import StageContext, StageDefinitionError, StageHooks
+from missions.core.capability import Ctx, stage
 from missions.core.connectors import call_source, with_simulated_failures
 from missions.core.envelope import InterruptKind
 
 SOURCE_STAGES = ("maps", "reviews", "reservations")  # each stage is named after its source
 NONE = "none"  # the option that declines every restaurant
-FACTS = "Facts (JSON):\n"
 
 
 class _Out(BaseModel):
@@ -45,149 +44,173 @@ class Summary(_Out):
     summary: str = Field(min_length=1, max_length=2000)
 
 
-def facts_prompt(ctx: StageContext, facts: dict[str, Any]) -> list[dict[str, str]]:
-    """The config's system prompt, then the goal and the stage's facts as JSON (what the model may use)."""
-    if ctx.system_prompt is None:
-        raise StageDefinitionError(f"stage '{ctx.agent.name}' has no prompt in capability.toml")
-    body = json.dumps(facts, sort_keys=True, default=str)
-    return [
-        {"role": "system", "content": ctx.system_prompt},
-        {"role": "user", "content": f"Goal: {ctx.goal}\n{FACTS}{body}"},
-    ]
+class Planned(_Out):
+    criteria: dict[str, Any]
+    from_goal: GoalCriteria
+    applied_preferences: list[str]
 
 
-def criteria_of(ctx: StageContext) -> dict[str, Any]:
-    return ctx.output_of("plan").get("criteria") or {}
+class Listings(_Out):
+    """One source's answer: its report (ok, count, error, attempts) and what it listed."""
+
+    report: dict[str, Any]
+    listings: list[dict[str, Any]]
 
 
-class Plan(StageHooks):
-    output_model = GoalCriteria
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        today = ctx.envelope.context.get("today")  # lets a model resolve "tonight" when the caller says
-        return facts_prompt(ctx, {"today": today} if today else {})
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        goal = ctx.llm_output if isinstance(ctx.llm_output, GoalCriteria) else read_goal(ctx.goal)
-        preferences = ctx.envelope.context.get("preferences") or {}
-        criteria, applied = plan_criteria(goal, preferences, ctx.envelope.context)
-        return {"criteria": criteria, "from_goal": goal.model_dump(), "applied_preferences": applied}
+class Aggregated(_Out):
+    sources: list[dict[str, Any]]
+    failed_sources: list[str]
+    listings: int
+    unique: int
+    duplicates_merged: int
+    removed: dict[str, int]
+    notes: list[str]
+    candidates: list[dict[str, Any]]
 
 
-class SourceSearch(StageHooks):
+class Ranked(_Out):
+    weights: dict[str, Any]
+    considered: int
+    top: list[dict[str, Any]]
+    runners_up: list[dict[str, Any]]
+
+
+class Presented(_Out):
+    asked: bool
+    reason: str
+
+
+class Outcome(_Out):
+    """The final output: the summary (`answer`) and the facts it was written from."""
+
+    answer: str
+    criteria: dict[str, Any]
+    applied_preferences: list[str]
+    options: list[dict[str, Any]]
+    chosen: dict[str, Any] | None
+    declined: bool
+    sources: list[dict[str, Any]]
+    failed_sources: list[str]
+    duplicates_merged: int
+    notes: list[str]
+    ended_early: str | None
+
+
+@stage
+def plan(ctx: Ctx) -> Planned:
+    """The model reads the goal; code applies the stored preferences and the context."""
+    today = ctx.context.get("today")  # lets a model resolve "tonight" when the caller says
+    goal = ctx.think(GoalCriteria, **({"today": today} if today else {}))
+    criteria, applied = plan_criteria(goal, dict(ctx.context.get("preferences") or {}), dict(ctx.context))
+    return Planned(criteria=criteria, from_goal=goal, applied_preferences=applied)
+
+
+def _search(ctx: Ctx, plan: Planned, source: str) -> Listings:
     """One source, in parallel with the others; a failure (after retries) is reported, not raised."""
+    criteria = plan.criteria
+    params = {
+        "cuisine": criteria.get("cuisine"),
+        "day": criteria.get("day"),
+        "time": criteria.get("time", "19:30"),
+        "party_size": criteria.get("party_size", 2),
+        "radius_km": criteria.get("max_distance_km", 5.0),
+    }
 
-    def __init__(self, source: str):
-        self.source = source
+    def once() -> list[RestaurantListing]:
+        return listings_of(ctx.tools.execute(tool_id(source), params))
 
-    def act(self, ctx: StageContext) -> None:
-        criteria = criteria_of(ctx)
-        params = {
-            "cuisine": criteria.get("cuisine"),
-            "day": criteria.get("day"),
-            "time": criteria.get("time", "19:30"),
-            "party_size": criteria.get("party_size", 2),
-            "radius_km": criteria.get("max_distance_km", 5.0),
-        }
-        assert ctx.tools is not None
-
-        def once() -> list[RestaurantListing]:
-            return listings_of(ctx.tools.execute(tool_id(self.source), params))
-
-        result = call_source(self.source, with_simulated_failures(ctx.envelope.context, self.source, once))
-        if not result.ok:
-            ctx.envelope.record_error(ctx.agent.name, "source_failed", f"{self.source}: {result.error}")
-        ctx.scratch["result"] = result
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        result = ctx.scratch["result"]
-        return {"report": result.report(), "listings": [listing.to_dict() for listing in result.items]}
+    result = call_source(source, with_simulated_failures(dict(ctx.context), source, once))
+    if not result.ok:
+        ctx.report("source_failed", f"{source}: {result.error}")
+    return Listings(report=result.report(), listings=[listing.to_dict() for listing in result.items])
 
 
-class Aggregate(StageHooks):
+@stage
+def maps(ctx: Ctx, plan: Planned) -> Listings:
+    return _search(ctx, plan, "maps")
+
+
+@stage
+def reviews(ctx: Ctx, plan: Planned) -> Listings:
+    return _search(ctx, plan, "reviews")
+
+
+@stage
+def reservations(ctx: Ctx, plan: Planned) -> Listings:
+    return _search(ctx, plan, "reservations")
+
+
+@stage
+def aggregate(
+    plan: Planned, maps: Listings | None, reviews: Listings | None, reservations: Listings | None
+) -> Aggregated:
     """Joins the sources: one record per restaurant, then the criteria's filters."""
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        reports, listings = [], []
-        for source in SOURCE_STAGES:
-            output = ctx.output_of(source)
-            reports.append(
-                output.get("report") or {"source": source, "ok": False, "count": 0, "error": "no answer", "attempts": 0}
-            )
-            listings += [RestaurantListing.from_dict(item) for item in output.get("listings", [])]
-        merged = merge_listings(listings)
-        candidates, removed, notes = apply_filters([r.to_dict() for r in merged], criteria_of(ctx))
-        return {
-            "sources": reports,
-            "failed_sources": [r["source"] for r in reports if not r["ok"]],
-            "listings": len(listings),
-            "unique": len(merged),
-            "duplicates_merged": len(listings) - len(merged),
-            "removed": removed,
-            "notes": notes,
-            "candidates": candidates,
-        }
+    reports: list[dict[str, Any]] = []
+    listings: list[RestaurantListing] = []
+    for source, output in zip(SOURCE_STAGES, (maps, reviews, reservations), strict=True):
+        missing = {"source": source, "ok": False, "count": 0, "error": "no answer", "attempts": 0}
+        reports.append(output.report if output else missing)
+        listings += [RestaurantListing.from_dict(item) for item in (output.listings if output else [])]
+    merged = merge_listings(listings)
+    candidates, removed, notes = apply_filters([r.to_dict() for r in merged], plan.criteria)
+    return Aggregated(
+        sources=reports,
+        failed_sources=[r["source"] for r in reports if not r["ok"]],
+        listings=len(listings),
+        unique=len(merged),
+        duplicates_merged=len(listings) - len(merged),
+        removed=removed,
+        notes=notes,
+        candidates=candidates,
+    )
 
 
-class Rank(StageHooks):
-    output_model = RankNotes
-
-    def pre(self, ctx: StageContext) -> None:
-        ctx.scratch["ranked"] = rank(ctx.output_of("aggregate").get("candidates") or [], criteria_of(ctx))
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        criteria = criteria_of(ctx)
-        top = [card(r, criteria) for r in ctx.scratch["ranked"][:TOP_N]]
-        return facts_prompt(ctx, {"criteria": criteria, "options": top, "weights": WEIGHTS})
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        criteria, ranked = criteria_of(ctx), ctx.scratch["ranked"]
-        said = ctx.llm_output.notes if isinstance(ctx.llm_output, RankNotes) else []
-        notes = {n.id: n.note for n in said}  # notes on ids it was not shown are dropped
-        return {
-            "weights": WEIGHTS,
-            "considered": len(ranked),
-            "top": [card({**r, "note": notes.get(r["id"])}, criteria) for r in ranked[:TOP_N]],
-            "runners_up": [{"id": r["id"], "score": r["score"]} for r in ranked[TOP_N : TOP_N + 5]],
-        }
+@stage
+def rank(ctx: Ctx, plan: Planned, aggregate: Aggregated) -> Ranked:
+    """Code orders by the composite score; the model writes a note on each of the top options."""
+    criteria = plan.criteria
+    ranked = by_score(aggregate.candidates, criteria)
+    top = [card(r, criteria) for r in ranked[:TOP_N]]
+    said = ctx.think(RankNotes, criteria=criteria, options=top, weights=WEIGHTS).notes
+    notes = {n.id: n.note for n in said}  # notes on ids it was not shown are dropped
+    return Ranked(
+        weights=WEIGHTS,
+        considered=len(ranked),
+        top=[card({**r, "note": notes.get(r["id"])}, criteria) for r in ranked[:TOP_N]],
+        runners_up=[{"id": r["id"], "score": r["score"]} for r in ranked[TOP_N : TOP_N + 5]],
+    )
 
 
-class Present(StageHooks):
-    """Asks the user to choose; with nothing to offer it says so and moves on."""
-
-    def pre(self, ctx: StageContext) -> None:
-        top = ctx.output_of("rank").get("top") or []
-        if top:
-            lines = "\n".join(f"{i}. {one_line(option)}" for i, option in enumerate(top, 1))
-            ctx.ask(
-                InterruptKind.CHOICE,
-                f"Which restaurant would you like?\n{lines}\nAnswer with its number or id, or '{NONE}'.",
-                options=[option["id"] for option in top] + [NONE],
-                data={"options": top},
-            )
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        return {"asked": False, "reason": "no restaurant fits the criteria"}
+@stage
+def present(ctx: Ctx, rank: Ranked) -> Presented:
+    """Asks the user to choose (the answer resumes at `complete`); with nothing to offer it says so."""
+    if rank.top:
+        lines = "\n".join(f"{i}. {one_line(option)}" for i, option in enumerate(rank.top, 1))
+        ctx.ask(
+            InterruptKind.CHOICE,
+            f"Which restaurant would you like?\n{lines}\nAnswer with its number or id, or '{NONE}'.",
+            options=[option["id"] for option in rank.top] + [NONE],
+            data={"options": rank.top},
+        )
+    return Presented(asked=False, reason="no restaurant fits the criteria")
 
 
-def outcome_facts(ctx: StageContext) -> dict[str, Any]:
+def outcome_facts(ctx: Ctx, plan: Planned | None, aggregate: Aggregated | None, rank: Ranked | None) -> dict[str, Any]:
     """What the mission found and what the user chose: the final output and the summary's only source."""
-    options = ctx.output_of("rank").get("top") or []
-    aggregate = ctx.output_of("aggregate")
-    decision = ctx.resume.decision if ctx.resume is not None else None
-    failure = ctx.scratch.get("failure")
+    options = rank.top if rank else []
+    decision = ctx.answer.decision if ctx.answer is not None else None
     return {
-        "criteria": criteria_of(ctx),
-        "applied_preferences": ctx.output_of("plan").get("applied_preferences", []),
+        "criteria": plan.criteria if plan else {},
+        "applied_preferences": plan.applied_preferences if plan else [],
         "options": options,
         "chosen": next((o for o in options if o["id"] == decision), None),
         "declined": decision == NONE,
-        "sources": aggregate.get("sources", []),
-        "failed_sources": aggregate.get("failed_sources", []),
-        "duplicates_merged": aggregate.get("duplicates_merged", 0),
-        "notes": aggregate.get("notes", []),
+        "sources": aggregate.sources if aggregate else [],
+        "failed_sources": aggregate.failed_sources if aggregate else [],
+        "duplicates_merged": aggregate.duplicates_merged if aggregate else 0,
+        "notes": aggregate.notes if aggregate else [],
         # why the mission stopped short: a failure path, or a bound routing straight to this stage
-        "ended_early": (failure or {}).get("reason") or ctx.envelope.terminal_reason,
+        "ended_early": (ctx.failure.get("reason") if ctx.failure else None) or ctx.terminal_reason,
     }
 
 
@@ -230,16 +253,9 @@ def describe(facts: dict[str, Any]) -> str:
     return text
 
 
-class Complete(StageHooks):
-    output_model = Summary
-
-    def pre(self, ctx: StageContext) -> None:
-        ctx.scratch["facts"] = outcome_facts(ctx)
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        return facts_prompt(ctx, ctx.scratch["facts"])
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        facts = ctx.scratch.get("facts") or outcome_facts(ctx)
-        answer = ctx.llm_output.summary if isinstance(ctx.llm_output, Summary) else describe(facts)
-        return {"answer": answer, **facts}
+@stage
+def complete(ctx: Ctx, plan: Planned | None, aggregate: Aggregated | None, rank: Ranked | None) -> Outcome:
+    """Records the choice and summarizes (the model writes it; on the failure path, plain code does)."""
+    facts = outcome_facts(ctx, plan, aggregate, rank)
+    summary = ctx.think(Summary, facts=facts).summary if ctx.failure is None else describe(facts)
+    return Outcome(answer=summary, **facts)

@@ -24,14 +24,14 @@ from capabilities.dining.connectors import (
 )
 from capabilities.dining.criteria import GoalCriteria, plan_criteria, read_goal
 from capabilities.dining.ranking import apply_filters, availability, composite, price_fit, rank
-from capabilities.dining.stages import SourceSearch
+from capabilities.dining.stages import Planned
 from capabilities.shopping.connectors import SELLERS, SamplePriceComparison, find_seller
 from capabilities.shopping.query import ProductQuery, choose_options, constraints
 from capabilities.shopping.query import read_goal as read_shopping_goal
 from missions.core import capability as registry
-from missions.core.capability import StageContext
+from missions.core.capability import Ctx, FunctionHooks
 from missions.core.connectors import ConnectorError, ConnectorRejected, call_source, with_simulated_failures
-from missions.core.envelope import Envelope
+from missions.core.envelope import Bounds, Counters
 from missions.core.tools import ToolExecutor
 
 WEEKNIGHT_ITALIAN = DiningQuery(cuisine="italian", day="tuesday", time="19:30", party_size=2, radius_km=5)
@@ -396,16 +396,33 @@ def test_dietary_restrictions_are_required_and_the_goals_limits_narrow_further()
 # =========================================================================== retries, then a reported failure
 
 
-def source_stage(name: str, context: dict[str, Any]) -> tuple[SourceSearch, StageContext]:
-    """A dining source stage with its real tool executor, as the runner would build it."""
-    capability = registry.load("dining")
-    agent = capability.pipeline.agent(name)
-    envelope = Envelope(capability="dining", raw_input="italian dinner", context=context)
-    envelope.outputs["plan"] = {"criteria": {"cuisine": "italian", "time": "19:30", "max_distance_km": 5}}
-    ctx = StageContext(envelope, agent, capability.pipeline, tools=ToolExecutor(capability.catalog, agent))
-    hooks = capability.hooks_for(name)
-    assert isinstance(hooks, SourceSearch)
-    return hooks, ctx
+class SourceRun:
+    """A dining source stage run on its own, as the runner would run it: its real tool executor, a
+    plan's criteria, and the errors it reports."""
+
+    def __init__(self, name: str, context: dict[str, Any], time: str = "19:30"):
+        capability = registry.load("dining")
+        hooks = capability.hooks_for(name)
+        assert isinstance(hooks, FunctionHooks)
+        self.tools = ToolExecutor(capability.catalog, capability.pipeline.agent(name))
+        self.errors: list[tuple[str, str]] = []
+        ctx = Ctx(
+            stage=name,
+            goal="italian dinner",
+            context=context,
+            answers=[],
+            counters=Counters(),
+            bounds=Bounds(),
+            answer=None,
+            think=lambda model, facts: pytest.fail("a source stage asks no model"),
+            tools=self.tools,
+            fan_out=lambda items: None,
+            save_artifact=lambda path, content: None,
+            repository_root=lambda: ".",
+            report=lambda kind, message: self.errors.append((name, kind)),
+        )
+        plan = Planned.model_construct(criteria={"cuisine": "italian", "time": time, "max_distance_km": 5})
+        self.output = hooks.function.func(ctx=ctx, plan=plan).model_dump()
 
 
 def test_call_source_retries_a_transient_failure_and_reports_attempts() -> None:
@@ -417,10 +434,9 @@ def test_call_source_retries_a_transient_failure_and_reports_attempts() -> None:
 
 def test_a_source_that_keeps_failing_is_reported_after_its_retries() -> None:
     # Given the reviews source failing more often than it is retried
-    hooks, ctx = source_stage("reviews", {"simulate_failures": {"reviews": 5}})
     # When its stage runs
-    hooks.act(ctx)
-    output = hooks.post(ctx)
+    run = SourceRun("reviews", {"simulate_failures": {"reviews": 5}})
+    output = run.output
     # Then the stage does not raise: its output reports the failure and the attempts
     assert output["listings"] == []
     assert output["report"] == {
@@ -431,7 +447,7 @@ def test_a_source_that_keeps_failing_is_reported_after_its_retries() -> None:
         "attempts": 3,
     }
     # And the mission's errors record it (so the CLI and the API show it)
-    assert [(e.stage, e.kind) for e in ctx.envelope.errors] == [("reviews", "source_failed")]
+    assert run.errors == [("reviews", "source_failed")]
 
 
 def test_a_connector_error_inside_the_tool_is_retried_and_a_rejection_is_not(monkeypatch) -> None:
@@ -449,18 +465,14 @@ def test_a_connector_error_inside_the_tool_is_retried_and_a_rejection_is_not(mon
             return real.search(query)
 
     monkeypatch.setitem(dining_tools.SOURCES, "reservations", Flaky())
-    hooks, ctx = source_stage("reservations", {})
-    hooks.act(ctx)
-    output = hooks.post(ctx)
+    run = SourceRun("reservations", {})
+    output = run.output
     # Then the stage retried through the tool and got the listings on the third attempt
     assert output["report"]["ok"] and output["report"]["attempts"] == 3 and output["listings"]
-    assert ctx.tools is not None and ctx.tools.executed == 3
+    assert run.tools.executed == 3
 
     # Given criteria the service refuses (a time that is not HH:MM)
     monkeypatch.setitem(dining_tools.SOURCES, "reservations", real)
-    hooks, ctx = source_stage("reservations", {})
-    ctx.envelope.outputs["plan"]["criteria"]["time"] = "late"
-    hooks.act(ctx)
-    report = hooks.post(ctx)["report"]
+    report = SourceRun("reservations", {}, time="late").output["report"]
     # Then it is reported at once, without retrying
     assert not report["ok"] and report["attempts"] == 1 and report["error"].startswith("rejected:")
