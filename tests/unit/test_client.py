@@ -167,6 +167,9 @@ def test_a_token_about_to_expire_is_taken_again_with_the_client_credentials_and_
     second = next(t for t in cognito.issued if t != first)
     assert server.api_calls == [f"Bearer {second}"]
     assert TokenCache(config / "tokens.json").get(server.url).access_token == second  # type: ignore[union-attr]
+    # and --print-token prints a fresh token alone, for curl
+    printed = missions(wiring, config, *machine_login(server, *credentials.values()), "--print-token")
+    assert printed.stdout.strip() in cognito.issued and printed.stdout.strip() not in (first, second)
 
 
 def test_a_refused_client_is_one_line_and_caches_nothing(server: AuthServer, cognito: PlayedCognito, tmp_path: Path):
