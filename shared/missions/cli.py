@@ -777,7 +777,7 @@ def login(
 ) -> None:
     """Get a token for a deployed API and cache it (~/.config/missions/tokens.json, mode 0600):
     client credentials for a machine, or --browser for a person."""
-    if env is None and api_url is None:
+    if env is None and api_url is None and not os.environ.get("MISSIONS_API_URL"):
         fail("login needs --env (a deployed stack) or --api-url with --token-url")
     wiring = _wiring(ctx)
     endpoints = _endpoints(wiring, env, api_url, region)
