@@ -1,12 +1,17 @@
-"""`missions`: run missions on the embedded emulation, list capabilities, print compiled ASL."""
+"""`missions`: run missions on the embedded emulation or a deployed API, list capabilities, print compiled ASL."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NoReturn
+from urllib.parse import quote
 
 import typer
 from rich.console import Console
@@ -15,6 +20,24 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from missions.client import (
+    LOCAL_API,
+    ApiClient,
+    ClientError,
+    Endpoints,
+    Pkce,
+    RedirectListener,
+    Token,
+    TokenCache,
+    TokenEndpoint,
+    Transport,
+    code_from_redirect,
+    config_dir,
+    current_token,
+    sign_in,
+    stack_endpoints,
+    urllib_transport,
+)
 from missions.core import capability as registry
 from missions.core.compiler import compile_json
 from missions.core.envelope import InterruptKind, InterruptResponse
@@ -28,7 +51,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    help="Run long-running LLM missions on a local emulation of their AWS deployment.",
+    help="Run long-running LLM missions on a local emulation of their AWS deployment, or on a deployed stack.",
 )
 out = Console()
 err = Console(stderr=True)
@@ -120,10 +143,17 @@ def asl(
 
 @app.command("run")
 def run(
+    ctx: typer.Context,
     capability: str = typer.Argument(..., help="Capability to run, e.g. code_analysis."),
     goal: str = typer.Argument(..., help="What the mission should achieve."),
     repo: str | None = typer.Option(
-        None, "--repo", help="Repository on this machine to analyze (code_analysis; default: the current directory)."
+        None,
+        "--repo",
+        help="Repository to analyze by path (code_analysis; locally default: the current directory; on an API, "
+        "a path under its roots).",
+    ),
+    repository: str | None = typer.Option(
+        None, "--repository", help="On an API (--api-url, --env): a registered repository's id (missions repos)."
     ),
     context: str | None = typer.Option(None, "--context", help="Extra mission context as a JSON object."),
     max_agent_hops: int | None = typer.Option(None, min=2, help="Bound: stages a mission may run."),
@@ -135,14 +165,41 @@ def run(
     offline: bool = typer.Option(False, "--offline", help="Use the scripted model even if OPENAI_API_KEY is set."),
     timeout: float = typer.Option(600.0, min=1.0, help="Seconds to wait for the mission."),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON, no progress."),
+    env: EnvOption = None,
+    api_url: Annotated[
+        str | None, typer.Option("--api-url", help="Run it on this API (`missions dev`, a deployment) instead.")
+    ] = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
 ) -> None:
-    """Run a mission on the embedded emulation, showing its progress, and print the answer."""
+    """Run a mission, showing its progress, and print the answer: on the embedded emulation, or on a
+    deployed API with --env (or any API with --api-url)."""
+    if env is not None or api_url is not None:
+        local_only = {
+            "--offline": offline or None,
+            "--max-agent-hops": max_agent_hops,
+            "--max-llm-calls": max_llm_calls,
+            "--max-iterations": max_iterations,
+            "--max-tool-calls": max_tool_calls,
+        }
+        given = [name for name, value in local_only.items() if value is not None]
+        if given:
+            fail(f"{', '.join(given)}: only on the emulation; an API runs its capability's bounds (--max-cost-usd)")
+        remote_context = _parse_context(context)
+        remote_context.update({k: v for k, v in (("repo", repo), ("repository", repository)) if v is not None})
+        if not goal.strip():
+            fail("the goal is empty")
+        api = _api(ctx, env, api_url, token, region)
+        sleep = _wiring(ctx).sleep
+        _run_remote(api, sleep, capability, goal, remote_context, max_cost_usd, list(answers), timeout, as_json)
+    if repository is not None:
+        fail("--repository names a repository registered on an API: add --api-url or --env")
     _capability(capability)
-    ctx = _parse_context(context)
+    mission_context = _parse_context(context)
     # on one's own machine the repository named is the one root missions may read
     root = os.path.abspath(os.path.expanduser(repo)) if repo is not None else os.getcwd()
     if repo is not None:
-        ctx["repo"] = root
+        mission_context["repo"] = root
     bounds = {
         k: v
         for k, v in {
@@ -161,7 +218,7 @@ def run(
     started = time.perf_counter()
     with LocalCloud([capability], settings={**llm, "repo_roots": _repo_roots([root])}) as cloud:
         try:
-            mission_id = cloud.start(capability, goal, context=ctx, bounds=bounds)
+            mission_id = cloud.start(capability, goal, context=mission_context, bounds=bounds)
         except MissionRequestError as exc:
             fail(str(exc))
         if not as_json:
@@ -239,48 +296,119 @@ def dev(
             server.stop()
 
 
-# -- repositories, through the HTTP API ------------------------------------------------------------
+# -- a deployed API (or `missions dev`), over HTTP -------------------------------------------------
+
+API_URL_HELP = "The API's base URL (env MISSIONS_API_URL; default: a local `missions dev`, or --env's stack's)."
+TOKEN_HELP = "Bearer token (env MISSIONS_TOKEN; default: the one `missions login` cached, else dev:$USER)."
+ENV_HELP = "A deployed environment: the API and its sign-in are read from stack missions-<env>'s outputs."
+REGION_HELP = "The stack's AWS region (default: AWS_REGION, the profile's)."
+EnvOption = Annotated[str | None, typer.Option("--env", help=ENV_HELP)]
+ApiUrlOption = Annotated[str | None, typer.Option("--api-url", help=API_URL_HELP)]
+TokenOption = Annotated[str | None, typer.Option("--token", help=TOKEN_HELP)]
+RegionOption = Annotated[str | None, typer.Option("--region", help=REGION_HELP)]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+TERMINAL = ("completed", "failed", "cancelled", "archived")
+POLL_SECONDS = 0.25
+
+
+def _cloudformation(region: str | None) -> Any:
+    import boto3
+
+    return boto3.client("cloudformation", region_name=region)
+
+
+def _open_browser(url: str) -> None:
+    import webbrowser
+
+    webbrowser.open(url)
+
+
+@dataclass
+class Wiring:
+    """What the commands that talk to an API go through. `missions` passes these; a test hands its
+    own to typer as `obj` (a transport playing API Gateway, a CloudFormation client on moto)."""
+
+    transport: Transport = urllib_transport
+    cloudformation: Callable[[str | None], Any] = _cloudformation
+    cache: Callable[[], TokenCache] = lambda: TokenCache(config_dir() / "tokens.json")
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    open_browser: Callable[[str], None] = _open_browser
+
+
+def _wiring(ctx: typer.Context) -> Wiring:
+    return ctx.obj if isinstance(ctx.obj, Wiring) else Wiring()
+
+
+@contextmanager
+def _one_line() -> Iterator[None]:
+    """A client's error (a refused call, an unreachable API, a missing stack) as the CLI's one line."""
+    try:
+        yield
+    except ClientError as exc:
+        fail(str(exc))
+
+
+def _endpoints(wiring: Wiring, env: str | None, api_url: str | None, region: str | None) -> Endpoints:
+    if env is None:
+        return Endpoints(api_url or os.environ.get("MISSIONS_API_URL") or LOCAL_API)
+    if not re.fullmatch(r"[a-z][a-z0-9-]{0,30}", env):
+        fail(f"--env {env!r}: an environment is named like dev, staging or prod")
+    with _one_line():
+        found = stack_endpoints(env, wiring.cloudformation(region))
+    return replace(found, api_url=api_url) if api_url else found
+
+
+def _credentials(client_id: str | None = None, client_secret: str | None = None) -> tuple[str, str] | None:
+    client_id = client_id or os.environ.get("MISSIONS_CLIENT_ID")
+    client_secret = client_secret or os.environ.get("MISSIONS_CLIENT_SECRET")
+    return (client_id, client_secret) if client_id and client_secret else None
+
+
+def _api(ctx: typer.Context, env: str | None, api_url: str | None, token: str | None, region: str | None) -> ApiClient:
+    """A client of the API named by --api-url or --env, with the token given, cached or taken with the
+    client credentials in MISSIONS_CLIENT_ID/MISSIONS_CLIENT_SECRET; a local API gets dev:$USER."""
+    wiring = _wiring(ctx)
+    endpoints = _endpoints(wiring, env, api_url, region)
+    hint = f"sign in again: missions login --env {env}" if env else "pass --token, or sign in with missions login"
+    bearer = token or os.environ.get("MISSIONS_TOKEN")
+    if not bearer:
+        with _one_line():
+            bearer = _cached_token(wiring, endpoints, hint)
+    if not bearer and env:
+        fail(f"not signed in to {endpoints.stack}: missions login --env {env} (--browser for a person)")
+    bearer = bearer or f"dev:{os.environ.get('USER') or 'local'}"
+    return ApiClient(endpoints.base, bearer, wiring.transport, wiring.sleep, hint)
+
+
+def _cached_token(wiring: Wiring, endpoints: Endpoints, hint: str) -> str | None:
+    """The cached token (renewed when it is about to expire), else one taken with the client credentials
+    in the environment; None when there is neither. A token that expired and cannot be renewed is an error,
+    not a silent switch to another identity."""
+
+    def endpoint(url: str) -> TokenEndpoint:
+        return TokenEndpoint(url, wiring.transport, wiring.clock)
+
+    cache, credentials = wiring.cache(), _credentials()
+    cached = cache.get(endpoints.api_url)
+    found = current_token(cache, endpoints.api_url, endpoint, wiring.clock(), credentials, endpoints.scope)
+    if found is None and credentials and endpoints.token_url:  # a machine that never logged in: log in now
+        found = endpoint(endpoints.token_url).client_credentials(*credentials, scope=endpoints.scope)
+        cache.put(endpoints.api_url, found)
+    if found is None and cached is not None:
+        raise ClientError(f"the token cached for {endpoints.base} has expired; {hint}")
+    return found.access_token if found else None
+
+
+def _path(*parts: str) -> str:
+    """A URL path of ids as given: quoted, so an id cannot reach another route."""
+    return "/" + "/".join(quote(part, safe="") for part in parts)
+
+
+# -- repositories ----------------------------------------------------------------------------------
 
 repos = typer.Typer(no_args_is_help=True, help="Register, list and delete repositories missions may read.")
 app.add_typer(repos, name="repos")
-API_URL_HELP = "The API's base URL (env MISSIONS_API_URL; default: a local `missions dev`)."
-TOKEN_HELP = "Bearer token (env MISSIONS_TOKEN); with `missions dev`, 'dev:<user>' (default: dev:$USER)."
-
-
-def _api_options(api_url: str | None, token: str | None) -> tuple[str, str]:
-    url = api_url or os.environ.get("MISSIONS_API_URL") or "http://127.0.0.1:8787"
-    bearer = token or os.environ.get("MISSIONS_TOKEN") or f"dev:{os.environ.get('USER') or 'local'}"
-    return url.rstrip("/"), bearer
-
-
-def _http(method: str, url: str, token: str | None, body: Any = None, data: bytes | None = None) -> tuple[int, Any]:
-    import urllib.error
-    import urllib.request
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    if body is not None:
-        data = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    request = urllib.request.Request(url, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=120) as response:
-            raw = response.read()
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        raw, status = exc.read(), exc.code
-    except (urllib.error.URLError, OSError) as exc:
-        fail(f"cannot reach {url}: {getattr(exc, 'reason', exc)}")
-    try:
-        return status, json.loads(raw) if raw else None
-    except json.JSONDecodeError:
-        return status, raw.decode(errors="replace")
-
-
-def _checked(status: int, body: Any, ok: tuple[int, ...]) -> Any:
-    if status not in ok:
-        message = body.get("message") if isinstance(body, dict) else body
-        fail(f"HTTP {status}: {message}")
-    return body
 
 
 def _archive_of(source: str, scratch: str) -> tuple[str, str]:
@@ -304,44 +432,45 @@ def _archive_of(source: str, scratch: str) -> tuple[str, str]:
 
 @repos.command("add")
 def repos_add(
+    ctx: typer.Context,
     source: str = typer.Argument(..., help="A git URL (https://...), a directory, or a .tar.gz / .zip archive."),
     name: str | None = typer.Option(None, "--name", help="How the repository is listed."),
     ref: str | None = typer.Option(None, "--ref", help="Git branch, tag or commit (default: the remote HEAD)."),
     shared: bool = typer.Option(False, "--shared", help="Operators: readable by every user."),
     wait: float = typer.Option(300.0, "--wait", min=0.0, help="Seconds to wait for the import (0: do not wait)."),
-    api_url: str | None = typer.Option(None, "--api-url", help=API_URL_HELP),
-    token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
 ) -> None:
     """Register a repository from a git URL, or upload a directory or archive; prints its id when ready."""
     import tempfile
 
-    base, bearer = _api_options(api_url, token)
+    api = _api(ctx, env, api_url, token, region)
     named = {"name": name} if name else {}
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, _one_line():
         if source.startswith(("https://", "http://", "file://")):
             body: dict[str, Any] = {"url": source, "shared": shared, **named, **({"ref": ref} if ref else {})}
-            record = _checked(*_http("POST", f"{base}/repositories", bearer, body), ok=(202,))
+            record = api.call("POST", "/repositories", body, ok=(202,))
         else:
             path, fmt = _archive_of(source, scratch)
             size = os.path.getsize(path)
             body = {"upload": {"format": fmt, "size_bytes": size}, "shared": shared, **named}
-            record = _checked(*_http("POST", f"{base}/repositories", bearer, body), ok=(201,))
+            record = api.call("POST", "/repositories", body, ok=(201,))
             with open(path, "rb") as handle:
-                _checked(*_http("PUT", record["upload"]["url"], None, data=handle.read()), ok=(200,))
-            record = _checked(
-                *_http("POST", f"{base}/repositories/{record['repository_id']}/imports", bearer, {}), ok=(202,)
-            )
-    record = _wait_for_import(base, bearer, record, wait)
+                api.upload(record["upload"]["url"], handle.read())
+            record = api.call("POST", _path("repositories", record["repository_id"], "imports"), {}, ok=(202,))
+        record = _wait_for_import(api, record, wait)
     out.print(_repository_line(record), highlight=False)
     if record["status"] == "failed":
         raise typer.Exit(1)
 
 
-def _wait_for_import(base: str, bearer: str, record: dict[str, Any], wait: float) -> dict[str, Any]:
+def _wait_for_import(api: ApiClient, record: dict[str, Any], wait: float) -> dict[str, Any]:
     deadline = time.monotonic() + wait
     while record["status"] == "importing" and time.monotonic() < deadline:
         time.sleep(0.5)
-        record = _checked(*_http("GET", f"{base}/repositories/{record['repository_id']}", bearer), ok=(200,))
+        record = api.call("GET", _path("repositories", record["repository_id"]))
     return record
 
 
@@ -355,13 +484,16 @@ def _repository_line(record: dict[str, Any]) -> str:
 
 @repos.command("list")
 def repos_list(
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    api_url: str | None = typer.Option(None, "--api-url", help=API_URL_HELP),
-    token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
+    ctx: typer.Context,
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
 ) -> None:
     """Your repositories and the shared ones."""
-    base, bearer = _api_options(api_url, token)
-    found = _checked(*_http("GET", f"{base}/repositories", bearer), ok=(200,))["repositories"]
+    with _one_line():
+        found = _api(ctx, env, api_url, token, region).call("GET", "/repositories")["repositories"]
     if as_json:
         out.print_json(data=found)
         return
@@ -371,14 +503,346 @@ def repos_list(
 
 @repos.command("rm")
 def repos_rm(
+    ctx: typer.Context,
     repository_id: str = typer.Argument(..., help="The repository's id."),
-    api_url: str | None = typer.Option(None, "--api-url", help=API_URL_HELP),
-    token: str | None = typer.Option(None, "--token", help=TOKEN_HELP),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
 ) -> None:
     """Delete a repository and its snapshots."""
-    base, bearer = _api_options(api_url, token)
-    _checked(*_http("DELETE", f"{base}/repositories/{repository_id}", bearer), ok=(204,))
+    with _one_line():
+        _api(ctx, env, api_url, token, region).call("DELETE", _path("repositories", repository_id), ok=(204,))
     out.print(f"deleted {repository_id}")
+
+
+# -- missions on an API ----------------------------------------------------------------------------
+
+
+def _run_remote(
+    api: ApiClient,
+    sleep: Callable[[float], None],
+    capability: str,
+    goal: str,
+    context: dict[str, Any],
+    max_cost_usd: float | None,
+    answers: list[str],
+    timeout: float,
+    as_json: bool,
+) -> NoReturn:
+    """POST /missions, follow its events, ask its questions, print its result (as `run` does locally)."""
+    import uuid
+
+    body: dict[str, Any] = {"capability": capability, "goal": goal, "context": context}
+    if max_cost_usd is not None:
+        body["max_cost_usd"] = max_cost_usd
+    started = time.perf_counter()
+    with _one_line():  # the key makes a retried start (503 with Retry-After) start one mission, not two
+        created = api.call("POST", "/missions", body, ok=(202,), headers={"Idempotency-Key": str(uuid.uuid4())})
+    mission_id = created["mission_id"]
+    if not as_json:
+        queued = " · queued behind your running missions" if created.get("status") == "queued" else ""
+        out.print(f"[bold]mission[/] {mission_id} · [cyan]{capability}[/] · {api.base_url}{queued}", highlight=False)
+    try:
+        with _one_line():
+            mission, stages, errors = _follow_remote(api, sleep, mission_id, answers, timeout, quiet=as_json)
+    except KeyboardInterrupt:
+        err.print(f"stopped following; mission {mission_id} goes on: missions status {mission_id}", highlight=False)
+        raise typer.Exit(130) from None
+    result = mission.get("result") or {}
+    summary = {
+        "mission_id": mission_id,
+        "capability": mission.get("capability", capability),
+        "status": mission["status"],
+        "terminal_reason": mission.get("terminal_reason") or result.get("terminal_reason"),
+        "answer": result.get("answer"),
+        "citations": result.get("citations") or [],
+        "counters": mission.get("counters") or {},
+        "cost_usd": mission.get("cost_usd", 0.0),
+        "stages": stages,
+        "errors": errors,
+        "api_url": api.base_url,
+        "wall_seconds": round(time.perf_counter() - started, 3),
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
+    else:
+        _print_summary(summary)
+    reason = summary["terminal_reason"] or ""
+    ok = summary["status"] == "completed" and (reason == "completed" or reason.startswith(BOUND_REASONS))
+    raise typer.Exit(0 if ok else 1)
+
+
+def _follow_remote(
+    api: ApiClient,
+    sleep: Callable[[float], None],
+    mission_id: str,
+    answers: list[str],
+    timeout: float,
+    quiet: bool,
+) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
+    """Read events and the mission until it ends, answering each question once: (the mission as it
+    ended, the stages that ran, the errors they reported)."""
+    cursor: str | None = None
+    stages: list[str] = []
+    errors: list[dict[str, Any]] = []
+    answered: set[str] = set()
+    deadline = time.monotonic() + timeout
+
+    def read_events() -> None:
+        nonlocal cursor
+        while True:
+            page = api.call("GET", _path("missions", mission_id, "events"), query={"after": cursor, "limit": 500})
+            for raw in page["events"]:
+                try:
+                    event = Event.model_validate(raw)
+                except ValueError:  # a kind this CLI does not know yet
+                    continue
+                if event.type is EventType.AGENT_STARTED and event.stage:
+                    stages.append(event.stage)
+                if event.type is EventType.FLOW_ERROR:
+                    p = event.payload
+                    errors.append(
+                        {"stage": event.stage or "", "kind": str(p.get("error")), "message": str(p.get("message"))}
+                    )
+                if not quiet:
+                    _render(event)
+            cursor = page.get("cursor") or cursor
+            if len(page["events"]) < 500:
+                return
+
+    while True:
+        read_events()
+        mission: dict[str, Any] = api.call("GET", _path("missions", mission_id))
+        if mission["status"] in TERMINAL:
+            read_events()  # what the last stage wrote as it ended
+            return mission, stages, errors
+        pending = mission.get("pending_interrupt")
+        if pending and pending["interrupt_id"] not in answered:
+            if not answers and quiet and not sys.stdin.isatty():
+                fail(
+                    f"mission {mission_id} asks: {pending['question']!r}; it waits for "
+                    f"missions answer {mission_id} {pending['interrupt_id']} '...' (or pass --answer)"
+                )
+            response = _ask(pending["kind"], pending["question"], pending.get("options") or [], answers, quiet)
+            api.call(
+                "POST",
+                _path("missions", mission_id, "interrupts", pending["interrupt_id"]),
+                response.model_dump(exclude_none=True),
+            )
+            answered.add(pending["interrupt_id"])
+            continue
+        if time.monotonic() > deadline:
+            fail(f"mission {mission_id} did not finish within {timeout:.0f}s; it goes on: missions status", code=1)
+        sleep(POLL_SECONDS)
+
+
+@app.command("status")
+def status(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """A mission's status, stage, question waiting for you, place in the queue, result and cost."""
+    with _one_line():
+        mission = _api(ctx, env, api_url, token, region).call("GET", _path("missions", mission_id))
+    if as_json:
+        out.print_json(data=mission)
+        return
+    lifecycle = f" ({mission['lifecycle']})" if mission.get("lifecycle") not in (None, mission["status"]) else ""
+    lines = [
+        f"{mission['mission_id']} · {mission['capability']} · {mission['status']}{lifecycle}, "
+        f"stage {mission.get('stage') or '-'}",
+        f"goal: {mission['goal']}",
+    ]
+    pending = mission.get("pending_interrupt")
+    if pending:
+        options = f" [{'/'.join(pending['options'])}]" if pending.get("options") else ""
+        lines.append(f"asks: {pending['question']}{options}")
+        lines.append(f"answer with: missions answer {mission['mission_id']} {pending['interrupt_id']} '...'")
+    if mission.get("queue"):
+        lines.append(f"queue: position {mission['queue'].get('position')}: {mission['queue'].get('reason')}")
+    result = mission.get("result") or {}
+    if result.get("answer"):
+        lines.append(f"answer: {result['answer']}")
+    if mission.get("terminal_reason"):
+        lines.append(f"terminal reason: {mission['terminal_reason']}")
+    counters = mission.get("counters") or {}
+    lines.append(f"cost: ${mission.get('cost_usd', 0):.6f} · {counters.get('llm_calls', 0)} LLM calls")
+    for line in lines:
+        out.print(escape(line), highlight=False, soft_wrap=True)
+
+
+@app.command("list")
+def list_missions(
+    ctx: typer.Context,
+    status: str | None = typer.Option(None, "--status", help="Only missions in this status (e.g. interrupted)."),
+    capability: str | None = typer.Option(None, "--capability", help="Only missions of this capability."),
+    limit: int = typer.Option(20, "--limit", min=1, max=100, help="At most this many, newest first."),
+    cursor: str | None = typer.Option(None, "--cursor", help="Where the previous page ended."),
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Your missions, newest first."""
+    query = {"status": status, "capability": capability, "limit": limit, "cursor": cursor}
+    with _one_line():
+        page = _api(ctx, env, api_url, token, region).call("GET", "/missions", query=query)
+    if as_json:
+        out.print_json(data=page)
+        return
+    if not page["missions"]:
+        out.print("no missions")
+    rows = [
+        [m["mission_id"], m["capability"], m["status"], m.get("stage") or "-", m["created_at"][:16].replace("T", " ")]
+        + [m["goal"] if len(m["goal"]) <= 60 else m["goal"][:59] + "…"]
+        for m in page["missions"]
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(5)] if rows else []
+    for row in rows:  # one line per mission, whole ids, whatever the terminal's width: for reading and for grep
+        line = "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[5]
+        out.print(escape(line), highlight=False, soft_wrap=True)
+    if page.get("cursor"):
+        out.print(f"[dim]more: missions list --cursor {page['cursor']}[/]", highlight=False)
+
+
+@app.command("cancel")
+def cancel(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Cancel a mission that is queued, running or waiting for you."""
+    with _one_line():
+        _api(ctx, env, api_url, token, region).call("POST", _path("missions", mission_id, "cancel"))
+    out.print(f"cancelled {mission_id}")
+
+
+@app.command("answer")
+def answer(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    interrupt_id: str = typer.Argument(..., help="The question's id (missions status shows it)."),
+    text: str | None = typer.Argument(
+        None, help="The answer: y/n for a confirmation or review, an option or its number for a choice, else text."
+    ),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Answer the question a mission is waiting on (asked in the terminal when no answer is given)."""
+    api = _api(ctx, env, api_url, token, region)
+    with _one_line():
+        mission = api.call("GET", _path("missions", mission_id))
+        pending = mission.get("pending_interrupt") or {}
+        given = [text] if text is not None else []
+        if pending.get("interrupt_id") == interrupt_id:
+            response = _ask(pending["kind"], pending["question"], pending.get("options") or [], given, quiet=False)
+        elif text is None:
+            fail(f"mission {mission_id} is not waiting on {interrupt_id} (it is {mission['status']})")
+        else:  # the API says why not (404: no such question; 409: answered already)
+            response = InterruptResponse(text=text)
+        body = response.model_dump(exclude_none=True)
+        done = api.call("POST", _path("missions", mission_id, "interrupts", interrupt_id), body)
+    queued = " (queued: it resumes when one of your running slots frees)" if done.get("status") == "queued" else ""
+    out.print(f"answered {interrupt_id}{queued}")
+
+
+@app.command("login")
+def login(
+    ctx: typer.Context,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    region: RegionOption = None,
+    token_url: str | None = typer.Option(None, "--token-url", help="The token endpoint (default: the stack's)."),
+    client_id: str | None = typer.Option(
+        None, "--client-id", envvar="MISSIONS_CLIENT_ID", help="A machine client (default: the stack's)."
+    ),
+    client_secret: str | None = typer.Option(
+        None, "--client-secret", envvar="MISSIONS_CLIENT_SECRET", help="Its secret.", show_default=False
+    ),
+    browser: bool = typer.Option(False, "--browser", help="A person: the hosted sign-in page, code flow with PKCE."),
+    wait: float = typer.Option(300.0, "--wait", min=1.0, help="Seconds to wait for the sign-in page's answer."),
+    print_token: bool = typer.Option(False, "--print-token", help="Print the access token (for curl)."),
+) -> None:
+    """Get a token for a deployed API and cache it (~/.config/missions/tokens.json, mode 0600):
+    client credentials for a machine, or --browser for a person."""
+    if env is None and api_url is None and not os.environ.get("MISSIONS_API_URL"):
+        fail("login needs --env (a deployed stack) or --api-url with --token-url")
+    wiring = _wiring(ctx)
+    endpoints = _endpoints(wiring, env, api_url, region)
+    if token_url:
+        endpoints = replace(endpoints, token_url=token_url)
+    if not endpoints.token_url:
+        fail(f"{endpoints.base} names no token endpoint (IAM or your own identity provider?): pass --token-url")
+    endpoint = TokenEndpoint(endpoints.token_url, wiring.transport, wiring.clock)
+    with _one_line():
+        if browser:
+            token = _browser_login(wiring, endpoints, endpoint, wait)
+        else:
+            client_id = client_id or endpoints.machine_client_id
+            if not client_id or not client_secret:
+                fail(
+                    "client credentials need --client-id and --client-secret (or MISSIONS_CLIENT_ID and "
+                    "MISSIONS_CLIENT_SECRET); a person signs in with --browser"
+                )
+            token = endpoint.client_credentials(client_id, client_secret, scope=endpoints.scope)
+        cache = wiring.cache()
+        cache.put(endpoints.api_url, token)
+    if print_token:
+        sys.stdout.write(token.access_token + "\n")
+        return
+    until = time.strftime("%H:%M", time.localtime(token.expires_at))
+    out.print(
+        f"signed in to {endpoints.base} as client {token.client_id} ({token.grant.replace('_', ' ')}); "
+        f"the token is valid until {until}, cached in {cache.path}",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _browser_login(wiring: Wiring, endpoints: Endpoints, endpoint: TokenEndpoint, wait: float) -> Token:
+    """The hosted sign-in page in the browser; its answer arrives at the loopback callback (or is pasted)."""
+    pkce = Pkce.new()
+    page = sign_in(endpoints, pkce)
+    try:
+        listener: RedirectListener | None = RedirectListener(page.redirect_uri)
+    except OSError as exc:  # the port is taken (by `missions dev`, say): the user pastes where it went
+        err.print(f"[dim]cannot listen at {page.redirect_uri} ({exc}): paste the URL instead[/]", highlight=False)
+        listener = None
+    err.print(f"Sign in at:\n  {page.url}", highlight=False, soft_wrap=True)
+    wiring.open_browser(page.url)
+    if listener is not None:
+        with listener:
+            redirected = listener.wait(wait)
+    else:
+        redirected = typer.prompt("The URL your browser was sent to", err=True)
+    code = code_from_redirect(redirected, pkce.state)
+    return endpoint.authorization_code(page.client_id, code, page.redirect_uri, pkce.verifier)
+
+
+@app.command("logout")
+def logout(
+    ctx: typer.Context,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Forget the cached token of an API."""
+    endpoints = _endpoints(_wiring(ctx), env, api_url, region)
+    removed = _wiring(ctx).cache().remove(endpoints.api_url)
+    message = f"signed out of {endpoints.base}" if removed else f"no token was cached for {endpoints.base}"
+    out.print(message, highlight=False, soft_wrap=True)
 
 
 def _repo_roots(paths: list[str]) -> list[str]:
@@ -440,7 +904,7 @@ def _follow(cloud: LocalCloud, mission_id: str, answers: list[str], timeout: flo
             return status
         for record in cloud.runtime.interrupts.pending(mission_id):
             if record.interrupt_id not in answered:
-                response = _ask(record, answers, quiet)
+                response = _ask(record.kind, record.question, record.options, answers, quiet)
                 cloud.answer(mission_id, record.interrupt_id, response)
                 answered.add(record.interrupt_id)
         if time.monotonic() > deadline:
@@ -448,20 +912,23 @@ def _follow(cloud: LocalCloud, mission_id: str, answers: list[str], timeout: flo
         time.sleep(0.05)
 
 
-def _ask(record: Any, answers: list[str], quiet: bool) -> InterruptResponse:
-    kind = InterruptKind(record.kind)
+def _ask(kind_name: str, question: str, options: list[str], answers: list[str], quiet: bool) -> InterruptResponse:
+    try:
+        kind = InterruptKind(kind_name)
+    except ValueError:  # a kind this CLI does not know: its answer is text
+        kind = InterruptKind.CLARIFICATION
     if answers:
         text = answers.pop(0)
     elif not sys.stdin.isatty() and quiet:
-        fail(f"the mission asks: {record.question!r}; pass --answer to answer it non-interactively")
+        fail(f"the mission asks: {question!r}; pass --answer to answer it non-interactively")
     else:
-        options = f" [{'/'.join(record.options)}]" if record.options else ""
-        hint = " [y/n]" if kind in (InterruptKind.CONFIRMATION, InterruptKind.AGENT_REVIEW) else options
+        shown = f" [{'/'.join(options)}]" if options else ""
+        hint = " [y/n]" if kind in (InterruptKind.CONFIRMATION, InterruptKind.AGENT_REVIEW) else shown
         try:
-            text = typer.prompt(f"? {record.question}{hint}", err=True)
+            text = typer.prompt(f"? {question}{hint}", err=True)
         except (typer.Abort, EOFError):
-            fail(f"the mission asks: {record.question!r}; no answer was given (use --answer)")
-    return _response(kind, text, record.options)
+            fail(f"the mission asks: {question!r}; no answer was given (use --answer)")
+    return _response(kind, text, options)
 
 
 def _response(kind: InterruptKind, text: str, options: list[str]) -> InterruptResponse:
@@ -548,10 +1015,10 @@ def _print_summary(summary: dict[str, Any]) -> None:
             f"[red]error[/] {escape(error['stage'])}: {escape(error['kind'])}: {escape(error['message'])}",
             highlight=False,
         )
-    if summary["error"]:
+    if summary.get("error"):
         out.print(
             f"[red]execution {summary['status']}[/]: {escape(str(summary['error']))} "
-            f"{escape(str(summary['cause'] or ''))}",
+            f"{escape(str(summary.get('cause') or ''))}",
             highlight=False,
         )
 

@@ -1,7 +1,7 @@
 """The README's repository walkthrough, run as written against a dev server.
 
-Only what a reader must fill in is replaced: the port, the placeholders (`<id>`, `<upload url>`),
-the archive and its size, and the GitHub URL (no network here: a git server on loopback instead).
+Only what a reader must fill in is replaced: the port, the placeholders (`<repository id>`, `<upload id>`,
+`<upload url>`), the archive and its size, and the GitHub URL (no network here: a git server on loopback instead).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def readme_block(heading: str) -> list[str]:
 def test_the_readme_repository_walkthrough_runs(tmp_path: Path):
     commands = readme_block("## Repositories: what a mission may read")
     assert len(commands) == 7, commands
-    assert commands[-1].endswith("/repositories/<id>") and "-X DELETE" in commands[-1]
+    assert commands[-1].endswith("/repositories/<repository id>") and "-X DELETE" in commands[-1]
     archive = tmp_path / "shop.tar.gz"
     with tarfile.open(archive, "w:gz") as packed:
         data = b"def compute_tax(amount):\n    return amount\n"
@@ -42,7 +42,7 @@ def test_the_readme_repository_walkthrough_runs(tmp_path: Path):
         packed.addfile(info, io.BytesIO(data))
     cloud = LocalCloud(["code_analysis"], settings={"repo_roots": [str(ROOT)]})
     with cloud, DevServer(cloud, port=0) as server, serve_git(ROOT) as git_url:
-        values = {"<upload id>": "", "<upload url>": "", "<id>": ""}  # longest placeholder first
+        values = {"<upload id>": "", "<upload url>": "", "<repository id>": ""}
         outputs = []
         for command in commands:
             command = command.replace("localhost:8787", server.url.removeprefix("http://"))
@@ -59,8 +59,8 @@ def test_the_readme_repository_walkthrough_runs(tmp_path: Path):
             if isinstance(answer.get("upload"), dict) and not values["<upload id>"]:
                 values["<upload url>"] = answer["upload"]["url"]
                 values["<upload id>"] = answer["repository_id"]
-            elif answer.get("source") == "git" and not values["<id>"]:
-                values["<id>"] = answer["repository_id"]
+            elif answer.get("source") == "git" and not values["<repository id>"]:
+                values["<repository id>"] = answer["repository_id"]
         # the upload was imported; the git repository's import of the unknown ref "v2" failed, with the
         # reason, and it still answers at the snapshot of "main"
         listed = json.loads(outputs[-2][2])["repositories"]

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +54,9 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
     environments = json.loads((ROOT / "cdk.json").read_text())["context"]["environments"]
     # and, for this test only, git imports from a server on loopback
     environments["dev"] = {**environments["dev"], "repo_roots": [str(ROOT)], "local_git_sources": True}
+    # and the sign-in callback on a free port (the CLI listens there for `login --browser`), not on 8787
+    auth = environments["dev"].get("auth", {})
+    environments["dev"]["auth"] = {**auth, "callback_urls": [f"http://localhost:{_free_port()}/callback"]}
     return synthesize(
         tmp_path_factory.mktemp("synth-dev"), environments=["dev"], context={"environments": environments}
     )
@@ -80,6 +86,12 @@ def deployed(dev: Assembly) -> Iterator[tuple[Deployment, boto3.Session]]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _invoke(session: boto3.Session, function: str, event: dict) -> dict:
@@ -269,6 +281,108 @@ def test_a_signed_webhook_starts_a_mission_through_the_bus_rule(deployed):
     status, listed = _api(session, deployment, "GET", "/missions", user="grace")
     assert status == 200 and listed["missions"], listed
     assert "EnvelopeCodec" in listed["missions"][0]["goal"]
+    # Given a source whose secret is in an old format (a bare key, not {"secret": "whsec_...", ...})
+    session.client("secretsmanager").create_secret(Name=f"{prefix}/legacy", SecretString="s3cret-of-old")
+    headers = {**headers, "webhook-id": "d-2", "webhook-signature": sign("whsec_czNjcmV0", "d-2", timestamp, body)}
+    response = _invoke(
+        session,
+        deployment.function_named("missions-webhook"),
+        http_event("POST", "/webhooks/legacy", "", headers, body, None),
+    )
+    # Then the deployed function answers 503 naming the format the secret must have, not a 500
+    assert response["statusCode"] == 503, response
+    reason = json.loads(response["body"])["message"]
+    assert "webhook source 'legacy' is misconfigured" in reason and '{"secret": "whsec_<base64>"' in reason
+
+
+def _walkthrough() -> tuple[list[str], list[str]]:
+    """The README's two blocks under "From `make deploy` to a first mission": a person's, a machine's."""
+    section = (ROOT / "README.md").read_text().split("### From `make deploy` to a first mission", 1)[1]
+    blocks = [part.split("```", 1)[0] for part in section.split("```sh\n")[1:3]]
+    people, machines = ([line.split("  #")[0].strip() for line in b.splitlines() if line.strip()] for b in blocks)
+    return people, machines
+
+
+def test_the_readmes_walkthrough_from_make_deploy_to_a_first_mission_runs_on_the_stack(deployed, tmp_path):
+    """`missions ... --env dev` as the README writes it: the endpoints from the stack's outputs in moto's
+    CloudFormation, the deployed api function behind the played authorizer, the deployed state machines."""
+    from typer.testing import CliRunner
+
+    from missions.cli import Wiring, app
+    from tests.support.cognito import PlayedCognito
+    from tests.support.gateway import DeployedApi
+
+    deployment, session = deployed
+    people, machines = _walkthrough()
+    assert people[0] == "make deploy ENV=dev"  # what the `deployed` fixture did, in moto
+    sign_in = next(v for k, v in deployment.outputs.items() if k.startswith("ApiSignInUrl"))
+    callback = re.search(r"redirect_uri=([^&]+)", sign_in).group(1).replace("%3A", ":").replace("%2F", "/")
+    # moto creates no Cognito client: the stack's output names the people's client "None", as Ref of it renders
+    cognito = PlayedCognito(user_client="None", callback_urls=(callback,), person="ada")
+    gateway = DeployedApi(session, deployment, cognito)
+    wiring = Wiring(transport=gateway, open_browser=cognito.browser)
+    shop = tmp_path / "shop"
+    (shop / "billing").mkdir(parents=True)
+    (shop / "billing" / "tax.py").write_text("def compute_tax(amount, rate=0.2):\n    return amount * rate\n")
+    (shop / "app.py").write_text("from billing.tax import compute_tax\n")
+    values = {"~/src/shop": str(shop), "<machine client>": cognito.machine_client, "$SECRET": cognito.machine_secret}
+    clean = {"MISSIONS_CONFIG_DIR": str(tmp_path / "config"), "MISSIONS_TOKEN": None, "MISSIONS_API_URL": None}
+
+    def missions(line: str, expect: int = 0) -> str:
+        for placeholder, value in values.items():
+            line = line.replace(placeholder, value)
+        words = shlex.split(line)
+        assert words[0] == ".venv/bin/missions" and "<" not in line, line
+        result = CliRunner().invoke(app, words[1:], obj=wiring, env=clean)
+        assert result.exit_code == expect, (line, result.output)
+        # the deployed functions run in this process, and print their logs and metrics (one JSON line each,
+        # for CloudWatch in AWS) on the same stdout: they are not the CLI's
+        text = result.stdout if expect == 0 else result.stderr
+        return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(('{"_aws"', '{"level"')))
+
+    def waiting_mission() -> tuple[str, str]:
+        """A mission of the signed-in user that waits for an answer (the CLI names it when it cannot ask)."""
+        hint = missions(
+            f'.venv/bin/missions run code_analysis "help" --env dev --repository {values["<repository id>"]} --json', 2
+        )
+        found = re.search(r"missions answer (m_\w+) (\w+)", hint)
+        assert found, hint
+        return found.group(1), found.group(2)
+
+    # a person: signs in on the hosted page (PKCE), registers a repository, runs a mission on it
+    assert "authorization code" in missions(people[1])
+    added = missions(people[2])
+    values["<repository id>"] = added.split()[0]
+    assert values["<repository id>"].startswith("r_") and "ready" in added, added
+    ran = missions(people[3])
+    assert "completed" in ran and "billing/tax.py:1" in ran, ran
+    first = re.search(r"mission (m_\w+)", ran).group(1)
+    assert first in missions(people[4])  # list
+    # a mission that waits: status shows its question, answer resumes it, it completes
+    values["<mission id>"], values["<interrupt id>"] = waiting_mission()
+    assert f"missions answer {values['<mission id>']} {values['<interrupt id>']}" in missions(people[5])
+    assert f"answered {values['<interrupt id>']}" in missions(people[6])
+    deadline = time.monotonic() + 60
+    while (
+        json.loads(missions(f".venv/bin/missions status {values['<mission id>']} --env dev --json"))["status"]
+        != "completed"
+    ):
+        assert time.monotonic() < deadline, "the answered mission did not complete"
+        time.sleep(0.2)
+    # another that waits is cancelled
+    values["<mission id>"], _ = waiting_mission()
+    assert f"cancelled {values['<mission id>']}" in missions(people[7])
+    ada = {m["status"] for m in json.loads(missions(".venv/bin/missions list --env dev --json"))["missions"]}
+    assert ada == {"completed", "cancelled"}
+    # a machine: client credentials, its own repository, a mission answered from --answer
+    assert "client credentials" in missions(machines[0])
+    values["<repository id>"] = missions(machines[1]).split()[0]
+    outcome = json.loads(missions(machines[2]))
+    assert outcome["status"] == "completed" and outcome["stages"].count("intent") == 2, outcome
+    listed = json.loads(missions(".venv/bin/missions list --env dev --json"))["missions"]
+    assert [m["mission_id"] for m in listed] == [outcome["mission_id"]]  # the machine's only: its sub is its client id
+    # and every call went through the authorizer with a token it issued
+    assert gateway.calls and all(status != 401 for _, _, status in gateway.calls)
 
 
 def test_the_housekeeping_functions_run_with_their_deployed_roles(deployed):

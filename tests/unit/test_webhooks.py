@@ -392,6 +392,47 @@ def test_secrets_manager_errors_other_than_not_found_propagate():
         SecretsManagerWebhookSources("p", fetch=fetch).get("github")
 
 
+@pytest.mark.parametrize(
+    ("stored", "problem"),
+    [
+        ("s3cret-of-2023", "not JSON"),  # a bare key, as sources were once stored
+        ('{"hmac_secret": "s3cret-of-2023", "user": "ops"}', "has no secret"),  # an older field name
+        ('{"secret": "s3cret-of-2023", "user_id": "ops"}', "whsec_<base64>"),  # not a Standard Webhooks secret
+        ('"whsec_czNjcmV0"', "JSON str, not an object"),
+    ],
+)
+def test_a_source_stored_in_an_old_format_is_a_503_naming_the_format_and_logged(
+    stored: str, problem: str, caplog: pytest.LogCaptureFixture
+):
+    from missions.service.ingest import receive_webhook
+
+    # Given a source whose secret an operator stored before sources were {"secret": "whsec_...", ...}
+    sources = SecretsManagerWebhookSources("missions/webhooks", fetch=lambda secret_id: stored)
+    bus = _Bus()
+    body = b'{"type": "push"}'
+    event = {"pathParameters": {"source": "legacy"}, "headers": headers(body), "body": body.decode()}
+    # When a delivery for it arrives
+    with caplog.at_level("ERROR"):
+        response = receive_webhook(event, sources=sources, deliveries=InMemoryDeliveryStore(), bus=bus, now=lambda: NOW)
+    # Then it is a 503 (the sender retries once the operator fixed it) whose reason names the source, what is
+    # wrong and the format it must have, the same line is logged as an error, and nothing reached the bus
+    assert response["statusCode"] == 503, response
+    reason = json.loads(response["body"])["message"]
+    assert "webhook source 'legacy' is misconfigured" in reason and problem in reason
+    assert '{"secret": "whsec_<base64>", "user_id": "..."}' in reason
+    assert "s3cret-of-2023" not in reason and "s3cret-of-2023" not in caplog.text
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [reason]
+    assert bus.published == []
+
+
+class _Bus:
+    def __init__(self) -> None:
+        self.published: list[dict[str, Any]] = []
+
+    def publish(self, entries: list[dict[str, Any]]) -> None:
+        self.published += entries
+
+
 # -- DynamoDB --------------------------------------------------------------------------------
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any
 
-from missions.ports.webhooks import SOURCE_NAME, WebhookSource
+from missions.ports.webhooks import SOURCE_NAME, SourceMisconfigured, WebhookSource
 
 
 class SecretsManagerWebhookSources:
@@ -14,6 +15,8 @@ class SecretsManagerWebhookSources:
 
     Powertools caches found secrets for five minutes; unknown names are cached as well, so a
     flood of deliveries to made-up sources does not become a flood of Secrets Manager calls.
+    A secret that exists but is not that JSON (a bare key, an older `hmac_secret`, a secret that
+    is not whsec_<base64>) is SourceMisconfigured, named for the operator, never a crash.
     """
 
     NEGATIVE_TTL = 300.0
@@ -34,16 +37,33 @@ class SecretsManagerWebhookSources:
             if "ResourceNotFoundException" not in (error_code(exc), error_code(exc.__context__)):
                 raise
             config = None
-        if not isinstance(config, dict):
+        if config is None:
             self._missing[name] = time.monotonic() + self.NEGATIVE_TTL
             return None
-        return WebhookSource.from_config(name, config)
+        return _source(name, config)
+
+
+def _source(name: str, stored: Any) -> WebhookSource:
+    """The source a stored secret describes (its text is never quoted: it may be the key itself)."""
+    if isinstance(stored, (str, bytes)):
+        try:
+            stored = json.loads(stored)
+        except ValueError:
+            raise SourceMisconfigured(name, "its secret is not JSON (a bare key, as older versions stored?)") from None
+    if not isinstance(stored, dict):
+        raise SourceMisconfigured(name, f"its secret is a JSON {type(stored).__name__}, not an object")
+    try:
+        return WebhookSource.from_config(name, stored)
+    except (ValueError, TypeError) as exc:
+        problem = str(exc).removeprefix(f"webhook source '{name}'").lstrip(": ")
+        raise SourceMisconfigured(name, problem) from None
 
 
 def _powertools_secret(secret_id: str) -> Any:
+    """The secret's text, as stored (parsed by `_source`, which can say what is wrong with it)."""
     from aws_lambda_powertools.utilities.parameters import get_secret
 
-    return get_secret(secret_id, transform="json", max_age=300)
+    return get_secret(secret_id, max_age=300)
 
 
 class PowertoolsSecrets:

@@ -14,6 +14,7 @@ from missions.core.redaction import remember_secret
 DEFAULT_MAX_BODY_BYTES = 256 * 1024
 SOURCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,47}$")  # as WebhookTrigger.source
 SECRET_PREFIX = "whsec_"  # Standard Webhooks: a secret is "whsec_" + the base64 of its key bytes
+SOURCE_FORMAT = '{"secret": "whsec_<base64>", "user_id": "..."}'  # what a stored source holds
 
 
 def secret_key(secret: str) -> bytes:
@@ -69,9 +70,21 @@ class WebhookSource:
         )
 
 
+class SourceMisconfigured(Exception):
+    """A source exists but what is stored for it is unusable (an older format, say): only an operator
+    can fix it, so a sender is told to retry later, never that the source does not exist."""
+
+    def __init__(self, name: str, problem: str):
+        self.name = name
+        super().__init__(
+            f"webhook source '{name}' is misconfigured: {problem}; its secret must be the JSON {SOURCE_FORMAT}"
+        )
+
+
 class WebhookSources(Protocol):
     def get(self, name: str) -> WebhookSource | None:
-        """The source called `name`, or None when there is none (the delivery is answered 404)."""
+        """The source called `name`, or None when there is none (the delivery is answered 404);
+        SourceMisconfigured when it exists but cannot be used."""
 
 
 class DeliveryStore(Protocol):

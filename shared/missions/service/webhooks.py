@@ -36,6 +36,7 @@ import base64
 import binascii
 import hmac
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -45,7 +46,7 @@ from typing import Any
 from standardwebhooks import Webhook
 
 from missions.core.trigger_specs import WEBHOOK_SOURCE
-from missions.ports.webhooks import SOURCE_NAME, DeliveryStore, WebhookSources, secret_key
+from missions.ports.webhooks import SOURCE_NAME, DeliveryStore, SourceMisconfigured, WebhookSources, secret_key
 
 ID_HEADER = "webhook-id"
 TIMESTAMP_HEADER = "webhook-timestamp"
@@ -61,6 +62,7 @@ _SIGNATURE_VERSION = "v1"
 _DIGEST_BYTES = 32  # SHA-256
 _MAX_SIGNATURES = 8  # more than a rotation needs; bounds the work an unsigned request can cause
 _MAX_EVENT_TYPE = 128
+log = logging.getLogger(__name__)
 
 
 class WebhookRejected(Exception):
@@ -121,12 +123,17 @@ def verify_delivery(
 ) -> Delivery:
     """Authenticate a delivery and record its id; WebhookRejected(status, reason) when refused.
 
-    Checks run cheapest and least revealing first: the source (404), the size (413), the
+    Checks run cheapest and least revealing first: the source (404; 503 when its stored secret is
+    unusable, logged as an error for the operator, so the sender retries once it is fixed), the size (413), the
     headers (401), the clock (401 stale), the signature (401; 400 for a body that is not UTF-8,
     which cannot be signed), the body (400, and 413 when it would not fit on the event bus). Only
     then is the id remembered, so a forged or malformed delivery never uses up an id.
     """
-    source = sources.get(source_name) if SOURCE_NAME.match(source_name or "") else None
+    try:
+        source = sources.get(source_name) if SOURCE_NAME.match(source_name or "") else None
+    except SourceMisconfigured as exc:
+        log.error("%s", exc, extra={"webhook_source": exc.name})
+        raise WebhookRejected(503, str(exc)) from None
     if source is None:
         raise WebhookRejected(404, "unknown webhook source")
     if len(body) > source.max_body_bytes:
