@@ -161,6 +161,10 @@ def test_the_patched_moto_internals_still_exist() -> None:
 
     assert isinstance(AmazonStateLanguageParser.__dict__["parse"], staticmethod)
     assert callable(json_path.parse) and callable(lambda_eval_utils.boto_client_for)
+    # and where patch 10 filters what moto searches for a task token
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    assert "execution_status" in inspect.signature(StepFunctionsParserBackend._get_executions).parameters
 
 
 # --------------------------------------------------------------------------- Lambda
@@ -318,6 +322,90 @@ def test_wait_for_task_token_calls_the_handler_and_resumes_on_send_task_success(
     assert json.loads(described["output"]) == {"answer": "the blue one"}
 
 
+def test_a_task_token_is_answered_while_another_execution_is_still_starting(aws: Aws) -> None:
+    # Given two executions waiting for a task token each
+    received: list[dict[str, Any]] = []
+    _, arn = aws.function(lambda event, context: received.append(event) or {"stored": True})
+    wait = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {"FunctionName": arn, "Payload": {"token.$": "$$.Task.Token", "execution.$": "$$.Execution.Id"}},
+        "TimeoutSeconds": 60,
+        "End": True,
+    }
+    machine = aws.state_machine({"StartAt": "Wait", "States": {"Wait": wait}})
+    starting, waiting = (aws.sfn.start_execution(stateMachineArn=machine, name=n)["executionArn"] for n in "ab")
+    asked = _eventually(lambda: received if len(received) == 2 else None, what="both tokens")
+    token = {event["execution"]: event["token"] for event in asked}
+    # and the one started first put back to where it was right after its start: its worker thread has
+    # not built its environment yet (with many executions starting at once, that takes a while)
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.stepfunctions.responses import get_backend  # the backend that executes
+
+    worker = get_backend(DEFAULT_ACCOUNT_ID, REGION).describe_execution(starting).exec_worker
+    environment, worker.env = worker.env, None
+    try:
+        # When the other one's token is answered, and an unknown token failed
+        aws.sfn.send_task_success(taskToken=token[waiting], output=json.dumps({"answer": "the blue one"}))
+        with pytest.raises(aws.sfn.exceptions.InvalidToken):
+            aws.sfn.send_task_failure(taskToken="no-such-token", error="Refused", cause="unknown token")
+    finally:
+        worker.env = environment
+
+    # Then the answered one resumed with its answer, and the starting one still takes its own token
+    assert json.loads(aws.finished(waiting)["output"]) == {"answer": "the blue one"}
+    aws.sfn.send_task_success(taskToken=token[starting], output=json.dumps({"answer": "the red one"}))
+    assert json.loads(aws.finished(starting)["output"]) == {"answer": "the red one"}
+
+
+# --------------------------------------------------------------------------- DynamoDB
+
+
+def test_a_cancelled_transaction_undoes_no_other_threads_write(aws: Aws) -> None:
+    import sys
+    import threading
+
+    import boto3
+    from botocore.exceptions import ClientError
+
+    # Given a table, and a thread whose transactions are cancelled over and over (a condition fails)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    key = [{"AttributeName": "pk", "KeyType": "HASH"}]
+    attributes = [{"AttributeName": "pk", "AttributeType": "S"}]
+    dynamodb.create_table(TableName="t", KeySchema=key, AttributeDefinitions=attributes, BillingMode="PAY_PER_REQUEST")
+    for n in range(200):  # a table worth copying: moto copies it for each transaction
+        dynamodb.put_item(TableName="t", Item={"pk": {"S": f"old-{n}"}})
+    done, errors = threading.Event(), []
+    refused = {"Put": {"TableName": "t", "Item": {"pk": {"S": "x"}}, "ConditionExpression": "attribute_exists(pk)"}}
+
+    def cancelled_transactions() -> None:
+        while not done.is_set():
+            try:
+                dynamodb.transact_write_items(TransactItems=[refused])
+            except ClientError:
+                pass  # cancelled, as it should be
+            except Exception as exc:
+                errors.append(exc)
+
+    # When another thread writes and reads meanwhile, threads switching as often as they can
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    other = threading.Thread(target=cancelled_transactions)
+    other.start()
+    try:
+        for n in range(200):
+            dynamodb.put_item(TableName="t", Item={"pk": {"S": f"new-{n}"}})
+            dynamodb.get_item(TableName="t", Key={"pk": {"S": f"old-{n}"}})
+    finally:
+        done.set()
+        other.join()
+        sys.setswitchinterval(interval)
+
+    # Then every write it was told had happened is there, and no request failed
+    kept = dynamodb.scan(TableName="t", Select="COUNT")["Count"]
+    assert (kept, errors) == (400, [])
+
+
 # --------------------------------------------------------------------------- EventBridge
 
 
@@ -429,6 +517,12 @@ def test_install_is_idempotent_and_uninstall_restores_the_originals(keep_patch_s
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 
     assert not hasattr(AmazonStateLanguageParser.parse, "cache_info")
+    # and those of patches 10 and 11
+    from moto.dynamodb.responses import DynamoHandler
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    assert StepFunctionsParserBackend._get_executions is not patches._executions_with_environment
+    assert DynamoHandler.call_action is not patches._one_dynamodb_request_at_a_time
 
 
 def test_registration_is_by_function_name() -> None:
@@ -445,7 +539,7 @@ def test_registration_is_by_function_name() -> None:
 
 
 def test_dynamodb_transactions_and_writes_from_many_threads_do_not_collide(aws: Aws) -> None:
-    # Given a table that transactions and plain writes hit at once, from several threads (patch 10)
+    # Given a table that transactions and plain writes hit at once, from several threads (patch 11)
     import boto3
 
     client = boto3.client("dynamodb", region_name=REGION)

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, note, settings
+from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
@@ -44,7 +44,6 @@ class World:
         self.events = MemoryEventStore()
         codec = EnvelopeCodec(MemoryBlobStore())
         self.executions = FakeExecutions(self.checkpoints, codec, next_stage="present")
-        self.asked: dict[str, int] = {}  # questions asked per mission
         self.launcher = Launcher(
             missions=self.missions,
             checkpoints=self.checkpoints,
@@ -54,6 +53,7 @@ class World:
             state_machine_arn=lambda name: f"arn:aws:states:us-east-1:123456789012:stateMachine:{name}",
             limit=limit,
         )
+        self.questions: Counter[str] = Counter()  # questions asked, per mission
         self.control = MissionControl(
             missions=self.missions,
             events=self.events,
@@ -70,20 +70,22 @@ class World:
         return self.missions.get(mission_id).status
 
     def ask(self, mission_id: str) -> None:
-        """A stage asked a question and the interrupt function stored its token: the mission waits."""
-        self.asked[mission_id] = self.asked.get(mission_id, 0) + 1
-        Lifecycle(self.missions).waiting(mission_id, f"q-{mission_id}")
+        """A stage asked a question and the interrupt function stored its token: the mission waits.
+        Each question has its own id and token, as each waitForTaskToken task has its own."""
+        self.questions[mission_id] += 1
+        Lifecycle(self.missions).waiting(mission_id, f"q-{mission_id}-{self.questions[mission_id]}")
         self.launcher.waiting(mission_id)
 
     def answer(self, mission_id: str) -> bool:
         """The user answers: True when the mission resumed at once, False when the answer queued."""
+        asked = self.questions[mission_id]
         interrupt = InterruptRecord(
             mission_id=mission_id,
-            interrupt_id=f"q-{mission_id}",
+            interrupt_id=f"q-{mission_id}-{asked}",
             kind=InterruptKind.CLARIFICATION,
             stage="present",
             question="which?",
-            task_token=f"t-{mission_id}-{self.asked.get(mission_id, 0)}",  # one token per question, as in AWS
+            task_token=f"t-{mission_id}-{asked}",
         )
         return self.launcher.resume(interrupt, "{}")
 
@@ -176,6 +178,7 @@ operations = st.lists(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=operations, limit=st.integers(1, 3))
+@example(ops=[("submit", "a", "urgent", None), ("ask", 0), ("answer", 0), ("ask", 0)], limit=1)  # asks again
 def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_once(ops, limit):
     # Given users who submit, fork, cancel and answer missions while executions ask and end, in any order
     world = World(limit=limit)

@@ -42,16 +42,26 @@ What moto does again for every execution or task, done once (a dev server starts
    way (`PARSED_DEFINITIONS` definitions, `JSON_PATHS` paths, the least recently used dropped),
    and a class's methods are listed once.
 
-10. DynamoDB: moto's backend has no lock, and a TransactWriteItems deep-copies every table it
-   touches (its rollback) while other threads (stages, the dev server's requests) write them:
-   "dictionary changed size during iteration". The backend's writes, transactions and reads now
-   take one lock, as a table in AWS serializes what touches one item.
-
 And what moto loads that the emulation never uses:
 9. moto's CloudFormation imports every service's models, EC2's among them, which load EC2's
    catalog of instance types and their offerings per region at import: about 56 MB of a dev
    server's memory. The stack has no EC2 resource, so while the patches are installed that
    catalog loads empty (if EC2's models were imported before, they keep what they loaded).
+
+What moto gets wrong when many threads use it (each execution runs in a thread of its own, and so
+does each request to the dev server):
+10. Step Functions task tokens: moto answers SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat by
+   asking each execution's environment whether the token is its own, and an execution that has just
+   started has none yet (its worker thread builds it): the call failed with AttributeError (the dev
+   server's answer route a 500) whenever another mission was starting at that moment. An execution
+   without an environment has issued no token, so it is passed over.
+11. DynamoDB: moto serves requests from many threads at once on plain dicts. A read racing a write
+   could fail (RuntimeError: dictionary changed size), and a TransactWriteItems copies each table it
+   touches and, when cancelled (a condition failed: the dispatcher's claim on a full running set),
+   puts the copies back, undoing every write other threads made meanwhile: a queue entry, a released
+   slot, a claim, so a queued mission could wait forever. As in DynamoDB, each request is now atomic:
+   moto serves them one at a time (re-entrant: a write's stream record may invoke a function that
+   writes again, in the same thread).
 
 tests/integration/test_patches.py fails loudly if a moto upgrade breaks any of them.
 
@@ -198,8 +208,15 @@ def install() -> None:
 
         _ORIGINAL["model_new"] = BaseModel.__dict__["__new__"]
         BaseModel.__new__ = staticmethod(_weakly_tracked_new)  # type: ignore[method-assign]
+        from moto.dynamodb.responses import DynamoHandler
+
+        _ORIGINAL["dynamodb_call_action"] = DynamoHandler.__dict__["call_action"]
+        DynamoHandler.call_action = _one_dynamodb_request_at_a_time  # type: ignore[method-assign]
+        from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+        _ORIGINAL["get_executions"] = StepFunctionsParserBackend._get_executions
+        StepFunctionsParserBackend._get_executions = _executions_with_environment  # type: ignore[method-assign]
         _install_caches()
-        _install_dynamodb_lock()
         LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
         LambdaBackend.send_dynamodb_items = _send_dynamodb_items  # type: ignore[method-assign]
@@ -228,51 +245,19 @@ def uninstall() -> None:
         from moto.core.common_models import BaseModel
 
         BaseModel.__new__ = _ORIGINAL.pop("model_new")  # type: ignore[method-assign]
+        from moto.dynamodb.responses import DynamoHandler
+
+        DynamoHandler.call_action = _ORIGINAL.pop("dynamodb_call_action")  # type: ignore[method-assign]
+        from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+        StepFunctionsParserBackend._get_executions = _ORIGINAL.pop("get_executions")  # type: ignore[method-assign]
         _uninstall_caches()
-        _uninstall_dynamodb_lock()
         _uninstall_lean_resources()
         if _ORIGINAL.get("executions") is None:
             delattr(StateMachine, "executions")
         else:
             StateMachine.executions = _ORIGINAL["executions"]
         _INSTALLED = False
-
-
-_DYNAMODB_LOCK = threading.RLock()
-_DYNAMODB_LOCKED = (
-    "put_item",
-    "update_item",
-    "delete_item",
-    "get_item",
-    "query",
-    "scan",
-    "batch_write_item",
-    "batch_get_item",
-    "transact_write_items",
-    "transact_get_items",
-)
-
-
-def _install_dynamodb_lock() -> None:
-    """Patch 10: one lock around moto's DynamoDB backend operations."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    for name in _DYNAMODB_LOCKED:
-        original = DynamoDBBackend.__dict__[name]
-        _ORIGINAL[f"dynamodb.{name}"] = original
-
-        def locked(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> Any:
-            with _DYNAMODB_LOCK:
-                return __original(self, *args, **kwargs)
-
-        setattr(DynamoDBBackend, name, functools.wraps(original)(locked))
-
-
-def _uninstall_dynamodb_lock() -> None:
-    from moto.dynamodb.models import DynamoDBBackend
-
-    for name in _DYNAMODB_LOCKED:
-        setattr(DynamoDBBackend, name, _ORIGINAL.pop(f"dynamodb.{name}"))
 
 
 def _state_machine_from_cfn(
@@ -681,3 +666,27 @@ def _uninstall_lean_resources() -> None:
     from moto.utilities import utils
 
     utils.load_resource = _ORIGINAL.pop("load_resource")
+
+
+# -- patch 10: task tokens while executions start ----------------------------------------------------
+
+
+def _executions_with_environment(self: Any, execution_status: Any = None) -> list[Any]:
+    """moto's own list of executions (which it searches for a task token or a map run), without those
+    whose worker has not built its environment yet: they hold neither, and moto would read it."""
+    return [
+        execution
+        for execution in _ORIGINAL["get_executions"](self, execution_status)
+        if execution.exec_worker is not None and execution.exec_worker.env is not None
+    ]
+
+
+# -- patch 11: DynamoDB requests one at a time ---------------------------------------------------------
+
+_DYNAMODB = threading.RLock()
+
+
+def _one_dynamodb_request_at_a_time(self: Any) -> Any:
+    """moto's own DynamoDB request handling, holding the one lock every DynamoDB request takes."""
+    with _DYNAMODB:
+        return _ORIGINAL["dynamodb_call_action"](self)
