@@ -6,7 +6,9 @@ STAMP  := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 DEMO_QUESTION ?= How does EnvelopeCodec offload large fields, and where is max_agent_hops enforced?
 ENV ?= dev
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION = 20
+# Node 24 (the current LTS) comes from npm with the other Node tools (package.json), whatever Node the
+# machine has: the CDK CLI and the jsii runtime under the CDK library run on it in every target.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 .PHONY: demo dev test test-fast bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
 
@@ -91,7 +93,7 @@ CDK_ARGS := -c env=$(ENV) -c layer_dir=$(LAYER_DIR)
 layer: venv
 	$(BIN)/python layers/build.py --arch $(ARCH) --out $(LAYER_DIR)
 
-synth: layer
+synth: layer node
 	$(BIN)/python infra/app.py --env $(ENV) --layer-dir $(LAYER_DIR)
 	$(BIN)/cfn-lint --ignore-checks W3005 -- cdk.out/missions-$(ENV).template.json
 

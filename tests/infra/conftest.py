@@ -11,6 +11,11 @@ from typing import Any
 
 import pytest
 
+# the CDK library's jsii runtime runs on the Node 24 LTS that `make node` installs (as `make test` does);
+# a bare `pytest` on a machine without it falls back to the machine's Node, quietly if that is Node 20
+_NODE_BIN = Path(__file__).resolve().parents[2] / "node_modules" / ".bin"
+if (_NODE_BIN / "node").exists() and not os.environ.get("PATH", "").startswith(str(_NODE_BIN)):
+    os.environ["PATH"] = f"{_NODE_BIN}{os.pathsep}{os.environ.get('PATH', '')}"
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 

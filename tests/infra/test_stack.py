@@ -7,6 +7,7 @@ every test here also stands on a nag-clean template.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -765,3 +766,14 @@ def test_each_stack_fits_cloudformation_limits(assembly: Assembly, env):
     template = assembly.templates[env]
     assert len(template["Resources"]) <= 500
     assert len(json.dumps(template)) < 1_000_000
+
+
+def test_the_cdk_runs_on_the_node_lts_the_tools_pin() -> None:
+    # Given the Node tools make installs (package.json pins Node itself)
+    root = Path(__file__).resolve().parents[2]
+    pinned = json.loads((root / "package.json").read_text())["devDependencies"]["node"]
+    # Then the node the CDK library runs on (first on PATH, as in every make target) is that LTS
+    node = shutil.which("node")  # the conftest put node_modules/.bin first, as make does
+    assert node is not None
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
+    assert version == f"v{pinned}" and int(pinned.split(".")[0]) % 2 == 0  # even majors are the LTS lines
