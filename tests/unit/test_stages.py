@@ -255,3 +255,122 @@ def test_the_stage_an_answer_resumes_at_reads_it_and_the_model_gets_the_facts_ty
     facts = seen[-1].facts
     assert facts["tone"] == "plain" and set(facts["brief"]) == {"topic", "depth"}
     assert 'Tone: "plain"' in seen[-1].messages[-1]["content"]
+
+
+# -- the mission's own state, fan-out joins, evidence, artifacts, the end -----------------------------
+
+
+class Tally(BaseModel):
+    seen: list[str] = Field(default_factory=list)
+
+
+class Split(BaseModel):
+    parts: int
+
+
+class Piece(BaseModel):
+    part: str
+
+
+class Joined(BaseModel):
+    parts: list[str]
+
+
+FANNED = PipelineConfig(
+    name="t_fanned",
+    agents=[
+        AgentConfig(name="split", default_next="pieces"),
+        AgentConfig(name="pieces", fan_out={"max_concurrency": 2}, default_next="join"),
+        AgentConfig(name="join", default_next="end"),
+        AgentConfig(name="end"),
+    ],
+)
+
+
+@stage
+def split(ctx: Ctx, state: Tally | None) -> Split:
+    assert state is None  # nothing wrote the state yet
+    ctx.fan_out([{"part": word} for word in ctx.goal.split()])
+    ctx.update_state(Tally(seen=["split"]))
+    return Split(parts=len(ctx.goal.split()))
+
+
+@stage
+def pieces(ctx: Ctx, item: dict[str, Any], state: Tally) -> Piece:
+    assert state.seen == ["split"]  # an item reads the state
+    return Piece(part=item["part"].upper())
+
+
+@stage
+def join(ctx: Ctx, items: list[Piece], state: Tally) -> Joined:
+    ctx.update_state(Tally(seen=[*state.seen, "join"]))
+    return Joined(parts=[piece.part for piece in items])
+
+
+@stage
+def end(ctx: Ctx, join: Joined, state: Tally) -> Final:
+    return Final(answer=f"{' '.join(join.parts)} after {'+'.join(state.seen)}")
+
+
+def test_a_fan_out_joins_typed_in_the_next_stage_and_the_state_carries_through():
+    # Given a stage that fans out over the words of the goal and keeps a state
+    envelope = DirectDriver(typed(split, pieces, join, end, pipeline=FANNED)).run("one two three")
+    # Then each word ran once, the join read the items' outputs in order as their model, and the
+    # state the sequential stages updated reached the final stage
+    assert envelope.terminal_reason == "completed"
+    assert envelope.outputs["end"] == {"answer": "ONE TWO THREE after split+join"}
+    assert envelope.state == {"seen": ["split", "join"]}
+    assert envelope.work_items is None
+
+
+def test_a_fan_out_item_cannot_change_the_state():
+    @stage
+    def pieces(ctx: Ctx, item: dict[str, Any], state: Tally) -> Piece:
+        ctx.update_state(Tally(seen=["item"]))
+        return Piece(part=item["part"])
+
+    envelope = DirectDriver(typed(split, pieces, join, end, pipeline=FANNED)).run("one")
+    assert envelope.terminal_reason.startswith("stage_failed")
+    assert any("cannot change the mission state" in e.message for e in envelope.errors)
+
+
+def test_the_state_is_one_model_across_stages():
+    @stage
+    def join(ctx: Ctx, items: list[Piece], state: Brief) -> Joined:
+        return Joined(parts=[])
+
+    with pytest.raises(StageSignatureError, match="'state' names different models"):
+        typed(split, pieces, join, end, pipeline=FANNED)
+
+
+def test_items_are_only_for_the_stage_after_a_fan_out():
+    @stage
+    def write(ctx: Ctx, items: list[Brief]) -> Draft:
+        return Draft(text="")
+
+    with pytest.raises(StageSignatureError, match="'items' is only for the stage after a fan-out stage"):
+        typed(brief, write, done)
+
+
+def test_the_final_stage_names_why_the_mission_ended_and_reads_its_artifacts_and_evidence():
+    seen: dict[str, Any] = {}
+
+    @stage
+    def write(ctx: Ctx, brief: Brief) -> Draft:
+        ctx.save_artifact("drafts/note", {"text": "v1"})
+        with pytest.raises(Exception, match="only the final stage"):
+            ctx.end_reason("nope")
+        return Draft(text="x")
+
+    @stage
+    def done(ctx: Ctx, write: Draft) -> Final:
+        ctx.save_artifact("drafts/note", {"text": "v2"})  # one version per stage run and path
+        seen["latest"], seen["first"] = ctx.artifact("drafts/note"), ctx.artifact("drafts/note", 1)
+        seen["citations"] = ctx.citations
+        ctx.end_reason("nothing_to_do")
+        return Final(answer="")
+
+    envelope = DirectDriver(typed(brief, write, done)).run("penguins")
+    assert envelope.terminal_reason == "nothing_to_do"
+    assert seen["latest"] == {"text": "v2"} and seen["first"] == {"text": "v1"}
+    assert seen["citations"] == ()

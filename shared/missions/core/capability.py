@@ -80,6 +80,12 @@ class StageContext:
         except ArtifactRejected as exc:  # a bug in the stage: retrying cannot help
             raise StageDefinitionError(str(exc)) from None
 
+    def read_artifact(self, path: str, version: int | None = None) -> Any:
+        """The content of a document this mission saved (the latest version unless one is named)."""
+        if self.artifacts is None:
+            raise StageDefinitionError(f"stage '{self.agent.name}' read an artifact but no artifact store is wired")
+        return self.artifacts.get(self.envelope.mission_id, path, version).content
+
     @property
     def goal(self) -> str:
         return self.envelope.raw_input

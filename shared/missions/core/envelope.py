@@ -167,6 +167,8 @@ class Envelope(Model):
     # what the stage that asked did before asking (its model answers and tool calls), replayed when
     # it resumes: {"stage": ..., "thoughts": [...], "tools": {...}} (missions.core.stages.Replay)
     replay: dict[str, Any] | None = None
+    # the capability's own state, if it keeps one (missions.core.stages: `state`, ctx.update_state)
+    state: dict[str, Any] | None = None
 
     # audit
     history: list[StageRecord] = Field(default_factory=list)

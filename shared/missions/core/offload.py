@@ -19,7 +19,7 @@ DEFAULT_THRESHOLD = 24 * 1024
 PACK_THRESHOLD = 1024  # a Parallel or Map result holds one per branch or item: keep each tiny
 REF_KEY = "$ref"
 # top-level fields that may move out besides each agent output, bulkiest first
-MOVABLE_FIELDS = ("context", "branch_results", "history", "citations", "answers", "errors")
+MOVABLE_FIELDS = ("context", "state", "branch_results", "history", "citations", "answers", "errors")
 
 
 class BlobStore(Protocol):

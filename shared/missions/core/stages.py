@@ -13,8 +13,12 @@ for by parameter, and returns its output as a pydantic model:
 - `ctx` (a `Ctx`) is a read-only view of the mission: the goal, the context, earlier answers,
   counters and bounds (copies), and the ways to act: `think` (the stage's model, typed),
   `ask` (a human), `tools`, `fan_out`, `save_artifact`, `repository_root`;
-- `item` is the work item of a fan-out stage's run, and `items` the typed outputs of its runs
-  at the join.
+- `item` is the work item of a fan-out stage's run (the stage's function runs once per item of
+  the list the stage before it gave `ctx.fan_out`); the stage after it takes `items`, the typed
+  outputs of those runs, in order (the join);
+- `state` is the mission's own state, if the capability keeps one: a model any stage may replace
+  with `ctx.update_state(new)` (applied when the stage returns; not from a fan-out item or a
+  parallel branch), read by every stage that takes it (`S | None` before a stage wrote it).
 
 A stage never sees the envelope, so it cannot bend counters, bounds or routing; its output is
 what routing rules read (dumped to JSON). Asking a human: `answer = ctx.ask(...)` raises the
@@ -37,11 +41,12 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from missions.core.envelope import Bounds, Counters, InterruptKind, InterruptResponse
+from missions.core.envelope import Bounds, Citation, Counters, InterruptKind, InterruptResponse
+from missions.core.errors import StageDefinitionError
 
 M = TypeVar("M", bound=BaseModel)
 
-SPECIAL_PARAMETERS = ("ctx", "item", "items")
+SPECIAL_PARAMETERS = ("ctx", "item", "items", "state")
 
 
 class InterruptRequested(Exception):
@@ -75,6 +80,8 @@ class StageFunction:
     wants: frozenset[str]  # which of ctx, item, items it takes
     items_model: type[BaseModel] | None = None
     optional: frozenset[str] = frozenset()  # reads annotated `X | None`
+    state_model: type[BaseModel] | None = None  # the mission state it reads (parameter `state`)
+    state_optional: bool = False
 
     @property
     def where(self) -> str:
@@ -93,9 +100,19 @@ def stage(func: Callable[..., Any]) -> StageFunction:
     wants: set[str] = set()
     optional: set[str] = set()
     items_model = None
+    state_model: type[BaseModel] | None = None
+    state_optional = False
     for name in inspect.signature(func).parameters:
         annotation = hints.get(name)
-        if name in ("ctx", "item"):
+        if name == "state":
+            state_optional = _optional_model(annotation) is not None
+            state_model = _optional_model(annotation) or (
+                annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+            )
+            if state_model is None:
+                raise StageSignatureError(f"{where}: parameter 'state' must be annotated with the state's model")
+            wants.add(name)
+        elif name in ("ctx", "item"):
             wants.add(name)
         elif name == "items":
             wants.add(name)
@@ -113,7 +130,17 @@ def stage(func: Callable[..., Any]) -> StageFunction:
                 f"{where}: parameter '{name}' of stage '{func.__name__}' must be ctx, item, items, or another "
                 "stage's name annotated with that stage's output model"
             )
-    return StageFunction(func.__name__, func, output, reads, frozenset(wants), items_model, frozenset(optional))
+    return StageFunction(
+        func.__name__,
+        func,
+        output,
+        reads,
+        frozenset(wants),
+        items_model,
+        frozenset(optional),
+        state_model,
+        state_optional,
+    )
 
 
 def check_stages(functions: Sequence[StageFunction], stage_names: Sequence[str], fan_outs: Mapping[str, str]) -> None:
@@ -121,6 +148,10 @@ def check_stages(functions: Sequence[StageFunction], stage_names: Sequence[str],
 
     `fan_outs` maps a fan-out stage to its join: the join's `items` must be the fan-out stage's model."""
     by_name = {function.name: function for function in functions}
+    states = {function.state_model for function in functions if function.state_model is not None}
+    if len(states) > 1:
+        named = ", ".join(f"{f.name} ({f.state_model.__name__})" for f in functions if f.state_model is not None)
+        raise StageSignatureError(f"parameter 'state' names different models across stages: {named}")
     for function in functions:
         if function.name not in stage_names:
             raise StageSignatureError(
@@ -141,7 +172,9 @@ def check_stages(functions: Sequence[StageFunction], stage_names: Sequence[str],
             fanned = [source for source, join in fan_outs.items() if join == function.name]
             producer = by_name.get(fanned[0]) if fanned else None
             if producer is None:
-                raise StageSignatureError(f"{function.where}: 'items' is only for the join of a fan-out stage")
+                raise StageSignatureError(
+                    f"{function.where}: 'items' is only for the stage after a fan-out stage (its join)"
+                )
             if producer.output is not function.items_model:
                 raise StageSignatureError(
                     f"{function.where}: parameter 'items': stage '{producer.name}' returns "
@@ -186,6 +219,10 @@ class Ctx:
         failure: Mapping[str, Any] | None = None,
         report: Callable[[str, str], None] | None = None,
         terminal_reason: str | None = None,
+        citations: Sequence[Citation] = (),
+        update_state: Callable[[BaseModel], None] | None = None,
+        read_artifact: Callable[[str, int | None], Any] | None = None,
+        end_reason: Callable[[str], None] | None = None,
     ):
         self.stage = stage
         self.terminal_reason = terminal_reason  # set when a bound or the failure path is ending the mission
@@ -199,6 +236,10 @@ class Ctx:
         self._save = save_artifact
         self._root = repository_root
         self._report = report
+        self._citations = citations
+        self._update_state = update_state
+        self._read_artifact = read_artifact
+        self._end_reason = end_reason
 
     # read-only copies, made on first use (most stages read little of the mission)
 
@@ -217,6 +258,11 @@ class Ctx:
     @cached_property
     def bounds(self) -> Bounds:
         return self._bounds.model_copy()
+
+    @cached_property
+    def citations(self) -> tuple[Citation, ...]:
+        """Every line a tool returned in this mission: the evidence a claim may cite."""
+        return tuple(citation.model_copy() for citation in self._citations)
 
     @property
     def answer(self) -> InterruptResponse | None:
@@ -254,6 +300,25 @@ class Ctx:
     def save_artifact(self, path: str, content: Any) -> Any:
         """Write the next version of a document for the user."""
         return self._save(path, content)
+
+    def update_state(self, state: BaseModel) -> None:
+        """Replace the mission's state (see `state`) once this stage returns."""
+        if self._update_state is None:
+            raise StageDefinitionError(f"stage '{self.stage}' cannot change the mission state here")
+        self._update_state(state)
+
+    def artifact(self, path: str, version: int | None = None) -> Any:
+        """A document this mission saved (its content), the latest version unless one is named."""
+        if self._read_artifact is None:
+            raise LookupError(f"no artifact store is wired for stage '{self.stage}'")
+        return self._read_artifact(path, version)
+
+    def end_reason(self, reason: str) -> None:
+        """Say why the mission ends, other than 'completed' (the final stage only, e.g. 'no_destination');
+        a bound or failure that is already ending it keeps its own reason."""
+        if self._end_reason is None:
+            raise StageDefinitionError(f"only the final stage names why the mission ends, not '{self.stage}'")
+        self._end_reason(reason)
 
     def repository_root(self) -> str:
         """The directory holding the mission's repository (capabilities with `repository`)."""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from missions.core.capability import (
     Capability,
@@ -330,11 +330,13 @@ class StageRunner:
         self.last_report = StageReport(self.capability.name, stage, before_stage, envelope.counters.model_copy(), ended)
         return self._commit(envelope, stage, checkpoint_id, events, status)
 
-    def _work(self, ctx: StageContext, emit: Callable[..., None], skip_llm: bool = False) -> dict[str, Any]:
+    def _work(
+        self, ctx: StageContext, emit: Callable[..., None], skip_llm: bool = False, partial: bool = False
+    ) -> dict[str, Any]:
         hooks = self.capability.hooks_for(ctx.agent.name)
         envelope, agent = ctx.envelope, ctx.agent
         if isinstance(hooks, FunctionHooks):
-            return self._run_function(ctx, hooks.function, emit)
+            return self._run_function(ctx, hooks.function, emit, partial=partial)
         if ctx.item_results is not None:  # a fan-out stage's join: fold and decide
             return hooks.post(ctx)
         hooks.pre(ctx)
@@ -358,11 +360,14 @@ class StageRunner:
         function: StageFunction,
         emit: Callable[..., None],
         failure: dict[str, Any] | None = None,
+        partial: bool = False,
     ) -> dict[str, Any]:
         """A typed stage function (missions.core.stages): its view, its reads, and the replay of what
         the attempt that asked did before asking, when it resumes here. On the failure path (`failure`)
         it runs without the model, and learns why from `ctx.failure`."""
         envelope, agent = ctx.envelope, ctx.agent
+        if ctx.item_results is not None:  # the fan-out stage's join: its items' outputs, for the next stage
+            return {"items": list(ctx.item_results)}
         kept = envelope.replay or {}
         envelope.replay = None
         replay = Replay.from_json(kept if ctx.resume is not None and kept.get("stage") == agent.name else None)
@@ -383,6 +388,23 @@ class StageRunner:
         def fan_out(items: list[Any]) -> None:
             envelope.work_items = items
 
+        sequential = ctx.item is None and not partial
+        new_state: list[BaseModel] = []
+
+        def update_state(value: BaseModel) -> None:
+            if function.state_model is not None and not isinstance(value, function.state_model):
+                raise StageDefinitionError(
+                    f"stage '{agent.name}' updated the state with {type(value).__name__}, "
+                    f"not {function.state_model.__name__}"
+                )
+            new_state[:] = [value]
+
+        def end_reason(reason: str) -> None:
+            if envelope.terminal_reason is None:
+                envelope.terminal_reason = reason
+
+        if sequential:
+            envelope.work_items = None  # only the stage right before a fan-out stage gives it items
         arguments: dict[str, Any] = {  # an optional read of a stage that has not run (the failure path) is None
             name: None
             if name in function.optional and name not in envelope.outputs
@@ -406,11 +428,20 @@ class StageRunner:
                 failure=failure,
                 report=lambda kind, message: envelope.record_error(agent.name, kind, message),
                 terminal_reason=envelope.terminal_reason,
+                citations=envelope.citations,
+                update_state=update_state if sequential else None,
+                read_artifact=ctx.read_artifact,
+                end_reason=end_reason if agent.name == self.pipeline.final else None,
             )
+        if "state" in function.wants:
+            arguments["state"] = self._state(envelope, function)
         if "item" in function.wants:
             arguments["item"] = ctx.item
         if "items" in function.wants and function.items_model is not None:
-            arguments["items"] = [function.items_model.model_validate(item) for item in ctx.item_results or []]
+            source = next(a.name for a in self.pipeline.agents if a.fan_out and a.default_next == agent.name)
+            arguments["items"] = [
+                function.items_model.model_validate(item) for item in envelope.output(source).get("items", [])
+            ]
         t0 = self.services.clock()
         try:
             output = function.func(**arguments)
@@ -427,7 +458,22 @@ class StageRunner:
                 f"stage '{agent.name}' returned {type(output).__name__}, "
                 f"not {function.output.__name__} ({function.where})"
             )
+        if new_state:
+            envelope.state = new_state[0].model_dump(mode="json")
         return output.model_dump(mode="json")
+
+    def _state(self, envelope: Envelope, function: StageFunction) -> BaseModel | None:
+        """The mission state as the function's model: None before any stage wrote it, if it allows."""
+        assert function.state_model is not None
+        if envelope.state is None and function.state_optional:
+            return None
+        try:
+            return function.state_model.model_validate(envelope.state or {})
+        except ValidationError as exc:
+            why = "no stage wrote yet" if envelope.state is None else f"does not match {function.state_model.__name__}"
+            raise StageDefinitionError(
+                f"stage '{function.name}' reads the mission state, which {why}: {exc.errors()[0]['msg']}"
+            ) from None
 
     def _call_llm(self, ctx: StageContext, hooks: Any) -> None:
         if ctx.envelope.counters.llm_calls >= ctx.envelope.bounds.max_llm_calls:
@@ -768,7 +814,7 @@ class StageRunner:
         emit(EventType.AGENT_STARTED, mode=mode, index=request.get("index"))
         started_at, t0 = utcnow(), self.services.clock()
         try:
-            output = self._work(ctx, emit)
+            output = self._work(ctx, emit, partial=True)
             self._check_output(stage, output)
         except (InterruptRequested, ConfirmationRequired) as exc:
             raise StageDefinitionError(
