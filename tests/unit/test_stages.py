@@ -200,6 +200,50 @@ def test_a_resumed_stage_reuses_its_model_answers_and_tool_calls():
     assert envelope.replay is None  # spent once the stage completed
 
 
+def test_an_approved_tool_call_runs_exactly_the_call_the_user_saw_once_with_a_fickle_model():
+    # Given a stage whose model proposes what a write tool does, and a model that never answers alike
+    ran: list[str] = []
+    tools = ToolCatalog()
+
+    class Note(BaseModel):
+        text: str
+
+    @tools.register("notes.publish", "publish a note", Note, category=ToolCategory.WRITE, risk=RiskLevel.WRITE)
+    def publish(p: Note) -> ToolResult:
+        ran.append(p.text)
+        return ToolResult.ok({"published": p.text})
+
+    @stage
+    def write(ctx: Ctx, brief: Brief) -> Draft:
+        draft = ctx.think(Draft, brief=brief)
+        result = ctx.tools.execute("notes.publish", {"text": draft.text})  # write risk: asks for approval
+        return Draft(text=f"{draft.text}: {result.status}")
+
+    pipeline = PIPELINE.model_copy(
+        update={
+            "agents": [
+                PIPELINE.agents[0],
+                AgentConfig(
+                    name="write", has_llm=True, has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"
+                ),
+                PIPELINE.agents[2],
+            ]
+        }
+    )
+    model = Fickle()
+    capability = typed(brief, write, done, pipeline=pipeline, catalog=tools)
+    capability.auto_approve_tools = frozenset()
+    driver = DirectDriver(capability, llm=model)
+    # When the user approves the one call they were shown
+    envelope = driver.run("penguins", answers=[{"approved": True}])
+    # Then they were asked once, about the model's first proposal, and exactly that call ran, once
+    asked = [a for a in envelope.answers if a["kind"] == "confirmation"]
+    assert len(asked) == 1 and "answer #2" in asked[0]["question"]
+    assert model.calls == ["brief", "write"]
+    assert ran == ["answer #2"]
+    assert envelope.outputs["write"] == {"text": "answer #2: success"}
+
+
 # -- the offline model -------------------------------------------------------------------------------
 
 

@@ -25,7 +25,10 @@ what routing rules read (dumped to JSON). Asking a human: `answer = ctx.ask(...)
 question the first time; when the mission resumes at this stage, the function runs again and
 `ask` returns the answer. Nothing that ran before the question runs again: every `think` and
 every tool call of the attempt that asked is kept with the question and replayed in order
-(see `Replay`), so a model that never answers twice the same way is asked once.
+(see `Replay`), so a model that never answers twice the same way is asked once. The same holds
+for an approval: a tool call with side effects asks first (a confirmation naming the call), and
+on approval the stage runs again with the model's answers replayed, so exactly the call the user
+saw runs, once (its call id is its tool and parameters; the journal keeps a retry from repeating it).
 """
 
 from __future__ import annotations

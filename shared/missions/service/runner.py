@@ -445,7 +445,7 @@ class StageRunner:
         t0 = self.services.clock()
         try:
             output = function.func(**arguments)
-        except InterruptRequested:
+        except (InterruptRequested, ConfirmationRequired):  # an approval too: the call the user sees is the one run
             made.tools = dict(tools.kept) if tools is not None else {}
             envelope.replay = {"stage": agent.name, **made.to_json()}
             raise
