@@ -136,6 +136,13 @@ ACCESS: dict[str, Access] = {
     "sla": Access(tables={"interrupts": TableAccess((QUERY,), indexes=("waiting",))}),
     # starts (or resumes) what a crashed function claimed, so it may do what a drain does
     "reconcile": Access(tables=_DRAINS, blobs=_BLOBS_RW, start_missions=True),
+    # reads ended missions' timelines and appends each one's verdict
+    "evaluate": Access(
+        tables={
+            "missions": TableAccess((QUERY,), indexes=("by_capability",)),
+            "events": TableAccess((*_APPEND_EVENTS, QUERY)),
+        }
+    ),
     "retention": Access(
         tables={
             "missions": TableAccess((QUERY, UPDATE), indexes=("by_status",)),

@@ -1,4 +1,5 @@
-"""Scheduled upkeep: the SLA check (every 15 minutes), the reconciler (every 5 minutes) and retention (daily)."""
+"""Scheduled upkeep: the SLA check (every 15 minutes), the reconciler (every 5 minutes), the trace
+scorers (nightly) and retention (daily)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from infra.components.access import ACCESS, Resources, grant
 from infra.components.functions import FunctionFactory
 from infra.config import EnvironmentConfig
 from missions.core.settings import environment_of
-from missions.core.specs import RECONCILE_FUNCTION, RETENTION_FUNCTION, SLA_FUNCTION, FunctionSpec
+from missions.core.specs import EVALUATE_FUNCTION, RECONCILE_FUNCTION, RETENTION_FUNCTION, SLA_FUNCTION, FunctionSpec
 
 
 class Housekeeping(Construct):
@@ -39,6 +40,15 @@ class Housekeeping(Construct):
             factory,
             resources,
             timeout_seconds=120,
+        )
+        # publishes SafetyViolations (Powertools EMF), which Monitoring alarms on
+        self._scheduled(
+            EVALUATE_FUNCTION,
+            "scores the missions that ended in the last day (trace scorers)",
+            events.Schedule.cron(minute="47", hour="2"),  # nightly, before retention archives anything
+            factory,
+            resources,
+            timeout_seconds=300,
         )
         self._scheduled(
             RETENTION_FUNCTION,

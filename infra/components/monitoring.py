@@ -67,6 +67,14 @@ class Monitoring(Construct):
                     f"{name}: deliveries in the dead-letter queue",
                 )
             self._alarm("interrupts-overdue", overdue, f"questions unanswered for over {config.interrupt_sla_hours} h")
+            violations = cloudwatch.Metric(
+                namespace=NAMESPACE,
+                metric_name="SafetyViolations",
+                dimensions_map={"service": "missions-evaluate"},
+                statistic="Maximum",
+                period=Duration.days(1),
+            )
+            self._alarm("safety-violations", violations, "a tool with side effects ran without the user's approval")
 
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{config.prefix}-runtime")
         self.dashboard.add_widgets(

@@ -712,6 +712,47 @@ def list_missions(
         out.print(f"[dim]more: missions list --cursor {page['cursor']}[/]", highlight=False)
 
 
+@app.command("evaluate")
+def evaluate_missions(
+    ctx: typer.Context,
+    last: int = typer.Option(20, "--last", min=1, max=100, help="Score your newest N missions that ended."),
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Score your newest missions: response latency, tool-use safety, delegation depth, tool calls."""
+    ended = ("completed", "failed", "cancelled")
+    with _one_line():
+        api = _api(ctx, env, api_url, token, region)
+        missions = [m for m in api.call("GET", "/missions", query={"limit": 100})["missions"] if m["status"] in ended]
+        scored = [api.call("GET", f"/missions/{m['mission_id']}/evaluation") for m in missions[:last]]
+    if as_json:
+        out.print_json(data={"evaluations": scored})
+        return
+    if not scored:
+        out.print("no missions have ended yet")
+        return
+    for evaluation in scored:
+        scores = {s["name"]: s for s in evaluation["scores"]}
+        flags = [name for name, score in scores.items() if not score["passed"]]
+        line = (
+            f"{evaluation['mission_id']}  {evaluation['capability']:<14} "
+            f"latency {scores['response_latency']['value']:>6.1f} s  depth {scores['delegation_depth']['value']:.0f}  "
+            f"tools {scores['tool_call_count']['value']:.0f}  "
+            + ("ok" if not flags else "FLAGGED: " + ", ".join(flags))
+        )
+        out.print(escape(line), highlight=False, soft_wrap=True)
+        for violation in evaluation["violations"]:
+            out.print(escape(f"    safety: {violation}"), highlight=False, soft_wrap=True)
+    violations = sum(len(e["violations"]) for e in scored)
+    passed = sum(1 for e in scored if all(s["passed"] for s in e["scores"]))
+    out.print(f"{passed}/{len(scored)} passed, {violations} safety violation(s)", highlight=False)
+    if violations:
+        raise typer.Exit(1)
+
+
 @app.command("cancel")
 def cancel(
     ctx: typer.Context,

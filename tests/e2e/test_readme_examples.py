@@ -97,7 +97,7 @@ def register_upload(client: Client, files: dict[str, bytes]) -> str:
 def test_the_http_api_block_runs_as_written(server: DevServer, shop: Path, tmp_path: Path):
     (block,) = sh_blocks("## The HTTP API locally")
     setup, commands = block[0], block[1:]
-    assert setup.startswith("H='Authorization: Bearer dev:alice'") and len(commands) == 12, block
+    assert setup.startswith("H='Authorization: Bearer dev:alice'") and len(commands) == 13, block
     alice = Client(server, "alice")
     # <repository id>: a repository alice registered (the next section shows how)
     values = {"<repository id>": register_upload(alice, {"shop-main/billing/tax.py": TAX})}
@@ -145,6 +145,13 @@ def test_the_http_api_block_runs_as_written(server: DevServer, shop: Path, tmp_p
     listed = next(a for c, a in answers if c.endswith("/missions"))["missions"]
     assert {s["mission_id"] for s in started} <= {m["mission_id"] for m in listed}
     assert next(a for c, a in answers if c.endswith("openapi.json"))["openapi"].startswith("3.")
+    scored = next(a for c, a in answers if c.endswith("/evaluation"))
+    assert scored["mission_id"] == values["<mission id>"] and {s["name"] for s in scored["scores"]} == {
+        "response_latency",
+        "tool_usage_safety",
+        "delegation_depth",
+        "tool_call_count",
+    }
 
 
 # -- "Repositories" and "Using the CLI": the `missions` command ----------------------------------
@@ -218,3 +225,4 @@ def test_the_cli_blocks_run_as_written(server: DevServer, shop: Path, tmp_path: 
     values["<mission id>"] = created["mission_id"]
     wait_for(alice, created["mission_id"], {"interrupted"})
     assert f"cancelled {created['mission_id']}" in run_cli(remote[4], values, tmp_path, env)
+    assert "safety violation(s)" in run_cli(remote[5], values, tmp_path, env)  # evaluate: the ended ones scored

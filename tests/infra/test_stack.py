@@ -621,8 +621,13 @@ def test_alarms_cover_executions_functions_queues_and_overdue_questions(assembly
         ("AWS/Lambda", "Throttles"),
         ("AWS/SQS", "ApproximateNumberOfMessagesVisible"),
         ("Missions", "InterruptsOverdue"),
+        ("Missions", "SafetyViolations"),  # the nightly trace scorers found a tool used without approval
     } <= metrics
     functions = assembly.resources("prod", "AWS::Lambda::Function")
+    (safety,) = [a for a in alarms if a.get("MetricName") == "SafetyViolations"]
+    (evaluate,) = [f for f in functions.values() if _function_service(f) == "missions-evaluate"]
+    assert safety["Dimensions"] == [{"Name": "service", "Value": "missions-evaluate"}]  # what that function emits
+    assert safety["Threshold"] == 1 and evaluate["Properties"]["Timeout"] == 300
     errors = [a for a in alarms if a.get("MetricName") == "Errors"]
     assert len(errors) == len(functions)  # every function, stages included
     assert all(a["AlarmActions"] for a in alarms)  # each notifies the alarm topic

@@ -46,6 +46,7 @@ from missions.ports.store import (
 )
 from missions.ports.webhooks import DeliveryStore, WebhookSources
 from missions.service.control import MissionControl
+from missions.service.evaluation import Evaluator
 from missions.service.interrupts import answer_interrupt, record_interrupt
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
@@ -323,6 +324,11 @@ class Runtime:
         )
 
     @cached_property
+    def evaluator(self) -> Evaluator:
+        """The trace scorers over missions' timelines (on demand, and the nightly run)."""
+        return Evaluator(self.missions, self.events, self.capabilities, self.missions_by_capability)
+
+    @cached_property
     def service(self) -> MissionService:
         return MissionService(
             missions=self.missions,
@@ -515,6 +521,19 @@ class Runtime:
             observability.logger().error(
                 "stranded mission not reconciled", extra={"mission_id": mission_id, "reason": why}
             )
+        return report
+
+    def handle_evaluate(self) -> dict[str, Any]:
+        """Score the missions that ended in the last day and keep each verdict on its timeline; the
+        count of safety violations is the metric the stack alarms on, and each one is logged."""
+        from aws_lambda_powertools.metrics import MetricUnit
+
+        report = self.evaluator.nightly()
+        observability.metrics().add_metric(
+            name="SafetyViolations", unit=MetricUnit.Count, value=int(report["safety_violations"])
+        )
+        for violation in report["violations"]:
+            observability.logger().error("tool used without approval", extra={"violation": violation})
         return report
 
     def handle_retention(self, now: Callable[[], datetime] | None = None) -> dict[str, Any]:

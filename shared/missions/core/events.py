@@ -32,6 +32,7 @@ class EventType(StrEnum):
     MISSION_CANCELLED = "mission.cancelled"
     FEEDBACK_RECEIVED = "feedback.received"
     FEEDBACK_COMPLAINT = "feedback.complaint"
+    MISSION_EVALUATED = "mission.evaluated"  # the trace scorers' verdict (missions.core.evaluation)
 
 
 class Event(Model):

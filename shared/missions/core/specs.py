@@ -129,6 +129,7 @@ STATUS_FUNCTION = FunctionSpec("status", "status")
 SLA_FUNCTION = FunctionSpec("sla", "sla")
 RETENTION_FUNCTION = FunctionSpec("retention", "retention")
 RECONCILE_FUNCTION = FunctionSpec("reconcile", "reconcile")  # finishes starts a crashed process left
+EVALUATE_FUNCTION = FunctionSpec("evaluate", "evaluate")  # nightly trace scorers over ended missions
 # clones or unpacks a repository into an immutable snapshot; the only function that writes snapshots
 REPOSITORY_IMPORT_FUNCTION = FunctionSpec("repository-import", "repository_import")
 SERVICE_FUNCTIONS = (
@@ -141,6 +142,7 @@ SERVICE_FUNCTIONS = (
     SLA_FUNCTION,
     RETENTION_FUNCTION,
     RECONCILE_FUNCTION,
+    EVALUATE_FUNCTION,
     REPOSITORY_IMPORT_FUNCTION,
 )
 

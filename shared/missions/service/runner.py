@@ -50,7 +50,7 @@ from missions.core.refs import Workspaces
 from missions.core.roots import AllowedRoots
 from missions.core.routing import Decision, apply, decide
 from missions.core.stages import Ctx, Replay, StageFunction
-from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor
+from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor, call_id
 from missions.ports.store import (
     TOOL_JOURNAL_SUFFIX,
     ArtifactStore,
@@ -299,6 +299,7 @@ class StageRunner:
                 interrupt_id=interrupt.id,
                 kind=interrupt.kind.value,
                 question=interrupt.question,
+                **({"call_id": interrupt.data["call_id"]} if "call_id" in interrupt.data else {}),
             )
         except Exception as exc:
             self._fail(envelope, stage, checkpoint_id, exc, events)
@@ -526,7 +527,15 @@ class StageRunner:
 
         def started(tool_id: str, params: dict[str, Any]) -> None:
             preview = {k: v for k, v in params.items() if k != "repo"}
-            emit(EventType.TOOL_STARTED, tool=tool_id, params=_preview(preview))
+            spec = self.capability.catalog.get(tool_id)
+            risk = spec.risk.value if spec is not None else None
+            emit(
+                EventType.TOOL_STARTED,
+                tool=tool_id,
+                params=_preview(preview),
+                risk=risk,
+                call_id=call_id(tool_id, params),  # what an approval names (missions.core.evaluation)
+            )
 
         def completed(record: ToolCallRecord) -> None:
             result = record.result

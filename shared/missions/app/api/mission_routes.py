@@ -33,6 +33,7 @@ from missions.app.api.models import (
 from missions.core.artifacts import ARTIFACT_PATH_PATTERN
 from missions.core.envelope import InterruptResponse
 from missions.core.errors import NotFound
+from missions.core.evaluation import Evaluation
 from missions.core.requests import MissionRequest
 from missions.core.triggers import TriggerSource
 from missions.ports.store import MissionRecord, MissionStatus, lifecycle_of
@@ -178,6 +179,17 @@ def mission_events(
     events, last = runtime().events.read(mission_id, after=position, limit=limit)
     cursor = base64.urlsafe_b64encode(last.encode()).decode() if last else after
     return {"events": [e.model_dump(mode="json") for e in events], "cursor": cursor}
+
+
+@app.get(
+    f"{_MISSION}/evaluation",
+    summary="How a mission behaved (trace scorers)",
+    responses=responses((200, Evaluation, "its scores, from its timeline"), 404),
+)
+def mission_evaluation(mission_id: str) -> dict[str, Any]:
+    """Response latency, tool-use safety, delegation depth and tool calls, scored from its events."""
+    record = owned_mission(mission_id, current_user())
+    return runtime().evaluator.mission(record).model_dump(mode="json")
 
 
 def _decode_position(cursor: str) -> str:
