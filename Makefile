@@ -95,10 +95,10 @@ layer: venv
 
 synth: layer node
 	$(BIN)/python infra/app.py --env $(ENV) --layer-dir $(LAYER_DIR)
-	$(BIN)/cfn-lint --ignore-checks W3005 -- cdk.out/missions-$(ENV).template.json
+	$(BIN)/cfn-lint --ignore-checks W3005 -- cdk.out/missions-$(ENV).template.json cdk.out/missions$(ENV)Capability*.nested.template.json
 
 cfn-lint: venv
-	$(BIN)/cfn-lint --ignore-checks W3005 -- cdk.out/missions-*.template.json
+	$(BIN)/cfn-lint --ignore-checks W3005 -- cdk.out/*.template.json
 
 bootstrap: node
 	$(CDK) bootstrap $(CDK_ARGS)

@@ -15,9 +15,9 @@ from infra.components.access import ACCESS, Resources, grant
 from infra.components.api import Api
 from infra.components.functions import FunctionFactory, RuntimeLayer
 from infra.components.housekeeping import Housekeeping
-from infra.components.monitoring import Monitoring
+from infra.components.monitoring import AlarmTopic, Monitoring
 from infra.components.nag import acknowledge, rendered
-from infra.components.pipeline import CapabilityPipeline
+from infra.components.pipeline import CapabilityStack
 from infra.components.repositories import Repositories
 from infra.components.secrets import Secrets
 from infra.components.storage import Storage
@@ -77,8 +77,9 @@ class MissionsStack(Stack):
             self, "interrupt", INTERRUPT_FUNCTION, description="records a question and the task token that resumes it"
         )
         grant(interrupt.role, ACCESS["interrupt"], resources)  # type: ignore[arg-type]
-        self.pipelines = {
-            capability.name: CapabilityPipeline(
+        alarm_topic = AlarmTopic(self, "Alarms", config=config).topic if config.alarms else None
+        self.capability_stacks = {
+            capability.name: CapabilityStack(
                 self,
                 f"Capability-{capability.name}",
                 capability=capability,
@@ -86,9 +87,11 @@ class MissionsStack(Stack):
                 functions=functions,
                 resources=resources,
                 interrupt_function=interrupt,
+                alarm_topic=alarm_topic,
             )
             for capability in capabilities
         }
+        self.pipelines = {name: stack.pipeline for name, stack in self.capability_stacks.items()}
         state_machines = {name: pipeline.state_machine for name, pipeline in self.pipelines.items()}
         resources.state_machine_arns = [machine.state_machine_arn for machine in state_machines.values()]
         resources.execution_arn_patterns = [
@@ -133,22 +136,25 @@ class MissionsStack(Stack):
         repositories = Repositories(
             self, "Repositories", config=config, bus=bus, functions=functions, resources=resources
         )
-        all_functions = {
+        service_functions = {
             "interrupt": interrupt,
             "api": api.function,
             "webhook": api.webhook_function,
             "repository-import": repositories.function,
+            **triggers.functions,
+            **housekeeping.functions,
         }
-        all_functions.update(triggers.functions)
-        all_functions.update(housekeeping.functions)
+        all_functions = dict(service_functions)
         for name, pipeline in self.pipelines.items():
             all_functions.update({f"{name}-{stage}": fn for stage, fn in pipeline.stages.items()})
         self.monitoring = Monitoring(
             self,
             "Monitoring",
             config=config,
+            topic=alarm_topic,
             state_machines=state_machines,
             functions=all_functions,
+            service_functions=service_functions,
             dead_letter_queues={
                 **triggers.dead_letter_queues,
                 **housekeeping.dead_letter_queues,

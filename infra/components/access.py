@@ -179,7 +179,7 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         )
         acknowledge(
             role,
-            f"AwsSolutions-IAM5[Resource::<{_logical_id_hint(resources.bucket)}.Arn>/blobs/*]",
+            f"AwsSolutions-IAM5[Resource::{_arn_hint(role, resources.bucket)}/blobs/*]",
             "Blob objects are named by their content hash at run time; the blobs/ prefix is as narrow as "
             "a key can be known in advance.",
         )
@@ -224,7 +224,7 @@ def _grant_snapshots(role: iam.IRole, access: Access, bucket: s3.IBucket) -> Non
         )
         acknowledge(
             role,
-            f"AwsSolutions-IAM5[Resource::<{_logical_id_hint(bucket)}.Arn>/{prefix}]",
+            f"AwsSolutions-IAM5[Resource::{_arn_hint(role, bucket)}/{prefix}]",
             "Snapshot and upload keys hold the owner and repository id, known only at run time; the prefix "
             "separates what this function may touch (stages read snapshots, only the importer writes them).",
         )
@@ -238,7 +238,14 @@ def _grant_snapshots(role: iam.IRole, access: Access, bucket: s3.IBucket) -> Non
         )
 
 
-def _logical_id_hint(bucket: s3.IBucket) -> str:
-    from aws_cdk import Stack
+def _arn_hint(role: iam.IRole, bucket: s3.IBucket) -> str:
+    """The bucket's ARN as cdk-nag prints it in the role's findings: `<Logical.Arn>` in the bucket's own
+    stack, the parameter CDK passes it through (`referenceto<unique id>Arn`) in a nested stack."""
+    from aws_cdk import Names, Stack
 
-    return Stack.of(bucket).get_logical_id(bucket.node.default_child)  # type: ignore[arg-type]
+    owner = Stack.of(bucket)
+    resource = bucket.node.default_child
+    assert resource is not None
+    if Stack.of(role) is owner:
+        return f"<{owner.get_logical_id(resource)}.Arn>"  # type: ignore[arg-type]
+    return f"<referenceto{Names.node_unique_id(resource.node)}Arn>"

@@ -1,17 +1,23 @@
-"""One capability deployed: a Lambda per agent stage and the state machine the compiler wrote."""
+"""One capability deployed: a Lambda per agent stage and the state machine the compiler wrote, in a
+nested stack of its own with its alarms, so the runtime's stack stays far from CloudFormation's 500
+resources however many capabilities an environment deploys."""
 
 from __future__ import annotations
 
 import json
 
+from aws_cdk import NestedStack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.components.access import ACCESS, READ_SNAPSHOTS, Resources, grant
 from infra.components.functions import FunctionFactory, retention
+from infra.components.monitoring import pipeline_alarms
 from infra.components.nag import acknowledge
 from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
@@ -100,3 +106,39 @@ class CapabilityPipeline(Construct):
             "Step Functions log delivery (logs:*LogDelivery*, DescribeLogGroups) and X-Ray tracing "
             "accept no resource other than '*'.",
         )
+
+
+class CapabilityStack(NestedStack):
+    """A capability's pipeline and its alarms (state machine failures, stage errors and throttles)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        capability: Capability,
+        config: EnvironmentConfig,
+        functions: FunctionFactory,
+        resources: Resources,
+        interrupt_function: lambda_.IFunction,
+        alarm_topic: sns.ITopic | None,
+    ) -> None:
+        super().__init__(scope, id, description=f"missions {config.name}: the {capability.name} capability")
+        self.pipeline = CapabilityPipeline(
+            self,
+            "Pipeline",
+            capability=capability,
+            config=config,
+            functions=functions,
+            resources=resources,
+            interrupt_function=interrupt_function,
+        )
+        self.alarms: list[cloudwatch.Alarm] = []
+        if alarm_topic is not None:
+            self.alarms = pipeline_alarms(
+                self,
+                capability.name,
+                self.pipeline.state_machine,
+                {f"{capability.name}-{stage}": fn for stage, fn in self.pipeline.stages.items()},
+                alarm_topic,
+            )

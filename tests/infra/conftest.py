@@ -22,7 +22,8 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 @dataclass
 class Assembly:
     directory: Path
-    templates: dict[str, dict[str, Any]]  # environment -> template
+    templates: dict[str, dict[str, Any]]  # environment -> its stack with its nested stacks folded in
+    files: dict[str, list[Path]]  # environment -> the template files deployed: the stack's, then each nested one's
 
     def resources(self, env: str, type_: str) -> dict[str, dict[str, Any]]:
         return {k: r for k, r in self.templates[env]["Resources"].items() if r["Type"] == type_}
@@ -37,13 +38,72 @@ def synthesize(
     layer = build(directory / "layer", sources_only=True)
     app = build_app(environments=environments, layer_dir=layer, outdir=str(directory / "cdk.out"), context=context)
     assembly = app.synth()
-    templates = {
-        stack.stack_name.removeprefix("missions-"): json.loads(
-            (Path(assembly.directory) / stack.template_file).read_text()
-        )
-        for stack in assembly.stacks
-    }
-    return Assembly(Path(assembly.directory), templates)
+    templates: dict[str, dict[str, Any]] = {}
+    files: dict[str, list[Path]] = {}
+    for stack in assembly.stacks:
+        env = stack.stack_name.removeprefix("missions-")
+        path = Path(assembly.directory) / stack.template_file
+        files[env] = [path]
+        templates[env] = fold_nested(json.loads(path.read_text()), Path(assembly.directory), files[env])
+    return Assembly(Path(assembly.directory), templates, files)
+
+
+def fold_nested(template: dict[str, Any], directory: Path, files: list[Path]) -> dict[str, Any]:
+    """One template holding a stack's resources and those of its nested stacks (a capability's), as the
+    tests read them: a nested resource is named `<nested stack>.<its id>`, a nested stack's parameter
+    is the parent's value it is passed, and the parent's `Outputs.X` of a nested stack is its value."""
+    folded = {**template, "Resources": dict(template["Resources"])}
+    for stack_id, resource in template["Resources"].items():
+        if resource["Type"] != "AWS::CloudFormation::Stack":
+            continue
+        path = directory / _nested_template_file(resource["Properties"]["TemplateURL"], directory)
+        files.append(path)
+        nested = fold_nested(json.loads(path.read_text()), directory, files)
+        arguments = resource["Properties"].get("Parameters", {})
+        local = set(nested["Resources"])
+
+        def rewrite(
+            value: Any, local: set[str] = local, arguments: dict[str, Any] = arguments, stack_id: str = stack_id
+        ) -> Any:
+            if isinstance(value, list):
+                return [rewrite(v) for v in value]
+            if not isinstance(value, dict):
+                return value
+            if set(value) == {"Ref"} and value["Ref"] in arguments:
+                return arguments[value["Ref"]]
+            if set(value) == {"Ref"} and value["Ref"] in local:
+                return {"Ref": f"{stack_id}.{value['Ref']}"}
+            if set(value) == {"Fn::GetAtt"} and value["Fn::GetAtt"][0] in local:
+                return {"Fn::GetAtt": [f"{stack_id}.{value['Fn::GetAtt'][0]}", *value["Fn::GetAtt"][1:]]}
+            return {k: rewrite(v) for k, v in value.items()}
+
+        for logical_id, inner in nested["Resources"].items():
+            folded["Resources"][f"{stack_id}.{logical_id}"] = rewrite(inner)
+        outputs = {name: rewrite(output["Value"]) for name, output in nested.get("Outputs", {}).items()}
+        folded["Resources"] = {k: _resolve_outputs(v, stack_id, outputs) for k, v in folded["Resources"].items()}
+        folded["Outputs"] = {k: _resolve_outputs(v, stack_id, outputs) for k, v in folded.get("Outputs", {}).items()}
+    return folded
+
+
+def _nested_template_file(url: Any, directory: Path) -> str:
+    """The file a nested stack's TemplateURL names: its asset hash, looked up in the assets manifests."""
+    text = json.dumps(url)
+    for manifest in directory.glob("*.assets.json"):
+        for asset_hash, asset in json.loads(manifest.read_text()).get("files", {}).items():
+            if f"{asset_hash}.json" in text:
+                return str(asset["source"]["path"])
+    raise LookupError(f"no asset for the nested template {text}")
+
+
+def _resolve_outputs(value: Any, stack_id: str, outputs: dict[str, Any]) -> Any:
+    if isinstance(value, list):
+        return [_resolve_outputs(v, stack_id, outputs) for v in value]
+    if not isinstance(value, dict):
+        return value
+    got = value.get("Fn::GetAtt")
+    if set(value) == {"Fn::GetAtt"} and got[0] == stack_id and str(got[1]).startswith("Outputs."):
+        return outputs[got[1].removeprefix("Outputs.")]
+    return {k: _resolve_outputs(v, stack_id, outputs) for k, v in value.items()}
 
 
 @pytest.fixture(scope="module")

@@ -67,6 +67,11 @@ tests/integration/test_patches.py fails loudly if a moto upgrade breaks any of t
 
 Every in-process invocation is observable (`observe`, `invoking`) so a meter can count
 Lambda requests and durations, and tell a function's AWS calls from the harness's.
+
+And what moto's CloudFormation lacks for the stack as deployed:
+12. Nested stacks (each capability is one): moto creates an AWS::CloudFormation::Stack from its
+   TemplateURL, but a parent's `Fn::GetAtt [Nested, Outputs.X]` fails (its Stack model has no
+   `get_cfn_attribute`). It answers from the nested stack's outputs, as CloudFormation does.
 """
 
 from __future__ import annotations
@@ -216,6 +221,11 @@ def install() -> None:
 
         _ORIGINAL["get_executions"] = StepFunctionsParserBackend._get_executions
         StepFunctionsParserBackend._get_executions = _executions_with_environment  # type: ignore[method-assign]
+        from moto.cloudformation.models import Stack as CloudFormationStack
+
+        if not hasattr(CloudFormationStack, "get_cfn_attribute"):
+            CloudFormationStack.get_cfn_attribute = _nested_stack_output  # type: ignore[attr-defined]
+            _ORIGINAL["nested_outputs"] = True
         _install_caches()
         LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
@@ -251,6 +261,10 @@ def uninstall() -> None:
         from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
         StepFunctionsParserBackend._get_executions = _ORIGINAL.pop("get_executions")  # type: ignore[method-assign]
+        if _ORIGINAL.pop("nested_outputs", False):
+            from moto.cloudformation.models import Stack as CloudFormationStack
+
+            del CloudFormationStack.get_cfn_attribute  # type: ignore[attr-defined]
         _uninstall_caches()
         _uninstall_lean_resources()
         if _ORIGINAL.get("executions") is None:
@@ -690,3 +704,17 @@ def _one_dynamodb_request_at_a_time(self: Any) -> Any:
     """moto's own DynamoDB request handling, holding the one lock every DynamoDB request takes."""
     with _DYNAMODB:
         return _ORIGINAL["dynamodb_call_action"](self)
+
+
+# -- patch 12: a nested stack's outputs --------------------------------------------------------------------
+
+
+def _nested_stack_output(self: Any, attribute_name: str) -> Any:
+    """`Fn::GetAtt [Nested, Outputs.X]`: the nested stack's output X."""
+    from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+    name = attribute_name.removeprefix("Outputs.")
+    output = self.output_map.get(name) if attribute_name.startswith("Outputs.") else None
+    if output is None:
+        raise UnformattedGetAttTemplateException()
+    return output.value
