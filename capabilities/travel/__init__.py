@@ -1,30 +1,29 @@
 """travel (Level 3): deep planning, coordinators with dependencies, versioned drafts, rounds of review.
 
 The graph, prompts, bounds and edge limits are in capability.toml; this package holds the code:
-the trip state (state.py), ranking (ranking.py), the day layout (itinerary.py), the hooks
-(stages.py), the worker tool (tools.py) and the offline policy (policy.py). The services are
-connectors (capabilities.travel.connectors) with bundled sample data, so it all runs offline.
+the typed stages (stages.py) and their outputs (models.py), the trip state (state.py), ranking
+(ranking.py), the day layout (itinerary.py), the worker tool (tools.py) and the offline policy
+(policy.py). The services are connectors (capabilities.travel.connectors) with bundled sample
+data, so it all runs offline.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from capabilities.travel import stages
 from capabilities.travel.policy import offline_policy
+from capabilities.travel.stages import (
+    choose,
+    complete,
+    planner,
+    reflect,
+    replan,
+    review,
+    supervisor,
+    synthesis,
+    workers,
+)
 from capabilities.travel.tools import CATALOG
-
-HOOKS = {
-    "planner": stages.Planner(),
-    "supervisor": stages.Supervisor(),
-    "workers": stages.Workers(),
-    "reflect": stages.Reflect(),
-    "choose": stages.Choose(),
-    "synthesis": stages.Synthesis(),
-    "review": stages.Review(),
-    "replan": stages.Replan(),
-    "complete": stages.Complete(),
-}
 
 
 def prepare_context(context: dict[str, Any]) -> dict[str, Any]:
@@ -38,4 +37,17 @@ def prepare_context(context: dict[str, Any]) -> dict[str, Any]:
     return context
 
 
-__all__ = ["CATALOG", "HOOKS", "offline_policy", "prepare_context"]
+__all__ = [
+    "CATALOG",
+    "choose",
+    "complete",
+    "offline_policy",
+    "planner",
+    "prepare_context",
+    "reflect",
+    "replan",
+    "review",
+    "supervisor",
+    "synthesis",
+    "workers",
+]

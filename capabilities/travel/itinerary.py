@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from capabilities.travel.state import label, picked
+from capabilities.travel.models import DayPlan
+from capabilities.travel.state import TripState, label
 
 
-def layout(state: dict[str, Any]) -> list[dict[str, Any]]:
+def layout(days: int, activities: list[dict[str, Any]], dinners: list[dict[str, Any]]) -> list[DayPlan]:
     """Arrival day, full days (a day trip fills one; else two activities), departure; a dinner each night."""
-    trip = state.get("trip", {})
-    days = int(trip.get("days") or 5)
-    activities = picked(state, "activities")
     day_trips = [a for a in activities if a["category"] == "day_trip"]
     others = [a for a in activities if a["category"] != "day_trip"]
-    dinners = picked(state, "restaurants")
-    plan: list[dict[str, Any]] = []
+    plan: list[DayPlan] = []
     for day in range(1, days + 1):
         items: list[dict[str, Any]] = []
         if days == 1:
@@ -37,21 +34,18 @@ def layout(state: dict[str, Any]) -> list[dict[str, Any]]:
         if day < days and dinners:
             items.append(dinners[(day - 1) % len(dinners)])
         note = "Land and check in." if day == 1 and days > 1 else "Check out; flight home." if day == days else ""
-        plan.append({"day": day, "title": title, "items": [i["id"] for i in items], "note": note})
+        plan.append(DayPlan(day=day, title=title, items=[i["id"] for i in items], note=note))
     if others or day_trips:  # nothing the coordinator picked is silently dropped
-        plan[-1]["note"] += " If there is time: " + ", ".join(a["name"] for a in others + day_trips)
+        plan[-1].note += " If there is time: " + ", ".join(a["name"] for a in others + day_trips)
     return plan
 
 
-def cost(state: dict[str, Any], days: list[dict[str, Any]]) -> dict[str, float]:
+def cost(state: TripState, days: list[DayPlan]) -> dict[str, float]:
     """What the draft costs, computed from the options (never taken from a model's arithmetic)."""
-    trip = state.get("trip", {})
-    travelers = int(trip.get("travelers") or 2)
-    nights = max(1, int(trip.get("days") or 5) - 1)
-    flight = picked(state, "flights")
-    hotel = picked(state, "hotels")
-    by_id = _options(state)
-    used = [by_id[i] for day in days for i in day["items"] if i in by_id]
+    travelers, nights = state.trip.travelers, max(1, state.trip.days - 1)
+    flight, hotel = state.picked("flights"), state.picked("hotels")
+    by_id = state.options()
+    used = [by_id[i] for day in days for i in day.items if i in by_id]
     parts = {
         "flights": flight[0]["price_usd"] * travelers if flight else 0.0,
         "hotel": hotel[0]["nightly_usd"] * nights if hotel else 0.0,
@@ -61,13 +55,13 @@ def cost(state: dict[str, Any], days: list[dict[str, Any]]) -> dict[str, float]:
     return {**{k: round(v, 2) for k, v in parts.items()}, "total": round(sum(parts.values()), 2)}
 
 
-def render(state: dict[str, Any], draft: dict[str, Any]) -> str:
+def render(state: TripState, draft: dict[str, Any]) -> str:
     """The draft as the traveler reads it (markdown)."""
-    trip = state.get("trip", {})
-    by_id = _options(state)
+    trip = state.trip
+    by_id = state.options()
     lines = [f"# {draft['title']} (draft v{draft['version']})", "", draft["summary"], ""]
     for coordinator, heading in (("flights", "Flight"), ("hotels", "Hotel")):
-        chosen = picked(state, coordinator)
+        chosen = state.picked(coordinator)
         if chosen:
             lines.append(f"**{heading}:** {label(chosen[0])}")
     for day in draft["days"]:
@@ -78,17 +72,13 @@ def render(state: dict[str, Any], draft: dict[str, Any]) -> str:
             prefix = "Dinner: " if item["kind"] == "restaurant" else ""
             lines.append(f"- {prefix}{label(item)}")
     total = draft["cost"]
-    budget = trip.get("budget_usd")
-    lines += ["", f"**Estimated total:** ${total['total']:,.0f} for {trip.get('travelers', 2)} traveler(s)"]
+    budget = trip.budget_usd
+    lines += ["", f"**Estimated total:** ${total['total']:,.0f} for {trip.travelers} traveler(s)"]
     if budget:
         lines[-1] += f" (budget ${budget:,.0f}{', over budget' if total['total'] > budget else ''})"
     if draft.get("changes"):
         lines += ["", "**Changes:** " + "; ".join(draft["changes"])]
-    failed = [r["source"] for f in state.get("findings", {}).values() for r in f.get("reports", []) if not r["ok"]]
+    failed = state.failed_sources()
     if failed:
         lines += ["", f"_Sources that failed (results may be incomplete): {', '.join(failed)}_"]
     return "\n".join(lines)
-
-
-def _options(state: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {o["id"]: o for f in state.get("findings", {}).values() for o in f.get("options", [])}

@@ -1,12 +1,21 @@
-"""Structured outputs of the travel LLM stages: what the model must return (checked again by the hooks)."""
+"""What the travel model must return (checked again by the stages), and what each stage returns.
+
+Stage outputs are what routing reads (planned, next, needs_user, decision) and what later stages
+read by parameter. Options stay the connectors' dicts: their fields differ by kind.
+"""
 
 from __future__ import annotations
+
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Out(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+# --------------------------------------------------------------------------- the model's answers
 
 
 class CoordinatorPlan(_Out):
@@ -74,3 +83,109 @@ class Refinement(_Out):
     redo: list[str] = Field(description="coordinators to run again")
     adjustments: list[Adjustment] = Field(default_factory=list)
     understood: str = Field(description="the feedback in one sentence, as understood")
+
+
+# --------------------------------------------------------------------------- the stages' outputs
+
+
+class Planned(_Out):
+    planned: bool
+    plan: str | None = None  # the plan artifact's name
+    coordinators: list[str] = Field(default_factory=list)
+    reason: str = ""
+
+
+class Supervised(_Out):
+    next: Literal["workers", "synthesis"]
+    running: list[str]
+    workers: int = 0
+    not_done: list[str] = Field(default_factory=list)
+
+
+class WorkItem(_Out):
+    """One worker: a source (and query) of a running coordinator."""
+
+    coordinator: str
+    kind: str
+    source: str
+    query: str = ""
+
+
+class WorkerResult(WorkItem):
+    report: dict[str, Any]  # source, ok, count, error, attempts
+    items: list[dict[str, Any]]
+
+
+class Question(_Out):
+    coordinator: str
+    reason: Literal["low_confidence", "tie"]
+    text: str
+    options: list[str]
+    ids: dict[str, str]  # option label -> option id (a tie)
+    details: list[dict[str, Any]]
+
+
+class Assessed(_Out):
+    coordinator: str
+    confidence: float
+    picks: list[str]
+    tie: list[str]
+
+
+class Reflected(_Out):
+    needs_user: bool
+    question: Question | None
+    assessments: list[Assessed]
+
+
+class Chosen(_Out):
+    coordinator: str | None = None
+    answer: str | None = None
+    status: str | None = None
+
+
+class DraftRef(_Out):
+    name: str
+    path: str
+    version: int
+
+
+class Drafted(_Out):
+    draft: DraftRef
+    summary: str
+    total_usd: float
+    over_budget: bool
+    changes: list[str]
+
+
+class Reviewed(_Out):
+    decision: Literal["approve", "revise"]
+    draft: DraftRef
+    comment: str = ""
+    feedback: str = ""
+
+
+class Replanned(_Out):
+    redo: list[str]
+    understood: str
+
+
+class Learnings(_Out):
+    """What the traveler liked and changed, for the feedback mechanism to turn into preferences."""
+
+    approved: bool
+    drafts: int
+    rounds: int
+    liked: list[str]
+    changed: list[str]
+    preferences: dict[str, Any]
+
+
+class Outcome(_Out):
+    answer: str
+    approved: bool
+    final: str | None
+    draft: str | None = None
+    total_usd: float | None = None
+    failed_sources: list[str] = Field(default_factory=list)
+    learnings: Learnings

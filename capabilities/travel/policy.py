@@ -1,9 +1,10 @@
 """The offline policy: how the scripted model answers each travel LLM stage, with no API key.
 
-Deterministic rules standing in for the model: the planner reads the goal with regular
-expressions, reflect scores coverage and keeps the coordinator's ranking, synthesis lays the
-days out with `itinerary.layout`, and replan maps feedback words to coordinators. Each answer
-is checked by the stage's hooks exactly as a real model's would be.
+Deterministic rules standing in for the model, reading only the facts the stage gave it
+(`request.facts`, as a real model reads them in its prompt): the planner reads the goal and the
+clarifications with regular expressions, reflect scores coverage and keeps the coordinator's
+ranking, synthesis lays the days out with `itinerary.layout`, and replan maps feedback words to
+coordinators. Each answer is checked by the stage exactly as a real model's would be.
 """
 
 from __future__ import annotations
@@ -19,15 +20,13 @@ from capabilities.travel.models import (
     Adjustment,
     Assessment,
     CoordinatorPlan,
-    DayPlan,
     Itinerary,
     Refinement,
     Reflection,
     TripPlan,
 )
 from capabilities.travel.ranking import category
-from capabilities.travel.state import CONFIDENCE_FLOOR, COORDINATORS, coverage_confidence, latest, picked
-from missions.core.envelope import Envelope
+from capabilities.travel.state import CONFIDENCE_FLOOR, COORDINATORS, coverage_confidence
 from missions.core.llm import LLMRequest
 
 MONTHS = "January February March April May June July August September October November December".split()
@@ -54,22 +53,16 @@ CATEGORIES = {"museum", "tour", "outdoors", "day_trip", "food", "event"}
 
 def offline_policy(request: LLMRequest) -> BaseModel | dict[str, Any]:
     handler = {"planner": _plan, "reflect": _reflect, "synthesis": _synthesize, "replan": _replan}
-    return handler[request.stage](request.envelope)
-
-
-def goal_text(envelope: Envelope) -> str:
-    """The goal and every clarification the traveler gave."""
-    extra = [a["response"].get("text", "") for a in envelope.answers if a["kind"] == "clarification"]
-    return " ".join([envelope.raw_input, *[e for e in extra if e]]).strip()
+    return handler[request.stage](request.facts)
 
 
 # --------------------------------------------------------------------------- planner
 
 
-def _plan(envelope: Envelope) -> TripPlan:
-    text = goal_text(envelope)
+def _plan(facts: dict[str, Any]) -> TripPlan:
+    text = facts["goal_and_clarifications"]
     lowered = text.lower()
-    context = envelope.context
+    context = facts.get("defaults") or {}
     destination = _destination(text)
     if destination is None:
         return TripPlan(clarification_question="Where would you like to go, and for how many days?")
@@ -151,15 +144,16 @@ def _origin(text: str) -> str | None:
 # --------------------------------------------------------------------------- reflect
 
 
-def _reflect(envelope: Envelope) -> Reflection:
+def _reflect(facts: dict[str, Any]) -> Reflection:
     """Confidence from how many sources answered and whether enough options were found."""
     assessments = []
-    for name, result in envelope.output("workers").get("coordinators", {}).items():
-        reports = result.get("reports", [])
+    for name, research in facts["research"].items():
+        reports, picks, found = research["sources"], research["ranked_picks"], len(research["options"])
+        single = COORDINATORS[name].single
         answered = sum(1 for r in reports if r["ok"])
-        confidence = coverage_confidence(result, COORDINATORS[name].single)
+        confidence = coverage_confidence(reports, found, len(picks), single)
         concerns = [f"{r['source']} failed: {r['error']}" for r in reports if not r["ok"]]
-        if len(result.get("picks", [])) < (1 if COORDINATORS[name].single else 2):
+        if len(picks) < (1 if single else 2):
             concerns.append("too few options found")
         if confidence < CONFIDENCE_FLOOR:
             concerns.append("confidence is low")
@@ -167,10 +161,10 @@ def _reflect(envelope: Envelope) -> Reflection:
             Assessment(
                 coordinator=name,
                 confidence=confidence,
-                picks=result.get("picks", []),
-                tie=result.get("tie", []),
+                picks=picks,
+                tie=research["possible_tie"],
                 concerns=concerns,
-                summary=f"{len(result.get('options', []))} options from {answered}/{len(reports)} sources",
+                summary=f"{found} options from {answered}/{len(reports)} sources",
             )
         )
     return Reflection(assessments=assessments)
@@ -179,18 +173,18 @@ def _reflect(envelope: Envelope) -> Reflection:
 # --------------------------------------------------------------------------- synthesis
 
 
-def _synthesize(envelope: Envelope) -> Itinerary:
-    state = latest(envelope)
-    trip = state.get("trip", {})
-    days = layout(state)
-    previous = state.get("last_draft") or {}
-    names = {o["id"]: o.get("name", o["id"]) for f in state.get("findings", {}).values() for o in f.get("options", [])}
-    now = [i for d in days for i in d["items"]]
+def _synthesize(facts: dict[str, Any]) -> Itinerary:
+    trip, selected = facts["trip"], facts["selected"]
+    flight, hotel = selected.get("flights", []), selected.get("hotels", [])
+    activities, dinners = selected.get("activities", []), selected.get("restaurants", [])
+    days = layout(trip["days"], activities, dinners)
+    previous = facts.get("previous_draft") or {}
+    names = {o["id"]: o.get("name", o["id"]) for found in selected.values() for o in found}
+    names.update(previous.get("names", {}))
+    now = [i for d in days for i in d.items]
     before = [i for d in previous.get("days", []) for i in d["items"]]
     changes = [f"added {names.get(i, i)}" for i in now if i not in before] if previous else []
     changes += [f"removed {names.get(i, i)}" for i in before if i not in now]
-    flight, hotel = picked(state, "flights"), picked(state, "hotels")
-    activities = picked(state, "activities")
     kinds = sorted({a["category"].replace("_", " ") for a in activities})
     summary = (
         f"{trip.get('days')} days in {trip.get('destination')} in {trip.get('month')} for "
@@ -201,7 +195,7 @@ def _synthesize(envelope: Envelope) -> Itinerary:
                 f"{flight[0]['airline']} {flight[0]['id']}" if flight else "",
                 hotel[0]["name"] if hotel else "",
                 f"{len(activities)} activities ({', '.join(kinds)})" if activities else "",
-                f"{len(picked(state, 'restaurants'))} dinners" if picked(state, "restaurants") else "",
+                f"{len(dinners)} dinners" if dinners else "",
             )
             if part
         )
@@ -210,7 +204,7 @@ def _synthesize(envelope: Envelope) -> Itinerary:
     return Itinerary(
         title=f"{trip.get('days')} days in {trip.get('destination')}",
         summary=summary,
-        days=[DayPlan(**d) for d in days],
+        days=days,
         changes=changes,
     )
 
@@ -218,11 +212,10 @@ def _synthesize(envelope: Envelope) -> Itinerary:
 # --------------------------------------------------------------------------- replan
 
 
-def _replan(envelope: Envelope) -> Refinement:
+def _replan(facts: dict[str, Any]) -> Refinement:
     """Words of the feedback -> the coordinators it is about, and the adjustment for each."""
-    text = (envelope.output("review").get("feedback") or "").lower()
-    state = latest(envelope)
-    planned = [name for name in state.get("order", []) if name in COORDINATORS]
+    text = (facts.get("feedback") or "").lower()
+    planned = [name for name in facts["coordinators_and_current_picks"] if name in COORDINATORS]
     topics = [name for name in planned if re.search(rf"\b(?:{TOPICS[name]})", text)]
     cheaper = bool(CHEAPER.search(text))
     if cheaper and not topics:  # "too expensive" alone: the hotel is the biggest cost after flights
@@ -265,4 +258,4 @@ def _describe(adjustment: Adjustment) -> str:
     return ", ".join(parts) or f"redo {adjustment.coordinator}"
 
 
-__all__ = ["goal_text", "offline_policy"]
+__all__ = ["offline_policy"]

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+Options = list[dict[str, Any]]
+Facts = dict[str, Any]
+
 CATEGORY_WEIGHT = {"museum": 1.0, "tour": 0.9, "event": 0.85, "outdoors": 0.8, "food": 0.75, "day_trip": 0.7}
 TIE_POINTS = 1.5  # two single options within this many points (of 100) are equally good
 SHORTLIST = {"flights": 5, "hotels": 5, "activities": 14, "restaurants": 8}
@@ -106,7 +109,9 @@ def _cheaper_than(options: list[dict[str, Any]], previous: list[dict[str, Any]],
     return cheaper or options
 
 
-def _flights(options, trip, adjustment, preferences, previous, context) -> Ranked:
+def _flights(
+    options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options, context: Facts
+) -> Ranked:
     wants = set(adjustment.get("require", [])) | ({"direct"} if preferences.get("direct_flights") else set())
     if "direct" in wants:
         options = [o for o in options if o["stops"] == 0] or options
@@ -115,12 +120,14 @@ def _flights(options, trip, adjustment, preferences, previous, context) -> Ranke
         options, price_weight = _cheaper_than(options, previous, "price_usd"), 1.5
 
     def cost(o: dict[str, Any]) -> float:  # lower is better: a stop costs $120 of comfort, an hour $15
-        return price_weight * o["price_usd"] + 120 * o["stops"] + 15 * o["duration_hours"]
+        return float(price_weight * o["price_usd"] + 120 * o["stops"] + 15 * o["duration_hours"])
 
     return _single(_scored(options, lambda o: 1.0 / cost(o), SHORTLIST["flights"]))
 
 
-def _hotels(options, trip, adjustment, preferences, previous, context) -> Ranked:
+def _hotels(
+    options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options, context: Facts
+) -> Ranked:
     for need in ("quiet", "near_metro"):
         if need in adjustment.get("require", []):
             options = [o for o in options if o[need]] or options
@@ -130,12 +137,14 @@ def _hotels(options, trip, adjustment, preferences, previous, context) -> Ranked
     price_weight = 1.2 if cheaper else 0.4
 
     def value(o: dict[str, Any]) -> float:
-        return 100 * o["rating"] + 25 * o["near_metro"] + 15 * o["quiet"] - price_weight * o["nightly_usd"]
+        return float(100 * o["rating"] + 25 * o["near_metro"] + 15 * o["quiet"] - price_weight * o["nightly_usd"])
 
     return _single(_scored(options, value, SHORTLIST["hotels"]))
 
 
-def _activities(options, trip, adjustment, preferences, previous, context) -> Ranked:
+def _activities(
+    options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options, context: Facts
+) -> Ranked:
     days = int(trip.get("days") or 5)
     slots = 2 * (days - 2) + 1 if days >= 3 else days  # two a full day, one on arrival
     weights = dict(CATEGORY_WEIGHT)
@@ -157,7 +166,7 @@ def _activities(options, trip, adjustment, preferences, previous, context) -> Ra
     cheap = 0.2 if adjustment.get("cheaper") else 0.0
 
     def value(o: dict[str, Any]) -> float:
-        return max(0.1, 20 * o["rating"] * weights.get(o["category"], 0.7) - cheap * o["price_usd"])
+        return float(max(0.1, 20 * o["rating"] * weights.get(o["category"], 0.7) - cheap * o["price_usd"]))
 
     ranked = _scored(options, value, SHORTLIST["activities"])
     picks: list[str] = []
@@ -181,7 +190,9 @@ def _activities(options, trip, adjustment, preferences, previous, context) -> Ra
     return Ranked(ranked, picks)
 
 
-def _restaurants(options, trip, adjustment, preferences, previous, context) -> Ranked:
+def _restaurants(
+    options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options, context: Facts
+) -> Ranked:
     diet = " ".join(_words(preferences.get("dietary_restrictions")))
     if "vegetarian" in adjustment.get("require", []) or "vegetarian" in diet or "vegan" in diet:
         options = [o for o in options if o["vegetarian"]] or options
@@ -189,7 +200,7 @@ def _restaurants(options, trip, adjustment, preferences, previous, context) -> R
     near = set(context.get("areas", []))
 
     def value(o: dict[str, Any]) -> float:
-        return 20 * o["rating"] + 8 * (o["area"] in near) - o["price_usd"] / (8 if cheap else 40)
+        return float(20 * o["rating"] + 8 * (o["area"] in near) - o["price_usd"] / (8 if cheap else 40))
 
     ranked = _scored(options, value, SHORTLIST["restaurants"])
     dinners = max(1, int(trip.get("days") or 5) - 1)

@@ -1,30 +1,32 @@
-"""The trip state: plan, coordinator status, findings, adjustments and feedback, carried in stage outputs.
+"""The trip's state: the plan, each coordinator's status, what it settled, choices and feedback.
 
-A stage's output is replaced each time the stage runs, and several stages change the trip's
-state (planner, supervisor, reflect, choose, replan, synthesis). So each of them writes the
-whole state under "state" with a sequence number one higher than the newest it read, and
-`latest` picks the newest: no stage has to know which one ran last.
+The mission keeps it (TripState, the stages' `state` parameter). The stages that change it
+(planner, supervisor, reflect, choose, synthesis, replan) replace it with `ctx.update_state`;
+the coordinators' own definitions (their workers and usual order) are code, in COORDINATORS.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from capabilities.travel.connectors import TripQuery
-from missions.core.envelope import Envelope
+from capabilities.travel.models import Adjustment, DayPlan
 
 CONFIDENCE_FLOOR = 0.6  # below it the traveler is asked whether to accept or search again
 MAX_RUNS = 3  # runs of one coordinator the traveler can still ask to search again after
 
+Worker = tuple[str, str, str]  # kind, source, query
+
 
 @dataclass(frozen=True)
 class Coordinator:
-    """A mid-level supervisor: its workers (kind, source, query), its usual dependencies, how many it picks."""
+    """A mid-level supervisor: its workers, its usual dependencies, how many options it picks."""
 
     name: str
-    workers: tuple[tuple[str, str, str], ...]
+    workers: tuple[Worker, ...]
     depends_on: tuple[str, ...]
     single: bool  # picks one option (a flight, a hotel) rather than a set
 
@@ -62,50 +64,125 @@ COORDINATORS: dict[str, Coordinator] = {
 ORDER = tuple(COORDINATORS)
 
 
-def latest(envelope: Envelope) -> dict[str, Any]:
-    """The newest trip state any stage wrote (empty before the planner ran)."""
-    found: dict[str, Any] = {}
-    for output in envelope.outputs.values():
-        state = output.get("state") if isinstance(output, dict) else None
-        if isinstance(state, dict) and state.get("seq", -1) > found.get("seq", -1):
-            found = state
-    return found
+class _State(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
 
-def advance(state: dict[str, Any]) -> dict[str, Any]:
-    """A copy to change and write back: the next sequence number."""
-    state = copy.deepcopy(state)
-    state["seq"] = state.get("seq", 0) + 1
-    return state
+class Trip(_State):
+    destination: str
+    origin: str
+    month: str
+    year: int | None
+    days: int
+    travelers: int
+    budget_usd: float | None
+    interests: list[str]
+
+    def query(self) -> TripQuery:
+        return TripQuery(self.destination, self.origin or "NYC", self.month or "May", self.days, self.travelers)
 
 
-def trip_query(state: dict[str, Any]) -> TripQuery:
-    trip = state.get("trip") or {}
-    return TripQuery(
-        destination=trip.get("destination") or "",
-        origin=trip.get("origin") or "NYC",
-        month=trip.get("month") or "May",
-        days=int(trip.get("days") or 5),
-        travelers=int(trip.get("travelers") or 2),
-    )
+class Run(_State):
+    """A coordinator as this trip planned it, and where it is."""
+
+    goal: str
+    depends_on: list[str]
+    workers: list[Worker]
+    status: Literal["pending", "running", "awaiting", "done", "redo"] = "pending"
+    runs: int = 0
 
 
-def ready(state: dict[str, Any]) -> list[str]:
-    """Coordinators to run now: pending or marked for redo, every dependency done."""
-    coordinators = state.get("coordinators", {})
-    return [
-        name
-        for name in state.get("order", [])
-        if coordinators[name]["status"] in ("pending", "redo")
-        and all(coordinators.get(dep, {}).get("status") == "done" for dep in coordinators[name]["depends_on"])
-    ]
+class Finding(_State):
+    """What a coordinator settled: its shortlist, its picks and how sure reflect was."""
+
+    options: list[dict[str, Any]]
+    picks: list[str]
+    confidence: float
+    concerns: list[str]
+    reports: list[dict[str, Any]]
+    research: str  # the research artifact's name
+    chosen_by: Literal["agent", "traveler"] = "agent"
 
 
-def picked(state: dict[str, Any], coordinator: str) -> list[dict[str, Any]]:
-    """The options a coordinator settled on, in pick order."""
-    finding = state.get("findings", {}).get(coordinator, {})
-    by_id = {o["id"]: o for o in finding.get("options", [])}
-    return [by_id[i] for i in finding.get("picks", []) if i in by_id]
+class Tuning(_State):
+    """What feedback asked of a coordinator, over every round."""
+
+    cheaper: bool = False
+    fewer: list[str] = Field(default_factory=list)
+    more: list[str] = Field(default_factory=list)
+    require: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    def fold(self, new: Adjustment) -> Tuning:
+        """The newest word wins ('more museums' undoes an earlier 'fewer')."""
+        return Tuning(
+            cheaper=self.cheaper or new.cheaper,
+            fewer=[c for c in dict.fromkeys(self.fewer + new.fewer) if c not in new.more],
+            more=list(dict.fromkeys([c for c in self.more if c not in new.fewer] + new.more)),
+            require=list(dict.fromkeys(self.require + new.require)),
+            notes=self.notes + [new.note] * bool(new.note),
+        )
+
+
+class Round(_State):
+    round: int
+    text: str
+    redo: list[str]
+    understood: str
+    draft: str | None
+
+
+class Choice(_State):
+    coordinator: str
+    picked: str
+    label: str | None  # the answer, as the traveler saw it
+    over: list[str]
+
+
+class LastDraft(_State):
+    name: str
+    version: int
+    days: list[DayPlan]
+
+
+class TripState(_State):
+    trip: Trip
+    order: list[str]  # the planned coordinators, in a runnable order
+    coordinators: dict[str, Run]
+    findings: dict[str, Finding] = Field(default_factory=dict)
+    adjustments: dict[str, Tuning] = Field(default_factory=dict)
+    feedback: list[Round] = Field(default_factory=list)
+    choices: list[Choice] = Field(default_factory=list)
+    drafts: int = 0
+    last_draft: LastDraft | None = None
+
+    def ready(self) -> list[str]:
+        """Coordinators to run now: pending or marked for redo, every dependency done."""
+        runs = self.coordinators
+        return [
+            name
+            for name in self.order
+            if runs[name].status in ("pending", "redo")
+            and all(dep in runs and runs[dep].status == "done" for dep in runs[name].depends_on)
+        ]
+
+    def picked(self, coordinator: str) -> list[dict[str, Any]]:
+        """The options a coordinator settled on, in pick order."""
+        finding = self.findings.get(coordinator)
+        by_id = {o["id"]: o for o in finding.options} if finding else {}
+        return [by_id[i] for i in finding.picks if i in by_id] if finding else []
+
+    def options(self) -> dict[str, dict[str, Any]]:
+        """Every option any coordinator found, by id."""
+        return {o["id"]: o for f in self.findings.values() for o in f.options}
+
+    def failed_sources(self) -> list[str]:
+        return [r["source"] for f in self.findings.values() for r in f.reports if not r["ok"]]
+
+    def tuning(self, coordinator: str) -> dict[str, Any]:
+        """The coordinator's adjustment as ranking and research read it ({} when none)."""
+        found = self.adjustments.get(coordinator)
+        return found.model_dump() if found else {}
 
 
 def label(item: dict[str, Any]) -> str:
@@ -123,12 +200,11 @@ def label(item: dict[str, Any]) -> str:
     return f"{item['name']} ({item['category'].replace('_', ' ')}, {item['hours']:g} h, {price})"
 
 
-def coverage_confidence(result: dict[str, Any], single: bool) -> float:
+def coverage_confidence(reports: list[dict[str, Any]], found: int, picks: int, single: bool) -> float:
     """A coordinator's confidence from its research alone: the share of sources that answered,
     and whether it found enough to pick from (the fallback when the model gives none)."""
-    reports = result.get("reports", [])
-    if not result.get("options") or not reports:
+    if not found or not reports:
         return 0.0
     answered = sum(1 for r in reports if r["ok"]) / len(reports)
-    enough = len(result.get("picks", [])) >= (1 if single else 2)
+    enough = picks >= (1 if single else 2)
     return round(0.9 * answered + (0.1 if enough else 0.0), 2)
