@@ -4,9 +4,9 @@ Every test in this folder runs against moto (see shared/missions/local), so ever
 marked `integration` (`-m "not integration"` skips them).
 
 Test capabilities are built with `make_capability`: a PipelineConfig from a few AgentConfigs,
-hooks from plain functions (`FnHooks`) and a deterministic offline policy (`offline_policy`)
-for stages that have an LLM. A LocalCloud finds them in the registry it is given: `with_capabilities`
-makes one that knows the installed capabilities and these.
+typed stage functions (missions.core.stages; see tests/support/stages.py) and a deterministic
+offline policy (`offline_policy`) for stages that have an LLM. A LocalCloud finds them in the
+registry it is given: `with_capabilities` makes one that knows the installed capabilities and these.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ from typing import Any
 import pytest
 
 from missions.core import capability as registry
-from missions.core.capability import Capability, StageContext, StageHooks
+from missions.core.capability import Capability
 from missions.core.compiler import FINALIZE
 from missions.core.llm import LLMRequest
-from missions.core.pipeline import AgentConfig, PipelineConfig
+from missions.core.pipeline import AgentConfig
+from missions.core.stages import StageFunction
 from missions.core.tools import ToolCatalog
-from tests.support.hooks import FnHooks, Note
+from tests.support.stages import Note, answering, typed_capability
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[1]  # tests/integration -> tests -> the repository
@@ -41,8 +42,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 # --------------------------------------------------------------------------- capabilities
 
-Hook = Callable[[StageContext], Any]
-
 
 def offline_policy(request: LLMRequest) -> Note:
     """The test capabilities' model: names the stage and the latest human answer, if any."""
@@ -51,9 +50,9 @@ def offline_policy(request: LLMRequest) -> Note:
     return Note(text=f"{request.stage} heard {heard!r}")
 
 
-def answer_hooks(text: str = "done") -> FnHooks:
-    """Hooks of a final stage: an answer (the runner's mission result reads `answer`)."""
-    return FnHooks(post=lambda ctx: {"answer": text})
+def final_answer(text: str = "done") -> StageFunction:
+    """The stage function of a final stage named `final`: an answer (the mission's result reads `answer`)."""
+    return answering("final", text)
 
 
 def chain(*names: str, **overrides: dict[str, Any]) -> list[AgentConfig]:
@@ -71,29 +70,25 @@ def chain(*names: str, **overrides: dict[str, Any]) -> list[AgentConfig]:
 def make_capability(
     name: str,
     agents: Iterable[AgentConfig | dict[str, Any]],
-    hooks: dict[str, StageHooks] | None = None,
-    *,
+    *functions: StageFunction,
     catalog: ToolCatalog | None = None,
     policy: Callable[[LLMRequest], Any] = offline_policy,
     **pipeline: Any,
 ) -> Capability:
-    """A small capability; `pipeline` holds PipelineConfig fields (bounds, resume stages, ...).
+    """A small capability of these stage functions (a stage without one outputs {}); `pipeline` holds
+    PipelineConfig fields (bounds, resume stages, ...).
 
     Retries wait the minimum (1 s: moto really sleeps on Retry intervals).
     """
     pipeline.setdefault("retry_interval_seconds", 1)
-    config = PipelineConfig(
-        name=name,
-        agents=[a if isinstance(a, AgentConfig) else AgentConfig(**a) for a in agents],
-        **pipeline,
-    )
-    return Capability(
-        name=name,
-        description=f"integration-test capability '{name}'",
-        pipeline=config,
-        hooks=dict(hooks or {}),
+    return typed_capability(
+        name,
+        agents,
+        *functions,
         offline_policy=policy,
         catalog=catalog or ToolCatalog(),
+        pipeline=pipeline,
+        description=f"integration-test capability '{name}'",
     )
 
 

@@ -15,12 +15,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from missions.core.capability import StageContext
+from missions.core.capability import Ctx, stage
+from missions.core.envelope import InterruptKind
 from missions.core.errors import ConflictError
 from missions.core.requests import MissionRequest
 from missions.local.emulation import LocalCloud
-from tests.integration.conftest import answer_hooks, chain, make_capability, with_capabilities
-from tests.support.hooks import FnHooks
+from tests.integration.conftest import chain, final_answer, make_capability, with_capabilities
+from tests.support.stages import Out
 
 WAIT = 30.0
 
@@ -33,7 +34,7 @@ class Gate:
         self._changed = threading.Condition()
         self._open = threading.Event()
 
-    def hold(self, ctx: StageContext) -> None:
+    def hold(self) -> None:
         with self._changed:
             self.entered += 1
             self._changed.notify_all()
@@ -55,15 +56,20 @@ class Gate:
 GATE = Gate()
 
 
-def _ask(ctx: StageContext) -> None:
-    if not ctx.resume:
-        from missions.core.envelope import InterruptKind
+@stage
+def hold() -> Out:
+    GATE.hold()
+    return Out()
 
-        ctx.ask(InterruptKind.CLARIFICATION, "which fence?")
+
+@stage
+def ask(ctx: Ctx) -> Out:
+    ctx.ask(InterruptKind.CLARIFICATION, "which fence?")  # once resumed, the answer: nothing to ask
+    return Out()
 
 
-SLOW = make_capability("t_slow", chain("hold", "final"), {"hold": FnHooks(pre=GATE.hold), "final": answer_hooks()})
-ASKS = make_capability("t_asks", chain("ask", "final"), {"ask": FnHooks(pre=_ask), "final": answer_hooks()})
+SLOW = make_capability("t_slow", chain("hold", "final"), hold, final_answer())
+ASKS = make_capability("t_asks", chain("ask", "final"), ask, final_answer())
 
 
 @pytest.fixture(scope="module")

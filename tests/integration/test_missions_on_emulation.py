@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from missions.core.capability import Capability, StageContext, StageDefinitionError
+from missions.core.capability import Capability, Ctx, StageDefinitionError, stage
 from missions.core.compiler import FINALIZE
 from missions.core.envelope import Bounds, InterruptKind
 from missions.core.errors import AnswerRejected, ConflictError
@@ -27,15 +27,16 @@ from missions.core.events import EventType
 from missions.core.pipeline import AgentConfig, EdgeLimit, FanOut, RoutingRule, ToolAccess
 from missions.core.tools import ToolCatalog, ToolResult
 from missions.local.emulation import LocalCloud, MissionOutcome
+from missions.service import launcher
 from tests.integration.conftest import (
     REPO_ROOT,
-    FnHooks,
-    answer_hooks,
     chain,
+    final_answer,
     make_capability,
     stage_tasks,
     with_capabilities,
 )
+from tests.support.stages import Note, Out
 
 WAIT = 30.0  # seconds; a mission here takes well under 5
 
@@ -44,27 +45,42 @@ WAIT = 30.0  # seconds; a mission here takes well under 5
 
 
 def _counted(fail: Any = None) -> tuple[Any, list[int]]:
-    """A pre hook counting its calls in a closure; `fail(n)` returns an exception to raise on call n."""
+    """A call a stage makes first, counting its calls in a closure; `fail(n)` returns an exception to
+    raise on call n."""
     calls = [0]
 
-    def hook(ctx: StageContext) -> None:
+    def count() -> None:
         calls[0] += 1
         error = fail(calls[0]) if fail else None
         if error is not None:
             raise error
 
-    return hook, calls
+    return count, calls
 
 
-def _ask_unless_resumed(ctx: StageContext) -> None:
-    if not ctx.resume:
-        ctx.ask(InterruptKind.CLARIFICATION, "which?")
+class Asked(BaseModel):
+    """The output of a stage that asked: the answer it was resumed with (None if it was not)."""
+
+    resumed_with: str | None = None
 
 
-def _resumed_with(ctx: StageContext) -> dict[str, Any]:
-    """Output of a stage: what the LLM said (if any) and the answer this stage was resumed with."""
-    said = ctx.llm_output.model_dump() if ctx.llm_output is not None else {}
-    return {**said, "resumed_with": ctx.resume.text if ctx.resume else None}
+class Heard(Note):
+    """What the model said, and the answer this stage was resumed with."""
+
+    resumed_with: str | None = None
+
+
+@stage
+def ask(ctx: Ctx) -> Asked:
+    """Asks a clarification unless it is resumed (then `ask` returns the answer)."""
+    answer = ctx.ask(InterruptKind.CLARIFICATION, "which?")
+    return Asked(resumed_with=answer.text)
+
+
+@stage
+def work(ctx: Ctx) -> Heard:
+    said = ctx.think(Note)
+    return Heard(**said.model_dump(), resumed_with=ctx.answer.text if ctx.answer else None)
 
 
 def _clarifying(name: str, **pipeline: Any) -> Capability:
@@ -72,11 +88,9 @@ def _clarifying(name: str, **pipeline: Any) -> Capability:
     return make_capability(
         name,
         chain("ask", "work", "final", work={"has_llm": True}),
-        {
-            "ask": FnHooks(pre=_ask_unless_resumed, post=_resumed_with),
-            "work": FnHooks(post=_resumed_with, llm=True),
-            "final": answer_hooks("painted"),
-        },
+        ask,
+        work,
+        final_answer("painted"),
         **pipeline,
     )
 
@@ -86,27 +100,43 @@ CLARIFY_AT_ASKER = _clarifying("t_clarify_asker")
 TIMEOUT = make_capability(
     "t_timeout",
     chain("ask", "final"),
-    {"ask": FnHooks(pre=_ask_unless_resumed), "final": answer_hooks("nobody answered")},
+    ask,
+    final_answer("nobody answered"),
     interrupt_timeout_seconds=2,
 )
 
-_flaky_hook, FLAKY_CALLS = _counted(lambda n: RuntimeError("first call fails") if n == 1 else None)
-FLAKY = make_capability(
-    "t_flaky",
-    chain("start", "flaky", "final", flaky={"max_retries": 1}),
-    {"flaky": FnHooks(pre=_flaky_hook, post=lambda ctx: {"ok": True}), "final": answer_hooks()},
-)
-_broken_hook, BROKEN_CALLS = _counted(lambda n: RuntimeError(f"always broken (call {n})"))
+_count_flaky, FLAKY_CALLS = _counted(lambda n: RuntimeError("first call fails") if n == 1 else None)
+_count_broken, BROKEN_CALLS = _counted(lambda n: RuntimeError(f"always broken (call {n})"))
+_count_misdefined, MISDEFINED_CALLS = _counted(lambda n: StageDefinitionError("stage wired wrongly"))
+
+
+@stage
+def flaky() -> Out:
+    _count_flaky()
+    return Out(ok=True)
+
+
+@stage
+def broken() -> Out:
+    _count_broken()
+    return Out()
+
+
+@stage
+def misdefined() -> Out:
+    _count_misdefined()
+    return Out()
+
+
+FLAKY = make_capability("t_flaky", chain("start", "flaky", "final", flaky={"max_retries": 1}), flaky, final_answer())
 BROKEN = make_capability(
-    "t_broken",
-    chain("start", "broken", "final", broken={"max_retries": 1}),
-    {"broken": FnHooks(pre=_broken_hook), "final": answer_hooks("partial")},
+    "t_broken", chain("start", "broken", "final", broken={"max_retries": 1}), broken, final_answer("partial")
 )
-_misdefined_hook, MISDEFINED_CALLS = _counted(lambda n: StageDefinitionError("stage wired wrongly"))
 MISDEFINED = make_capability(
     "t_misdefined",
     chain("start", "misdefined", "final", misdefined={"max_retries": 1}),
-    {"misdefined": FnHooks(pre=_misdefined_hook), "final": answer_hooks("partial")},
+    misdefined,
+    final_answer("partial"),
 )
 
 # 2 MB that does not compress to nothing: half repetition, half random hex
@@ -126,9 +156,26 @@ def _fetch_bulk(params: _NoParams) -> ToolResult:
     return ToolResult.ok({"blob": BLOB})
 
 
-def _fetch_act(ctx: StageContext) -> None:
+class Fetched(BaseModel):
+    status: str
+    blob: str = ""
+
+
+class Measured(BaseModel):
+    answer: str
+    blob_len: int
+
+
+@stage
+def fetch(ctx: Ctx) -> Fetched:
     assert ctx.tools is not None
-    ctx.scratch["fetched"] = ctx.tools.execute("data.fetch_bulk", {})
+    fetched = ctx.tools.execute("data.fetch_bulk", {})
+    return Fetched(status=fetched.status, blob=fetched.data["blob"])
+
+
+@stage
+def report(fetch: Fetched) -> Measured:
+    return Measured(answer="measured", blob_len=len(fetch.blob))
 
 
 BULKY = make_capability(
@@ -138,103 +185,109 @@ BULKY = make_capability(
         "report",
         fetch={"has_tools": True, "tool_access": ToolAccess.READ, "allowed_tools": ["data.fetch_bulk"]},
     ),
-    {
-        "fetch": FnHooks(
-            act=_fetch_act,
-            post=lambda ctx: {"status": ctx.scratch["fetched"].status, "blob": ctx.scratch["fetched"].data["blob"]},
-        ),
-        "report": FnHooks(
-            post=lambda ctx: {"answer": "measured", "blob_len": len(ctx.output_of("fetch").get("blob", ""))}
-        ),
-    },
+    fetch,
+    report,
     catalog=_BULKY_TOOLS,
 )
 
-PARALLEL = make_capability(
-    "t_parallel",
-    [
-        AgentConfig(name="a", default_next="bc"),
-        AgentConfig(name="b", default_next="d"),
-        AgentConfig(name="c", default_next="d"),
-        AgentConfig(name="d"),
-    ],
-    {
-        "a": FnHooks(post=lambda ctx: {"base": 1}),
-        "b": FnHooks(post=lambda ctx: {"from": "b", "value": ctx.output_of("a")["base"] + 10}),
-        "c": FnHooks(post=lambda ctx: {"from": "c", "value": ctx.output_of("a")["base"] + 20}),
-        "d": FnHooks(post=lambda ctx: {"answer": "joined", "seen": {s: ctx.output_of(s) for s in ("b", "c")}}),
-    },
-    parallel=[{"name": "bc", "stages": ["b", "c"]}],
-)
+
+def _parallel() -> Capability:
+    """a -> {b, c} -> d: the branches read a, the join reads both branches."""
+
+    @stage
+    def a() -> Out:
+        return Out(base=1)
+
+    @stage
+    def b(a: Out) -> Out:
+        return Out(**{"from": "b", "value": a.base + 10})
+
+    @stage
+    def c(a: Out) -> Out:
+        return Out(**{"from": "c", "value": a.base + 20})
+
+    @stage
+    def d(b: Out, c: Out) -> Out:
+        return Out(answer="joined", seen={"b": b.model_dump(), "c": c.model_dump()})
+
+    return make_capability(
+        "t_parallel",
+        [
+            AgentConfig(name="a", default_next="bc"),
+            AgentConfig(name="b", default_next="d"),
+            AgentConfig(name="c", default_next="d"),
+            AgentConfig(name="d"),
+        ],
+        a,
+        b,
+        c,
+        d,
+        parallel=[{"name": "bc", "stages": ["b", "c"]}],
+    )
+
+
+PARALLEL = _parallel()
 
 _fan_lock = threading.Lock()
 FAN_CONCURRENCY = {"now": 0, "peak": 0}
 
 
-def _plan(ctx: StageContext) -> dict[str, Any]:
-    ctx.envelope.work_items = [1, 2, 3, 4]
-    return {"planned": 4}
+class Each(BaseModel):
+    value: int
 
 
-def _each(ctx: StageContext) -> dict[str, Any]:
-    if ctx.item_results is not None:  # mode "join": fold the per-item outputs
-        values = [result["value"] for result in ctx.item_results]
-        return {"values": values, "sum": sum(values)}
-    with _fan_lock:  # mode "item": one work item
+@stage
+def plan(ctx: Ctx) -> Out:
+    ctx.fan_out([1, 2, 3, 4])
+    return Out(planned=4)
+
+
+@stage
+def each(item: int) -> Each:
+    """One work item (mode "item"); the stage after the Map joins the items' outputs."""
+    with _fan_lock:
         FAN_CONCURRENCY["now"] += 1
         FAN_CONCURRENCY["peak"] = max(FAN_CONCURRENCY["peak"], FAN_CONCURRENCY["now"])
     try:
         time.sleep(0.05)
-        return {"value": ctx.item * 10}
+        return Each(value=item * 10)
     finally:
         with _fan_lock:
             FAN_CONCURRENCY["now"] -= 1
 
 
+@stage
+def total(items: list[Each]) -> Out:
+    values = [item.value for item in items]
+    return Out(answer="summed", values=values, sum=sum(values))
+
+
 FAN_OUT = make_capability(
     "t_fan_out",
     chain("plan", "each", "total", each={"fan_out": FanOut(max_concurrency=2)}),
-    {
-        "plan": FnHooks(post=_plan),
-        "each": FnHooks(post=_each),
-        "total": FnHooks(
-            post=lambda ctx: {
-                "answer": "summed",
-                "sum": ctx.output_of("each")["sum"],
-                "work_items_left": ctx.envelope.work_items,
-            }
-        ),
-    },
+    plan,
+    each,
+    total,
 )
 
-
-def _looping(name: str, hooks: dict[str, FnHooks]) -> Capability:
-    """a <-> b forever: the edge limit is far away and no stage counts iterations."""
-    return make_capability(
-        name,
-        [
-            AgentConfig(name="a", default_next="b", counts_iteration=False),
-            AgentConfig(
-                name="b",
-                default_next="a",
-                counts_iteration=False,
-                routing_rules=[RoutingRule(field="done", value=True, target="final")],
-            ),  # never true
-            AgentConfig(name="final"),
-        ],
-        {**hooks, "final": answer_hooks("stopped")},
-        edge_limits=[EdgeLimit(from_stage="a", to_stage="b", max_count=1000)],
-        bounds=Bounds(max_agent_hops=6),
-    )
-
-
-def _loosen_bounds(ctx: StageContext) -> None:
-    """A buggy stage: lifts its own hop bound, so the runner never stops the loop."""
-    ctx.envelope.bounds.max_agent_hops = 10_000
-
-
-LOOP_RUNNER_BOUND = _looping("t_loop", {})
-LOOP_ASL_ONLY = _looping("t_loop_asl", {"a": FnHooks(pre=_loosen_bounds), "b": FnHooks(pre=_loosen_bounds)})
+# a <-> b forever: the edge limit is far away and no stage counts iterations (a and b have no
+# function: they output {}, and b's rule never matches)
+LOOP = make_capability(
+    "t_loop",
+    [
+        AgentConfig(name="a", default_next="b", counts_iteration=False),
+        AgentConfig(
+            name="b",
+            default_next="a",
+            counts_iteration=False,
+            routing_rules=[RoutingRule(field="done", value=True, target="final")],
+        ),  # never true
+        AgentConfig(name="final"),
+    ],
+    final_answer("stopped"),
+    edge_limits=[EdgeLimit(from_stage="a", to_stage="b", max_count=1000)],
+    bounds=Bounds(max_agent_hops=6),
+)
 
 TEST_CAPABILITIES = [
     CLARIFY_AT_WORK,
@@ -246,8 +299,7 @@ TEST_CAPABILITIES = [
     BULKY,
     PARALLEL,
     FAN_OUT,
-    LOOP_RUNNER_BOUND,
-    LOOP_ASL_ONLY,
+    LOOP,
 ]
 
 
@@ -621,7 +673,7 @@ def test_a_parallel_group_runs_in_a_parallel_state_and_the_join_sees_both(cloud:
 
 
 def test_a_fan_out_stage_maps_over_work_items_and_its_join_folds_them(cloud: LocalCloud) -> None:
-    # Given a stage whose hook sets envelope.work_items = [1, 2, 3, 4] before a fan-out stage
+    # Given a stage that fans out over [1, 2, 3, 4] (ctx.fan_out) before a fan-out stage
     FAN_CONCURRENCY.update(now=0, peak=0)
 
     # When the mission runs
@@ -635,34 +687,57 @@ def test_a_fan_out_stage_maps_over_work_items_and_its_join_folds_them(cloud: Loc
     assert [state for state in after if state in ("each.item", "each")] == ["each.item"] * 4 + ["each"]
     assert 1 <= FAN_CONCURRENCY["peak"] <= 2
 
-    # And the join got the per-item outputs in item order and summed them
-    assert envelope.output("each") == {"values": [10, 20, 30, 40], "sum": 100}
+    # And the join kept the per-item outputs in item order, which the stage after it read and summed
+    # (typed stages fold a fan-out in the stage after it, which takes `items`)
+    assert envelope.output("each") == {"items": [{"value": 10}, {"value": 20}, {"value": 30}, {"value": 40}]}
+    assert envelope.output("total")["values"] == [10, 20, 30, 40]
     assert envelope.output("total")["sum"] == 100
-    assert envelope.output("total")["work_items_left"] is None
+    assert envelope.work_items is None  # spent by the join: nothing after it sees them
 
 
 # =========================================================================== h. the hop guard
 
 
+def _lift_the_envelopes_hop_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start missions whose envelope allows 10,000 hops while the state machine's guard keeps the
+    capability's 6: the execution input the launcher builds, with the envelope's own bound lifted.
+
+    This used to be a buggy stage lifting its bound through the envelope; typed stages never see the
+    envelope (Ctx gives copies), so a mismatch between the envelope's bound and the guard can only
+    come from the runtime itself, and is made here where the execution input is built."""
+    build = launcher.initial_state
+
+    def initial_state(envelope: dict[str, Any], max_agent_hops: int) -> dict[str, Any]:
+        lifted = {**envelope, "bounds": {**envelope["bounds"], "max_agent_hops": 10_000}}
+        return build(lifted, max_agent_hops)
+
+    monkeypatch.setattr(launcher, "initial_state", initial_state)
+
+
 @pytest.mark.parametrize(
-    ("capability", "asl_guard"),
+    "asl_guard",
     [
-        pytest.param(LOOP_RUNNER_BOUND, False, id="the-runner-stops-first"),
-        pytest.param(LOOP_ASL_ONLY, True, id="a-stage-lifts-its-bound-and-the-asl-guard-stops-it"),
+        pytest.param(False, id="the-runner-stops-first"),
+        pytest.param(True, id="the-envelope-bound-is-lifted-and-the-asl-guard-stops-it"),
     ],
 )
-def test_the_hop_bound_ends_an_endless_loop(cloud: LocalCloud, capability: Capability, asl_guard: bool) -> None:
+def test_the_hop_bound_ends_an_endless_loop(
+    cloud: LocalCloud, asl_guard: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Given a <-> b with an edge limit of 1000, no iteration counting, and max_agent_hops=6
-    assert capability.pipeline.bounds.max_agent_hops == 6
+    assert LOOP.pipeline.bounds.max_agent_hops == 6
+    if asl_guard:  # and an envelope whose own hop bound is lifted, so the runner never stops the loop
+        _lift_the_envelopes_hop_bound(monkeypatch)
 
     # When the mission runs
-    outcome = _run(cloud, capability.name)
+    outcome = _run(cloud, LOOP.name)
 
     # Then it ended with terminal reason max_agent_hops after at most 6 stage Tasks
     assert outcome.status == "SUCCEEDED", (outcome.error, outcome.cause)
     assert outcome.envelope is not None and outcome.envelope.terminal_reason == "max_agent_hops"
+    assert outcome.envelope.bounds.max_agent_hops == (10_000 if asl_guard else 6)
     states = list(cloud.iter_states(outcome.mission_id))
-    tasks = stage_tasks(states, capability)
+    tasks = stage_tasks(states, LOOP)
     assert len(tasks) <= 6, tasks
     assert tasks[:5] == ["a", "b", "a", "b", "a"]
 

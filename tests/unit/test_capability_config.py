@@ -3,13 +3,16 @@ every error names the file and the field."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from missions.adapters.llm.scripted import ScriptedProvider  # noqa: F401 (the offline policy's consumer)
-from missions.core.capability import Capability, StageHooks
+from missions.core.capability import Capability, Ctx, stage
 from missions.core.capability_config import CapabilityConfigError, load_config
+from tests.support.stages import functions_by_name
 
 VALID = """
 name = "errands"
@@ -87,22 +90,34 @@ def test_the_name_must_match_the_folder_and_the_file_must_be_toml(tmp_path):
         load_config(_write(tmp_path, "name = ", folder="broken"))
 
 
+class Steps(BaseModel):
+    steps: list[str]
+
+
+@stage
+def plan(ctx: Ctx) -> Steps:
+    return ctx.think(Steps)
+
+
+@stage
+def shop(ctx: Ctx) -> Steps:
+    return Steps(steps=[])
+
+
 def test_a_capability_is_built_from_the_config_and_its_packages_code(tmp_path):
     path = _write(tmp_path, VALID)
-
-    class Plan(StageHooks):
-        from pydantic import BaseModel
-
-        class Out(BaseModel):
-            steps: list[str]
-
-        output_model = Out
-
     capability = Capability.from_config(
-        load_config(path), hooks={"plan": Plan()}, offline_policy=lambda request: {"steps": []}, source=str(path)
+        load_config(path), hooks=functions_by_name(plan), offline_policy=lambda request: {"steps": []}, source=str(path)
     )
     assert capability.complexity == 1 and capability.prompts == {"plan": "You plan errands."}
     assert capability.default_context == {"city": "Lyon"} and capability.describe()["complexity"] == 1
-    # an LLM stage without an output model is a wiring error, reported against the file
-    with pytest.raises(CapabilityConfigError, match=str(path)):
-        Capability.from_config(load_config(path), hooks={}, offline_policy=lambda r: {}, source=str(path))
+    # an LLM stage without a stage function is a wiring error, reported against the file
+    with pytest.raises(CapabilityConfigError, match=re.escape(str(path))):
+        Capability.from_config(
+            load_config(path), hooks=functions_by_name(), offline_policy=lambda r: {}, source=str(path)
+        )
+    # and so is a function for a stage the config does not have
+    with pytest.raises(CapabilityConfigError, match=re.escape(str(path)) + ".*'shop'"):
+        Capability.from_config(
+            load_config(path), hooks=functions_by_name(plan, shop), offline_policy=lambda r: {}, source=str(path)
+        )

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from capabilities.code_analysis import evidence
-from capabilities.code_analysis.models import CriticOutput, Finding, IntentOutput, SynthesisOutput
+from capabilities.code_analysis.models import Finding, IntentOutput
 from capabilities.code_analysis.policy import offline_policy
-from capabilities.code_analysis.stages import Critic, Synthesizer
+from missions.adapters.llm.scripted import ScriptedProvider
 from missions.core import capability as registry
-from missions.core.capability import EvidenceChainViolation, StageContext
+from missions.core.capability import EvidenceChainViolation
 from missions.core.envelope import Citation, Envelope
-from missions.core.llm import LLMRequest
+from missions.core.llm import LLMRequest, LLMResult
 from tests.support.driver import DirectDriver
 
-CAPABILITY = registry.load("code_analysis")  # built from capability.toml + the package's hooks
+CAPABILITY = registry.load("code_analysis")  # built from capability.toml + the package's code
 PIPELINE = CAPABILITY.pipeline
 READ = [Citation(file="pkg/a.py", line=10, end_line=20), Citation(file="pkg/b.py", line=3)]
 
@@ -47,61 +50,6 @@ def test_refs_outside_the_evidence_are_named():
 def test_malformed_refs_are_violations(ref: str):
     with pytest.raises(EvidenceChainViolation, match="malformed citation"):
         evidence.check([ref], READ, "the test")
-
-
-def context(stage: str, **envelope_fields) -> StageContext:
-    envelope = Envelope(capability="code_analysis", raw_input="how?", **envelope_fields)
-    return StageContext(envelope, PIPELINE.agent(stage), PIPELINE)
-
-
-def test_synthesizer_refuses_a_citation_no_tool_returned():
-    # Given evidence for pkg/a.py:10-20 only
-    ctx = context("synthesizer", citations=READ, outputs={"traverser": {"goal": "g"}})
-    # and a model output citing one real line and one invented line
-    ctx.llm_output = SynthesisOutput(
-        summary="s",
-        findings=[
-            Finding(claim="real", citations=["pkg/a.py:12"]),
-            Finding(claim="made up", citations=["pkg/a.py:99"]),
-        ],
-    )
-    # When / Then
-    with pytest.raises(EvidenceChainViolation, match=r"\['pkg/a.py:99'\]"):
-        Synthesizer().post(ctx)
-
-
-def test_synthesizer_keeps_cited_findings_per_goal():
-    ctx = context(
-        "synthesizer",
-        citations=READ,
-        outputs={
-            "traverser": {"goal": "g2"},
-            "synthesizer": {"stages": [{"goal": "g1", "summary": "x", "findings": [], "gaps": []}]},
-        },
-    )
-    ctx.llm_output = SynthesisOutput(summary="s", findings=[Finding(claim="c", citations=["pkg/b.py:3"])])
-    output = Synthesizer().post(ctx)
-    assert output["goal"] == "g2"
-    assert [s["goal"] for s in output["stages"]] == ["g1", "g2"]
-
-
-def test_critic_refuses_to_invent_goals():
-    ctx = context("critic", outputs={"intent": {"goals": ["g1", "g2"]}})
-    ctx.llm_output = CriticOutput(decision="NEXT_STAGE", verdict="v", remaining_goals=["g2", "a new goal"])
-    with pytest.raises(EvidenceChainViolation, match="the critic added goals \\['a new goal'\\]"):
-        Critic().post(ctx)
-
-
-def test_critic_next_stage_without_remaining_goals_completes():
-    ctx = context("critic", outputs={"intent": {"goals": ["g1"]}})
-    ctx.llm_output = CriticOutput(decision="NEXT_STAGE", verdict="v", remaining_goals=[])
-    assert Critic().post(ctx)["decision"] == "COMPLETE"
-
-
-def test_critic_keeps_a_legitimate_next_stage():
-    ctx = context("critic", outputs={"intent": {"goals": ["g1", "g2"]}})
-    ctx.llm_output = CriticOutput(decision="NEXT_STAGE", verdict="v", remaining_goals=["g2"])
-    assert Critic().post(ctx)["decision"] == "NEXT_STAGE"
 
 
 # -- the offline intent policy -----------------------------------------------------------------
@@ -237,3 +185,115 @@ def test_a_missing_repository_cannot_start(tmp_path: Path):
 
     with pytest.raises(MissionRequestError, match="is not a directory"):
         DirectDriver(CAPABILITY).run("where is x?", context={"repo": str(tmp_path / "nope")})
+
+
+# -- the guarded stages: what the model answers is checked before the mission goes on ----------------
+
+ONE_GOAL = "How does `Ledger` work?"
+TWO_GOALS = "How does `Ledger` work, and where is max_balance enforced?"
+
+
+class Steered:
+    """The offline model, with the answers of some stages changed by the test (by stage name)."""
+
+    name = "steered"
+
+    def __init__(self, **changes: Callable[[Any], Any]):
+        self._offline = ScriptedProvider(CAPABILITY.offline_policy)
+        self._changes = changes
+
+    def complete(self, request: LLMRequest) -> LLMResult:
+        result = self._offline.complete(request)
+        change = self._changes.get(request.stage)
+        return result if change is None else dataclasses.replace(result, output=change(result.output))
+
+
+def run(repo: Path, question: str, **changes: Callable[[Any], Any]) -> tuple[DirectDriver, Envelope]:
+    driver = DirectDriver(CAPABILITY, llm=Steered(**changes))
+    return driver, driver.run(question, context={"repo": str(repo)})
+
+
+def test_the_synthesizer_refuses_a_citation_no_tool_returned(repo: Path):
+    # Given a model whose synthesis cites the lines the tools returned, and one line no tool returned
+    def invent(synthesis: Any) -> Any:
+        assert synthesis.findings  # the real ones
+        made_up = Finding(claim="made up", citations=["pkg/ledger.py:99"])
+        return synthesis.model_copy(update={"findings": [*synthesis.findings, made_up]})
+
+    # When the mission runs
+    _, env = run(repo, ONE_GOAL, synthesizer=invent)
+    # Then the synthesizer failed on the invented line alone, and the mission ended through finalize
+    assert env.terminal_reason == "stage_failed:synthesizer"
+    [error] = [e for e in env.errors if e.stage == "synthesizer"]
+    assert error.kind == "EvidenceChainViolation"
+    assert re.search(r"\['pkg/ledger.py:99'\]", error.message), error.message
+
+
+def goal_sections(answer: str) -> dict[str, str]:
+    """The answer's numbered sections, by goal: each goal's summary and cited findings."""
+    blocks = re.split(r"^\d+\. ", answer, flags=re.M)[1:]
+    return {block.splitlines()[0]: block for block in blocks}
+
+
+def test_the_synthesizer_keeps_cited_findings_per_goal(repo: Path):
+    # When a two-goal question is answered goal by goal
+    _, env = run(repo, TWO_GOALS)
+    # Then the findings of the first goal survived the second goal's synthesis: the answer holds both
+    # goals in order, each with findings citing what the tools returned
+    assert env.terminal_reason == "completed"
+    sections = goal_sections(env.outputs["integration"]["answer"])
+    assert list(sections) == ["How does `Ledger` work", "where is max_balance enforced"]
+    for goal, section in sections.items():
+        assert re.search(r"^   - .+ \[pkg/\w+\.py:\d+\]$", section, re.M), (goal, section)
+    assert "[pkg/ledger.py:4]" in sections["How does `Ledger` work"]  # class Ledger
+    evidence.check(env.outputs["integration"]["citations"], env.citations, "the answer")
+
+
+def test_the_critic_refuses_to_invent_goals(repo: Path):
+    # Given a critic that adds a goal the intent stage never found
+    def add_a_goal(verdict: Any) -> Any:
+        return verdict.model_copy(
+            update={"decision": "NEXT_STAGE", "remaining_goals": [*verdict.remaining_goals, "a new goal"]}
+        )
+
+    # When the mission runs
+    _, env = run(repo, ONE_GOAL, critic=add_a_goal)
+    # Then the critic's stage failed, and the mission ended through finalize
+    assert env.terminal_reason == "stage_failed:critic"
+    [error] = [e for e in env.errors if e.stage == "critic"]
+    assert error.kind == "EvidenceChainViolation"
+    assert "the critic added goals ['a new goal']" in error.message
+
+
+def test_a_critics_next_stage_without_remaining_goals_completes(repo: Path):
+    # Given a critic saying NEXT_STAGE with no goal left
+    def next_stage(verdict: Any) -> Any:
+        return verdict.model_copy(update={"decision": "NEXT_STAGE", "remaining_goals": []})
+
+    # When the mission runs
+    _, env = run(repo, ONE_GOAL, critic=next_stage)
+    # Then the decision became COMPLETE: one round, then the answer (not a loop back to the planner)
+    assert env.outputs["critic"]["decision"] == "COMPLETE"
+    assert [r.stage for r in env.history][-2:] == ["critic", "integration"]
+    assert [r.stage for r in env.history].count("planner") == 1
+    assert env.terminal_reason == "completed"
+
+
+def test_a_critics_legitimate_next_stage_is_kept(repo: Path):
+    # Given a two-goal question, and a critic saying NEXT_STAGE after the first goal, the second remaining
+    second = "where is max_balance enforced"
+
+    def next_stage(verdict: Any) -> Any:
+        if second not in verdict.remaining_goals:  # the second round's verdict stands
+            return verdict
+        return verdict.model_copy(update={"decision": "NEXT_STAGE", "remaining_goals": [second]})
+
+    # When the mission runs
+    driver, env = run(repo, TWO_GOALS, critic=next_stage)
+    # Then after the first critic the mission went back to the planner for the second goal
+    after_critic = [c.envelope for c in driver.stores.checkpoints.list(env.mission_id) if c.stage == "critic"]
+    first = driver.codec.decode(after_critic[0])
+    assert first.output("critic")["decision"] == "NEXT_STAGE" and first.next_stage == "planner"
+    assert [r.stage for r in env.history].count("planner") == 2
+    assert env.terminal_reason == "completed"
+    assert second in goal_sections(env.outputs["integration"]["answer"])

@@ -29,10 +29,11 @@ from capabilities.shopping.connectors import SELLERS, SamplePriceComparison, fin
 from capabilities.shopping.query import ProductQuery, choose_options, constraints
 from capabilities.shopping.query import read_goal as read_shopping_goal
 from missions.core import capability as registry
-from missions.core.capability import Ctx, FunctionHooks
+from missions.core.capability import Ctx
 from missions.core.connectors import ConnectorError, ConnectorRejected, call_source, with_simulated_failures
 from missions.core.envelope import Bounds, Counters
 from missions.core.tools import ToolExecutor
+from tests.support.stages import stage_functions
 
 WEEKNIGHT_ITALIAN = DiningQuery(cuisine="italian", day="tuesday", time="19:30", party_size=2, radius_km=5)
 
@@ -402,8 +403,7 @@ class SourceRun:
 
     def __init__(self, name: str, context: dict[str, Any], time: str = "19:30"):
         capability = registry.load("dining")
-        hooks = capability.hooks_for(name)
-        assert isinstance(hooks, FunctionHooks)
+        function = stage_functions(capability)[name]
         self.tools = ToolExecutor(capability.catalog, capability.pipeline.agent(name))
         self.errors: list[tuple[str, str]] = []
         ctx = Ctx(
@@ -422,7 +422,7 @@ class SourceRun:
             report=lambda kind, message: self.errors.append((name, kind)),
         )
         plan = Planned.model_construct(criteria={"cuisine": "italian", "time": time, "max_distance_km": 5})
-        self.output = hooks.function.func(ctx=ctx, plan=plan).model_dump()
+        self.output = function.func(ctx=ctx, plan=plan).model_dump()
 
 
 def test_call_source_retries_a_transient_failure_and_reports_attempts() -> None:

@@ -11,13 +11,13 @@ import os
 from pathlib import Path
 
 from missions.core import capability as registry
-from missions.core.capability import FunctionHooks
 from missions.core.compiler import compile_pipeline
 from missions.core.envelope import InterruptKind
 from missions.core.memory import MemoryChange
 from missions.core.offline import SchemaAnswers
 from missions.core.trigger_specs import memory_change_event, schedule_specs
 from missions.service.trigger_rules import requests_for_event
+from tests.support.stages import stage_functions
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDER = ROOT / "capabilities" / "fitness_coach"
@@ -70,8 +70,7 @@ def test_the_registry_discovers_and_validates_it() -> None:
 
     # Then it comes from capability.toml + the package's stage functions (one per stage, found by name),
     # answered offline by the generic model from the toml's canned values (no hand-written fake)
-    assert sorted(capability.hooks) == sorted(capability.pipeline.stage_names())
-    assert all(isinstance(hooks, FunctionHooks) for hooks in capability.hooks.values())
+    assert sorted(stage_functions(capability)) == sorted(capability.pipeline.stage_names())
     assert isinstance(capability.offline_policy, SchemaAnswers)
     assert capability.complexity == 2 and capability.example_goal
     assert set(capability.prompts) == {"assess", "workout", "nutrition"}

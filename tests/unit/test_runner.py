@@ -2,35 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
 from missions.core import capability as registry
-from missions.core.capability import Capability, StageContext, StageHooks
+from missions.core.capability import Capability, Ctx, stage
 from missions.core.envelope import Envelope, InterruptKind
 from missions.core.errors import StageRequestError
 from missions.core.events import EventType
 from missions.core.llm import LLMRequest
-from missions.core.pipeline import AgentConfig, EdgeLimit, ParallelGroup, PipelineConfig, RoutingRule, ToolAccess
+from missions.core.pipeline import AgentConfig, EdgeLimit, ParallelGroup, RoutingRule, ToolAccess
 from missions.core.requests import MissionRequest
+from missions.core.stages import StageFunction
 from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
 from missions.ports.store import MissionRecord
 from missions.service.launcher import build_envelope
 from tests.support.driver import DirectDriver
-from tests.support.hooks import FnHooks as Hooks
-
-Hook = Callable[[StageContext], Any]
+from tests.support.stages import Answer, Out, stage_named, thinking, typed_capability
 
 
 def policy(request: LLMRequest) -> dict[str, Any]:
     return {"text": f"{request.stage} thought about {request.envelope.raw_input}"}
 
 
-def answer(ctx: StageContext) -> dict[str, Any]:
-    return {"answer": f"done after {ctx.envelope.counters.agent_hops} hops"}
+def answer(ctx: Ctx) -> Answer:
+    return Answer(answer=f"done after {ctx.counters.agent_hops} hops")
+
+
+def final(name: str = "done") -> StageFunction:
+    """The final stage `name`, answering how many hops the mission took."""
+    return stage_named(name, answer)
 
 
 class Param(BaseModel):
@@ -56,18 +59,21 @@ def catalog(ran: list[str]) -> ToolCatalog:
 def make(
     name: str,
     agents: list[AgentConfig],
-    hooks: dict[str, StageHooks],
-    *,
+    *functions: StageFunction,
     tools: ToolCatalog | None = None,
+    auto_approve: frozenset[str] = frozenset(),
     **pipeline: Any,
 ) -> Capability:
-    return Capability(
-        name=name,
-        description="unit-test capability",
-        pipeline=PipelineConfig(name=name, agents=agents, **pipeline),
-        hooks=hooks,
+    """A capability of these stage functions (a stage without one outputs {})."""
+    return typed_capability(
+        name,
+        agents,
+        *functions,
         offline_policy=policy,
         catalog=tools or ToolCatalog(),
+        auto_approve_tools=auto_approve,
+        pipeline=pipeline,
+        description="unit-test capability",
     )
 
 
@@ -84,9 +90,11 @@ def event_types(driver: DirectDriver, envelope: Envelope) -> list[str]:
 
 
 def gather_think_done(ran: list[str]) -> Capability:
-    def gather(ctx: StageContext) -> None:
+    @stage
+    def gather(ctx: Ctx) -> Out:
         ctx.tools.execute("t.echo", {"path": "a"})
         ctx.tools.execute("t.echo", {"path": "b"})
+        return Out(gathered=2)
 
     return make(
         "t_counters",
@@ -95,11 +103,9 @@ def gather_think_done(ran: list[str]) -> Capability:
             AgentConfig(name="think", has_llm=True, counts_iteration=True, default_next="done"),
             AgentConfig(name="done"),
         ],
-        {
-            "gather": Hooks(act=gather, post=lambda ctx: {"gathered": 2}),
-            "think": Hooks(llm=True),
-            "done": Hooks(post=answer),
-        },
+        gather,
+        thinking("think"),
+        final(),
         tools=catalog(ran),
     )
 
@@ -137,7 +143,9 @@ def test_llm_budget_refuses_the_next_llm_stage():
             AgentConfig(name="two", has_llm=True, default_next="done"),
             AgentConfig(name="done"),
         ],
-        {"one": Hooks(llm=True), "two": Hooks(llm=True), "done": Hooks(post=answer)},
+        thinking("one"),
+        thinking("two"),
+        final(),
     )
     # When
     env = DirectDriver(cap).run("think twice", bounds={"max_llm_calls": 1})
@@ -151,15 +159,15 @@ def test_llm_budget_refuses_the_next_llm_stage():
 
 
 def clarifying(resume_stage: str | None) -> Capability:
-    def ask_once(ctx: StageContext) -> None:
-        if not any(a["kind"] == "clarification" for a in ctx.envelope.answers):
-            ctx.ask(InterruptKind.CLARIFICATION, "Which one?")
+    @stage
+    def intake(ctx: Ctx) -> Out:
+        return Out(resumed_here=ctx.answer.text if ctx.answer else None)
 
-    def heard(ctx: StageContext) -> dict[str, Any]:
-        return {
-            "heard": ctx.envelope.answers[-1]["response"]["text"],
-            "resumed_here": ctx.resume.text if ctx.resume else None,
-        }
+    @stage
+    def ask(ctx: Ctx) -> Out:
+        if not any(a["kind"] == "clarification" for a in ctx.answers):
+            ctx.ask(InterruptKind.CLARIFICATION, "Which one?")
+        return Out(heard=ctx.answers[-1]["response"]["text"], resumed_here=ctx.answer.text if ctx.answer else None)
 
     return make(
         "t_clarify",
@@ -168,11 +176,9 @@ def clarifying(resume_stage: str | None) -> Capability:
             AgentConfig(name="ask", default_next="done"),
             AgentConfig(name="done"),
         ],
-        {
-            "intake": Hooks(post=lambda ctx: {"resumed_here": ctx.resume.text if ctx.resume else None}),
-            "ask": Hooks(pre=ask_once, post=heard),
-            "done": Hooks(post=answer),
-        },
+        intake,
+        ask,
+        final(),
         resume={"clarification": resume_stage} if resume_stage else {},
     )
 
@@ -220,13 +226,16 @@ def test_unanswered_interrupt_times_out_through_the_final_stage():
 # -- confirmation of a risky tool ------------------------------------------------------------------
 
 
-def writer(ran: list[str]) -> Capability:
-    def write(ctx: StageContext) -> None:
-        ctx.scratch["result"] = ctx.tools.execute("fs.write", {"path": "notes.txt"})
+class Written(BaseModel):
+    status: str
+    error: str | None = None
 
-    def report(ctx: StageContext) -> dict[str, Any]:
-        result = ctx.scratch["result"]
-        return {"status": result.status, "error": result.error}
+
+def writer(ran: list[str]) -> Capability:
+    @stage
+    def apply(ctx: Ctx) -> Written:
+        result = ctx.tools.execute("fs.write", {"path": "notes.txt"})
+        return Written(status=result.status, error=result.error)
 
     return make(
         "t_confirm",
@@ -235,7 +244,8 @@ def writer(ran: list[str]) -> Capability:
             AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
             AgentConfig(name="done"),
         ],
-        {"apply": Hooks(act=write, post=report), "done": Hooks(post=answer)},
+        apply,
+        final(),
         tools=catalog(ran),
     )
 
@@ -273,6 +283,11 @@ def test_declined_write_tool_is_denied_and_never_runs():
 
 def ping_pong(max_count: int = 1000, on_exceeded: str | None = None) -> Capability:
     """a -> b -> a ... forever (b never says stop), bounded by an edge limit on b -> a."""
+
+    @stage
+    def b() -> Out:
+        return Out(stop=False)
+
     return make(
         "t_loop",
         [
@@ -282,7 +297,8 @@ def ping_pong(max_count: int = 1000, on_exceeded: str | None = None) -> Capabili
             ),
             AgentConfig(name="end"),
         ],
-        {"b": Hooks(post=lambda ctx: {"stop": False}), "end": Hooks(post=answer)},
+        b,
+        final("end"),
         edge_limits=[EdgeLimit(from_stage="b", to_stage="a", max_count=max_count, on_exceeded=on_exceeded)],
         bounds={"max_agent_hops": 50},
     )
@@ -314,6 +330,10 @@ def test_edge_limit_ends_the_loop():
 
 def test_edge_limit_on_exceeded_sends_the_runner_to_that_stage():
     # Given b -> a allowed once, after which the limit sends the mission to 'side'
+    @stage
+    def b() -> Out:
+        return Out(again=True)
+
     cap = make(
         "t_on_exceeded",
         [
@@ -326,7 +346,8 @@ def test_edge_limit_on_exceeded_sends_the_runner_to_that_stage():
             AgentConfig(name="side", default_next="end"),
             AgentConfig(name="end"),
         ],
-        {"b": Hooks(post=lambda ctx: {"again": True}), "end": Hooks(post=answer)},
+        b,
+        final("end"),
         edge_limits=[EdgeLimit(from_stage="b", to_stage="a", max_count=1, on_exceeded="side")],
     )
     # When
@@ -342,14 +363,16 @@ def test_edge_limit_on_exceeded_sends_the_runner_to_that_stage():
 
 def test_a_stage_that_always_raises_ends_through_finalize():
     # Given a stage that always fails
-    def explode(ctx: StageContext) -> dict[str, Any]:
+    @stage
+    def boom() -> Out:
         raise RuntimeError("kaboom")
 
     seen: dict[str, Any] = {}
 
-    def final(ctx: StageContext) -> dict[str, Any]:
-        seen["failure"] = ctx.scratch.get("failure")
-        return {"answer": "partial"}
+    @stage
+    def done(ctx: Ctx) -> Answer:
+        seen["failure"] = dict(ctx.failure) if ctx.failure is not None else None
+        return Answer(answer="partial")
 
     cap = make(
         "t_boom",
@@ -358,7 +381,8 @@ def test_a_stage_that_always_raises_ends_through_finalize():
             AgentConfig(name="boom", default_next="done"),
             AgentConfig(name="done"),
         ],
-        {"boom": Hooks(post=explode), "done": Hooks(post=final)},
+        boom,
+        done,
     )
     driver = DirectDriver(cap)
     # When
@@ -379,10 +403,17 @@ def test_a_stage_that_always_raises_ends_through_finalize():
 
 
 def test_missing_required_output_fields_fail_the_stage():
+    # Given a stage whose config requires `verdict` (capability.toml's required_output_fields), and whose
+    # output model allows any fields
+    @stage
+    def a() -> Out:
+        return Out(other=1)
+
     cap = make(
         "t_required",
         [AgentConfig(name="a", required_output_fields=["verdict"], default_next="done"), AgentConfig(name="done")],
-        {"a": Hooks(post=lambda ctx: {"other": 1}), "done": Hooks(post=answer)},
+        a,
+        final(),
     )
     driver = DirectDriver(cap)
     env = driver.run("go")
@@ -390,6 +421,27 @@ def test_missing_required_output_fields_fail_the_stage():
     assert driver.steps[1].mode == "finalize"
     assert env.errors[0].kind == "StageOutputError"
     assert "['verdict']" in env.errors[0].message
+
+
+class Verdict(BaseModel):
+    verdict: str
+
+
+def test_a_model_answer_missing_a_field_of_the_stages_model_fails_the_stage():
+    # Given an LLM stage thinking a Verdict, and a model answering without `verdict`
+    @stage
+    def a(ctx: Ctx) -> Verdict:
+        return ctx.think(Verdict)
+
+    cap = make("t_validated", [AgentConfig(name="a", has_llm=True, default_next="done"), AgentConfig(name="done")], a)
+    driver = DirectDriver(cap)
+    # When
+    env = driver.run("go")
+    # Then the answer failed the model's validation, and the mission ended through finalize
+    assert env.terminal_reason == "stage_failed:a"
+    assert driver.steps[1].mode == "finalize"
+    assert "a" not in env.outputs
+    assert env.errors[0].kind == "LLMError" and "verdict" in env.errors[0].message
 
 
 # -- checkpoints -------------------------------------------------------------------------------
@@ -428,6 +480,15 @@ def test_rerunning_a_stage_with_the_same_input_returns_the_stored_checkpoint():
 
 def test_events_tell_the_story_in_order():
     # Given tools, a judging stage with a decision, and the final stage
+    @stage
+    def gather(ctx: Ctx) -> Out:
+        ctx.tools.execute("t.echo", {"path": "x"})
+        return Out()
+
+    @stage
+    def judge() -> Out:
+        return Out(decision="ACCEPT", reason="looks right")
+
     cap = make(
         "t_events",
         [
@@ -435,11 +496,9 @@ def test_events_tell_the_story_in_order():
             AgentConfig(name="judge", default_next="done"),
             AgentConfig(name="done"),
         ],
-        {
-            "gather": Hooks(act=lambda ctx: ctx.tools.execute("t.echo", {"path": "x"}), post=lambda ctx: {}),
-            "judge": Hooks(post=lambda ctx: {"decision": "ACCEPT", "reason": "looks right"}),
-            "done": Hooks(post=answer),
-        },
+        gather,
+        judge,
+        final(),
         tools=catalog([]),
     )
     driver = DirectDriver(cap)
@@ -528,7 +587,7 @@ def _parallel_capability():
             AgentConfig(name="c", default_next="d"),
             AgentConfig(name="d"),
         ],
-        {"d": Hooks(post=answer)},
+        final("d"),
         parallel=[ParallelGroup(name="bc", stages=["b", "c"])],
     )
 
@@ -627,27 +686,30 @@ class Died(BaseException):
 def dies_after_writing(ran: list[str], deaths: list[type[BaseException]]) -> Capability:
     """A stage that writes (an auto-approved side effect), reads, then dies the first times it runs."""
 
-    def act(ctx: StageContext) -> None:
-        ctx.scratch["wrote"] = ctx.tools.execute("fs.write", {"path": "notes.txt"})
+    @stage
+    def apply(ctx: Ctx) -> Out:
+        wrote = ctx.tools.execute("fs.write", {"path": "notes.txt"})
         ctx.tools.execute("t.echo", {"path": "notes.txt"})
         if deaths:
             raise deaths.pop(0)("died after its tool calls")
+        return Out(status=wrote.status)
 
-    return auto_writer("t_dies", act, lambda ctx: {"status": ctx.scratch["wrote"].status}, ran)
+    return auto_writer("t_dies", apply, ran)
 
 
-def auto_writer(name: str, act: Hook, post: Hook, ran: list[str]) -> Capability:
+def auto_writer(name: str, apply: StageFunction, ran: list[str]) -> Capability:
     """apply (may write, with fs.write auto-approved) -> done."""
-    capability = make(
+    return make(
         name,
         [
             AgentConfig(name="apply", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
             AgentConfig(name="done"),
         ],
-        {"apply": Hooks(act=act, post=post), "done": Hooks(post=answer)},
+        apply,
+        final(),
         tools=catalog(ran),
+        auto_approve=frozenset({"fs.write"}),
     )
-    return Capability(**{**capability.__dict__, "auto_approve_tools": frozenset({"fs.write"})})
 
 
 def first_state(driver: DirectDriver) -> dict[str, Any]:
@@ -693,13 +755,15 @@ def test_the_same_call_twice_in_a_stage_is_two_calls_each_replayed_once():
     ran: list[str] = []
     deaths: list[type[BaseException]] = [Died]
 
-    def act(ctx: StageContext) -> None:
+    @stage
+    def apply(ctx: Ctx) -> Out:
         ctx.tools.execute("fs.write", {"path": "a"})
         ctx.tools.execute("fs.write", {"path": "a"})
         if deaths:
             raise deaths.pop(0)("died")
+        return Out()
 
-    driver = DirectDriver(auto_writer("t_twice", act, lambda ctx: {}, ran))
+    driver = DirectDriver(auto_writer("t_twice", apply, ran))
     state = first_state(driver)
     with pytest.raises(Died):
         driver.runner.handle({"stage": "apply", "mode": "run", "envelope": state})

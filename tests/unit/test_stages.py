@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from missions.core import capability as registry
-from missions.core.capability import Capability, Ctx, FunctionHooks, stage
+from missions.core.capability import Capability, Ctx, stage
 from missions.core.envelope import InterruptKind
 from missions.core.llm import LLMRequest, LLMResult
 from missions.core.offline import SchemaAnswers, answer_for
@@ -17,6 +17,7 @@ from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
 from missions.core.stages import StageSignatureError, check_stages
 from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult
 from tests.support.driver import DirectDriver
+from tests.support.stages import typed_capability
 
 
 class Brief(BaseModel):
@@ -58,11 +59,11 @@ PIPELINE = PipelineConfig(
 
 
 def typed(*functions: Any, pipeline: PipelineConfig = PIPELINE, catalog: ToolCatalog | None = None) -> Capability:
-    return Capability(
-        name=pipeline.name,
+    return typed_capability(
+        pipeline.name,
+        pipeline,
+        *functions,
         description="typed stages",
-        pipeline=pipeline,
-        hooks={f.name: FunctionHooks(f) for f in functions},
         offline_policy=SchemaAnswers({"write": {"text": "A draft about {goal}"}}),
         catalog=catalog or ToolCatalog(),
         prompts={a.name: f"You are {a.name}." for a in pipeline.agents if a.has_llm},

@@ -25,17 +25,17 @@ from missions.service.trigger_rules import (
 )
 from missions.service.webhooks import Delivery, bus_event
 from tests.support.aws import use_fake_aws
+from tests.support.stages import typed_capability
 
 AWS_NAME = re.compile(r"^[.\-_A-Za-z0-9]{1,64}$")
 
 
 def capability(name: str, **triggers: Any) -> Capability:
     """A one-stage capability (no LLM, no tools) that only exists to carry triggers."""
-    return Capability(
-        name=name,
+    return typed_capability(
+        name,
+        PipelineConfig(name="p", agents=[AgentConfig(name="only")]),
         description=f"test capability {name}",
-        pipeline=PipelineConfig(name="p", agents=[AgentConfig(name="only")]),
-        hooks={},
         offline_policy=lambda request: {},
         triggers=Triggers(**triggers),
     )
