@@ -50,7 +50,7 @@ from capabilities.travel.state import (
     coverage_confidence,
     label,
 )
-from missions.core.capability import Ctx, InterruptRequested, stage
+from missions.core.capability import Ctx, stage
 from missions.core.envelope import InterruptKind
 
 APPROVE = {"approve", "approved", "yes", "y", "ok", "accept", "looks good"}
@@ -74,26 +74,19 @@ def goal_text(goal: str, clarifications: Sequence[str]) -> str:
 @stage
 def planner(ctx: Ctx) -> Planned:
     """Decompose the goal into coordinators with dependencies; the plan is the `plan` artifact."""
-    said = [a["response"].get("text", "") for a in ctx.answers if a["kind"] == "clarification"]
     known = {
         c.name: {"workers": [f"{s}:{q}" if q else s for _, s, q in c.workers], "usually_after": list(c.depends_on)}
         for c in COORDINATORS.values()
     }
     defaults = {key: ctx.context.get(key) for key in ("origin", "days", "travelers")}
-    # One model call per clarification round: a resumed attempt gets the calls of the rounds
-    # before it replayed, then makes its own with every answer so far.
-    plan = [
-        ctx.think(
-            TripPlan, goal_and_clarifications=goal_text(ctx.goal, said[:n]), defaults=defaults, known_coordinators=known
+    said: list[str] = []  # one model call per round; a resumed attempt replays the rounds before it
+    plan = ctx.think(TripPlan, goal_and_clarifications=ctx.goal, defaults=defaults, known_coordinators=known)
+    while not plan.destination and len(said) < MAX_CLARIFICATIONS:
+        said.append(ctx.ask(InterruptKind.CLARIFICATION, plan.clarification_question or WHERE).text or "")
+        plan = ctx.think(
+            TripPlan, goal_and_clarifications=goal_text(ctx.goal, said), defaults=defaults, known_coordinators=known
         )
-        for n in range(len(said) + 1)
-    ][-1]
     if not plan.destination:
-        if len(said) < MAX_CLARIFICATIONS:
-            question = plan.clarification_question or WHERE
-            if ctx.answer is not None:  # ctx.ask would hand back the answer this attempt resumed with
-                raise InterruptRequested(InterruptKind.CLARIFICATION, question)
-            ctx.ask(InterruptKind.CLARIFICATION, question)
         return Planned(planned=False, reason="no destination after clarification")
     runs = _coordinators(plan)
     trip = Trip.model_validate(plan.model_dump(include=set(Trip.model_fields)))

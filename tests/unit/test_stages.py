@@ -245,6 +245,31 @@ def test_an_approved_tool_call_runs_exactly_the_call_the_user_saw_once_with_a_fi
     assert envelope.outputs["write"] == {"text": "answer #2: success"}
 
 
+def test_a_stage_may_ask_a_follow_up_and_each_question_gets_its_own_answer_once():
+    # Given a stage that asks, thinks with the answer, then asks a follow-up; a model never answering alike
+    asked: list[str] = []
+    seen: list[tuple[str, ...]] = []
+
+    @stage
+    def write(ctx: Ctx, brief: Brief) -> Draft:
+        first = ctx.ask(InterruptKind.CLARIFICATION, "Which penguins?")
+        draft = ctx.think(Draft, brief=brief, which=first.text)
+        second = ctx.ask(InterruptKind.CLARIFICATION, f"Anything to add to '{draft.text}'?")
+        seen.append((first.text or "", second.text or ""))
+        return Draft(text=f"{draft.text} | {first.text} | {second.text}")
+
+    model = Fickle()
+    driver = DirectDriver(typed(brief, write, done), llm=model)
+    # When the user answers both questions
+    envelope = driver.run("penguins", answers=[{"text": "emperors"}, {"text": "chicks"}])
+    # Then each question was asked once and got its own answer; the model was asked once per think
+    questions = [a["question"] for a in envelope.answers]
+    assert questions == ["Which penguins?", "Anything to add to 'answer #2'?"]
+    assert model.calls == ["brief", "write"]
+    assert seen == [("emperors", "chicks")]
+    assert envelope.outputs["write"] == {"text": "answer #2 | emperors | chicks"}
+
+
 # -- the offline model -------------------------------------------------------------------------------
 
 

@@ -47,6 +47,7 @@ class StageContext:
     pipeline: PipelineConfig
     tools: ToolExecutor | None = None
     resume: InterruptResponse | None = None  # the answer, when this stage is resumed
+    approved_call: bool = False  # that answer approved (or declined) a tool call, not a question
     llm_output: BaseModel | None = None
     item: Any = None  # the work item, for a fan-out stage's per-item run
     item_results: list[Any] | None = None  # per-item outputs, for a fan-out stage's join

@@ -191,14 +191,15 @@ class Replay:
 
     thoughts: list[Any] = field(default_factory=list)  # each think's answer, as JSON, in order
     tools: dict[str, Any] = field(default_factory=dict)  # call key -> ToolCallRecord JSON
+    answers: list[Any] = field(default_factory=list)  # the answers its earlier questions got, in order
 
     def to_json(self) -> dict[str, Any]:
-        return {"thoughts": self.thoughts, "tools": self.tools}
+        return {"thoughts": self.thoughts, "tools": self.tools, "answers": self.answers}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> Replay:
         data = data or {}
-        return cls(list(data.get("thoughts", [])), dict(data.get("tools", {})))
+        return cls(list(data.get("thoughts", [])), dict(data.get("tools", {})), list(data.get("answers", [])))
 
 
 class Ctx:
@@ -226,6 +227,7 @@ class Ctx:
         update_state: Callable[[BaseModel], None] | None = None,
         read_artifact: Callable[[str, int | None], Any] | None = None,
         end_reason: Callable[[str], None] | None = None,
+        asked: list[InterruptResponse] | None = None,
     ):
         self.stage = stage
         self.terminal_reason = terminal_reason  # set when a bound or the failure path is ending the mission
@@ -233,6 +235,10 @@ class Ctx:
         self.failure = MappingProxyType(dict(failure)) if failure else None  # why the mission is ending (final stage)
         self._context, self._answers, self._counters, self._bounds = context, answers, counters, bounds
         self._answer = answer
+        # the answers this attempt's questions get, in order: those an earlier attempt of this stage
+        # got, then the one it resumed with; a question past them is asked (the attempt ends)
+        self._asked = list(asked) if asked is not None else ([answer] if answer is not None else [])
+        self.answered: list[InterruptResponse] = []  # what this attempt's questions were answered
         self._think = think
         self.tools = tools
         self._fan_out = fan_out
@@ -286,9 +292,14 @@ class Ctx:
         options: list[str] | None = None,
         data: dict[str, Any] | None = None,
     ) -> InterruptResponse:
-        """The human's answer when the mission resumed here; otherwise ask (this attempt ends)."""
-        if self._answer is not None:
-            return self._answer
+        """The human's answer when the mission resumed here; otherwise ask (this attempt ends).
+
+        A stage may ask more than once (a follow-up question): each `ask` gets its own answer, in
+        order, as the attempts before replay them."""
+        if self._asked:
+            answer = self._asked.pop(0)
+            self.answered.append(answer)
+            return answer
         raise InterruptRequested(kind, question, options=options, data=data)
 
     def report(self, kind: str, message: str) -> None:

@@ -257,7 +257,7 @@ class StageRunner:
         if failure is None:
             self._absorb_failure(envelope)  # a failure is only carried to the failure path
         item_results = self._absorb_branches(envelope, emit, fan_out)
-        resume = self._absorb_resume(envelope, emit)
+        resume, approved_call = self._absorb_resume(envelope, emit)
 
         envelope.current_stage = stage
         envelope.counters.agent_hops += 1
@@ -273,6 +273,7 @@ class StageRunner:
             agent,
             self.pipeline,
             resume=resume,
+            approved_call=approved_call,
             item_results=item_results,
             system_prompt=self.capability.prompts.get(agent.name),
             artifacts=self.services.artifacts,
@@ -421,6 +422,10 @@ class StageRunner:
                 counters=envelope.counters,
                 bounds=envelope.bounds,
                 answer=ctx.resume,
+                asked=[
+                    *(InterruptResponse.model_validate(a) for a in replay.answers),
+                    *([ctx.resume] if ctx.resume is not None and not ctx.approved_call else []),
+                ],
                 think=think,
                 tools=tools,
                 fan_out=fan_out,
@@ -448,6 +453,8 @@ class StageRunner:
             output = function.func(**arguments)
         except (InterruptRequested, ConfirmationRequired):  # an approval too: the call the user sees is the one run
             made.tools = dict(tools.kept) if tools is not None else {}
+            view = arguments.get("ctx")
+            made.answers = [a.model_dump(mode="json") for a in view.answered] if isinstance(view, Ctx) else []
             envelope.replay = {"stage": agent.name, **made.to_json()}
             raise
         finally:
@@ -619,16 +626,18 @@ class StageRunner:
             envelope.outputs[self.pipeline.agent(delta["stage"]).key] = delta["output"]
         return None
 
-    def _absorb_resume(self, envelope: Envelope, emit: Callable[..., None]) -> InterruptResponse | None:
+    def _absorb_resume(self, envelope: Envelope, emit: Callable[..., None]) -> tuple[InterruptResponse | None, bool]:
+        """The answer the mission resumes with, and whether it answered a tool call's approval (which
+        the tool executor reads from the approvals, not a question of the stage)."""
         resume, interrupt = envelope.resume, envelope.interrupt
         envelope.resume = None
         if resume is None:
-            return None
+            return None, False
         if interrupt is None or resume.interrupt_id != interrupt.id:
             envelope.record_error(
                 envelope.current_stage or "?", "resume", f"answer for unknown interrupt {resume.interrupt_id}"
             )
-            return None
+            return None, False
         envelope.interrupt = None
         response = resume.response
         if interrupt.kind is InterruptKind.CONFIRMATION and "call_id" in interrupt.data:
@@ -642,7 +651,7 @@ class StageRunner:
                 "response": response.model_dump(exclude_none=True),
             }
         )
-        return response
+        return response, interrupt.kind is InterruptKind.CONFIRMATION and "call_id" in interrupt.data
 
     # -- routing, finishing, committing ---------------------------------------------
 
