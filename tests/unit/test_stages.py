@@ -247,7 +247,6 @@ def test_an_approved_tool_call_runs_exactly_the_call_the_user_saw_once_with_a_fi
 
 def test_a_stage_may_ask_a_follow_up_and_each_question_gets_its_own_answer_once():
     # Given a stage that asks, thinks with the answer, then asks a follow-up; a model never answering alike
-    asked: list[str] = []
     seen: list[tuple[str, ...]] = []
 
     @stage
