@@ -1,0 +1,52 @@
+"""The Home Assistant data layer of the home_assistant capability.
+
+`port.HomeAssistant` is what stages use: HA's REST API as typed operations. Two implementations:
+`rest.RestHomeAssistant` (a real HA, by URL and long-lived token) and `sample.SampleHome` (the
+bundled sample home, in memory: the offline default). `settings.connect()` picks one from HA_URL /
+HA_TOKEN. `fake_server` serves a SampleHome over HTTP as HA does, for tests.
+
+Only the port and the settings are imported here: the HTTP client and the sample week load when
+first used, so a stage that needs neither does not pay for them at a cold start.
+"""
+
+from capabilities.home_assistant.ha.port import (
+    ConfigCheck,
+    HABadRequest,
+    HAConfig,
+    HAError,
+    HATokenRejected,
+    HAUnknownEntity,
+    HAUnreachable,
+    HistoryPoint,
+    HomeAssistant,
+    LogbookEntry,
+    ServiceDescription,
+    ServiceDomain,
+    ServiceField,
+    State,
+    StateContext,
+    UnitSystem,
+)
+from capabilities.home_assistant.ha.settings import HASettings, connect, ha_settings
+
+__all__ = [
+    "ConfigCheck",
+    "HABadRequest",
+    "HAConfig",
+    "HAError",
+    "HASettings",
+    "HATokenRejected",
+    "HAUnknownEntity",
+    "HAUnreachable",
+    "HistoryPoint",
+    "HomeAssistant",
+    "LogbookEntry",
+    "ServiceDescription",
+    "ServiceDomain",
+    "ServiceField",
+    "State",
+    "StateContext",
+    "UnitSystem",
+    "connect",
+    "ha_settings",
+]
