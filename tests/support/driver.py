@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from missions.adapters.llm.scripted import ScriptedProvider
+from missions.adapters.memory.longterm import InMemoryLongTermMemory
 from missions.adapters.memory.store import (
     MemoryArtifactStore,
     MemoryBlobStore,
@@ -49,6 +50,8 @@ class Stores:
     missions: MemoryMissionStore = field(default_factory=MemoryMissionStore)
     blobs: MemoryBlobStore = field(default_factory=MemoryBlobStore)
     artifacts: MemoryArtifactStore = field(default_factory=MemoryArtifactStore)
+    memory: InMemoryLongTermMemory = field(default_factory=InMemoryLongTermMemory)
+    secrets: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -75,6 +78,8 @@ class DirectDriver:
             llm=lambda cap: llm or ScriptedProvider(cap.offline_policy),
             missions=self.stores.missions,
             artifacts=self.stores.artifacts,
+            memory=self.stores.memory,
+            secrets=self.stores.secrets.__getitem__,
         )
         self.runner = StageRunner(capability, self.services)
         self.steps: list[Step] = []
@@ -91,6 +96,7 @@ class DirectDriver:
         bounds: dict[str, Any] | None = None,
         answers: list[dict[str, Any]] | None = None,
         answer_with: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        user_id: str = "local",
     ) -> Envelope:
         """Run to the end; questions take `answers` in order, else `answer_with(interrupt)`, else time out."""
         # like `missions run --repo` on one's own machine: the repository named is the one root
@@ -103,6 +109,7 @@ class DirectDriver:
                 context=context or {},
                 bounds=bounds or {},
                 trigger=TriggerSource.CLI,  # a developer's own run: its bounds may pass the capability's
+                user_id=user_id,
             ),
             UserRepositories(roots),
             self.registry,

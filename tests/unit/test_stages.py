@@ -15,7 +15,7 @@ from missions.core.llm import LLMRequest, LLMResult
 from missions.core.offline import SchemaAnswers, answer_for
 from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
 from missions.core.stages import StageSignatureError, check_stages
-from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult
+from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolEnv, ToolResult
 from tests.support.driver import DirectDriver
 from tests.support.stages import typed_capability
 
@@ -267,6 +267,70 @@ def test_a_stage_may_ask_a_follow_up_and_each_question_gets_its_own_answer_once(
     assert model.calls == ["brief", "write"]
     assert seen == [("emperors", "chicks")]
     assert envelope.outputs["write"] == {"text": "answer #2 | emperors | chicks"}
+
+
+def test_a_tool_gets_the_missions_env_and_its_approval_shows_what_it_will_change():
+    # Given a write tool that reads a secret through its env and previews its change as a diff
+    tools = ToolCatalog()
+    seen: list[tuple[str, str]] = []
+
+    class Rename(BaseModel):
+        old: str
+        new: str
+
+    def preview(p: Rename) -> dict[str, Any]:
+        return {"diff": f"- {p.old}\n+ {p.new}"}
+
+    @tools.register(
+        "names.rename", "rename", Rename, category=ToolCategory.WRITE, risk=RiskLevel.WRITE, preview=preview
+    )
+    def rename(p: Rename, env: ToolEnv) -> ToolResult:
+        seen.append((env.mission_id, env.secret("names-token")))
+        return ToolResult.ok({"renamed": p.new})
+
+    @stage
+    def write(ctx: Ctx, brief: Brief) -> Draft:
+        return Draft(text=ctx.tools.execute("names.rename", {"old": "a", "new": "b"}).status)
+
+    pipeline = PIPELINE.model_copy(
+        update={
+            "agents": [
+                PIPELINE.agents[0],
+                AgentConfig(name="write", has_tools=True, tool_access=ToolAccess.WRITE, default_next="done"),
+                PIPELINE.agents[2],
+            ]
+        }
+    )
+    capability = typed(brief, write, done, pipeline=pipeline, catalog=tools)
+    capability.auto_approve_tools = frozenset()
+    driver = DirectDriver(capability)
+    driver.stores.secrets["names-token"] = "s3cret"
+    asked: list[dict[str, Any]] = []
+
+    def approve(interrupt: Any) -> dict[str, Any]:
+        asked.append(interrupt["data"])
+        return {"approved": True}
+
+    envelope = driver.run("penguins", answer_with=approve)
+    # Then the question carried the diff, and the tool ran once knowing its mission and its secret
+    assert asked[0]["preview"] == {"diff": "- a\n+ b"}
+    assert seen == [(envelope.mission_id, "s3cret")]
+    assert envelope.outputs["write"] == {"text": "success"}
+
+
+def test_a_stage_remembers_for_its_user_only_in_namespaces_named_after_its_capability():
+    @stage
+    def write(ctx: Ctx, brief: Brief) -> Draft:
+        ctx.remember("t_typed.insights", "latest", {"topic": brief.topic})
+        with pytest.raises(Exception, match="only write memory namespaces named after it"):
+            ctx.remember("user_preferences", "x", 1)
+        return Draft(text=str(ctx.recall("t_typed.insights", "latest")))
+
+    driver = DirectDriver(typed(brief, write, done))
+    envelope = driver.run("penguins", user_id="ada")
+    item = driver.stores.memory.get("ada", ("t_typed.insights",), "latest")
+    assert item is not None and item.value == {"topic": envelope.outputs["brief"]["topic"]}
+    assert driver.stores.memory.list("someone-else", ("t_typed.insights",)) == []
 
 
 # -- the offline model -------------------------------------------------------------------------------

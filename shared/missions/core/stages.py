@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -185,6 +185,14 @@ def check_stages(functions: Sequence[StageFunction], stage_names: Sequence[str],
                 )
 
 
+class Memory(Protocol):
+    """The user's long-term memory as a stage sees it (the runtime binds the user and checks namespaces)."""
+
+    def put(self, namespace: str, key: str, value: Any) -> None: ...
+
+    def get(self, namespace: str, key: str | None) -> Any: ...
+
+
 @dataclass
 class Replay:
     """What a stage's attempt did before it asked a human, replayed when it resumes there."""
@@ -228,6 +236,7 @@ class Ctx:
         read_artifact: Callable[[str, int | None], Any] | None = None,
         end_reason: Callable[[str], None] | None = None,
         asked: list[InterruptResponse] | None = None,
+        memory: Memory | None = None,
     ):
         self.stage = stage
         self.terminal_reason = terminal_reason  # set when a bound or the failure path is ending the mission
@@ -249,6 +258,7 @@ class Ctx:
         self._update_state = update_state
         self._read_artifact = read_artifact
         self._end_reason = end_reason
+        self._memory = memory
 
     # read-only copies, made on first use (most stages read little of the mission)
 
@@ -320,6 +330,22 @@ class Ctx:
         if self._update_state is None:
             raise StageDefinitionError(f"stage '{self.stage}' cannot change the mission state here")
         self._update_state(state)
+
+    def remember(self, namespace: str, key: str, value: Any) -> None:
+        """Keep `value` in the user's long-term memory under (namespace, key): what later missions,
+        the user (over the API) and memory triggers see. A capability writes only namespaces named
+        after it (`home_assistant`, `home_assistant.insights`), never another's or the user's own."""
+        self._memory_for(namespace).put(namespace, key, value)
+
+    def recall(self, namespace: str, key: str | None = None) -> Any:
+        """What the user's long-term memory holds under (namespace, key), or None; without a key,
+        every value of the namespace by key."""
+        return self._memory_for(namespace).get(namespace, key)
+
+    def _memory_for(self, namespace: str) -> Memory:
+        if self._memory is None:
+            raise StageDefinitionError(f"stage '{self.stage}' uses memory but none is wired")
+        return self._memory
 
     def artifact(self, path: str, version: int | None = None) -> Any:
         """A document this mission saved (its content), the latest version unless one is named."""

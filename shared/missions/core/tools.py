@@ -15,7 +15,9 @@ whose backend takes an idempotency key can close it with `ToolExecutor.call_key`
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
+import inspect
 import json
 import time
 from collections.abc import Callable
@@ -73,9 +75,31 @@ class TransientToolError(ToolError):
 class ConfirmationRequired(Exception):
     """A risky tool call needs a human's yes before it runs."""
 
-    def __init__(self, call_id: str, tool_id: str, params: dict[str, Any], risk: RiskLevel):
+    def __init__(
+        self,
+        call_id: str,
+        tool_id: str,
+        params: dict[str, Any],
+        risk: RiskLevel,
+        preview: dict[str, Any] | None = None,
+    ):
         super().__init__(f"tool '{tool_id}' ({risk.value}) needs confirmation")
         self.call_id, self.tool_id, self.params, self.risk = call_id, tool_id, params, risk
+        self.preview = preview  # what the call will change, as its tool shows it (e.g. a diff)
+
+
+@dataclass(frozen=True)
+class ToolEnv:
+    """What a tool may know of the mission it serves besides its parameters: a tool function that
+    declares a parameter `env` gets it (the mission's connection to a service, a secret by name)."""
+
+    mission_id: str
+    user_id: str
+    secret: Callable[[str], str]  # a secret's value by its name, from the runtime's secret store
+
+
+def _no_secrets(name: str) -> str:
+    raise LookupError(f"no secret store is wired: cannot read '{name}'")
 
 
 @dataclass(frozen=True)
@@ -90,6 +114,9 @@ class ToolSpec:
     max_retries: int = 1
     root_param: str | None = None  # a parameter naming a directory: checked against the allowed roots
     journaled: bool | None = None  # replay its result when the stage is retried; None: when it has side effects
+    # what a call would change, shown with its approval question (e.g. a diff); from the parameters alone
+    preview: Callable[[Any], dict[str, Any]] | None = None
+    wants_env: bool = False  # the function takes `env: ToolEnv`
 
     @property
     def once_per_stage(self) -> bool:
@@ -122,6 +149,7 @@ class ToolCatalog:
         max_retries: int = 1,
         root_param: str | None = None,
         journaled: bool | None = None,
+        preview: Callable[[Any], dict[str, Any]] | None = None,
     ) -> Callable[[Callable[..., ToolResult]], Callable[..., ToolResult]]:
         def decorate(func: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
             if tool_id in self.tools:
@@ -139,6 +167,8 @@ class ToolCatalog:
                 max_retries,
                 root_param,
                 journaled,
+                preview,
+                "env" in inspect.signature(func).parameters,
             )
             return func
 
@@ -225,6 +255,7 @@ class ToolExecutor:
     # every call of an earlier attempt of this stage that asked a human (call key -> record JSON):
     # replayed when the stage resumes, so nothing before the question runs again
     replay: dict[str, Any] = field(default_factory=dict)
+    env: ToolEnv = field(default_factory=lambda: ToolEnv("", "", _no_secrets))  # for tools that take `env`
     kept: dict[str, Any] = field(default_factory=dict)  # this attempt's calls, by call key (kept if it asks)
     _occurrences: dict[str, int] = field(default_factory=dict)
     _carried: int = 0  # replayed calls the mission already counted (in the checkpoint where it asked)
@@ -259,7 +290,8 @@ class ToolExecutor:
             cid = call_id(tool_id, params)
             decision = self.approvals.get(cid)
             if decision is None:
-                raise ConfirmationRequired(cid, tool_id, params, spec.risk)
+                shown = spec.preview(validated) if spec.preview is not None else None
+                raise ConfirmationRequired(cid, tool_id, params, spec.risk, shown)
             if decision is False:
                 return self._finish(tool_id, params, ToolResult.fail("declined by the user", "denied"), 0, 0.0)
 
@@ -327,11 +359,15 @@ class ToolExecutor:
             except Exception as exc:  # a tool bug must not kill the stage; it is reported
                 return ToolResult.fail(f"{type(exc).__name__}: {exc}"), attempts
 
-    @staticmethod
-    def _run_once(spec: ToolSpec, params: BaseModel) -> ToolResult:
+    def _run_once(self, spec: ToolSpec, params: BaseModel) -> ToolResult:
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        call = (
+            functools.partial(spec.func, params, env=self.env)
+            if spec.wants_env
+            else functools.partial(spec.func, params)
+        )
         try:
-            result = pool.submit(spec.func, params).result(timeout=spec.timeout_seconds)
+            result = pool.submit(call).result(timeout=spec.timeout_seconds)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         if not isinstance(result, ToolResult):

@@ -50,7 +50,8 @@ from missions.core.refs import Workspaces
 from missions.core.roots import AllowedRoots
 from missions.core.routing import Decision, apply, decide
 from missions.core.stages import Ctx, Replay, StageFunction
-from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolExecutor, call_id
+from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolEnv, ToolExecutor, call_id
+from missions.ports.memory import LongTermMemory
 from missions.ports.store import (
     TOOL_JOURNAL_SUFFIX,
     ArtifactStore,
@@ -112,6 +113,8 @@ class StageServices:
     interrupts: InterruptStore | None = None  # to expire interrupts that ended unanswered
     artifacts: ArtifactStore | None = None  # versioned documents stages write for the user
     workspaces: Workspaces | None = None  # repositories stages read (capabilities with `repository`)
+    secrets: Callable[[str], str] | None = None  # secrets by name, for tools that connect to a service
+    memory: LongTermMemory | None = None  # the users' long-term memory, for stages that remember
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 
@@ -438,6 +441,9 @@ class StageRunner:
                 update_state=update_state if sequential else None,
                 read_artifact=ctx.read_artifact,
                 end_reason=end_reason if agent.name == self.pipeline.final else None,
+                memory=_UserMemory(self.services.memory, envelope.user_id, self.capability.name)
+                if self.services.memory is not None
+                else None,
             )
         if "state" in function.wants:
             arguments["state"] = self._state(envelope, function)
@@ -569,6 +575,7 @@ class StageRunner:
             roots=self.services.workspaces.roots if self.services.workspaces is not None else AllowedRoots(),
             journal=StageToolJournal(self.services.checkpoints, envelope.mission_id, ctx.write_token),
             replay=dict(replay or {}),
+            env=ToolEnv(envelope.mission_id, envelope.user_id, self.services.secrets or _no_secret_store),
         )
 
     def _check_output(self, stage: str, output: Any) -> None:
@@ -717,6 +724,7 @@ class StageRunner:
                     "tool_id": asked.tool_id,
                     "params": asked.params,
                     "risk": asked.risk.value,
+                    **({"preview": asked.preview} if asked.preview else {}),
                 },
             )
         assert isinstance(asked, InterruptRequested)
@@ -909,3 +917,30 @@ def _as_json(value: Any) -> str:
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     return json.dumps(value, default=lambda v: v.model_dump(mode="json") if isinstance(v, BaseModel) else str(v))
+
+
+def _no_secret_store(name: str) -> str:
+    raise LookupError(f"no secret store is wired: cannot read '{name}'")
+
+
+class _UserMemory:
+    """The user's long-term memory for one capability's stages: namespaces named after the capability."""
+
+    def __init__(self, memory: LongTermMemory, user_id: str, capability: str):
+        self.memory, self.user_id, self.capability = memory, user_id, capability
+
+    def _namespace(self, namespace: str) -> tuple[str, ...]:
+        if namespace != self.capability and not namespace.startswith(f"{self.capability}."):
+            raise StageDefinitionError(
+                f"capability '{self.capability}' may only write memory namespaces named after it, not '{namespace}'"
+            )
+        return (namespace,)
+
+    def put(self, namespace: str, key: str, value: Any) -> None:
+        self.memory.put(self.user_id, self._namespace(namespace), key, value)
+
+    def get(self, namespace: str, key: str | None) -> Any:
+        if key is None:
+            return {item.key: item.value for item in self.memory.list(self.user_id, self._namespace(namespace), 1000)}
+        item = self.memory.get(self.user_id, self._namespace(namespace), key)
+        return item.value if item is not None else None
