@@ -2,7 +2,8 @@
 
 It is deterministic and honest: it plans real searches from the question's identifiers
 and keywords, and its findings only restate what the tools returned (a definition's
-signature, a matching line's text), each citing the line it came from.
+signature, a matching line's text), each citing the line it came from. Like a real model,
+it reads only the facts its stage gave it (`request.facts`).
 """
 
 from __future__ import annotations
@@ -10,15 +11,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from capabilities.code_analysis.evidence import read_definition, read_digest
 from capabilities.code_analysis.models import (
     CriticOutput,
     Finding,
     IntentOutput,
+    IntentType,
     PlanOutput,
     PlanStep,
     SynthesisOutput,
 )
-from capabilities.code_analysis.stages import current_goal, question
 from missions.core.llm import LLMRequest
 
 STOPWORDS = frozenset(
@@ -59,7 +61,7 @@ def stem(word: str) -> str:
 
 
 def _intent(request: LLMRequest) -> IntentOutput:
-    text = question(request.envelope)
+    text = str(request.facts.get("question") or "")
     parts = [p.strip(" .,") for p in GOAL_SPLIT.split(text) if p and p.strip(" .,")]
     goals = [p for p in parts if identifiers(p) or keywords(p)][:3]
     terms = (identifiers(text) + keywords(text))[:12]
@@ -70,7 +72,7 @@ def _intent(request: LLMRequest) -> IntentOutput:
             clarification_question="Which function, class, file or behaviour should I look into?",
         )
     lowered = text.lower()
-    kind = (
+    kind: IntentType = (
         "locate"
         if lowered.startswith(("where", "which file", "find"))
         else ("trace" if "flow" in lowered or "call" in lowered else "explain")
@@ -79,7 +81,8 @@ def _intent(request: LLMRequest) -> IntentOutput:
 
 
 def _plan(request: LLMRequest) -> PlanOutput:
-    goal, attempt = current_goal(request.envelope)
+    goal = str(request.facts.get("current_goal") or "")
+    broaden = int(request.facts.get("attempt") or 1) > 1  # an earlier plan for this goal found nothing
     idents, words = identifiers(goal), keywords(goal)
     steps: list[PlanStep] = []
     for ident in idents[:3]:
@@ -98,7 +101,7 @@ def _plan(request: LLMRequest) -> PlanOutput:
             )
         )
     stems = [stem(w) for w in words]
-    if attempt:  # broaden: identifier parts too
+    if broaden:  # identifier parts too
         stems += [stem(p) for i in idents for p in re.split(r"[_.]|(?<=[a-z])(?=[A-Z])", i) if len(p) > 3]
     for word in list(dict.fromkeys(stems))[: 3 if not idents else 2]:
         steps.append(
@@ -128,27 +131,24 @@ def _plan(request: LLMRequest) -> PlanOutput:
         goal=goal,
         steps=steps[:8],
         reasoning=f"search definitions of {idents[:3]} and mentions of {stems[:4]}"
-        + (" (broadened after an empty first attempt)" if attempt else ""),
+        + (" (broadened after an empty first attempt)" if broaden else ""),
     )
 
 
 def _synthesize(request: LLMRequest) -> SynthesisOutput:
-    traversal = request.envelope.output("traverser")
-    goal = traversal.get("goal") or ""
+    goal = str(request.facts.get("current_goal") or "")
     terms = _terms(goal)
     scored: list[tuple[float, Finding]] = []
-    for result in traversal.get("results", []):
-        if result["status"] != "success":
-            continue
-        data = result["data"] or {}
-        for symbol in data.get("symbols", []):
-            doc = f": {symbol['docstring']}" if symbol.get("docstring") else ""
-            claim = f"`{symbol['qualname']}` is a {symbol['kind']} defined as `{symbol['signature']}`{doc}"
-            scored.append((10.0, Finding(claim=claim[:1000], citations=[f"{symbol['file']}:{symbol['line']}"])))
-        for match in data.get("matches", []):
-            scored.append(_line_finding(match["file"], match["line"], match["text"], terms, goal))
-        for line in data.get("lines", []):
-            score, finding = _line_finding(data["file"], line["line"], line["text"], terms, goal)
+    for kind, file, line, text in read_digest(request.facts.get("evidence") or []):
+        if kind == "definitions":
+            what, qualname, signature, docstring = read_definition(text)
+            doc = f": {docstring}" if docstring else ""
+            claim = f"`{qualname}` is a {what} defined as `{signature}`{doc}"
+            scored.append((10.0, Finding(claim=claim[:1000], citations=[f"{file}:{line}"])))
+        elif kind == "matches":
+            scored.append(_line_finding(file, line, text, terms, goal))
+        else:
+            score, finding = _line_finding(file, line, text, terms, goal)
             scored.append((score - 0.25, finding))  # context lines only count when they say something
     chosen = _pick(scored)
     hit = " ".join(f.claim.lower() for f in chosen)
@@ -208,19 +208,18 @@ def _pick(scored: list[tuple[float, Finding]]) -> list[Finding]:
 
 
 def _critique(request: LLMRequest) -> CriticOutput:
-    envelope = request.envelope
-    goals = envelope.output("intent").get("goals", [])
-    synthesis = envelope.output("synthesizer")
-    done = [s["goal"] for s in synthesis.get("stages", []) if s.get("findings")]
-    goal = synthesis.get("goal")
-    attempts = int(envelope.output("planner").get("attempt", 1))
-    if not synthesis.get("findings") and attempts < 2:
+    facts = request.facts
+    goals: list[str] = facts.get("goals") or []
+    done: list[str] = facts.get("answered_so_far") or []
+    current: dict[str, Any] = facts.get("current") or {}
+    goal = current.get("goal")
+    if not current.get("findings") and int(facts.get("attempt") or 1) < 2:
         return CriticOutput(
             decision="REPLAN",
             verdict=f"no evidence yet for '{goal}'; broaden the search",
             remaining_goals=[g for g in goals if g not in done],
         )
-    tried = {s["goal"] for s in synthesis.get("stages", [])}
+    tried = {*done, *(facts.get("searched_without_findings") or [])}
     remaining = [g for g in goals if g not in tried]
     if remaining:
         return CriticOutput(

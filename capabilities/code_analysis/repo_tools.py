@@ -277,10 +277,13 @@ def _signature(node: ast.AST) -> str:
     return f"{prefix} {node.name}({ast.unparse(node.args)}){returns}"
 
 
-def _definitions(tree: ast.AST, scope: tuple[str, ...] = ()) -> Iterator[tuple[ast.AST, str]]:
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _definitions(tree: ast.AST, scope: tuple[str, ...] = ()) -> Iterator[tuple[Definition, str]]:
     """Every function and class with its dotted qualname (Outer.method, func.inner)."""
     for child in ast.iter_child_nodes(tree):
-        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        if isinstance(child, Definition):
             yield child, ".".join((*scope, child.name))
             yield from _definitions(child, (*scope, child.name))
         else:
@@ -318,15 +321,15 @@ def find_symbol(params: FindSymbolParams) -> ToolResult:
             kind = "class" if isinstance(node, ast.ClassDef) else "function"
             if params.kind not in ("any", kind) or qualname.split(".")[-len(wanted) :] != wanted:
                 continue
-            doc = (ast.get_docstring(node) or "").strip()  # type: ignore[arg-type]
+            doc = (ast.get_docstring(node) or "").strip()
             symbols.append(
                 {
                     "file": rel,
-                    "line": node.lineno,  # type: ignore[attr-defined]
-                    "end_line": node.end_lineno,  # type: ignore[attr-defined]
+                    "line": node.lineno,
+                    "end_line": node.end_lineno,
                     "kind": kind,
                     "name": node.name,
-                    "qualname": qualname,  # type: ignore[attr-defined]
+                    "qualname": qualname,
                     "signature": _signature(node),
                     "docstring": doc.splitlines()[0] if doc else None,
                 }

@@ -9,14 +9,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from capabilities.code_analysis import evidence
-from capabilities.code_analysis.models import Finding, IntentOutput
+from capabilities.code_analysis.models import (
+    CriticOutput,
+    Finding,
+    IntentOutput,
+    Plan,
+    PlanStep,
+    Synthesis,
+    SynthesisOutput,
+    ToolRun,
+    Traversal,
+)
 from capabilities.code_analysis.policy import offline_policy
+from capabilities.code_analysis.stages import critic, synthesizer
 from missions.adapters.llm.scripted import ScriptedProvider
 from missions.core import capability as registry
-from missions.core.capability import EvidenceChainViolation
-from missions.core.envelope import Citation, Envelope
+from missions.core.capability import Ctx, EvidenceChainViolation
+from missions.core.envelope import Bounds, Citation, Counters, Envelope
 from missions.core.llm import LLMRequest, LLMResult
 from tests.support.driver import DirectDriver
 
@@ -52,13 +64,125 @@ def test_malformed_refs_are_violations(ref: str):
         evidence.check([ref], READ, "the test")
 
 
+def ran(tool: str, data: dict | None, error: str | None = None) -> ToolRun:
+    status = "error" if error else "success"
+    return ToolRun(tool=tool, params={}, why="", status=status, error=error, data=data, citations=[])
+
+
+def test_the_digest_shows_every_line_at_its_file_and_line_and_reads_back_as_it_was_found():
+    # Given a definition (its docstring holding the separator), a failed call, a match, and lines read
+    symbol = {"file": "pkg/a.py", "line": 10, "kind": "function", "qualname": "Ledger.post"}
+    symbol |= {"signature": "def post(self, amount)", "docstring": "Add, or refuse  # at max_balance"}
+    read = {"file": "pkg/a.py", "lines": [{"line": 11, "text": ""}, {"line": 12, "text": "    return 1"}]}
+    runs = [
+        ran("code.find_symbol", {"symbols": [symbol]}),
+        ran("code.grep", None, error="bad regex"),
+        ran("code.grep", {"matches": [{"file": "pkg/b.py", "line": 3, "text": "  y = 1: 2  "}]}),
+        ran("code.read_lines", read),
+    ]
+    sections, truncated = evidence.digest(runs)
+    # Then every evidence line starts with its file:line, a failure says why, and nothing was left out
+    assert not truncated
+    assert sections[0]["definitions"] == [
+        "pkg/a.py:10: function Ledger.post: def post(self, amount)  # Add, or refuse  # at max_balance"
+    ]
+    assert sections[1] == {"tool": "code.grep", "params": {}, "failed": "error: bad regex"}
+    # and the lines read back in order, a definition into its parts
+    lines = list(evidence.read_digest(sections))
+    assert [(line.kind, line.file, line.line, line.text) for line in lines[1:]] == [
+        ("matches", "pkg/b.py", 3, "y = 1: 2"),
+        ("code_read", "pkg/a.py", 11, ""),
+        ("code_read", "pkg/a.py", 12, "    return 1"),
+    ]
+    definition = ("function", "Ledger.post", "def post(self, amount)", "Add, or refuse  # at max_balance")
+    assert evidence.read_definition(lines[0].text) == definition
+    # and a smaller budget keeps whole lines only, and says so
+    cut, truncated = evidence.digest(runs, limit=len(sections[0]["definitions"][0]) + 20)
+    assert truncated and cut == sections[:2]
+
+
+def context(stage: str, said: BaseModel, citations: list[Citation] | None = None) -> Ctx:
+    """A stage's view whose model answers `said`."""
+    return Ctx(
+        stage=stage,
+        goal="how?",
+        context={},
+        answers=[],
+        counters=Counters(),
+        bounds=Bounds(),
+        answer=None,
+        think=lambda model, facts: said,
+        tools=None,
+        fan_out=lambda items: None,
+        save_artifact=lambda path, content: None,
+        repository_root=lambda: ".",
+        citations=citations or [],
+    )
+
+
+def synthesize(ctx: Ctx, goal: str, earlier: Synthesis | None = None) -> Synthesis:
+    return synthesizer.func(
+        ctx=ctx, traverser=Traversal(goal=goal, results=[], succeeded=0, failed=0), synthesizer=earlier
+    )
+
+
+def critique(said: CriticOutput, goals: list[str]) -> CriticOutput:
+    plan = Plan(goal=goals[0], steps=[PlanStep(tool="code.grep")], attempt=1)
+    synthesis = Synthesis(summary="s", goal=goals[0], stages=[])
+    return critic.func(
+        ctx=context("critic", said), intent=IntentOutput(goals=goals), planner=plan, synthesizer=synthesis
+    )
+
+
+def test_synthesizer_refuses_a_citation_no_tool_returned():
+    # Given evidence for pkg/a.py:10-20 only
+    # and a model output citing one real line and one invented line
+    said = SynthesisOutput(
+        summary="s",
+        findings=[
+            Finding(claim="real", citations=["pkg/a.py:12"]),
+            Finding(claim="made up", citations=["pkg/a.py:99"]),
+        ],
+    )
+    # When / Then
+    with pytest.raises(EvidenceChainViolation, match=r"\['pkg/a.py:99'\]"):
+        synthesize(context("synthesizer", said, READ), "g")
+
+
+def test_synthesizer_keeps_cited_findings_per_goal():
+    earlier = Synthesis.model_validate(
+        {"summary": "x", "goal": "g1", "stages": [{"goal": "g1", "summary": "x", "findings": [], "gaps": []}]}
+    )
+    said = SynthesisOutput(summary="s", findings=[Finding(claim="c", citations=["pkg/b.py:3"])])
+    output = synthesize(context("synthesizer", said, READ), "g2", earlier)
+    assert output.goal == "g2"
+    assert [s.goal for s in output.stages] == ["g1", "g2"]
+
+
+def test_critic_refuses_to_invent_goals():
+    said = CriticOutput(decision="NEXT_STAGE", verdict="v", remaining_goals=["g2", "a new goal"])
+    with pytest.raises(EvidenceChainViolation, match="the critic added goals \\['a new goal'\\]"):
+        critique(said, ["g1", "g2"])
+
+
+def test_critic_next_stage_without_remaining_goals_completes():
+    said = CriticOutput(decision="NEXT_STAGE", verdict="v", remaining_goals=[])
+    assert critique(said, ["g1"]).decision == "COMPLETE"
+
+
+def test_critic_keeps_a_legitimate_next_stage():
+    said = CriticOutput(decision="NEXT_STAGE", verdict="v", remaining_goals=["g2"])
+    assert critique(said, ["g1", "g2"]).decision == "NEXT_STAGE"
+
+
 # -- the offline intent policy -----------------------------------------------------------------
 
 
 def intent(question: str) -> IntentOutput:
-    envelope = Envelope(capability="code_analysis", raw_input=question)
     return offline_policy(
-        LLMRequest(stage="intent", role="classifier", messages=[], output_model=IntentOutput, envelope=envelope)
+        LLMRequest(
+            stage="intent", role="classifier", messages=[], output_model=IntentOutput, facts={"question": question}
+        )
     )
 
 
