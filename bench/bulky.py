@@ -6,7 +6,7 @@ import hashlib
 
 from pydantic import BaseModel
 
-from missions.core.capability import Capability, StageContext, StageHooks
+from missions.core.capability import Capability, Ctx, stage
 from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
 from missions.core.tools import ToolCatalog, ToolResult
 
@@ -28,19 +28,23 @@ def dump(params: DumpParams) -> ToolResult:
     return ToolResult.ok({"document": "".join(chunks)[:size]})
 
 
-class Fetch(StageHooks):
-    def act(self, ctx: StageContext) -> None:
-        assert ctx.tools is not None
-        ctx.scratch["result"] = ctx.tools.execute("bulk.dump", {"megabytes": 2.0})
-
-    def post(self, ctx: StageContext) -> dict:
-        return {"document": ctx.scratch["result"].data["document"]}
+class Fetched(BaseModel):
+    document: str
 
 
-class Report(StageHooks):
-    def post(self, ctx: StageContext) -> dict:
-        document = ctx.output_of("fetch").get("document", "")
-        return {"answer": f"fetched {len(document)} characters", "bytes": len(document)}
+class Reported(BaseModel):
+    answer: str
+    bytes: int
+
+
+@stage
+def fetch(ctx: Ctx) -> Fetched:
+    return Fetched(document=ctx.tools.execute("bulk.dump", {"megabytes": 2.0}).data["document"])
+
+
+@stage
+def report(fetch: Fetched) -> Reported:
+    return Reported(answer=f"fetched {len(fetch.document)} characters", bytes=len(fetch.document))
 
 
 CAPABILITY = Capability(
@@ -59,7 +63,7 @@ CAPABILITY = Capability(
             AgentConfig(name="report"),
         ],
     ),
-    hooks={"fetch": Fetch(), "report": Report()},
+    stages={"fetch": fetch, "report": report},
     offline_policy=lambda request: {},
     catalog=CATALOG,
 )

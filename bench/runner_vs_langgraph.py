@@ -1,7 +1,7 @@
 """The stage runner alone against LangGraph with its InMemorySaver, on the same linear pipeline.
 
 Both run N trivial stages in-process on in-memory storage: ours through `StageRunner.handle` as the
-state machine would call it (decode the envelope, run the hooks, route, write a checkpoint and the
+state machine would call it (decode the envelope, run the stage function, route, write a checkpoint and the
 stage's events, update the mission, encode), LangGraph through a compiled `StateGraph` whose
 checkpointer saves after every node. Neither calls a model or a tool: this is what each runtime
 costs per step. Times are medians of repeated runs in one process; the report is the ratio of ours
@@ -20,7 +20,7 @@ from typing import Annotated, Any, TypedDict
 from pydantic import BaseModel
 
 from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore, MemoryMissionStore
-from missions.core.capability import Capability, FunctionHooks, StageContext, StageHooks
+from missions.core.capability import Capability
 from missions.core.envelope import Bounds, Envelope
 from missions.core.offload import EnvelopeCodec
 from missions.core.pipeline import AgentConfig, PipelineConfig
@@ -32,24 +32,19 @@ SIZES = (10, 100)
 REPEATS = 7
 
 
-class _Step(StageHooks):
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        return {"step": ctx.agent.name, "done": True}
-
-
 class Step(BaseModel):
     step: str
     done: bool
 
 
-def _typed(name: str, previous: str | None) -> FunctionHooks:
-    """The same trivial stage as a typed stage function (capability API v2) reading the one before."""
+def _typed(name: str, previous: str | None) -> StageFunction:
+    """A trivial stage function reading the one before (as a typed capability's stages do)."""
 
     def step(**reads: Step) -> Step:
         return Step(step=name, done=True)
 
     reads = {previous: Step} if previous else {}
-    return FunctionHooks(StageFunction(name, step, Step, reads, frozenset()))
+    return StageFunction(name, step, Step, reads, frozenset())
 
 
 def _merge(left: dict[str, Any], right: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +58,7 @@ class _State(TypedDict):
     outputs: Annotated[dict[str, Any], _merge]
 
 
-def _capability(stages: int, typed: bool = False) -> Capability:
+def _capability(stages: int) -> Capability:
     names = [f"s{i:04d}" for i in range(stages)]
     agents = [
         AgentConfig(name=name, default_next=names[i + 1] if i + 1 < stages else None) for i, name in enumerate(names)
@@ -74,16 +69,14 @@ def _capability(stages: int, typed: bool = False) -> Capability:
         name=pipeline.name,
         description="benchmark: a linear chain",
         pipeline=pipeline,
-        hooks={name: _typed(name, names[i - 1] if i else None) for i, name in enumerate(names)}
-        if typed
-        else dict.fromkeys(names, _Step()),
+        stages={name: _typed(name, names[i - 1] if i else None) for i, name in enumerate(names)},
         offline_policy=lambda request: {},
     )
 
 
-def ours(stages: int, typed: bool = False) -> float:
-    """Seconds for one mission of `stages` stages through the runner (hooks, or typed stage functions)."""
-    capability = _capability(stages, typed)
+def ours(stages: int) -> float:
+    """Seconds for one mission of `stages` stages through the runner."""
+    capability = _capability(stages)
     missions = MemoryMissionStore()
     codec = EnvelopeCodec(MemoryBlobStore())
     services = StageServices(
@@ -138,12 +131,9 @@ def run() -> dict[str, Any]:
     results: dict[str, Any] = {}
     for stages in SIZES:
         mine = statistics.median(ours(stages) for _ in range(REPEATS))
-        typed = statistics.median(ours(stages, typed=True) for _ in range(REPEATS))
         theirs = statistics.median(langgraph(stages) for _ in range(REPEATS))
         results[str(stages)] = {
             "runner_ms_per_stage": round(mine * 1000 / stages, 3),
-            "typed_ms_per_stage": round(typed * 1000 / stages, 3),
-            "typed_vs_hooks": round(typed / mine, 3),
             "langgraph_ms_per_stage": round(theirs * 1000 / stages, 3),
             "ratio": round(mine / theirs, 2),
         }
@@ -152,18 +142,11 @@ def run() -> dict[str, Any]:
 
 def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     return [
-        row
-        for stages, r in results.items()
-        for row in (
-            (
-                f"runner alone vs LangGraph InMemorySaver, {stages} stages",
-                f"{r['runner_ms_per_stage']} vs {r['langgraph_ms_per_stage']} ms per stage ({r['ratio']}x)",
-            ),
-            (
-                f"runner alone, typed stage functions vs hooks, {stages} stages",
-                f"{r['typed_ms_per_stage']} vs {r['runner_ms_per_stage']} ms per stage ({r['typed_vs_hooks']}x)",
-            ),
+        (
+            f"runner alone vs LangGraph InMemorySaver, {stages} stages",
+            f"{r['runner_ms_per_stage']} vs {r['langgraph_ms_per_stage']} ms per stage ({r['ratio']}x)",
         )
+        for stages, r in results.items()
     ]
 
 

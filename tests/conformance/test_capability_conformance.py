@@ -2,7 +2,7 @@
 
 A capability conforms when it loads and compiles, runs offline to `completed` on its example goal
 answering every question it asks (whatever the kind), stays within its bounds, records what its
-model calls cost, and has a stage function or hooks for every stage that needs code.
+model calls cost, and has a stage function for every stage that needs code.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def test_it_loads_compiles_and_declares_an_example(capability: registry.Capabili
     assert definition["States"] and capability.example_goal and capability.description
     for agent in capability.pipeline.agents:
         if agent.has_llm:
-            assert agent.name in capability.hooks or agent.name in capability.prompts, agent.name
+            assert agent.name in capability.stages, agent.name  # a model is only asked by a function
 
 
 def test_it_runs_offline_to_completed_answering_every_question(capability: registry.Capability) -> None:

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from functions.evaluate.handler import lambda_handler as nightly
 from missions.core import capability as registry
-from missions.core.capability import Capability, Ctx, FunctionHooks, stage
+from missions.core.capability import Capability, Ctx, stage
 from missions.core.events import Event, EventType
 from missions.core.offline import SchemaAnswers
 from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
@@ -73,7 +73,7 @@ PUBLISHING = Capability(
     name="t_publish",
     description="drafts a note and publishes it once the user approves",
     pipeline=PIPELINE,
-    hooks={f.name: FunctionHooks(f) for f in (draft, publish, done)},
+    stages={f.name: f for f in (draft, publish, done)},
     offline_policy=SchemaAnswers({"draft": {"text": "A note about {goal}"}}),
     catalog=TOOLS,
     prompts={"draft": "Draft a short note."},

@@ -78,7 +78,7 @@ class DirectDriver:
             llm=lambda cap: llm or ScriptedProvider(cap.offline_policy),
             missions=self.stores.missions,
             artifacts=self.stores.artifacts,
-            memory=self.stores.memory,
+            memory=lambda: self.stores.memory,
             secrets=self.stores.secrets.__getitem__,
         )
         self.runner = StageRunner(capability, self.services)

@@ -2,8 +2,7 @@
 
 Tests write stages the way capabilities do (missions.core.stages): a function named after its
 stage, reading what it needs by parameter and returning a pydantic model. `typed_capability`
-builds a Capability around them. The Capability takes its functions wrapped as FunctionHooks
-today: that wrapping, and unwrapping them again (`stage_functions`), lives here and only here.
+builds a Capability around them.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from missions.core.capability import Capability, Ctx, FunctionHooks, stage
+from missions.core.capability import Capability, Ctx, stage
 from missions.core.llm import OfflinePolicy
 from missions.core.offline import SchemaAnswers
 from missions.core.pipeline import AgentConfig, PipelineConfig
@@ -64,18 +63,18 @@ def thinking(name: str) -> StageFunction:
     return stage_named(name, think)
 
 
-def functions_by_name(*functions: StageFunction) -> dict[str, FunctionHooks]:
-    """The stage functions the way Capability takes them today (`hooks=`): by stage, each wrapped."""
-    named: dict[str, FunctionHooks] = {}
+def functions_by_name(*functions: StageFunction) -> dict[str, StageFunction]:
+    """The stage functions the way Capability takes them (`stages=`): by stage."""
+    named: dict[str, StageFunction] = {}
     for function in functions:
         assert function.name not in named, f"two functions for stage '{function.name}'"
-        named[function.name] = FunctionHooks(function)
+        named[function.name] = function
     return named
 
 
 def stage_functions(capability: Capability) -> dict[str, StageFunction]:
     """The typed stage functions a capability holds, by stage."""
-    return {name: hooks.function for name, hooks in capability.hooks.items() if isinstance(hooks, FunctionHooks)}
+    return dict(capability.stages)
 
 
 def typed_capability(
@@ -107,7 +106,7 @@ def typed_capability(
         name=name,
         description=description or f"test capability '{name}'",
         pipeline=config,
-        hooks=functions_by_name(*functions),
+        stages=functions_by_name(*functions),
         offline_policy=offline_policy or SchemaAnswers(),
         prompts=dict(prompts),
         **fields,

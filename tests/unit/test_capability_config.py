@@ -107,17 +107,17 @@ def shop(ctx: Ctx) -> Steps:
 def test_a_capability_is_built_from_the_config_and_its_packages_code(tmp_path):
     path = _write(tmp_path, VALID)
     capability = Capability.from_config(
-        load_config(path), hooks=functions_by_name(plan), offline_policy=lambda request: {"steps": []}, source=str(path)
+        load_config(path), stages=functions_by_name(plan), offline_policy=lambda r: {"steps": []}, source=str(path)
     )
     assert capability.complexity == 1 and capability.prompts == {"plan": "You plan errands."}
     assert capability.default_context == {"city": "Lyon"} and capability.describe()["complexity"] == 1
     # an LLM stage without a stage function is a wiring error, reported against the file
     with pytest.raises(CapabilityConfigError, match=re.escape(str(path))):
         Capability.from_config(
-            load_config(path), hooks=functions_by_name(), offline_policy=lambda r: {}, source=str(path)
+            load_config(path), stages=functions_by_name(), offline_policy=lambda r: {}, source=str(path)
         )
     # and so is a function for a stage the config does not have
     with pytest.raises(CapabilityConfigError, match=re.escape(str(path)) + ".*'shop'"):
         Capability.from_config(
-            load_config(path), hooks=functions_by_name(plan, shop), offline_policy=lambda r: {}, source=str(path)
+            load_config(path), stages=functions_by_name(plan, shop), offline_policy=lambda r: {}, source=str(path)
         )

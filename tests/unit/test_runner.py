@@ -402,27 +402,6 @@ def test_a_stage_that_always_raises_ends_through_finalize():
     assert types[-2:] == [EventType.AGENT_COMPLETED.value, EventType.FLOW_COMPLETED.value]
 
 
-def test_missing_required_output_fields_fail_the_stage():
-    # Given a stage whose config requires `verdict` (capability.toml's required_output_fields), and whose
-    # output model allows any fields
-    @stage
-    def a() -> Out:
-        return Out(other=1)
-
-    cap = make(
-        "t_required",
-        [AgentConfig(name="a", required_output_fields=["verdict"], default_next="done"), AgentConfig(name="done")],
-        a,
-        final(),
-    )
-    driver = DirectDriver(cap)
-    env = driver.run("go")
-    assert env.terminal_reason == "stage_failed:a"
-    assert driver.steps[1].mode == "finalize"
-    assert env.errors[0].kind == "StageOutputError"
-    assert "['verdict']" in env.errors[0].message
-
-
 class Verdict(BaseModel):
     verdict: str
 

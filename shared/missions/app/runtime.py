@@ -415,8 +415,8 @@ class Runtime:
                 artifacts=self.artifacts if self.settings.artifacts_table else None,
                 on_timings=self._on_timings,
                 workspaces=self.workspaces if capability.repository != "none" else None,
-                secrets=self.secrets.read,
-                memory=self.memory if self.settings.memory_table else None,
+                secrets=lambda name: self.secrets.read(name),  # the reader (its client) made on first use
+                memory=(lambda: self.memory) if self.settings.memory_table else None,
             )
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]

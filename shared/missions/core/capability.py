@@ -1,8 +1,8 @@
-"""Capabilities: plugin mission types, and the hooks a stage may implement.
+"""Capabilities: plugin mission types.
 
 A capability folder under `capabilities/` (or a package named by a `missions.capabilities` entry
 point) holds a `capability.toml` (its config, see missions.core.capability_config) and an
-`__init__.py` with its stage functions (missions.core.stages; older ones: `HOOKS`), and optionally
+`__init__.py` with its stage functions (missions.core.stages), and optionally
 `offline_policy`, `CATALOG` and `prepare_context`; or it builds `CAPABILITY` (a `Capability`) in
 code. A `Registry` finds them, so adding one touches nothing in the core.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.metadata
-import json
 import pkgutil
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -21,11 +20,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pydantic import BaseModel
-
 from missions.core.artifacts import Artifact, ArtifactRejected, Artifacts
 from missions.core.capability_config import CONFIG_FILE, CapabilityConfig, CapabilityConfigError, load_config
-from missions.core.envelope import Envelope, InterruptKind, InterruptResponse
+from missions.core.envelope import Envelope, InterruptResponse
 from missions.core.errors import EvidenceChainViolation as EvidenceChainViolation  # re-exported for capabilities
 from missions.core.errors import StageDefinitionError as StageDefinitionError  # re-exported for capabilities
 from missions.core.llm import OfflinePolicy
@@ -48,7 +45,6 @@ class StageContext:
     tools: ToolExecutor | None = None
     resume: InterruptResponse | None = None  # the answer, when this stage is resumed
     approved_call: bool = False  # that answer approved (or declined) a tool call, not a question
-    llm_output: BaseModel | None = None
     item: Any = None  # the work item, for a fan-out stage's per-item run
     item_results: list[Any] | None = None  # per-item outputs, for a fan-out stage's join
     scratch: dict[str, Any] = field(default_factory=dict)
@@ -91,61 +87,13 @@ class StageContext:
     def goal(self) -> str:
         return self.envelope.raw_input
 
-    def output_of(self, stage: str) -> dict[str, Any]:
-        return self.envelope.output(stage)
-
-    def ask(
-        self,
-        kind: InterruptKind,
-        question: str,
-        options: list[str] | None = None,
-        data: dict[str, Any] | None = None,
-    ) -> None:
-        raise InterruptRequested(kind, question, options=options, data=data)
-
-
-class StageHooks:
-    """Override what a stage needs. Order: pre -> prompt/LLM -> act (tools) -> post."""
-
-    output_model: type[BaseModel] | None = None  # the LLM's structured output
-
-    def pre(self, ctx: StageContext) -> None:
-        """Prepare or ask a human before any work (raise via ctx.ask)."""
-
-    def prompt(self, ctx: StageContext) -> list[dict[str, str]]:
-        """The config's system prompt, then the goal and the mission's context (override for more)."""
-        if ctx.system_prompt is None:
-            raise StageDefinitionError(f"stage '{ctx.agent.name}' has an LLM but no prompt (config or hook)")
-        context = json.dumps(ctx.envelope.context, default=str, sort_keys=True)[:4000]
-        return [
-            {"role": "system", "content": ctx.system_prompt},
-            {"role": "user", "content": f"Goal: {ctx.goal}\nContext: {context}"},
-        ]
-
-    def act(self, ctx: StageContext) -> None:
-        """Call tools through ctx.tools; keep what post() needs in ctx.scratch."""
-
-    def post(self, ctx: StageContext) -> dict[str, Any]:
-        """Build the stage's output (the dict routing rules are matched against)."""
-        if ctx.llm_output is not None:
-            return ctx.llm_output.model_dump(mode="json")
-        return {}
-
-
-class FunctionHooks(StageHooks):
-    """A stage function (missions.core.stages) where the runner expects hooks: the runner calls it
-    in place of pre/LLM/act/post, with the typed view it asks for."""
-
-    def __init__(self, function: StageFunction):
-        self.function = function
-
 
 @dataclass
 class Capability:
     name: str
     description: str
     pipeline: PipelineConfig
-    hooks: dict[str, StageHooks]
+    stages: Mapping[str, StageFunction]  # stage -> its function (missions.core.stages); a stage without one outputs {}
     offline_policy: OfflinePolicy
     catalog: ToolCatalog = field(default_factory=ToolCatalog)
     auto_approve_tools: frozenset[str] = frozenset()
@@ -161,19 +109,15 @@ class Capability:
 
     def __post_init__(self) -> None:
         names = set(self.pipeline.stage_names())
-        unknown = set(self.hooks) - names
+        unknown = set(self.stages) - names
         if unknown:
-            raise StageDefinitionError(f"capability '{self.name}': hooks for unknown stages {sorted(unknown)}")
-        functions = [hooks.function for hooks in self.hooks.values() if isinstance(hooks, FunctionHooks)]
+            raise StageDefinitionError(f"capability '{self.name}': functions for unknown stages {sorted(unknown)}")
         fan_outs = {a.name: a.default_next or "" for a in self.pipeline.agents if a.fan_out}
-        check_stages(functions, self.pipeline.stage_names(), fan_outs)
+        check_stages(list(self.stages.values()), self.pipeline.stage_names(), fan_outs)
         for agent in self.pipeline.agents:
-            hooks = self.hooks.get(agent.name)
-            if isinstance(hooks, FunctionHooks):
-                continue  # its model answers as the function says (ctx.think)
-            if agent.has_llm and (hooks is None or hooks.output_model is None):
+            if agent.has_llm and agent.name not in self.stages:
                 raise StageDefinitionError(
-                    f"capability '{self.name}': stage '{agent.name}' has an LLM but no output_model"
+                    f"capability '{self.name}': stage '{agent.name}' has an LLM but no stage function to ask it"
                 )
             for tool in agent.allowed_tools or []:
                 if self.catalog.get(tool) is None:
@@ -186,7 +130,7 @@ class Capability:
         cls,
         config: CapabilityConfig,
         *,
-        hooks: dict[str, StageHooks],
+        stages: Mapping[str, StageFunction],
         offline_policy: OfflinePolicy,
         catalog: ToolCatalog | None = None,
         prepare_context: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
@@ -202,7 +146,7 @@ class Capability:
                 name=config.name,
                 description=config.description,
                 pipeline=config.pipeline,
-                hooks=hooks,
+                stages=stages,
                 offline_policy=offline_policy,
                 catalog=catalog,
                 auto_approve_tools=frozenset(config.auto_approve_tools),
@@ -218,8 +162,8 @@ class Capability:
         except StageDefinitionError as exc:
             raise CapabilityConfigError(f"{source}: {exc}") from None
 
-    def hooks_for(self, stage: str) -> StageHooks:
-        return self.hooks.get(stage) or StageHooks()
+    def function_for(self, stage: str) -> StageFunction | None:
+        return self.stages.get(stage)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -311,14 +255,11 @@ def _from_module(module: ModuleType, name: str) -> Capability:
     config_path = Path(module.__file__ or "").parent / CONFIG_FILE
     if capability is None and config_path.exists():
         config = load_config(config_path)
-        hooks: dict[str, StageHooks] = dict(getattr(module, "HOOKS", {}))
-        for value in vars(module).values():  # stage functions: each one named once, by its def
-            if isinstance(value, StageFunction):
-                hooks[value.name] = FunctionHooks(value)
+        stages = {value.name: value for value in vars(module).values() if isinstance(value, StageFunction)}
         try:
             capability = Capability.from_config(
                 config,
-                hooks=hooks,
+                stages=stages,
                 offline_policy=getattr(module, "offline_policy", None) or SchemaAnswers(config.offline),
                 catalog=getattr(module, "CATALOG", None),
                 prepare_context=getattr(module, "prepare_context", None),

@@ -80,8 +80,6 @@ class AgentConfig(Model):
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, ge=1, le=200_000)
 
-    required_output_fields: list[str] = Field(default_factory=list)
-
     routing_rules: list[RoutingRule] = Field(default_factory=list)
     default_next: str | None = None
     error_next: str | None = None

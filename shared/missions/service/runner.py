@@ -25,7 +25,6 @@ from pydantic import BaseModel, ValidationError
 
 from missions.core.capability import (
     Capability,
-    FunctionHooks,
     InterruptRequested,
     StageContext,
     StageDefinitionError,
@@ -114,7 +113,7 @@ class StageServices:
     artifacts: ArtifactStore | None = None  # versioned documents stages write for the user
     workspaces: Workspaces | None = None  # repositories stages read (capabilities with `repository`)
     secrets: Callable[[str], str] | None = None  # secrets by name, for tools that connect to a service
-    memory: LongTermMemory | None = None  # the users' long-term memory, for stages that remember
+    memory: Callable[[], LongTermMemory] | None = None  # the users' long-term memory, made when a stage remembers
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 
@@ -205,9 +204,7 @@ class StageRunner:
     def _join(self, envelope: Envelope, stage: str, asl_hops: Any) -> dict[str, Any]:
         """A fan-out stage after its Map: fold its items' outputs (no model call: the items made
         theirs), then route."""
-        return self._whole_stage(
-            envelope, stage, asl_hops, work=lambda ctx, emit: self._work(ctx, emit, skip_llm=True), fan_out=True
-        )
+        return self._whole_stage(envelope, stage, asl_hops, work=lambda ctx, emit: self._work(ctx, emit), fan_out=True)
 
     def _finalize(self, envelope: Envelope, stage: str, asl_hops: Any) -> dict[str, Any]:
         """The failure path: record why the mission could not go on, run the final stage's hooks without
@@ -285,8 +282,6 @@ class StageRunner:
         )
         try:
             output = work(ctx, emit)
-            if failure is None:
-                self._check_output(stage, output)
             envelope.outputs[agent.key] = output
             if final:
                 self._finish(envelope, output, failure, emit)
@@ -335,29 +330,15 @@ class StageRunner:
         self.last_report = StageReport(self.capability.name, stage, before_stage, envelope.counters.model_copy(), ended)
         return self._commit(envelope, stage, checkpoint_id, events, status)
 
-    def _work(
-        self, ctx: StageContext, emit: Callable[..., None], skip_llm: bool = False, partial: bool = False
-    ) -> dict[str, Any]:
-        hooks = self.capability.hooks_for(ctx.agent.name)
-        envelope, agent = ctx.envelope, ctx.agent
-        if isinstance(hooks, FunctionHooks):
-            return self._run_function(ctx, hooks.function, emit, partial=partial)
-        if ctx.item_results is not None:  # a fan-out stage's join: fold and decide
-            return hooks.post(ctx)
-        hooks.pre(ctx)
-        if agent.has_llm and not skip_llm:
-            self._call_llm(ctx, hooks)
-        if agent.has_tools:
-            ctx.tools = self._executor(ctx, emit)
-            t0 = self.services.clock()
-            try:
-                hooks.act(ctx)
-            finally:
-                self.last_timings.tools_ms += (self.services.clock() - t0) * 1000
-                envelope.counters.tool_calls += ctx.tools.executed
-        else:
-            hooks.act(ctx)
-        return hooks.post(ctx)
+    def _work(self, ctx: StageContext, emit: Callable[..., None], partial: bool = False) -> dict[str, Any]:
+        """The stage's function (missions.core.stages); a stage without one outputs nothing, and a
+        fan-out stage's join without one hands its items' outputs to the next stage."""
+        function = self.capability.function_for(ctx.agent.name)
+        if function is not None:
+            return self._run_function(ctx, function, emit, partial=partial)
+        if ctx.item_results is not None:
+            return {"items": list(ctx.item_results)}
+        return {}
 
     def _run_function(
         self,
@@ -489,14 +470,6 @@ class StageRunner:
                 f"stage '{function.name}' reads the mission state, which {why}: {exc.errors()[0]['msg']}"
             ) from None
 
-    def _call_llm(self, ctx: StageContext, hooks: Any) -> None:
-        if ctx.envelope.counters.llm_calls >= ctx.envelope.bounds.max_llm_calls:
-            # routing never sends an LLM stage here past the bound; a resumed or forked
-            # mission might, and then the stage works without the model
-            ctx.envelope.record_error(ctx.agent.name, "bound", "max_llm_calls reached; LLM call skipped")
-            return
-        ctx.llm_output = self._complete(ctx, hooks.prompt(ctx), hooks.output_model)
-
     def _complete(
         self,
         ctx: StageContext,
@@ -577,13 +550,6 @@ class StageRunner:
             replay=dict(replay or {}),
             env=ToolEnv(envelope.mission_id, envelope.user_id, self.services.secrets or _no_secret_store),
         )
-
-    def _check_output(self, stage: str, output: Any) -> None:
-        if not isinstance(output, dict):
-            raise StageDefinitionError(f"stage '{stage}' post() returned {type(output).__name__}, not a dict")
-        missing = [f for f in self.pipeline.agent(stage).required_output_fields if f not in output]
-        if missing:
-            raise StageOutputError(f"stage '{stage}' output lacks required field(s) {missing}")
 
     def _expire(self, mission_id: str, interrupt_id: str) -> None:
         if self.services.interrupts is not None:
@@ -699,18 +665,14 @@ class StageRunner:
         envelope.terminal_reason = envelope.terminal_reason or "completed"
 
     def _finalize_output(self, ctx: StageContext, failure: dict[str, Any]) -> dict[str, Any]:
-        """The final stage on the failure path: its hooks without the LLM, and never a crash."""
-        hooks = self.capability.hooks_for(ctx.agent.name)
+        """The final stage on the failure path: its function without the model, and never a crash."""
+        function = self.capability.function_for(ctx.agent.name)
         ctx.scratch["failure"] = failure
-        try:
-            if isinstance(hooks, FunctionHooks):
-                return self._run_function(ctx, hooks.function, lambda *args, **kwargs: None, failure=failure)
-            hooks.pre(ctx)
-            output = hooks.post(ctx)
-            if isinstance(output, dict):
-                return output
-        except Exception as exc:  # recorded: the mission must still end with what it has
-            ctx.envelope.record_error(ctx.agent.name, type(exc).__name__, str(exc))
+        if function is not None:
+            try:
+                return self._run_function(ctx, function, lambda *args, **kwargs: None, failure=failure)
+            except Exception as exc:  # recorded: the mission must still end with what it has
+                ctx.envelope.record_error(ctx.agent.name, type(exc).__name__, str(exc))
         return {"answer": None, "failure": failure}
 
     def _interrupt_from(self, asked: Exception, stage: str) -> Interrupt:
@@ -841,7 +803,6 @@ class StageRunner:
         started_at, t0 = utcnow(), self.services.clock()
         try:
             output = self._work(ctx, emit, partial=True)
-            self._check_output(stage, output)
         except (InterruptRequested, ConfirmationRequired) as exc:
             raise StageDefinitionError(
                 f"stage '{stage}' asked a human inside a {mode}; interrupts must come from sequential stages"
@@ -926,8 +887,12 @@ def _no_secret_store(name: str) -> str:
 class _UserMemory:
     """The user's long-term memory for one capability's stages: namespaces named after the capability."""
 
-    def __init__(self, memory: LongTermMemory, user_id: str, capability: str):
-        self.memory, self.user_id, self.capability = memory, user_id, capability
+    def __init__(self, memory: Callable[[], LongTermMemory], user_id: str, capability: str):
+        self._memory, self.user_id, self.capability = memory, user_id, capability
+
+    @property
+    def memory(self) -> LongTermMemory:
+        return self._memory()
 
     def _namespace(self, namespace: str) -> tuple[str, ...]:
         if namespace != self.capability and not namespace.startswith(f"{self.capability}."):
