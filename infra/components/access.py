@@ -136,6 +136,9 @@ ACCESS: dict[str, Access] = {
     "sla": Access(tables={"interrupts": TableAccess((QUERY,), indexes=("waiting",))}),
     # starts (or resumes) what a crashed function claimed, so it may do what a drain does
     "reconcile": Access(tables=_DRAINS, blobs=_BLOBS_RW, start_missions=True),
+    # runs analysis scripts: no data at all (its logs, and the network interfaces Lambda attaches to its
+    # VPC, are granted by infra/components/sandbox.py)
+    "sandbox": Access(),
     "retention": Access(
         tables={
             "missions": TableAccess((QUERY, UPDATE), indexes=("by_status",)),

@@ -131,6 +131,8 @@ RETENTION_FUNCTION = FunctionSpec("retention", "retention")
 RECONCILE_FUNCTION = FunctionSpec("reconcile", "reconcile")  # finishes starts a crashed process left
 # clones or unpacks a repository into an immutable snapshot; the only function that writes snapshots
 REPOSITORY_IMPORT_FUNCTION = FunctionSpec("repository-import", "repository_import")
+# runs analysis scripts (missions.ports.sandbox): one function per tier, in a VPC with no way out
+SANDBOX_FUNCTION = FunctionSpec("sandbox", "sandbox")
 SERVICE_FUNCTIONS = (
     API_FUNCTION,
     WEBHOOK_FUNCTION,
@@ -142,6 +144,7 @@ SERVICE_FUNCTIONS = (
     RETENTION_FUNCTION,
     RECONCILE_FUNCTION,
     REPOSITORY_IMPORT_FUNCTION,
+    SANDBOX_FUNCTION,
 )
 
 # the API asks for an import by an event on the mission bus; a rule sends it to the import function
