@@ -161,13 +161,27 @@ def test_the_handler_reports_an_escape_as_a_result(monkeypatch):
     assert answer["status"] == "error" and answer["error_kind"] == "network"
 
 
-def test_a_function_serves_only_its_own_tier(monkeypatch):
-    # the function made undumpable would only be this test process: keep it as it is
+def test_a_function_serves_only_its_own_tier(monkeypatch, tmp_path):
+    # the function made undumpable would only be this test process, its /tmp this machine's: keep them
     monkeypatch.setattr("missions.adapters.sandbox_local._undumpable", lambda: None)
+    monkeypatch.setattr("missions.adapters.sandbox_local._remove_leftovers", lambda base_dir: None)
     runtime = _sandbox_runtime(sandbox_tier="quick")
     context = LocalContext(function_name="missions-dev-sandbox-quick", memory_limit_in_mb=2048, timeout_seconds=20)
     with pytest.raises(StageRequestError, match="quick"):
         lambda_handler({"script": "RESULT = {}", "tier": "deep"}, context, runtime=runtime)
+
+
+def test_the_function_removes_what_runs_cut_short_left_in_its_temp_dir(monkeypatch, tmp_path):
+    # Given an invocation ended by Lambda's timeout left a run's directory (and its input) behind
+    monkeypatch.setattr("missions.adapters.sandbox_local._undumpable", lambda: None)
+    leftover = tmp_path / "missions-sandbox-abc123"
+    leftover.mkdir()
+    (leftover / "input.json").write_text('{"someone": "else"}')
+    (tmp_path / "unrelated").mkdir()
+    # When the function's sandbox starts
+    LocalSandbox(base_dir=str(tmp_path), in_function=True)
+    # Then the leftover is gone, and nothing else
+    assert [p.name for p in tmp_path.iterdir()] == ["unrelated"]
 
 
 def test_the_child_gets_the_functions_memory_less_its_headroom_and_its_time_less_a_margin():
@@ -200,3 +214,22 @@ def test_the_function_names_come_from_the_environment_as_json():
         }
     )
     assert settings.sandbox_functions == FUNCTIONS and settings.sandbox_tier == "quick"
+
+
+def test_the_function_makes_itself_undumpable_so_no_child_reads_its_memory_or_environment():
+    # in a process of its own: this test process keeps its dumpable flag
+    import subprocess
+    import sys
+
+    check = (
+        "import ctypes\n"
+        "from missions.adapters.sandbox_local import _undumpable\n"
+        "libc = ctypes.CDLL(None)\n"
+        "before = libc.prctl(3, 0, 0, 0, 0)\n"  # PR_GET_DUMPABLE
+        "_undumpable()\n"
+        "print(before, libc.prctl(3, 0, 0, 0, 0))"
+    )
+    assert subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout.split() == [
+        "1",
+        "0",
+    ]

@@ -300,9 +300,18 @@ def test_a_thread_is_refused(sandbox, untouched):
     refused(run(sandbox, "import threading\nthreading.Thread(target=print).start()"), "process", "threads refused")
 
 
-def test_signalling_this_process_is_refused(sandbox, untouched):
-    result = run(sandbox, "import os, signal\nos.kill(INPUT['pid'], signal.SIGKILL)", {"pid": os.getpid()})
-    refused(result, "process", "os.kill")
+@pytest.mark.parametrize(
+    "attempt",
+    [
+        "import os, signal\nos.kill(INPUT['pid'], signal.SIGKILL)",
+        "import os, signal\nos.killpg(0, signal.SIGKILL)",
+        "import os, signal\nsignal.pidfd_send_signal(os.pidfd_open(INPUT['pid']), signal.SIGKILL)",
+    ],
+    ids=["kill", "killpg", "pidfd"],
+)
+def test_signalling_this_process_is_refused(sandbox, untouched, attempt):
+    result = run(sandbox, attempt, {"pid": os.getpid()})
+    refused(result, "process", "refused")
 
 
 def test_100_mb_of_output_ends_with_a_clear_error_not_exhausted_memory(sandbox, untouched):

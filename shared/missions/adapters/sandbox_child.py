@@ -207,6 +207,10 @@ def _take_away_native_loaders() -> None:
             replacements[id(getattr(posix, name))] = no_special_file
     # a Python signal handler runs between any two bytecodes, the hook's too: none may be installed
     replacements[id(_signal.signal)] = _refusing("signal.signal")
+    # signals through a process descriptor: no audit event, and another process of this user could be hit
+    for module, name in ((posix, "pidfd_open"), (_signal, "pidfd_send_signal")):
+        if hasattr(module, name):
+            replacements[id(getattr(module, name))] = _refusing(("os." if module is posix else "signal.") + name)
     for name in _PRIVILEGED:  # no audit event either; root outside a user namespace could use them
         if hasattr(posix, name):
             replacements[id(getattr(posix, name))] = _refusing("os." + name)
@@ -443,6 +447,8 @@ _PROCESS = (
     "os.kill",
     "os.killpg",
     "signal.pthread_kill",
+    "os.pidfd_open",
+    "signal.pidfd_send_signal",
     "pty.spawn",
     "_thread.start_new_thread",  # threads too: the kernel refuses them where RLIMIT_NPROC binds
 )

@@ -56,6 +56,7 @@ CHART = "chart.png"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EXIT_VIOLATION = 86  # sandbox_child's hook ended the run
 MB = 1024 * 1024
+WORKDIR_PREFIX = "missions-sandbox-"
 
 
 @dataclass(frozen=True)
@@ -118,9 +119,10 @@ def isolation(python: str = sys.executable) -> Isolation:
 class LocalSandbox:
     """The Sandbox port, in a child process here.
 
-    `tiers` and `caps` override the contract's limits (tests use small ones); `protect_parent` makes
-    this process undumpable, so not even native code in a child of the same user can read its memory
-    or /proc/<pid>/environ (the sandbox function sets it; a developer's shell should keep its own)."""
+    `tiers` and `caps` override the contract's limits (tests use small ones). `in_function`: this
+    process is a sandbox function, the only user of `base_dir`: what runs cut short by a Lambda timeout
+    left there is removed, and this process is made undumpable, so not even native code in a child of
+    the same user could read its memory or /proc/<pid>/environ (its AWS credentials)."""
 
     def __init__(
         self,
@@ -130,15 +132,16 @@ class LocalSandbox:
         base_dir: str | None = None,
         python: str = sys.executable,
         namespaces: bool = True,
-        protect_parent: bool = False,
+        in_function: bool = False,
     ):
         self.tiers: dict[Tier, TierLimits] = {**TIERS, **(tiers or {})}
         self.caps = caps or Caps()
         self.base_dir = base_dir
         self.python = python
         self._namespaces = namespaces
-        if protect_parent:
+        if in_function:
             _undumpable()
+            _remove_leftovers(base_dir or tempfile.gettempdir())
 
     @property
     def isolation(self) -> Isolation:
@@ -151,7 +154,7 @@ class LocalSandbox:
             limits = TierLimits(
                 min(limits.memory_mb, within.memory_mb), min(limits.timeout_seconds, within.timeout_seconds)
             )
-        workdir = tempfile.mkdtemp(prefix="missions-sandbox-", dir=self.base_dir)
+        workdir = tempfile.mkdtemp(prefix=WORKDIR_PREFIX, dir=self.base_dir)
         try:
             return self._run_in(workdir, request, limits)
         finally:
@@ -471,6 +474,12 @@ def _is_regular(mode: int) -> bool:
     import stat
 
     return stat.S_ISREG(mode)
+
+
+def _remove_leftovers(base_dir: str) -> None:
+    """Working directories of runs an earlier invocation could not finish (Lambda ended it at its timeout)."""
+    for leftover in Path(base_dir).glob(f"{WORKDIR_PREFIX}*"):
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _undumpable() -> None:

@@ -254,11 +254,11 @@ class Runtime:
 
     @cached_property
     def _sandbox_here(self) -> LocalSandbox:
-        """The sandbox function's own runner; there (a tier is set) no child may read this process's
-        memory or /proc/<pid>/environ, not even with native code."""
+        """The sandbox function's own runner. In the function (its tier is set) it owns /tmp's sandbox
+        directories and no child may read this process's memory or /proc/<pid>/environ."""
         from missions.adapters.sandbox_local import LocalSandbox
 
-        return LocalSandbox(protect_parent=self.settings.sandbox_tier is not None)
+        return LocalSandbox(in_function=self.settings.sandbox_tier is not None)
 
     # -- repositories -----------------------------------------------------------------------------
 
