@@ -510,7 +510,7 @@ class Runtime:
 
     def handle_sandbox(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         """The sandbox function: one request run in a child process of this one, within the tier this
-        function serves, its memory (less what this process holds) and its remaining time."""
+        function serves, its memory less its own headroom, and its remaining time less a margin."""
         request = SandboxRequest.model_validate(event)
         tier = self.settings.sandbox_tier
         if tier is not None and request.tier != tier:
