@@ -127,6 +127,7 @@ class EnvironmentConfig(BaseModel):
     checkpoint_ttl_days: int | None = Field(None, ge=1)
     retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
     retention_failed_days: int = Field(7, ge=1)
+    sandbox_concurrency: int = Field(5, ge=1, le=100)  # reserved per sandbox tier: analysis scripts at once
     capabilities: list[str] | None = None  # None: every installed capability
     # directories inside the functions whose repositories missions may read by path, e.g. an EFS
     # mount; empty (the default): missions read only repositories registered through the API

@@ -19,6 +19,7 @@ from infra.components.monitoring import AlarmTopic, Monitoring
 from infra.components.nag import acknowledge, rendered
 from infra.components.pipeline import CapabilityStack
 from infra.components.repositories import Repositories
+from infra.components.sandbox import Sandbox
 from infra.components.secrets import Secrets
 from infra.components.storage import Storage
 from infra.components.triggers import Triggers
@@ -72,6 +73,11 @@ class MissionsStack(Stack):
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
         functions = FunctionFactory(config=config, layer=layer, environment=environment)
+        # analysis scripts run only in the sandbox functions: every function made after them knows their
+        # names (so no runtime falls back to a child process of its own), and only the stages granted
+        # invoke (Sandbox.grant_invoke: none of the installed capabilities runs scripts yet) may call them
+        self.sandbox = Sandbox(self, "Sandbox", config=config, functions=functions)
+        functions.environment.update(self.sandbox.settings())
 
         interrupt = functions.create(
             self, "interrupt", INTERRUPT_FUNCTION, description="records a question and the task token that resumes it"
@@ -143,6 +149,7 @@ class MissionsStack(Stack):
             "repository-import": repositories.function,
             **triggers.functions,
             **housekeeping.functions,
+            **{f"sandbox-{tier}": fn for tier, fn in self.sandbox.functions.items()},
         }
         all_functions = dict(service_functions)
         for name, pipeline in self.pipelines.items():

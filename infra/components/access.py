@@ -143,6 +143,9 @@ ACCESS: dict[str, Access] = {
             "events": TableAccess((*_APPEND_EVENTS, QUERY)),
         }
     ),
+    # runs analysis scripts: no data at all (its logs, and the network interfaces Lambda attaches to its
+    # VPC, are granted by infra/components/sandbox.py)
+    "sandbox": Access(),
     "retention": Access(
         tables={
             "missions": TableAccess((QUERY, UPDATE), indexes=("by_status",)),

@@ -7,9 +7,11 @@ and is granted exactly what its code calls by the construct that wires it (see a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import Duration, Size
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -50,6 +52,15 @@ class RuntimeLayer(Construct):
         )
 
 
+@dataclass(frozen=True)
+class FunctionNetwork:
+    """Where a function attached to a VPC lives (its role then needs the ENI actions Lambda uses)."""
+
+    vpc: ec2.IVpc
+    subnets: ec2.SubnetSelection
+    security_groups: tuple[ec2.ISecurityGroup, ...]
+
+
 class FunctionFactory:
     """Builds functions with the settings every function shares."""
 
@@ -71,7 +82,11 @@ class FunctionFactory:
         environment: dict[str, str] | None = None,
         dead_letter_queue: sqs.IQueue | None = None,
         ephemeral_storage_mb: int | None = None,
+        network: FunctionNetwork | None = None,
+        tracing: bool = True,
     ) -> lambda_.Function:
+        """`network`: the VPC subnets and security groups the function lives in (none: Lambda's own
+        network, with internet egress); `tracing`: X-Ray (a function with no network path turns it off)."""
         construct = Construct(scope, id)
         role = iam.Role(
             construct,
@@ -99,7 +114,10 @@ class FunctionFactory:
             timeout=Duration.seconds(timeout_seconds or self.config.timeout_seconds),
             reserved_concurrent_executions=reserved_concurrency,
             dead_letter_queue=dead_letter_queue,  # asynchronous invocations that failed every retry
-            tracing=lambda_.Tracing.ACTIVE,
+            tracing=lambda_.Tracing.ACTIVE if tracing else lambda_.Tracing.DISABLED,
+            vpc=network.vpc if network else None,
+            vpc_subnets=network.subnets if network else None,
+            security_groups=list(network.security_groups) if network else None,
             ephemeral_storage_size=Size.mebibytes(ephemeral_storage_mb) if ephemeral_storage_mb else None,
             description=description,
             environment={
@@ -117,11 +135,12 @@ class FunctionFactory:
             f"The runtime is python{PYTHON_VERSION}, the version the test suite runs and the layer's compiled "
             "wheels are built for; moving to a newer one is a deliberate change of the venv, the locks and RUNTIME.",
         )
-        acknowledge(
-            role,
-            "AwsSolutions-IAM5[Resource::*]",
-            "X-Ray's PutTraceSegments and PutTelemetryRecords accept no resource other than '*'.",
-        )
+        if tracing:
+            acknowledge(
+                role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "X-Ray's PutTraceSegments and PutTelemetryRecords accept no resource other than '*'.",
+            )
         return function
 
     def dead_letter_queue(self, scope: Construct, id: str) -> sqs.Queue:

@@ -35,6 +35,8 @@ ASYNCHRONOUS = {
     "missions-repository-import",
 }
 NO_RESOURCE = {"dynamodb:ListStreams"}  # lists stream ARNs of the account; IAM offers no narrower resource
+# Lambda attaching the sandbox functions to their VPC (infra/components/sandbox.py)
+NO_RESOURCE |= {"ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets"}
 SUITE_PYTHON = f"python{sys.version_info.major}.{sys.version_info.minor}"  # what this test process runs
 
 

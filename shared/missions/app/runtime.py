@@ -31,6 +31,7 @@ from missions.ports.bus import EventBus
 from missions.ports.dispatch import DispatchStore
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import Embedder, LongTermMemory
+from missions.ports.sandbox import FUNCTION_HEADROOM_MB, Sandbox, SandboxRequest, TierLimits
 from missions.ports.secrets import SecretReader
 from missions.ports.store import (
     ArtifactStore,
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
     from botocore.client import BaseClient
     from mypy_boto3_dynamodb.client import DynamoDBClient
+
+    from missions.adapters.sandbox_local import LocalSandbox
 
 
 class Runtime:
@@ -237,6 +240,26 @@ class Runtime:
 
             self._secrets = PowertoolsSecrets()
         return self._secrets
+
+    @cached_property
+    def sandbox(self) -> Sandbox:
+        """Runs analysis scripts (missions.ports.sandbox): through the sandbox function of the script's
+        tier where the settings name them (AWS), else in a child process here (the emulation, the CLI)."""
+        if self.settings.sandbox_functions:
+            from missions.adapters.sandbox_lambda import LambdaSandbox
+
+            return LambdaSandbox(self.settings.sandbox_functions, client=self._clients.get("lambda"))
+        from missions.adapters.sandbox_local import LocalSandbox
+
+        return LocalSandbox()
+
+    @cached_property
+    def _sandbox_here(self) -> LocalSandbox:
+        """The sandbox function's own runner. In the function (its tier is set) it owns /tmp's sandbox
+        directories and no child may read this process's memory or /proc/<pid>/environ."""
+        from missions.adapters.sandbox_local import LocalSandbox
+
+        return LocalSandbox(in_function=self.settings.sandbox_tier is not None)
 
     # -- repositories -----------------------------------------------------------------------------
 
@@ -493,6 +516,27 @@ class Runtime:
         )
         return {"repository_id": record.repository_id, "status": record.status, "reason": record.reason}
 
+    def handle_sandbox(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
+        """The sandbox function: one request run in a child process of this one, within the tier this
+        function serves, its memory less its own headroom, and its remaining time less a margin."""
+        request = SandboxRequest.model_validate(event)
+        tier = self.settings.sandbox_tier
+        if tier is not None and request.tier != tier:
+            raise StageRequestError(f"this sandbox function runs {tier} scripts, not {request.tier} ones")
+        local = self._sandbox_here
+        result = local.run(request, within=_sandbox_room(context))
+        observability.logger().info(
+            "analysis script run",
+            extra={
+                "tier": request.tier,
+                "status": result.status,
+                "error_kind": result.error_kind,
+                "duration_ms": result.duration_ms,
+                "isolation": local.isolation.description,
+            },
+        )
+        return result.to_event()
+
     def handle_sla(self) -> dict[str, Any]:
         """Questions unanswered past the SLA: a metric the alarm watches, and the oldest logged."""
         from aws_lambda_powertools.metrics import MetricUnit
@@ -568,6 +612,22 @@ def _deadline_of(context: Any) -> float | None:
     if remaining is None:
         return None
     return time.monotonic() + max(0.0, float(remaining()) / 1000 - COMMIT_MARGIN_SECONDS)
+
+
+SANDBOX_TIME_MARGIN_SECONDS = 2.0  # what the sandbox function keeps back to report after its child ends
+
+
+def _sandbox_room(context: Any) -> TierLimits | None:
+    """What a child may use inside the sandbox function: its memory less the headroom it was given for
+    itself, its remaining time less the margin (None outside Lambda: the tier's limits apply as they are)."""
+    memory = getattr(context, "memory_limit_in_mb", None)
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if memory is None or remaining is None:
+        return None
+    return TierLimits(
+        memory_mb=max(16, int(memory) - FUNCTION_HEADROOM_MB),
+        timeout_seconds=max(1.0, float(remaining()) / 1000 - SANDBOX_TIME_MARGIN_SECONDS),
+    )
 
 
 class _LazyClient:

@@ -20,7 +20,15 @@ class SettingsError(ValueError):
 PREFIX = "MISSIONS_"
 # read by the `missions` CLI as a client of a deployed API, never by the runtime
 CLIENT_VARIABLES = frozenset({"MISSIONS_DEBUG", "MISSIONS_API_URL", "MISSIONS_TOKEN"})
-JSON_FIELDS = ("openai_models", "openai_prices", "state_machine_arns", "webhook_sources", "repo_roots", "operators")
+JSON_FIELDS = (
+    "openai_models",
+    "openai_prices",
+    "state_machine_arns",
+    "webhook_sources",
+    "repo_roots",
+    "operators",
+    "sandbox_functions",
+)
 
 
 class RuntimeSettings(BaseModel):
@@ -72,6 +80,10 @@ class RuntimeSettings(BaseModel):
     repo_roots: list[str] = Field(default_factory=list, max_length=32)
     tracing: bool = False  # X-Ray through Powertools Tracer: its SDK costs ~0.4 s of cold start
     workspace_dir: str = "/tmp/missions/repositories"  # where snapshots are unpacked (ephemeral storage)
+    # analysis scripts (missions.ports.sandbox): the sandbox function per tier in AWS, none to run them in a
+    # local child process; a sandbox function itself names the one tier it serves
+    sandbox_functions: dict[str, str] = Field(default_factory=dict)
+    sandbox_tier: Literal["quick", "standard", "deep"] | None = None
 
     @model_validator(mode="after")
     def _every_model_is_priced(self) -> RuntimeSettings:

@@ -132,6 +132,8 @@ RECONCILE_FUNCTION = FunctionSpec("reconcile", "reconcile")  # finishes starts a
 EVALUATE_FUNCTION = FunctionSpec("evaluate", "evaluate")  # nightly trace scorers over ended missions
 # clones or unpacks a repository into an immutable snapshot; the only function that writes snapshots
 REPOSITORY_IMPORT_FUNCTION = FunctionSpec("repository-import", "repository_import")
+# runs analysis scripts (missions.ports.sandbox): one function per tier, in a VPC with no way out
+SANDBOX_FUNCTION = FunctionSpec("sandbox", "sandbox")
 SERVICE_FUNCTIONS = (
     API_FUNCTION,
     WEBHOOK_FUNCTION,
@@ -144,6 +146,7 @@ SERVICE_FUNCTIONS = (
     RECONCILE_FUNCTION,
     EVALUATE_FUNCTION,
     REPOSITORY_IMPORT_FUNCTION,
+    SANDBOX_FUNCTION,
 )
 
 # the API asks for an import by an event on the mission bus; a rule sends it to the import function
