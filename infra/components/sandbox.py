@@ -33,9 +33,9 @@ from constructs import Construct
 from infra.components.functions import FunctionFactory, FunctionNetwork
 from infra.components.nag import acknowledge, rendered
 from infra.config import EnvironmentConfig
+from missions.core.sandbox import FUNCTION_HEADROOM_MB, FUNCTION_HEADROOM_SECONDS, TIERS, Tier
 from missions.core.settings import environment_of
 from missions.core.specs import SANDBOX_FUNCTION
-from missions.ports.sandbox import FUNCTION_HEADROOM_MB, FUNCTION_HEADROOM_SECONDS, TIERS, Tier
 
 VPC_CIDR = "10.213.0.0/24"  # addresses for the functions' network interfaces only; never routed anywhere
 # Lambda attaches a VPC function through network interfaces it makes with the function's role: these

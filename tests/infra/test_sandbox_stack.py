@@ -16,7 +16,7 @@ from aws_cdk.assertions import Match, Template
 from infra.components.functions import FunctionFactory
 from infra.components.sandbox import ENI_DESCRIBE, ENI_MANAGE, Sandbox, function_memory_mb, function_timeout_seconds
 from infra.config import load_environments
-from missions.ports.sandbox import FUNCTION_HEADROOM_MB, FUNCTION_HEADROOM_SECONDS, TIERS
+from missions.core.sandbox import FUNCTION_HEADROOM_MB, FUNCTION_HEADROOM_SECONDS, TIERS
 from tests.infra.conftest import Assembly, synthesize
 
 ENVIRONMENTS = ("dev", "prod")  # the smallest and the one nearest CloudFormation's 500 resources

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from missions.adapters.sandbox_local import Caps, LocalSandbox, isolation
-from missions.ports.sandbox import TAIL_CHARS, SandboxRequest, SandboxResult, TierLimits
+from missions.core.sandbox import TAIL_CHARS, SandboxRequest, SandboxResult, TierLimits
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = {"quick": TierLimits(memory_mb=256, timeout_seconds=2)}

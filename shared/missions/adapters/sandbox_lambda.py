@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from missions.core.errors import DependencyUnavailable
-from missions.ports.sandbox import TIERS, SandboxRequest, SandboxResult, Tier
+from missions.core.sandbox import TIERS, SandboxRequest, SandboxResult, Tier
 
 if TYPE_CHECKING:
     from mypy_boto3_lambda.client import LambdaClient

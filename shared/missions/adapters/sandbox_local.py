@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from missions.core.errors import DependencyUnavailable
-from missions.ports.sandbox import (
+from missions.core.sandbox import (
     MAX_CHART_BYTES,
     MAX_OUTPUT_BYTES,
     MAX_STREAM_BYTES,

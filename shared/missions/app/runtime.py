@@ -26,12 +26,13 @@ from missions.core.offload import EnvelopeCodec
 from missions.core.redaction import remember_secret
 from missions.core.refs import RepositoryResolver, Workspaces
 from missions.core.roots import AllowedRoots
+from missions.core.sandbox import FUNCTION_HEADROOM_MB, SandboxRequest, TierLimits
 from missions.core.settings import RuntimeSettings, SettingsError
 from missions.ports.bus import EventBus
 from missions.ports.dispatch import DispatchStore
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import Embedder, LongTermMemory
-from missions.ports.sandbox import FUNCTION_HEADROOM_MB, Sandbox, SandboxRequest, TierLimits
+from missions.ports.sandbox import Sandbox
 from missions.ports.secrets import SecretReader
 from missions.ports.store import (
     ArtifactStore,
