@@ -26,6 +26,7 @@ from missions.adapters.memory.store import (
     MemoryEventStore,
     MemoryMissionStore,
 )
+from missions.adapters.sandbox_local import LocalSandbox
 from missions.core import capability as registry
 from missions.core.capability import Capability
 from missions.core.envelope import Envelope, InterruptKind
@@ -79,6 +80,7 @@ class DirectDriver:
             missions=self.stores.missions,
             artifacts=self.stores.artifacts,
             memory=lambda: self.stores.memory,
+            sandbox=LocalSandbox,
             secrets=self.stores.secrets.__getitem__,
         )
         self.runner = StageRunner(capability, self.services)

@@ -333,6 +333,25 @@ def test_a_stage_remembers_for_its_user_only_in_namespaces_named_after_its_capab
     assert driver.stores.memory.list("someone-else", ("t_typed.insights",)) == []
 
 
+def test_a_stage_runs_an_analysis_script_in_the_sandbox_and_sees_a_broken_rule_as_a_result():
+    seen: dict[str, Any] = {}
+
+    @stage
+    def write(ctx: Ctx, brief: Brief) -> Draft:
+        summed = ctx.analyze("RESULT = {'total': sum(INPUT['values'])}", {"values": [1, 2, 3.5]})
+        escaped = ctx.analyze("import socket\nsocket.create_connection(('example.org', 80))\nRESULT = {}")
+        seen["summed"], seen["escaped"] = summed, escaped
+        return Draft(text=str(summed.output))
+
+    driver = DirectDriver(typed(brief, write, done))
+    envelope = driver.run("penguins")
+    assert seen["summed"].status == "ok" and seen["summed"].output == {"total": 6.5}
+    assert seen["escaped"].status == "error" and seen["escaped"].error_kind == "network"
+    events, _ = driver.stores.events.read(envelope.mission_id, limit=500)
+    ran = [e.payload for e in events if e.type.value == "analysis.completed"]
+    assert [r["status"] for r in ran] == ["ok", "error"] and ran[1]["error_kind"] == "network"
+
+
 # -- the offline model -------------------------------------------------------------------------------
 
 

@@ -441,6 +441,7 @@ class Runtime:
                 workspaces=self.workspaces if capability.repository != "none" else None,
                 secrets=lambda name: self.secrets.read(name),  # the reader (its client) made on first use
                 memory=(lambda: self.memory) if self.settings.memory_table else None,
+                sandbox=lambda: self.sandbox,
             )
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]

@@ -32,6 +32,7 @@ class EventType(StrEnum):
     MISSION_CANCELLED = "mission.cancelled"
     FEEDBACK_RECEIVED = "feedback.received"
     FEEDBACK_COMPLAINT = "feedback.complaint"
+    ANALYSIS_COMPLETED = "analysis.completed"  # a script ran in the sandbox (missions.core.sandbox)
     MISSION_EVALUATED = "mission.evaluated"  # the trace scorers' verdict (missions.core.evaluation)
 
 

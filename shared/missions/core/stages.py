@@ -46,6 +46,7 @@ from pydantic import BaseModel
 
 from missions.core.envelope import Bounds, Citation, Counters, InterruptKind, InterruptResponse
 from missions.core.errors import StageDefinitionError
+from missions.core.sandbox import SandboxRequest, SandboxResult, Tier
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -237,6 +238,7 @@ class Ctx:
         end_reason: Callable[[str], None] | None = None,
         asked: list[InterruptResponse] | None = None,
         memory: Memory | None = None,
+        analyze: Callable[[SandboxRequest], SandboxResult] | None = None,
     ):
         self.stage = stage
         self.terminal_reason = terminal_reason  # set when a bound or the failure path is ending the mission
@@ -259,6 +261,7 @@ class Ctx:
         self._read_artifact = read_artifact
         self._end_reason = end_reason
         self._memory = memory
+        self._analyze = analyze
 
     # read-only copies, made on first use (most stages read little of the mission)
 
@@ -330,6 +333,14 @@ class Ctx:
         if self._update_state is None:
             raise StageDefinitionError(f"stage '{self.stage}' cannot change the mission state here")
         self._update_state(state)
+
+    def analyze(self, script: str, input: Any = None, tier: Tier = "quick") -> SandboxResult:
+        """Run an analysis script (standard-library Python reading INPUT, setting RESULT; see
+        missions.core.sandbox) in the sandbox, within its tier's limits. A script that breaks a rule or
+        a limit is a result with status "error" and the reason, for the model to fix its script."""
+        if self._analyze is None:
+            raise StageDefinitionError(f"stage '{self.stage}' runs an analysis but no sandbox is wired")
+        return self._analyze(SandboxRequest(script=script, input=input, tier=tier))
 
     def remember(self, namespace: str, key: str, value: Any) -> None:
         """Keep `value` in the user's long-term memory under (namespace, key): what later missions,

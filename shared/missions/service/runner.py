@@ -48,9 +48,11 @@ from missions.core.redaction import redact
 from missions.core.refs import Workspaces
 from missions.core.roots import AllowedRoots
 from missions.core.routing import Decision, apply, decide
+from missions.core.sandbox import SandboxRequest, SandboxResult
 from missions.core.stages import Ctx, Replay, StageFunction
 from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolEnv, ToolExecutor, call_id
 from missions.ports.memory import LongTermMemory
+from missions.ports.sandbox import Sandbox
 from missions.ports.store import (
     TOOL_JOURNAL_SUFFIX,
     ArtifactStore,
@@ -114,6 +116,7 @@ class StageServices:
     workspaces: Workspaces | None = None  # repositories stages read (capabilities with `repository`)
     secrets: Callable[[str], str] | None = None  # secrets by name, for tools that connect to a service
     memory: Callable[[], LongTermMemory] | None = None  # the users' long-term memory, made when a stage remembers
+    sandbox: Callable[[], Sandbox] | None = None  # where analysis scripts run, made when a stage runs one
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 
@@ -425,6 +428,7 @@ class StageRunner:
                 memory=_UserMemory(self.services.memory, envelope.user_id, self.capability.name)
                 if self.services.memory is not None
                 else None,
+                analyze=(lambda request: self._analyze(request, emit)) if self.services.sandbox is not None else None,
             )
         if "state" in function.wants:
             arguments["state"] = self._state(envelope, function)
@@ -469,6 +473,25 @@ class StageRunner:
             raise StageDefinitionError(
                 f"stage '{function.name}' reads the mission state, which {why}: {exc.errors()[0]['msg']}"
             ) from None
+
+    def _analyze(self, request: SandboxRequest, emit: Callable[..., None]) -> SandboxResult:
+        """One script in the sandbox; its time counts as the stage's tool time, and it leaves an event."""
+        assert self.services.sandbox is not None
+        t0 = self.services.clock()
+        try:
+            result = self.services.sandbox().run(request)
+        finally:
+            self.last_timings.tools_ms += (self.services.clock() - t0) * 1000
+        emit(
+            EventType.ANALYSIS_COMPLETED,
+            tier=request.tier,
+            status=result.status,
+            error_kind=result.error_kind,
+            error=result.error,
+            duration_ms=round(result.duration_ms, 3),
+            chart=result.chart_png is not None,
+        )
+        return result
 
     def _complete(
         self,
