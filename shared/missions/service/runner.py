@@ -703,7 +703,7 @@ class StageRunner:
             return Interrupt(
                 kind=InterruptKind.CONFIRMATION,
                 stage=stage,
-                question=f"Allow {asked.tool_id} ({asked.risk.value}) with {_preview(asked.params)}?",
+                question=_approval_question(asked),
                 data={
                     "call_id": asked.call_id,
                     "tool_id": asked.tool_id,
@@ -932,3 +932,14 @@ class _UserMemory:
             return {item.key: item.value for item in self.memory.list(self.user_id, self._namespace(namespace), 1000)}
         item = self.memory.get(self.user_id, self._namespace(namespace), key)
         return item.value if item is not None else None
+
+
+def _approval_question(asked: ConfirmationRequired) -> str:
+    """What the user is asked to allow: the tool's own account of the change (and its diff) when it gives
+    one, else the call's parameters."""
+    shown = asked.preview or {}
+    if not shown:
+        return f"Allow {asked.tool_id} ({asked.risk.value}) with {_preview(asked.params)}?"
+    what = str(shown.get("change") or "this change")
+    question = f"Allow {asked.tool_id} ({asked.risk.value}): {what}?"
+    return f"{question}\n{shown['diff']}" if shown.get("diff") else question

@@ -1,0 +1,135 @@
+"""What the model answers and what each stage returns (routing reads `route`, `decision`, `ready`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Route = Literal["answer", "team", "review", "propose", "control", "rollback", "unavailable"]
+Specialist = Literal["energy", "behavioral", "diagnostic"]
+SPECIALISTS: tuple[Specialist, ...] = ("energy", "behavioral", "diagnostic")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AutomationDraft(_Out):
+    """An automation as HA's editor stores it (validated in full by capabilities.home_assistant.automation)."""
+
+    alias: str = Field(min_length=1, max_length=200)
+    description: str = ""
+    triggers: list[dict[str, Any]] = Field(min_length=1)
+    conditions: list[dict[str, Any]] = Field(default_factory=list)
+    actions: list[dict[str, Any]] = Field(min_length=1)
+    mode: Literal["single", "restart", "queued", "parallel"] = "single"
+
+
+class ArchitectPlan(_Out):
+    """The architect's decision: answer, consult the team, review, propose an automation, act, or undo."""
+
+    route: Route
+    specialists: list[Specialist] = Field(default_factory=list, description="for route team")
+    entities: list[str] = Field(default_factory=list, description="entity ids the question is about")
+    answer: str = Field("", description="for route answer: the answer, from the evidence")
+    service: str | None = Field(None, description="for route control: domain.service, e.g. light.turn_on")
+    automation: AutomationDraft | None = Field(None, description="for route propose")
+    automation_id: str | None = Field(None, description="for review of one automation, or rollback")
+    reasoning: str = ""
+
+
+class Architecture(ArchitectPlan):
+    """The plan, with what the architect found (HA's clock, and why it cannot go on if it cannot)."""
+
+    now: str  # HA's own clock (ISO): analyses look back from it
+    problem: str | None = None  # route unavailable: HA down, token rejected, an entity that does not exist
+    problem_kind: str | None = None
+
+
+class AnalysisScript(_Out):
+    """A specialist's analysis: a standard-library Python script reading INPUT and setting RESULT."""
+
+    code: str = Field(min_length=1)
+    explanation: str = ""
+
+
+class Insight(_Out):
+    specialist: Specialist
+    title: str
+    summary: str
+    figures: dict[str, float] = Field(default_factory=dict, description="name_unit -> value, e.g. kwh_week")
+    entities: list[str] = Field(default_factory=list)
+    period_start: str | None = None
+    period_end: str | None = None
+    evidence: list[str] = Field(default_factory=list, description="file:line references the tools returned")
+
+
+class Findings(_Out):
+    specialist: Specialist
+    ran: bool
+    insights: list[Insight] = Field(default_factory=list)
+    error: str | None = None
+    sandbox_ms: float = 0.0
+    chart: str | None = None  # the artifact holding its chart, if it drew one
+
+
+class Discussion(_Out):
+    """The model's word on conflicting findings (asked only when the team disagrees)."""
+
+    resolution: str
+    recommendations: list[str] = Field(default_factory=list)
+
+
+class Synthesis(_Out):
+    decision: Literal["report", "discuss", "propose"]
+    insights: list[Insight]
+    conflicts: list[str] = Field(default_factory=list)
+    recommendations: list[str] = Field(default_factory=list)
+    fixes: list[dict[str, Any]] = Field(default_factory=list)  # automation configs to propose (review)
+    failures: list[str] = Field(default_factory=list)  # analyses that could not run, and why
+    round: int = 1
+
+
+class Reviewed(_Out):
+    targets: list[str]  # automation ids
+    configs: dict[str, dict[str, Any]]
+
+
+class Proposal(_Out):
+    automation_id: str
+    alias: str
+    config: dict[str, Any]
+    original: dict[str, Any] | None
+    valid: bool
+    reasons: list[str] = Field(default_factory=list)
+    diff: str = ""
+
+
+class Proposals(_Out):
+    ready: bool  # at least one valid proposal to offer for approval
+    proposals: list[Proposal]
+
+
+class Deployed(_Out):
+    results: dict[str, str]  # automation id -> deployed | declined | failed: <why>
+
+
+class Controlled(_Out):
+    service: str
+    entities: list[str]
+    status: str
+    states: dict[str, str] = Field(default_factory=dict)
+
+
+class RolledBack(_Out):
+    automation_id: str | None
+    status: str
+
+
+class Report(_Out):
+    answer: str
+    route: Route
+    insights: list[Insight] = Field(default_factory=list)
+    citations: list[str] = Field(default_factory=list)
+    deployed: dict[str, str] = Field(default_factory=dict)

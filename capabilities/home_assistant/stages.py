@@ -1,0 +1,500 @@
+"""The home_assistant stages (capability.toml holds the graph):
+
+architect -> answer | team (energy, behavioral, diagnostic in one Parallel state) -> synthesis
+          | review (automations) -> team -> synthesis -> proposals -> deploy
+          | propose -> proposals -> deploy | control | rollback          -> report
+
+Every change to the home is a write-risk tool call the user approves, seeing what it changes (the
+service call, the automation's diff); an approval runs exactly that call, once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any
+
+from pydantic import ValidationError
+
+from capabilities.home_assistant.automation import (
+    automation_id_for,
+    diff,
+    referenced,
+    semantic_errors,
+    structural_errors,
+)
+from capabilities.home_assistant.models import (
+    AnalysisScript,
+    ArchitectPlan,
+    Architecture,
+    Controlled,
+    Deployed,
+    Discussion,
+    Findings,
+    Insight,
+    Proposal,
+    Proposals,
+    Report,
+    Reviewed,
+    RolledBack,
+    Specialist,
+    Synthesis,
+)
+from missions.core.capability import Ctx, stage
+from missions.core.tools import ToolResult
+
+DEPLOYMENTS = "home_assistant.deployments"  # the user's memory: what each deployment replaced
+INSIGHTS = "home_assistant.insights"  # the user's memory: insights with their evidence
+MAX_CANDIDATES = 60
+
+
+def _ok(result: ToolResult) -> dict[str, Any]:
+    return result.data if result.status == "success" and isinstance(result.data, dict) else {}
+
+
+# --------------------------------------------------------------------------- the architect
+
+
+@stage
+def architect(ctx: Ctx) -> Architecture:
+    """Survey the home, then decide: answer, consult the team, review, propose, act or undo."""
+    tools = ctx.tools
+    surveyed = tools.execute("ha.overview", {})
+    if surveyed.status != "success":  # HA down, token rejected: nothing else can work
+        kind = "ha_token_rejected" if "token" in (surveyed.error or "").lower() else "ha_unreachable"
+        return Architecture(route="unavailable", now="", problem=surveyed.error, problem_kind=kind)
+    home = _ok(surveyed)
+    words = set(re.findall(r"[a-z0-9]+", ctx.goal.lower()))
+    candidates = [
+        e
+        for e in home["entities"]
+        if words & set(re.findall(r"[a-z0-9]+", f"{e['entity_id']} {e['name']} {e['area'] or ''}".lower()))
+    ][:MAX_CANDIDATES]
+    deployments = ctx.recall(DEPLOYMENTS) or {}
+    plan = ctx.think(
+        ArchitectPlan,
+        request=ctx.goal,
+        areas=home["areas"],
+        domains=home["domains"],
+        unavailable=home["unavailable"],
+        candidates=candidates,
+        deployments=[{"automation_id": k, "alias": v.get("alias")} for k, v in deployments.items()],
+    )
+    known = {e["entity_id"] for e in home["entities"]}
+    unknown = [e for e in plan.entities if e not in known]
+    if plan.route in ("control", "propose") and (unknown or not plan.entities):
+        what = ", ".join(unknown) or "no entity the request names"
+        return Architecture(
+            **plan.model_dump(exclude={"route"}),
+            route="unavailable",
+            now=home["now"],
+            problem=f"this home has {what}",
+            problem_kind="unknown_entity",
+        )
+    return Architecture(**plan.model_dump(), now=home["now"])
+
+
+# --------------------------------------------------------------------------- the team
+
+
+def _specialist(ctx: Ctx, name: Specialist, architect: Architecture, data: dict[str, Any], question: str) -> Findings:
+    """Write the analysis script for what was gathered, run it in the sandbox (once more with the error
+    if it fails), and keep the insights its RESULT holds."""
+    sandbox_ms, facts = 0.0, {"question": question, "specialist": name, "data_shape": _shape(data)}
+    error = None
+    for _ in range(2):
+        script = ctx.think(AnalysisScript, **facts, **({"previous_error": error} if error else {}))
+        ran = ctx.analyze(script.code, data, tier="standard")
+        sandbox_ms += ran.duration_ms
+        if ran.status == "ok":
+            try:
+                said: Any = ran.output
+                insights = [Insight.model_validate({**i, "specialist": name}) for i in said["insights"]]
+            except (KeyError, TypeError, ValidationError) as exc:
+                error = f"RESULT is not {{'insights': [...]}} as asked: {exc}"[:500]
+                continue
+            chart = None
+            if ran.chart_png is not None:
+                chart = ctx.save_artifact(f"charts/{name}", {"png_base64": ran.to_event()["chart_png"]}).name
+            return Findings(specialist=name, ran=True, insights=insights, sandbox_ms=sandbox_ms, chart=chart)
+        error = ran.error
+    ctx.report("analysis_failed", f"{name}: {error}")
+    return Findings(specialist=name, ran=True, error=error, sandbox_ms=sandbox_ms)
+
+
+def _shape(data: Any, depth: int = 0) -> Any:
+    """What the script's INPUT looks like, for the model writing it (keys and one example, not the data)."""
+    if isinstance(data, dict) and depth < 3:
+        return {k: _shape(v, depth + 1) for k, v in list(data.items())[:12]}
+    if isinstance(data, list):
+        return [_shape(data[0], depth + 1)] if data else []
+    return type(data).__name__ if depth >= 3 or isinstance(data, dict) else data
+
+
+def _chosen(architect: Architecture, review: Reviewed | None, name: Specialist) -> bool:
+    if review is not None:  # a configuration review: the diagnostic and behavioral views of the automations
+        return name in ("diagnostic", "behavioral")
+    return architect.route == "team" and name in architect.specialists
+
+
+@stage
+def energy(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Findings:
+    if not _chosen(architect, review, "energy"):
+        return Findings(specialist="energy", ran=False)
+    home = _ok(ctx.tools.execute("ha.overview", {}))
+    meters = [e for e in home["entities"] if e["unit"] in ("kWh", "W")]
+    whole = next((e["entity_id"] for e in meters if e["entity_id"].endswith(("home_energy", "house_energy"))), None)
+    power = next((e["entity_id"] for e in meters if e["entity_id"].endswith(("home_power", "house_power"))), None)
+    chosen = [e["entity_id"] for e in meters if e["unit"] == "kWh"][:8] + [p for p in [power] if p]
+    hours = 24 if "day" in ctx.goal.lower() and "week" not in ctx.goal.lower() else 168
+    found = _ok(ctx.tools.execute("ha.history", {"entity_ids": chosen, "hours": hours}))
+    names = {e["entity_id"]: e for e in meters}
+    data = {
+        "start": found.get("start"),
+        "end": found.get("end"),
+        "tariff": float(ctx.context.get("tariff_per_kwh", 0.30)),
+        "currency": str(ctx.context.get("currency", "EUR")),
+        "whole_home": whole,
+        "whole_home_power": power,
+        "series": {
+            entity: {**series, "unit": names[entity]["unit"], "name": names[entity]["name"]}
+            for entity, series in found.get("series", {}).items()
+        },
+    }
+    return _specialist(ctx, "energy", architect, data, ctx.goal)
+
+
+@stage
+def diagnostic(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Findings:
+    if not _chosen(architect, review, "diagnostic"):
+        return Findings(specialist="diagnostic", ran=False)
+    tools = ctx.tools
+    home = _ok(tools.execute("ha.overview", {}))
+    broken = [e for e in home["entities"] if e["state"] == "unavailable"]
+    focus = set(architect.entities)
+    if focus:  # what the user asked about first, then the rest of what is unavailable
+        broken.sort(key=lambda e: e["entity_id"] not in focus)
+    log = _ok(tools.execute("ha.error_log", {"limit": 200}))
+    lines = log.get("lines", [])
+    logged = " ".join(line["text"] for line in lines)
+    integrations = sorted(set(re.findall(r"\[homeassistant\.components\.([a-z0-9_]+)", logged)))
+    of_integration: dict[str, str] = {}
+    for integration in integrations:  # which entities each integration in the log provides
+        template = f"{{{{ integration_entities('{integration}') | join(',') }}}}"
+        rendered = _ok(tools.execute("ha.template", {"template": template})).get("rendered", "")
+        of_integration.update(dict.fromkeys([e for e in rendered.split(",") if e], integration))
+    watched = [e["entity_id"] for e in broken[:12]] or ["sun.sun"]
+    since = _ok(tools.execute("ha.history", {"entity_ids": watched, "hours": 168}))
+    automations = _automation_targets(ctx, home, review)
+    data = {
+        "now": home["now"],
+        "start": since.get("start"),
+        "unavailable": [
+            {
+                "entity_id": e["entity_id"],
+                "name": e["name"],
+                "integration": of_integration.get(e["entity_id"]),
+                "since": (since.get("series", {}).get(e["entity_id"]) or {}).get("unavailable_since")
+                or e["last_changed"],
+            }
+            for e in broken[:12]
+        ],
+        "error_lines": lines,
+        "automations": automations,
+    }
+    return _specialist(ctx, "diagnostic", architect, data, ctx.goal)
+
+
+def _automation_targets(ctx: Ctx, home: dict[str, Any], review: Reviewed | None) -> list[dict[str, Any]]:
+    """Each automation, the entities it acts on that are unavailable, and how often it fired this week."""
+    states = {e["entity_id"]: e["state"] for e in home["entities"]}
+    listed = _ok(ctx.tools.execute("ha.automations", {})).get("automations", [])
+    fired: Counter[str] = Counter()
+    ids = [a["entity_id"] for a in listed]
+    for chunk in [ids[i : i + 12] for i in range(0, len(ids), 12)]:  # each automation's own runs, none cut off
+        entries = _ok(ctx.tools.execute("ha.logbook", {"hours": 168, "entity_ids": chunk})).get("entries", [])
+        fired.update(e.get("entity_id") for e in entries if str(e.get("message", "")).startswith("triggered"))
+    found = []
+    for automation in listed:
+        if review is not None and review.targets and automation["id"] not in review.targets:
+            continue
+        config = (review.configs.get(automation["id"]) if review else None) or _ok(
+            ctx.tools.execute("ha.automation_config", {"automation_id": automation["id"]})
+        ).get("config", {})
+        acting = config.get("actions", config.get("action", []))
+        targets = sorted(referenced({"actions": acting})[0])  # the entities its actions act on
+        found.append(
+            {
+                "entity_id": automation["entity_id"],
+                "id": automation["id"],
+                "alias": automation["alias"],
+                "fired": fired.get(automation["entity_id"], 0),
+                "unavailable_targets": [t for t in targets if states.get(t) == "unavailable"],
+            }
+        )
+    return found
+
+
+@stage
+def behavioral(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Findings:
+    if not _chosen(architect, review, "behavioral"):
+        return Findings(specialist="behavioral", ran=False)
+    home = _ok(ctx.tools.execute("ha.overview", {}))
+    focus = architect.entities or [
+        e["entity_id"] for e in home["entities"] if e["entity_id"].split(".")[0] in ("light", "button")
+    ]
+    found = _ok(ctx.tools.execute("ha.history", {"entity_ids": focus[:12], "hours": 168}))
+    names = {e["entity_id"]: e["name"] for e in home["entities"]}
+    data = {
+        "start": found.get("start"),
+        "end": found.get("end"),
+        "series": {e: {**s, "name": names.get(e)} for e, s in found.get("series", {}).items()},
+        "automations": _automation_targets(ctx, home, review) if review is not None else [],
+    }
+    return _specialist(ctx, "behavioral", architect, data, ctx.goal)
+
+
+# --------------------------------------------------------------------------- synthesis and review
+
+
+@stage
+def synthesis(
+    ctx: Ctx,
+    energy: Findings,
+    behavioral: Findings,
+    diagnostic: Findings,
+    review: Reviewed | None,
+    synthesis: Synthesis | None,
+) -> Synthesis:
+    """Merge the team's insights; only when they disagree, ask the model (one discussion round at most)."""
+    team = [f for f in (energy, behavioral, diagnostic) if f.ran]
+    insights = [i for f in team for i in f.insights]
+    conflicts = _conflicts(insights)
+    recommendations = _recommendations(insights)
+    round_ = (synthesis.round + 1) if synthesis is not None else 1
+    if conflicts:
+        said = ctx.think(Discussion, conflicts=conflicts, insights=[i.model_dump() for i in insights])
+        recommendations += said.recommendations
+        if round_ == 1:
+            return Synthesis(
+                decision="discuss", insights=insights, conflicts=conflicts, recommendations=recommendations
+            )
+    fixes = _fixes(ctx, review, insights) if review is not None else []
+    return Synthesis(
+        failures=[f"the {f.specialist} analysis failed: {f.error}" for f in team if f.error],
+        decision="propose" if fixes else "report",
+        insights=insights,
+        conflicts=conflicts,
+        recommendations=list(dict.fromkeys(recommendations)),
+        fixes=fixes,
+        round=round_,
+    )
+
+
+def _conflicts(insights: list[Insight]) -> list[str]:
+    """Two specialists giving the same figure about the same entities more than 10% apart."""
+    seen: dict[tuple[str, tuple[str, ...]], Insight] = {}
+    found = []
+    for insight in insights:
+        for name, value in insight.figures.items():
+            key = (name, tuple(sorted(insight.entities)))
+            other = seen.setdefault(key, insight)
+            theirs = other.figures.get(name)
+            if (
+                other is not insight
+                and theirs is not None
+                and abs(theirs - value) > 0.1 * max(abs(theirs), abs(value), 1e-9)
+            ):
+                found.append(
+                    f"{name} for {', '.join(key[1])}: {other.specialist} says {theirs}, {insight.specialist} {value}"
+                )
+    return found
+
+
+def _recommendations(insights: list[Insight]) -> list[str]:
+    said = []
+    for insight in insights:
+        if insight.specialist == "diagnostic" and "unavailable" in insight.title and "log says" in insight.summary:
+            said.append(f"Re-authenticate or reload the integration behind {', '.join(insight.entities)}.")
+        elif insight.title.endswith("acts on nothing"):
+            said.append(f"Fix or disable {insight.title.removesuffix(' acts on nothing')}: its target is unavailable.")
+        elif "standby_w" in insight.figures:
+            said.append(f"Look for always-on devices: {insight.figures['standby_w']:.0f} W around the clock.")
+    return said
+
+
+def _fixes(ctx: Ctx, review: Reviewed, insights: list[Insight]) -> list[dict[str, Any]]:
+    """For each reviewed automation that acts on nothing: the same automation, disabled until its target is back."""
+    fixes = []
+    for automation_id, config in review.configs.items():
+        if any(config.get("alias") and insight.title == f"{config['alias']} acts on nothing" for insight in insights):
+            description = f"{config.get('description') or ''} Disabled: its target is unavailable.".strip()
+            fixes.append(
+                {"automation_id": automation_id, "config": {**config, "description": description, "enabled": False}}
+            )
+    return fixes
+
+
+@stage
+def review(ctx: Ctx, architect: Architecture) -> Reviewed:
+    """The automations to review (one named, or all) and their configurations as HA holds them."""
+    listed = _ok(ctx.tools.execute("ha.automations", {})).get("automations", [])
+    targets = [
+        a["id"] for a in listed if a["id"] and (not architect.automation_id or a["id"] == architect.automation_id)
+    ]
+    configs = {
+        t: _ok(ctx.tools.execute("ha.automation_config", {"automation_id": t})).get("config", {}) for t in targets
+    }
+    return Reviewed(targets=targets, configs={k: v for k, v in configs.items() if v})
+
+
+# --------------------------------------------------------------------------- proposals and changes
+
+
+@stage
+def proposals(ctx: Ctx, architect: Architecture, synthesis: Synthesis | None) -> Proposals:
+    """Each proposed automation checked in shape and against this home; only valid ones are offered."""
+    tools = ctx.tools
+    home = _ok(tools.execute("ha.overview", {}))
+    services = _ok(tools.execute("ha.services", {})).get("services", [])
+    entities = [e["entity_id"] for e in home["entities"]]
+    existing = [a["id"] for a in _ok(tools.execute("ha.automations", {})).get("automations", []) if a["id"]]
+    wanted: list[tuple[str | None, dict[str, Any]]] = []
+    if architect.route == "propose" and architect.automation is not None:
+        wanted.append((None, architect.automation.model_dump(exclude_defaults=False)))
+    wanted += [(fix["automation_id"], fix["config"]) for fix in (synthesis.fixes if synthesis else [])]
+    made = []
+    for automation_id, config in wanted:
+        original = None
+        if automation_id is not None:
+            original = _ok(tools.execute("ha.automation_config", {"automation_id": automation_id})).get("config")
+        identifier = automation_id or automation_id_for(str(config.get("alias", "automation")), existing)
+        body = {k: v for k, v in config.items() if k != "id"}
+        reasons = structural_errors(body) or semantic_errors(body, entities, services, home["areas"])
+        made.append(
+            Proposal(
+                automation_id=identifier,
+                alias=str(config.get("alias", identifier)),
+                config=body,
+                original={k: v for k, v in original.items() if k != "id"} if original else None,
+                valid=not reasons,
+                reasons=reasons,
+                diff=diff(original, body, identifier),
+            )
+        )
+    return Proposals(ready=any(p.valid for p in made), proposals=made)
+
+
+@stage
+def deploy(ctx: Ctx, proposals: Proposals) -> Deployed:
+    """Each valid proposal deployed once the user approves its diff (a no is kept as declined)."""
+    results: dict[str, str] = {}
+    for proposal in [p for p in proposals.proposals if p.valid]:
+        params = {"automation_id": proposal.automation_id, "config": proposal.config, "original": proposal.original}
+        done = ctx.tools.execute("ha.deploy_automation", params)
+        if done.status == "success":
+            results[proposal.automation_id] = "deployed"
+            ctx.remember(
+                DEPLOYMENTS,
+                _key(proposal.automation_id),
+                {
+                    "automation_id": proposal.automation_id,
+                    "alias": proposal.alias,
+                    "deployed": proposal.config,
+                    "original": proposal.original,
+                },
+            )
+        else:
+            results[proposal.automation_id] = "declined" if done.status == "denied" else f"failed: {done.error}"
+    return Deployed(results=results)
+
+
+def _key(automation_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", automation_id)[:64]
+
+
+@stage
+def control(ctx: Ctx, architect: Architecture) -> Controlled:
+    """One service call on the entities the architect resolved, once the user approves it."""
+    domain, _, service = (architect.service or "").partition(".")
+    done = ctx.tools.execute(
+        "ha.call_service", {"domain": domain, "service": service, "entity_ids": architect.entities}
+    )
+    status = (
+        "done" if done.status == "success" else ("declined" if done.status == "denied" else f"failed: {done.error}")
+    )
+    return Controlled(
+        service=architect.service or "", entities=architect.entities, status=status, states=_ok(done).get("states", {})
+    )
+
+
+@stage
+def rollback(ctx: Ctx, architect: Architecture) -> RolledBack:
+    """Undo a deployment this user made: restore what it replaced (remove it if it was new)."""
+    deployments: dict[str, Any] = ctx.recall(DEPLOYMENTS) or {}
+    chosen = deployments.get(_key(architect.automation_id or "")) or (
+        list(deployments.values())[-1] if deployments and not architect.automation_id else None
+    )
+    if chosen is None:
+        return RolledBack(automation_id=architect.automation_id, status="nothing deployed to roll back")
+    params = {"automation_id": chosen["automation_id"], "deployed": chosen["deployed"], "original": chosen["original"]}
+    done = ctx.tools.execute("ha.rollback_automation", params)
+    if done.status == "success":
+        ctx.remember(DEPLOYMENTS, _key(chosen["automation_id"]), {**chosen, "rolled_back": True})
+        return RolledBack(automation_id=chosen["automation_id"], status="rolled back")
+    return RolledBack(
+        automation_id=chosen["automation_id"], status="declined" if done.status == "denied" else f"failed: {done.error}"
+    )
+
+
+# --------------------------------------------------------------------------- the report
+
+
+@stage
+def report(
+    ctx: Ctx,
+    architect: Architecture | None,
+    synthesis: Synthesis | None,
+    proposals: Proposals | None,
+    deploy: Deployed | None,
+    control: Controlled | None,
+    rollback: RolledBack | None,
+) -> Report:
+    """The answer; insights kept in the user's memory with their evidence; why it stopped, if it did."""
+    if architect is None:
+        reason = ctx.failure.get("reason", "the mission failed") if ctx.failure else "the mission failed"
+        return Report(answer=f"The analysis could not finish ({reason}).", route="unavailable")
+    lines: list[str] = []
+    insights = synthesis.insights if synthesis else []
+    if architect.route == "unavailable":
+        ctx.end_reason(architect.problem_kind or "ha_unavailable")
+        lines.append(f"I could not work on your home: {architect.problem}.")
+    elif architect.route == "answer":
+        lines.append(architect.answer or "I found nothing to answer that with.")
+    for insight in insights:
+        cited = f" [{', '.join(insight.evidence)}]" if insight.evidence else ""
+        lines.append(f"- {insight.summary}{cited}")
+    lines += [f"Recommendation: {r}" for r in (synthesis.recommendations if synthesis else [])]
+    lines += [f"({failure})" for failure in (synthesis.failures if synthesis else [])]
+    for proposal in proposals.proposals if proposals else []:
+        if not proposal.valid:
+            lines.append(f"Proposal '{proposal.alias}' is not valid: {'; '.join(proposal.reasons)}.")
+    if proposals is not None and not proposals.ready and architect.route == "propose":
+        ctx.end_reason("invalid_proposal")
+    for automation_id, status in (deploy.results if deploy else {}).items():
+        lines.append(f"Automation {automation_id}: {status}.")
+    if control is not None:
+        after = ", ".join(f"{e} is {s}" for e, s in control.states.items())
+        lines.append(f"{control.service}: {control.status}" + (f" ({after})." if after else "."))
+    if rollback is not None:
+        lines.append(f"Rollback of {rollback.automation_id or 'the last deployment'}: {rollback.status}.")
+    for insight in insights:  # kept for the user, listed at GET /memory/home_assistant.insights
+        stamp = (insight.period_end or architect.now or "")[:10]
+        ctx.remember(INSIGHTS, _key(f"{insight.specialist}-{stamp}-{insight.title}".lower()), insight.model_dump())
+    return Report(
+        answer="\n".join(lines) or "Done.",
+        route=architect.route,
+        insights=insights,
+        citations=list(dict.fromkeys(ref for i in insights for ref in i.evidence)),
+        deployed=deploy.results if deploy else {},
+    )
