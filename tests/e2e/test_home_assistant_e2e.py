@@ -204,3 +204,17 @@ def test_the_daily_schedule_leaves_an_energy_insight_for_users_who_opted_in(serv
         time.sleep(0.2)
     daily = next(i for i in insights(ivy) if i["title"] == "Energy used")
     assert daily["figures"]["kwh_period"] > 0
+
+
+def test_the_cli_runs_the_flows_on_the_sample_home():
+    from tests.e2e.test_cli import missions
+
+    analyzed = missions("run", "home_assistant", "Analyze my energy usage this week", "--json")
+    assert analyzed.returncode == 0, analyzed.stderr
+    outcome = json.loads(analyzed.stdout)
+    assert outcome["terminal_reason"] == "completed" and f"{FACTS.week_energy_kwh:.1f} kWh" in outcome["answer"]
+    switched = missions("run", "home_assistant", "Turn on the living room lights", "--answer", "yes")
+    assert switched.returncode == 0, switched.stderr
+    shown = " ".join(switched.stdout.split())  # as printed, wrapped to the terminal
+    assert "Allow ha.call_service (write): light.turn_on on light.living_room_ceiling" in shown
+    assert "light.living_room_floor_lamp is on" in shown

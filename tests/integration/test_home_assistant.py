@@ -1,0 +1,158 @@
+"""home_assistant when things go wrong, and its guards: HA down, a rejected token, an invalid automation,
+an approval that runs exactly the call shown, and automations checked in shape and in meaning."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from capabilities.home_assistant.automation import diff, semantic_errors, structural_errors
+from capabilities.home_assistant.ha.fake_server import serve
+from capabilities.home_assistant.ha.sample import SampleHome
+from capabilities.home_assistant.models import ArchitectPlan, AutomationDraft
+from capabilities.home_assistant.policy import offline_policy
+from missions.core import capability as registry
+from missions.core.llm import LLMRequest, LLMResult
+from tests.support.driver import DirectDriver
+
+CAPABILITY = registry.load("home_assistant")
+TOKEN = "a-long-lived-token"
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    with serve(SampleHome(), token=TOKEN) as server:
+        monkeypatch.setenv("HA_URL", server.url)
+        monkeypatch.setenv("HA_TOKEN", TOKEN)
+        yield server
+
+
+def test_home_assistant_down_ends_the_mission_with_that_reason(fake: Any):
+    fake.down()
+    envelope = DirectDriver(CAPABILITY).run("Analyze my energy usage this week", user_id="u-down")
+    assert envelope.terminal_reason == "ha_unreachable"
+    answer = envelope.outputs["report"]["answer"]
+    assert answer.startswith("I could not work on your home:") and "127.0.0.1" in answer
+
+
+def test_a_rejected_token_ends_the_mission_with_that_reason_and_never_shows_the_token(
+    fake: Any, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("HA_TOKEN", "not-the-token")
+    envelope = DirectDriver(CAPABILITY).run("Turn on the living room lights", user_id="u-token")
+    assert envelope.terminal_reason == "ha_token_rejected"
+    assert "not-the-token" not in envelope.model_dump_json()
+
+
+class Proposing:
+    """The offline model, except that the architect proposes the automation a test gives."""
+
+    name = "proposing"
+
+    def __init__(self, automation: dict[str, Any]):
+        self.automation = automation
+
+    def complete(self, request: LLMRequest) -> LLMResult:
+        if request.stage == "architect":
+            plan = ArchitectPlan(
+                route="propose",
+                entities=["light.office_ceiling"],
+                automation=AutomationDraft.model_validate(self.automation),
+            )
+            return LLMResult(output=plan, model="proposing")
+        return LLMResult(output=offline_policy(request), model="proposing")
+
+
+def test_an_invalid_automation_carries_its_reasons_and_is_never_offered():
+    invalid = {
+        "alias": "Lights off at night",
+        "triggers": [{"trigger": "time"}],  # no `at`
+        "actions": [{"action": "light.turn_off", "target": {"entity_id": "light.office_ceiling"}}],
+    }
+    driver = DirectDriver(CAPABILITY, llm=Proposing(invalid))
+    asked: list[Any] = []
+    envelope = driver.run(
+        "Turn off the office lights at night", answer_with=lambda i: asked.append(i) or {"approved": True}
+    )
+    assert asked == [] and envelope.terminal_reason == "invalid_proposal"
+    proposal = envelope.outputs["proposals"]["proposals"][0]
+    assert not proposal["valid"] and proposal["reasons"] == [
+        "triggers.0: Value error, a time trigger needs `at` as HH:MM[:SS] (or an input_datetime entity)"
+    ]
+    assert "is not valid" in envelope.outputs["report"]["answer"]
+
+
+def test_an_automation_naming_what_the_home_lacks_is_invalid():
+    made_up = {
+        "alias": "Disco",
+        "triggers": [{"trigger": "time", "at": "22:00"}],
+        "actions": [{"action": "light.party_mode", "target": {"entity_id": "light.disco_ball", "area_id": "attic"}}],
+    }
+    envelope = DirectDriver(CAPABILITY, llm=Proposing(made_up)).run("Disco at ten", user_id="u-disco")
+    reasons = envelope.outputs["proposals"]["proposals"][0]["reasons"]
+    assert reasons == [
+        "no entity light.disco_ball in this home",
+        "no service light.party_mode in this home",
+        "no area attic in this home",
+    ]
+
+
+class Fickle:
+    """The offline model, except that every architect answer proposes another time of day."""
+
+    name = "fickle"
+
+    def __init__(self) -> None:
+        self.hours = itertools.count(20)
+        self.asked = 0
+
+    def complete(self, request: LLMRequest) -> LLMResult:
+        if request.stage != "architect":
+            return LLMResult(output=offline_policy(request), model="fickle")
+        self.asked += 1
+        at = f"{next(self.hours)}:00"
+        automation = AutomationDraft(
+            alias=f"Office lights off at {at}",
+            triggers=[{"trigger": "time", "at": at}],
+            actions=[{"action": "light.turn_off", "target": {"entity_id": ["light.office_ceiling"]}}],
+        )
+        return LLMResult(
+            output=ArchitectPlan(route="propose", entities=["light.office_ceiling"], automation=automation),
+            model="fickle",
+        )
+
+
+def test_an_approval_deploys_exactly_the_automation_shown_once_with_a_model_that_never_answers_alike():
+    model = Fickle()
+    asked: list[dict[str, Any]] = []
+
+    def approve(interrupt: dict[str, Any]) -> dict[str, Any]:
+        asked.append(interrupt)
+        return {"approved": True}
+
+    envelope = DirectDriver(CAPABILITY, llm=model).run(
+        "Office lights off every evening", answer_with=approve, user_id="u-fickle"
+    )
+    assert model.asked == 1 and len(asked) == 1
+    assert "at: '20:00'" in asked[0]["question"]
+    assert envelope.outputs["deploy"]["results"] == {"office_lights_off_at_20_00": "deployed"}
+
+
+def test_automations_are_checked_in_shape_and_shown_as_a_diff():
+    good = {
+        "alias": "Porch",
+        "trigger": {"platform": "sun", "event": "sunset"},  # HA's older spellings are accepted
+        "action": [{"service": "light.turn_on", "target": {"entity_id": "light.hallway"}}],
+    }
+    assert structural_errors(good) == []
+    assert semantic_errors(good, ["light.hallway"], ["light.turn_on"], []) == []
+    assert structural_errors({"alias": "x", "triggers": [], "actions": []})
+    assert any(
+        "domain.service" in e
+        for e in structural_errors({"alias": "x", "triggers": [{"trigger": "sun"}], "actions": [{"action": "nope"}]})
+    )
+    shown = diff({"alias": "Porch", "mode": "single"}, {"alias": "Porch", "mode": "restart"}, "porch")
+    assert "-mode: single\n+mode: restart" in shown
