@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -102,6 +103,35 @@ class LLMConfig(BaseModel):
         }
 
 
+class Connection(BaseModel):
+    """What a capability's stages need to reach a service of the user's (home_assistant: their HA).
+
+    `environment`: plain settings its functions get (HA_URL). `secrets`: for each setting naming a
+    secret, the Secrets Manager secret's name (HA_TOKEN_SECRET: missions-dev/home-assistant-token): the
+    function gets the name, and its role may read that secret, nothing else. Put the value after deploy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    environment: dict[str, str] = Field(default_factory=dict)
+    secrets: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("environment", "secrets")
+    @classmethod
+    def _names(cls, values: dict[str, str]) -> dict[str, str]:
+        bad = [name for name in values if not re.fullmatch(r"[A-Z][A-Z0-9_]{0,63}", name)]
+        if bad:
+            raise ValueError(f"setting names are upper-case identifiers: {bad}")
+        return values
+
+    @field_validator("environment")
+    @classmethod
+    def _no_secret_in_plain_sight(cls, values: dict[str, str]) -> dict[str, str]:
+        named = [name for name in values if re.search(r"(TOKEN|KEY|PASSWORD)$", name)]
+        if named:
+            raise ValueError(f"{named} look like credentials: put them in Secrets Manager and name them in `secrets`")
+        return values
+
+
 class EnvironmentConfig(BaseModel):
     """One deployable environment (dev, staging, prod)."""
 
@@ -129,6 +159,7 @@ class EnvironmentConfig(BaseModel):
     retention_failed_days: int = Field(7, ge=1)
     sandbox_concurrency: int = Field(5, ge=1, le=100)  # reserved per sandbox tier: analysis scripts at once
     capabilities: list[str] | None = None  # None: every installed capability
+    connections: dict[str, Connection] = Field(default_factory=dict)  # capability -> how it reaches a service
     # directories inside the functions whose repositories missions may read by path, e.g. an EFS
     # mount; empty (the default): missions read only repositories registered through the API
     repo_roots: list[str] = Field(default_factory=list)

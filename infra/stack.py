@@ -94,6 +94,7 @@ class MissionsStack(Stack):
                 resources=resources,
                 interrupt_function=interrupt,
                 alarm_topic=alarm_topic,
+                sandbox=self.sandbox,
             )
             for capability in capabilities
         }

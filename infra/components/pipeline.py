@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import NestedStack
+from aws_cdk import ArnFormat, NestedStack, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -19,6 +19,7 @@ from infra.components.access import ACCESS, READ_SNAPSHOTS, Resources, grant
 from infra.components.functions import FunctionFactory, retention
 from infra.components.monitoring import pipeline_alarms
 from infra.components.nag import acknowledge
+from infra.components.sandbox import Sandbox
 from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
 from missions.core.capability import Capability
@@ -49,10 +50,13 @@ class CapabilityPipeline(Construct):
         functions: FunctionFactory,
         resources: Resources,
         interrupt_function: lambda_.IFunction,
+        sandbox: Sandbox | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.capability = capability
         self.stages: dict[str, lambda_.Function] = {}
+        connection = config.connections.get(capability.name)
+        reaches = {**connection.environment, **connection.secrets} if connection else {}
         for agent in capability.pipeline.agents:
             reads_code = capability.repository != "none" and agent.has_tools
             function = functions.create(
@@ -63,12 +67,29 @@ class CapabilityPipeline(Construct):
                 memory_mb=agent.memory_mb,
                 timeout_seconds=agent.timeout_seconds,
                 reserved_concurrency=agent.reserved_concurrency,
-                environment=environment_of(capability=capability.name),
+                environment={**environment_of(capability=capability.name), **reaches},
                 ephemeral_storage_mb=WORKSPACE_STORAGE_MB if reads_code else None,
             )
             grant(function.role, ACCESS["stage"], resources, openai=agent.has_llm)  # type: ignore[arg-type]
             if reads_code:  # its tools read the mission's repository: snapshots are unpacked into /tmp
                 grant(function.role, READ_SNAPSHOTS, resources)  # type: ignore[arg-type]
+            if agent.sandbox and sandbox is not None:  # it runs analysis scripts
+                sandbox.grant_invoke(function.role)  # type: ignore[arg-type]
+            if connection and connection.secrets and agent.has_tools:  # its tools reach the user's service
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["secretsmanager:GetSecretValue"],
+                        resources=[
+                            Stack.of(self).format_arn(
+                                service="secretsmanager",
+                                resource="secret",
+                                resource_name=f"{name}-??????",
+                                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                            )
+                            for name in connection.secrets.values()
+                        ],
+                    )
+                )
             self.stages[agent.name] = function
 
         substitutions = {f"fn_{name}": fn.function_arn for name, fn in self.stages.items()}
@@ -122,6 +143,7 @@ class CapabilityStack(NestedStack):
         resources: Resources,
         interrupt_function: lambda_.IFunction,
         alarm_topic: sns.ITopic | None,
+        sandbox: Sandbox | None = None,
     ) -> None:
         super().__init__(scope, id, description=f"missions {config.name}: the {capability.name} capability")
         self.pipeline = CapabilityPipeline(
@@ -132,6 +154,7 @@ class CapabilityStack(NestedStack):
             functions=functions,
             resources=resources,
             interrupt_function=interrupt_function,
+            sandbox=sandbox,
         )
         self.alarms: list[cloudwatch.Alarm] = []
         if alarm_topic is not None:

@@ -4,6 +4,7 @@ invoked by no one until a stage is granted it. The synth itself ran cdk-nag's Aw
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from aws_cdk.assertions import Match, Template
 from infra.components.functions import FunctionFactory
 from infra.components.sandbox import ENI_DESCRIBE, ENI_MANAGE, Sandbox, function_memory_mb, function_timeout_seconds
 from infra.config import load_environments
+from missions.core import capability as registry
 from missions.core.sandbox import FUNCTION_HEADROOM_MB, FUNCTION_HEADROOM_SECONDS, TIERS
 from tests.infra.conftest import Assembly, synthesize
 
@@ -137,15 +139,38 @@ def test_no_network_path_out_isolated_subnets_no_dns_and_a_security_group_withou
 
 
 @pytest.mark.parametrize("env", ENVIRONMENTS)
-def test_nothing_may_invoke_the_sandbox_until_a_stage_is_granted_it(stacks: Assembly, env: str):
+def test_only_stages_that_declare_sandbox_may_invoke_it(stacks: Assembly, env: str):
+    # Given the roles of every function, and the stages whose capability.toml says `sandbox = true`
     template = stacks.templates[env]
     sandbox_ids = {function["id"] for function in _sandbox_functions(template).values()}
+    declared = {
+        (name, agent.name)
+        for name in registry.installed()
+        for agent in registry.load(name).pipeline.agents
+        if agent.sandbox
+    }
+    assert declared, "a capability runs analysis scripts (home_assistant's specialists)"
+    roles = {
+        resource["Properties"]["Role"]["Fn::GetAtt"][0]: resource
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    }
+    allowed: set[str] = set()
+    for role_id, function in roles.items():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        stage = function["Properties"].get("Description", "").removesuffix(" stage").split(": ")[-1]
+        if (variables.get("MISSIONS_CAPABILITY"), stage) in declared:
+            allowed.add(role_id)
+    assert len(allowed) == len(declared)
     for logical_id, resource in template["Resources"].items():
         if resource["Type"] == "AWS::IAM::Policy":
             for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
                 targets = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
                 named = {t["Fn::GetAtt"][0] for t in targets if isinstance(t, dict) and "Fn::GetAtt" in t}
-                assert not named & sandbox_ids, f"{logical_id} may invoke a sandbox function"
+                if named & sandbox_ids:  # Then only those stages may invoke it, and only that
+                    attached = {role["Ref"] for role in resource["Properties"]["Roles"]}
+                    assert attached <= allowed, f"{logical_id} may invoke a sandbox function"
+                    assert statement["Action"] == "lambda:InvokeFunction" and named == sandbox_ids
         if resource["Type"] == "AWS::Lambda::Permission":
             assert resource["Properties"]["FunctionName"].get("Fn::GetAtt", [None])[0] not in sandbox_ids
 
@@ -167,7 +192,7 @@ def test_every_other_function_knows_the_sandbox_functions_so_none_runs_scripts_i
 
 
 def test_the_stacks_stay_under_cloudformations_resource_limit(stacks: Assembly):
-    counts = {env: len(template["Resources"]) for env, template in stacks.templates.items()}
+    counts = {env: len(json.loads(stacks.files[env][0].read_text())["Resources"]) for env in stacks.templates}
     sandbox = {
         env: len([k for k in template["Resources"] if k.startswith("Sandbox")])
         for env, template in stacks.templates.items()

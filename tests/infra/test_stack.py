@@ -378,13 +378,20 @@ def test_a_stage_reaches_no_state_machine_and_nothing_of_another_capability(asse
         for logical_id, function in functions.items():
             statements = _role_statements(assembly, "dev", function["Properties"]["Role"]["Fn::GetAtt"][0])
             actions = set().union(*(_actions(s) for s in statements))
-            # Then it cannot start, stop or answer any execution, invoke a function or put events
-            assert not [a for a in actions if a.split(":")[0] in ("states", "lambda", "events")], logical_id
+            # Then it cannot start, stop or answer any execution, invoke a function (but the sandbox, if it
+            # declares it runs analysis scripts) or put events
+            stage = function["Properties"]["Description"].removesuffix(" stage").split(": ")[-1]
+            analyzes = registry.load(capability).pipeline.agent(stage).sandbox
+            allowed = {"lambda:InvokeFunction"} if analyzes else set()
+            assert not [a for a in actions - allowed if a.split(":")[0] in ("states", "lambda", "events")], logical_id
             # and every resource it names is its own log group or a shared data store: no state machine,
             # no function, no log group or role of another capability's stages
             own_group = function["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
             named = set().union(*(_referenced_ids(s["Resource"]) for s in statements))
-            assert named - shared == {own_group}, (capability, logical_id, named - shared)
+            sandbox = (
+                {k for k, r in resources.items() if "MISSIONS_SANDBOX_TIER" in json.dumps(r)} if analyzes else set()
+            )
+            assert named - shared - sandbox == {own_group}, (capability, logical_id, named - shared)
             assert not named & machines
             # (the one secret it may read, when it calls a model, is the environment's OpenAI key, shared too)
             secrets = [s for s in statements if "secretsmanager:GetSecretValue" in _actions(s)]
@@ -493,6 +500,13 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
             "sso": {
                 "auth": {"issuer": "https://login.example.com", "audience": ["missions"]},
                 "alarms": False,
+                "capabilities": ["home_assistant", "shopping"],
+                "connections": {
+                    "home_assistant": {
+                        "environment": {"HA_URL": "https://ha.home.example"},
+                        "secrets": {"HA_TOKEN_SECRET": "missions-sso/home-assistant-token"},
+                    }
+                },
                 "account": "111122223333",  # a concrete environment renders ARNs (and nag findings) with values
                 "region": "eu-west-1",
             },
@@ -694,6 +708,32 @@ def test_every_dead_letter_queue_is_alarmed_on_as_its_nag_acknowledgement_says(a
     }
     # Then a message in any of them raises an alarm
     assert queues and set(queues) == alarmed
+
+
+def test_a_capability_reaches_its_users_service_by_settings_and_a_secret_it_alone_may_read(variants: Assembly):
+    # Given home_assistant connected to an HA by URL, its token in a named secret (cdk.json's connections)
+    stages = _stages_by_capability(variants, "sso")
+    for capability, functions in stages.items():
+        for function in functions.values():
+            variables = function["Properties"]["Environment"]["Variables"]
+            statements = _role_statements(variants, "sso", function["Properties"]["Role"]["Fn::GetAtt"][0])
+            reads = json.dumps([s["Resource"] for s in statements if "secretsmanager:GetSecretValue" in _actions(s)])
+            if capability == "home_assistant":
+                # Then its stages know the URL and the secret's name, never a token
+                assert variables["HA_URL"] == "https://ha.home.example"
+                assert variables["HA_TOKEN_SECRET"] == "missions-sso/home-assistant-token"
+                assert "HA_TOKEN" not in variables
+                # and those with tools may read that secret
+                stage = function["Properties"]["Description"].removesuffix(" stage").split(": ")[-1]
+                has_tools = registry.load(capability).pipeline.agent(stage).has_tools
+                assert ("secret:missions-sso/home-assistant-token-??????" in reads) == has_tools, stage
+            else:  # and no other capability's stage knows of it or may read it
+                assert "HA_URL" not in variables and "home-assistant-token" not in reads
+
+
+def test_a_credential_in_a_plain_setting_is_refused():
+    with pytest.raises(ConfigError, match=r"\['HA_TOKEN'\] look like credentials"):
+        load_environments({"qa": {"connections": {"home_assistant": {"environment": {"HA_TOKEN": "abc"}}}}})
 
 
 def test_a_bad_environment_fails_with_its_name_and_field():

@@ -343,13 +343,22 @@ def test_a_stage_runs_an_analysis_script_in_the_sandbox_and_sees_a_broken_rule_a
         seen["summed"], seen["escaped"] = summed, escaped
         return Draft(text=str(summed.output))
 
-    driver = DirectDriver(typed(brief, write, done))
+    # Given a stage that declares it runs scripts (its function may invoke the sandbox in AWS)
+    analyzing = PIPELINE.model_copy(
+        update={
+            "agents": [PIPELINE.agents[0], PIPELINE.agents[1].model_copy(update={"sandbox": True}), PIPELINE.agents[2]]
+        }
+    )
+    driver = DirectDriver(typed(brief, write, done, pipeline=analyzing))
     envelope = driver.run("penguins")
     assert seen["summed"].status == "ok" and seen["summed"].output == {"total": 6.5}
     assert seen["escaped"].status == "error" and seen["escaped"].error_kind == "network"
     events, _ = driver.stores.events.read(envelope.mission_id, limit=500)
     ran = [e.payload for e in events if e.type.value == "analysis.completed"]
     assert [r["status"] for r in ran] == ["ok", "error"] and ran[1]["error_kind"] == "network"
+    # and a stage that does not declare it is stopped with the reason, before AWS would deny it
+    undeclared = DirectDriver(typed(brief, write, done)).run("penguins")
+    assert any("does not declare sandbox = true" in e.message for e in undeclared.errors)
 
 
 # -- the offline model -------------------------------------------------------------------------------

@@ -92,6 +92,7 @@ class AgentConfig(Model):
     timeout_seconds: int = Field(60, ge=1, le=900)
     max_retries: int = Field(1, ge=0, le=10)
     memory_mb: int = Field(256, ge=128, le=10_240)
+    sandbox: bool = False  # it runs analysis scripts (ctx.analyze): its function may invoke the sandbox
     reserved_concurrency: int | None = Field(None, ge=1)
 
     @property

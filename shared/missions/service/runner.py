@@ -428,7 +428,9 @@ class StageRunner:
                 memory=_UserMemory(self.services.memory, envelope.user_id, self.capability.name)
                 if self.services.memory is not None
                 else None,
-                analyze=(lambda request: self._analyze(request, emit)) if self.services.sandbox is not None else None,
+                analyze=(lambda request: self._analyze(request, agent.name, emit))
+                if self.services.sandbox is not None
+                else None,
             )
         if "state" in function.wants:
             arguments["state"] = self._state(envelope, function)
@@ -474,9 +476,12 @@ class StageRunner:
                 f"stage '{function.name}' reads the mission state, which {why}: {exc.errors()[0]['msg']}"
             ) from None
 
-    def _analyze(self, request: SandboxRequest, emit: Callable[..., None]) -> SandboxResult:
-        """One script in the sandbox; its time counts as the stage's tool time, and it leaves an event."""
+    def _analyze(self, request: SandboxRequest, stage: str, emit: Callable[..., None]) -> SandboxResult:
+        """One script in the sandbox; its time counts as the stage's tool time, and it leaves an event.
+        Only a stage declared `sandbox = true` may (in AWS only its role may invoke the sandbox)."""
         assert self.services.sandbox is not None
+        if not self.pipeline.agent(stage).sandbox:
+            raise StageDefinitionError(f"stage '{stage}' runs an analysis script but does not declare sandbox = true")
         t0 = self.services.clock()
         try:
             result = self.services.sandbox().run(request)
