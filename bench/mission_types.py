@@ -15,6 +15,14 @@ from missions.core.costing import estimate
 from missions.core.envelope import InterruptKind, InterruptResponse
 
 LLM_BUDGET = {1: 2, 2: 5, 3: 20}  # issue 5: at most this many LLM calls per mission of a level
+# home_assistant's flows (seed 002), each measured on its own: the sample home, the local sandbox
+HOME_ASSISTANT_FLOWS = {
+    "energy analysis": "Analyze my energy usage this week",
+    "diagnosis": "My car charger energy data disappeared",
+    "automation review": "Review my automations",
+    "device control": "Turn on the living room lights",
+    "new automation": "Turn off the office lights every night at 23:00",
+}
 CONTEXTS: dict[str, dict[str, Any]] = {}  # per capability, e.g. code_analysis needs the repository
 
 
@@ -27,13 +35,15 @@ def _answer(record: Any) -> InterruptResponse:
     return InterruptResponse(text="whatever you think is best")
 
 
-def run_one(cloud: Any, meter: Any, name: str, root: str, max_answers: int = 6) -> dict[str, Any]:
+def run_one(
+    cloud: Any, meter: Any, name: str, root: str, max_answers: int = 6, goal: str | None = None
+) -> dict[str, Any]:
     capability = registry.load(name)
     context = {"repo": root} if name == "code_analysis" else {}
     meter.reset()
     started = time.perf_counter()
     with meter.billed():
-        mission_id = cloud.start(name, capability.example_goal or capability.description, context=context)
+        mission_id = cloud.start(name, goal or capability.example_goal or capability.description, context=context)
     answers = 0
     while cloud.wait(mission_id, timeout=120, until_interrupt=True) == "INTERRUPTED":
         if answers >= max_answers:
@@ -48,7 +58,10 @@ def run_one(cloud: Any, meter: Any, name: str, root: str, max_answers: int = 6) 
     usage = meter.usage_for(mission_id)
     llm_calls = outcome.envelope.counters.llm_calls if outcome.envelope else None
     budget = LLM_BUDGET.get(capability.complexity)
+    events, _ = cloud.runtime.events.read(mission_id, limit=1000)
+    sandbox_ms = sum(e.payload.get("duration_ms", 0) for e in events if e.type.value == "analysis.completed")
     return {
+        "sandbox_ms": round(sandbox_ms, 1),
         "complexity": capability.complexity,
         "status": outcome.status,
         "answers": answers,
@@ -68,7 +81,13 @@ def run() -> dict[str, Any]:
 
     names = registry.installed()
     with LocalCloud(names) as cloud, Meter(cloud) as meter:
-        return {name: run_one(cloud, meter, name, str(ROOT)) for name in names}
+        results = {name: run_one(cloud, meter, name, str(ROOT)) for name in names}
+        if "home_assistant" in names:
+            results |= {
+                f"home_assistant: {flow}": run_one(cloud, meter, "home_assistant", str(ROOT), goal=goal)
+                for flow, goal in HOME_ASSISTANT_FLOWS.items()
+            }
+        return results
 
 
 def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
@@ -79,7 +98,8 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
             (
                 f"{name} (level {r['complexity']})",
                 f"{r['status']}, {r['state_transitions']} transitions, {budget}, {r['answers']} answers, "
-                f"{r['wall_s']} s, ${r['infra_dollars']:.5f} infra",
+                f"{r['wall_s']} s, ${r['infra_dollars']:.5f} infra"
+                + (f", {r['sandbox_ms']:.0f} ms in the sandbox" if r["sandbox_ms"] else ""),
             )
         )
     return out

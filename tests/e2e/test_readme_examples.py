@@ -226,3 +226,28 @@ def test_the_cli_blocks_run_as_written(server: DevServer, shop: Path, tmp_path: 
     wait_for(alice, created["mission_id"], {"interrupted"})
     assert f"cancelled {created['mission_id']}" in run_cli(remote[4], values, tmp_path, env)
     assert "safety violation(s)" in run_cli(remote[5], values, tmp_path, env)  # evaluate: the ended ones scored
+
+
+# -- "The Home Assistant analyst" -----------------------------------------------------------------
+
+
+def test_the_home_assistant_block_runs_as_written_on_the_sample_home(tmp_path: Path):
+    (block,) = sh_blocks("## The Home Assistant analyst")
+    assert len(block) == 3, block
+    env = {
+        k: v for k, v in environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config")).items() if not k.startswith("HA_")
+    }
+    energy, diagnosis, switched = (" ".join(run_cli(line, {}, ROOT, env).split()) for line in block)
+    assert "The home used 424.5 kWh" in energy
+    assert "'wallbox' started failing" in diagnosis and "home-assistant.log:" in diagnosis
+    assert "light.turn_on on light.living_room_ceiling" in switched and "light.living_room_ceiling is on" in switched
+
+
+def test_the_home_assistant_connection_example_is_a_valid_environment():
+    from infra.config import load_environments
+
+    section = (ROOT / "README.md").read_text().split("## The Home Assistant analyst", 1)[1].split("\n## ", 1)[0]
+    example = json.loads("{" + section.split("```json\n", 1)[1].split("```", 1)[0] + "}")
+    (config,) = load_environments({"qa": example}).values()
+    connection = config.connections["home_assistant"]
+    assert connection.secrets == {"HA_TOKEN_SECRET": "missions-prod/home-assistant-token"}
