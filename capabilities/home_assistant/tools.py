@@ -371,6 +371,13 @@ def deploy_automation(change: Deployment, env: ToolEnv) -> ToolResult:
         if not _same(_current(ha, change.automation_id), change.original):
             return ToolResult.fail(f"automation {change.automation_id} changed since the diff was shown: not deployed")
         ha.save_automation_config(change.automation_id, {**change.config, "id": change.automation_id})
+        checked = ha.check_config()
+        if not checked.valid:  # HA would not load it: put back what was there, and say why
+            if change.original is None:
+                ha.delete_automation_config(change.automation_id)
+            else:
+                ha.save_automation_config(change.automation_id, {**change.original, "id": change.automation_id})
+            return ToolResult.fail(f"HA's configuration check refused it, nothing changed: {checked.errors}")
         ha.call_service("automation", "reload")
     except HAError as exc:
         return _failed(exc)

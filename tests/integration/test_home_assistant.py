@@ -156,3 +156,20 @@ def test_automations_are_checked_in_shape_and_shown_as_a_diff():
     )
     shown = diff({"alias": "Porch", "mode": "single"}, {"alias": "Porch", "mode": "restart"}, "porch")
     assert "-mode: single\n+mode: restart" in shown
+
+
+def test_a_deployment_that_ha_refuses_to_load_is_undone_and_says_why(monkeypatch: pytest.MonkeyPatch):
+    from capabilities.home_assistant import tools
+
+    # Given a home whose configuration check fails once the automation is written
+    broken = SampleHome(config_errors="Invalid config for 'automation': required key 'triggers' not provided")
+    monkeypatch.setitem(tools._SAMPLES, "u-refused", broken)
+    envelope = DirectDriver(CAPABILITY).run(
+        "Turn off the office lights every night at 23:00", answer_with=lambda i: {"approved": True}, user_id="u-refused"
+    )
+    # Then the automation is not left behind, and the answer gives HA's reason
+    result = envelope.outputs["deploy"]["results"]["turn_off_the_office_lights_every_night_at_23_00"]
+    assert result.startswith("failed: HA's configuration check refused it, nothing changed: Invalid config")
+    assert "turn_off_the_office_lights_every_night_at_23_00" not in [
+        s.attributes.get("id") for s in broken.states() if s.domain == "automation"
+    ]
