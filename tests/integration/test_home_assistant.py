@@ -173,3 +173,28 @@ def test_a_deployment_that_ha_refuses_to_load_is_undone_and_says_why(monkeypatch
     assert "turn_off_the_office_lights_every_night_at_23_00" not in [
         s.attributes.get("id") for s in broken.states() if s.domain == "automation"
     ]
+
+
+class Charting:
+    """The offline model, except that the energy specialist's script also draws a (tiny) chart."""
+
+    name = "charting"
+
+    def complete(self, request: LLMRequest) -> LLMResult:
+        output = offline_policy(request)
+        if request.stage == "energy":
+            png = (
+                "import base64\n"
+                "open('chart.png', 'wb').write(base64.b64decode("
+                "'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='))\n"
+            )
+            output = output.model_copy(update={"code": png + output.code})
+        return LLMResult(output=output, model="charting")
+
+
+def test_a_chart_a_script_draws_is_kept_as_an_artifact_of_the_mission():
+    driver = DirectDriver(CAPABILITY, llm=Charting())
+    envelope = driver.run("Analyze my energy usage this week", user_id="u-chart")
+    assert envelope.outputs["energy"]["chart"] == "charts/energy_v1"  # its first version
+    chart = driver.stores.artifacts.get(envelope.mission_id, "charts/energy").content
+    assert chart["png_base64"].startswith("iVBORw0KGgo")  # a PNG, as the script wrote it
