@@ -370,7 +370,13 @@ class StageRunner:
             if replay.thoughts:  # the attempt that asked had this answer: the model is not asked again
                 answer = model.model_validate(replay.thoughts.pop(0))
             else:
-                answer = self._complete(ctx, _messages(ctx, facts), model, facts=_jsonable(facts))
+                rendered = {name: _as_json(value) for name, value in facts.items()}  # once, for the prompt and facts
+                answer = self._complete(
+                    ctx,
+                    _messages(ctx, rendered),
+                    model,
+                    facts={name: json.loads(text) for name, text in rendered.items()},
+                )
             made.thoughts.append(answer.model_dump(mode="json"))
             return answer
 
@@ -887,25 +893,24 @@ def _cause(cause: Any) -> str:
     return redact(cause)[:2000]
 
 
-def _messages(ctx: StageContext, facts: Mapping[str, Any]) -> list[dict[str, str]]:
-    """A stage function's model call: its prompt, then the goal, the context and the facts it gave."""
+def _messages(ctx: StageContext, rendered: Mapping[str, str]) -> list[dict[str, str]]:
+    """A stage function's model call: its prompt, then the goal, the context and the facts it gave
+    (each already rendered as JSON)."""
     if ctx.system_prompt is None:
         raise StageDefinitionError(f"stage '{ctx.agent.name}' thinks but has no prompt in capability.toml")
-    context = json.dumps(ctx.envelope.context, default=str, sort_keys=True)[:4000]
+    context = json.dumps(ctx.envelope.context, default=str, sort_keys=True, ensure_ascii=False)[:4000]
     lines = [f"Goal: {ctx.goal}", f"Context: {context}"]
-    lines += [f"{name.replace('_', ' ').capitalize()}: {_as_json(value)}" for name, value in facts.items()]
+    lines += [f"{name.replace('_', ' ').capitalize()}: {text}" for name, text in rendered.items()]
     return [{"role": "system", "content": ctx.system_prompt}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def _jsonable(facts: Mapping[str, Any]) -> dict[str, Any]:
-    """The facts as plain JSON values (models dumped), as an offline policy reads them."""
-    return dict(json.loads(_as_json(dict(facts))))
-
-
 def _as_json(value: Any) -> str:
+    """A fact as the model reads it: JSON, models dumped, text as written (not \\u-escaped)."""
     if isinstance(value, BaseModel):
         return value.model_dump_json()
-    return json.dumps(value, default=lambda v: v.model_dump(mode="json") if isinstance(v, BaseModel) else str(v))
+    return json.dumps(
+        value, ensure_ascii=False, default=lambda v: v.model_dump(mode="json") if isinstance(v, BaseModel) else str(v)
+    )
 
 
 def _no_secret_store(name: str) -> str:
