@@ -89,6 +89,9 @@ ACCESS: dict[str, Access] = {
             "missions": TableAccess((GET, UPDATE)),
             "interrupts": TableAccess((GET, UPDATE)),
             "artifacts": TableAccess((GET, PUT, QUERY)),
+            # what a stage remembers for its user (ctx.remember / ctx.recall: home_assistant's insights and
+            # deployments); the runtime confines a capability to namespaces named after it
+            "memory": TableAccess((GET, PUT, QUERY)),
         },
         blobs=_BLOBS_RW,
     ),

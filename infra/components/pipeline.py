@@ -70,7 +70,8 @@ class CapabilityPipeline(Construct):
                 environment={**environment_of(capability=capability.name), **reaches},
                 ephemeral_storage_mb=WORKSPACE_STORAGE_MB if reads_code else None,
             )
-            grant(function.role, ACCESS["stage"], resources, openai=agent.has_llm)  # type: ignore[arg-type]
+            # a stage that remembers has its writes embedded for search: it may call the model's embeddings
+            grant(function.role, ACCESS["stage"], resources, openai=agent.has_llm or agent.remembers)  # type: ignore[arg-type]
             if reads_code:  # its tools read the mission's repository: snapshots are unpacked into /tmp
                 grant(function.role, READ_SNAPSHOTS, resources)  # type: ignore[arg-type]
             if agent.sandbox and sandbox is not None:  # it runs analysis scripts

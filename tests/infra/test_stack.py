@@ -401,13 +401,14 @@ def test_a_stage_reaches_no_state_machine_and_nothing_of_another_capability(asse
             assert not reads_snapshots or registry.load(capability).repository != "none", logical_id
 
 
-def test_only_llm_stages_may_read_the_openai_key(assembly: Assembly):
+def test_only_llm_stages_and_stages_that_remember_may_read_the_openai_key(assembly: Assembly):
+    # (a stage that remembers has what it writes embedded for search by the model's embeddings)
     policies = assembly.resources("dev", "AWS::IAM::Policy")
-    capability = registry.load("code_analysis")
     for function in assembly.resources("dev", "AWS::Lambda::Function").values():
         variables = function["Properties"]["Environment"]["Variables"]
-        if variables.get("MISSIONS_CAPABILITY") != "code_analysis":
+        if not variables.get("MISSIONS_CAPABILITY"):
             continue
+        capability = registry.load(variables["MISSIONS_CAPABILITY"])
         stage = function["Properties"]["Description"].split(": ")[1].removesuffix(" stage")
         role = function["Properties"]["Role"]["Fn::GetAtt"][0]
         reads_key = any(
@@ -416,7 +417,8 @@ def test_only_llm_stages_may_read_the_openai_key(assembly: Assembly):
             if {"Ref": role} in p["Properties"]["Roles"]
             for s in p["Properties"]["PolicyDocument"]["Statement"]
         )
-        assert reads_key == capability.pipeline.agent(stage).has_llm, stage
+        agent = capability.pipeline.agent(stage)
+        assert reads_key == (agent.has_llm or agent.remembers), (capability.name, stage)
 
 
 def test_no_secret_is_put_in_an_environment_variable(assembly: Assembly):

@@ -326,11 +326,23 @@ def test_a_stage_remembers_for_its_user_only_in_namespaces_named_after_its_capab
             ctx.remember("user_preferences", "x", 1)
         return Draft(text=str(ctx.recall("t_typed.insights", "latest")))
 
-    driver = DirectDriver(typed(brief, write, done))
+    remembering = PIPELINE.model_copy(
+        update={
+            "agents": [
+                PIPELINE.agents[0],
+                PIPELINE.agents[1].model_copy(update={"remembers": True}),
+                PIPELINE.agents[2],
+            ]
+        }
+    )
+    driver = DirectDriver(typed(brief, write, done, pipeline=remembering))
     envelope = driver.run("penguins", user_id="ada")
     item = driver.stores.memory.get("ada", ("t_typed.insights",), "latest")
     assert item is not None and item.value == {"topic": envelope.outputs["brief"]["topic"]}
     assert driver.stores.memory.list("someone-else", ("t_typed.insights",)) == []
+    # and a stage that does not declare it is stopped with the reason (in AWS it could not embed)
+    undeclared = DirectDriver(typed(brief, write, done)).run("penguins")
+    assert any("does not declare remembers = true" in e.message for e in undeclared.errors)
 
 
 def test_a_stage_runs_an_analysis_script_in_the_sandbox_and_sees_a_broken_rule_as_a_result():

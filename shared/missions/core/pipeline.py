@@ -93,6 +93,9 @@ class AgentConfig(Model):
     max_retries: int = Field(1, ge=0, le=10)
     memory_mb: int = Field(256, ge=128, le=10_240)
     sandbox: bool = False  # it runs analysis scripts (ctx.analyze): its function may invoke the sandbox
+    # it keeps things in the user's long-term memory (ctx.remember): writes are embedded for search, so
+    # its function may call the embedding model
+    remembers: bool = False
     reserved_concurrency: int | None = Field(None, ge=1)
 
     @property

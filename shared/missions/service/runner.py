@@ -43,7 +43,7 @@ from missions.core.errors import NON_RETRYABLE, NotFound, StageRequestError, Tra
 from missions.core.events import Event, EventType
 from missions.core.llm import LLMBudgetExhausted, LLMProvider, LLMRequest
 from missions.core.offload import EnvelopeCodec
-from missions.core.pipeline import PipelineConfig
+from missions.core.pipeline import AgentConfig, PipelineConfig
 from missions.core.redaction import redact
 from missions.core.refs import Workspaces
 from missions.core.roots import AllowedRoots
@@ -431,7 +431,7 @@ class StageRunner:
                 update_state=update_state if sequential else None,
                 read_artifact=ctx.read_artifact,
                 end_reason=end_reason if agent.name == self.pipeline.final else None,
-                memory=_UserMemory(self.services.memory, envelope.user_id, self.capability.name)
+                memory=_UserMemory(self.services.memory, envelope.user_id, self.capability.name, agent)
                 if self.services.memory is not None
                 else None,
                 analyze=(lambda request: self._analyze(request, agent.name, emit))
@@ -920,8 +920,8 @@ def _no_secret_store(name: str) -> str:
 class _UserMemory:
     """The user's long-term memory for one capability's stages: namespaces named after the capability."""
 
-    def __init__(self, memory: Callable[[], LongTermMemory], user_id: str, capability: str):
-        self._memory, self.user_id, self.capability = memory, user_id, capability
+    def __init__(self, memory: Callable[[], LongTermMemory], user_id: str, capability: str, agent: AgentConfig):
+        self._memory, self.user_id, self.capability, self.agent = memory, user_id, capability, agent
 
     @property
     def memory(self) -> LongTermMemory:
@@ -935,6 +935,8 @@ class _UserMemory:
         return (namespace,)
 
     def put(self, namespace: str, key: str, value: Any) -> None:
+        if not self.agent.remembers:  # in AWS its role could not embed what it writes
+            raise StageDefinitionError(f"stage '{self.agent.name}' remembers but does not declare remembers = true")
         self.memory.put(self.user_id, self._namespace(namespace), key, value)
 
     def get(self, namespace: str, key: str | None) -> Any:
