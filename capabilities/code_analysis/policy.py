@@ -62,6 +62,10 @@ def stem(word: str) -> str:
 
 def _intent(request: LLMRequest) -> IntentOutput:
     text = str(request.facts.get("question") or "")
+    earlier = [str(name) for name in request.facts.get("in_focus_earlier") or [] if identifiers(str(name))]
+    if earlier and not identifiers(text):  # a follow-up: "it" is what the conversation was about
+        referred = re.sub(r"\b(it|this|that)\b", earlier[0], text, count=1)
+        text = referred if referred != text else f"{text} ({earlier[0]})"
     parts = [p.strip(" .,") for p in GOAL_SPLIT.split(text) if p and p.strip(" .,")]
     goals = [p for p in parts if identifiers(p) or keywords(p)][:3]
     terms = (identifiers(text) + keywords(text))[:12]

@@ -61,10 +61,14 @@ def question(ctx: Ctx) -> str:
 def intent(ctx: Ctx, perception: Survey) -> IntentOutput:
     """Splits the question into goals. A question the model cannot search is put to the user once;
     resumed with the answer, the first answer is replayed and the model thinks over the clarified one."""
-    said = ctx.think(IntentOutput, question=question(ctx), top_level_folders=perception.top_dirs)
+    # in a conversation, what earlier turns were about: "Who calls it?" after "Where is compute_tax defined?"
+    earlier = ctx.context.get("conversation")
+    in_focus = list(earlier.get("focus", []))[:10] if isinstance(earlier, dict) else []
+    facts = {"top_level_folders": perception.top_dirs, "in_focus_earlier": in_focus}
+    said = ctx.think(IntentOutput, question=question(ctx), **facts)
     if said.clarification_needed:
         ctx.ask(InterruptKind.CLARIFICATION, said.clarification_question or "Which part of the code should I look at?")
-        said = ctx.think(IntentOutput, question=question(ctx), top_level_folders=perception.top_dirs)
+        said = ctx.think(IntentOutput, question=question(ctx), **facts)
     return said
 
 

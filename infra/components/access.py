@@ -92,6 +92,8 @@ ACCESS: dict[str, Access] = {
             # what a stage remembers for its user (ctx.remember / ctx.recall: home_assistant's insights and
             # deployments); the runtime confines a capability to namespaces named after it
             "memory": TableAccess((GET, PUT, QUERY)),
+            # a mission that is a turn of a conversation folds its turn into the working memory (final stage)
+            "conversations": TableAccess((GET, PUT)),
         },
         blobs=_BLOBS_RW,
     ),
@@ -109,6 +111,7 @@ ACCESS: dict[str, Access] = {
             "artifacts": TableAccess((GET, QUERY)),
             "repositories": TableAccess((GET, PUT, UPDATE, DELETE, QUERY), indexes=("by_owner",)),
             "idempotency": TableAccess((GET, PUT, UPDATE, DELETE)),  # Powertools Idempotency's records
+            "conversations": TableAccess((GET, QUERY, DELETE)),  # a turn starts from it; users list and forget
         },
         blobs=_BLOBS_RW,
         # presigning an upload needs PutObject on it; deleting a repository removes its objects

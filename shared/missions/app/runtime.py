@@ -29,6 +29,7 @@ from missions.core.roots import AllowedRoots
 from missions.core.sandbox import FUNCTION_HEADROOM_MB, SandboxRequest, TierLimits
 from missions.core.settings import RuntimeSettings, SettingsError
 from missions.ports.bus import EventBus
+from missions.ports.conversations import ConversationStore
 from missions.ports.dispatch import DispatchStore
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import Embedder, LongTermMemory
@@ -162,6 +163,13 @@ class Runtime:
         from missions.adapters.dynamodb.longterm import DynamoLongTermMemory
 
         return DynamoLongTermMemory(self._table("memory"), client=self._client("dynamodb"), embedder=self.embedder)
+
+    @cached_property
+    def conversations(self) -> ConversationStore:
+        """Conversations' working memories (a mission that is a turn of one reads and folds it)."""
+        from missions.adapters.dynamodb.conversations import DynamoConversationStore
+
+        return DynamoConversationStore(self._table("conversations"), client=self._client("dynamodb"))
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -333,6 +341,7 @@ class Runtime:
             state_machine_arn=self.state_machine_arn,
             repositories=self.repositories,
             preferences=self.service.preferences if self.settings.memory_table else None,
+            conversations=(lambda: self.conversations) if self.settings.conversations_table else None,
             limit=self.settings.concurrency_limit,
             capabilities=self.capabilities,
         )
@@ -442,6 +451,7 @@ class Runtime:
                 secrets=lambda name: self.secrets.read(name),  # the reader (its client) made on first use
                 memory=(lambda: self.memory) if self.settings.memory_table else None,
                 sandbox=lambda: self.sandbox,
+                conversations=(lambda: self.conversations) if self.settings.conversations_table else None,
             )
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]

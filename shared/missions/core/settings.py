@@ -48,6 +48,7 @@ class RuntimeSettings(BaseModel):
     artifacts_table: str | None = None
     repositories_table: str | None = None
     idempotency_table: str | None = None  # Idempotency-Key records of the HTTP API
+    conversations_table: str | None = None  # conversations' working memories (missions.core.conversation)
     snapshot_bucket: str | None = None  # repository snapshots and uploads
     # dev and tests only: git imports from file URLs under repo_roots and from loopback hosts
     local_git_sources: bool = False

@@ -81,6 +81,11 @@ REPOSITORIES = TableSpec(
 # Idempotency-Key records of the HTTP API (Powertools Idempotency's DynamoDB layer: its attribute names)
 IDEMPOTENCY = TableSpec("idempotency", partition_key="id", ttl_attribute="expiration")
 
+# conversations' working memories (missions.core.conversation), per user, forgotten when not continued
+CONVERSATIONS = TableSpec(
+    "conversations", partition_key="owner", sort_key="conversation_id", ttl_attribute="expires_at"
+)
+
 TABLES: tuple[TableSpec, ...] = (
     MISSIONS,
     CHECKPOINTS,
@@ -93,6 +98,7 @@ TABLES: tuple[TableSpec, ...] = (
     ARTIFACTS,
     REPOSITORIES,
     IDEMPOTENCY,
+    CONVERSATIONS,
 )
 
 # Blobs of offloaded envelope fields: compressed blobs up to this size live in the

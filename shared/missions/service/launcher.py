@@ -20,12 +20,15 @@ from pydantic import ValidationError
 
 from missions.core import capability as registry
 from missions.core.compiler import initial_state
+from missions.core.conversation import CONTEXT_KEY as CONVERSATION_KEY
+from missions.core.conversation import WorkingMemory
 from missions.core.envelope import Bounds, Envelope, new_id
 from missions.core.errors import MissionRequestError, TaskGone, TransitionRefused
 from missions.core.offload import EnvelopeCodec
 from missions.core.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
 from missions.core.requests import ForkSource, MissionRequest, one_line
 from missions.core.triggers import TriggerSource
+from missions.ports.conversations import ConversationStore
 from missions.ports.dispatch import DispatchStore, QueueEntry, ResumeTicket
 from missions.ports.store import CheckpointStore, Executions, InterruptRecord, MissionRecord, MissionStore
 from missions.service.dispatch import Dispatcher, DispatchResult
@@ -101,6 +104,7 @@ class Launcher:
         preferences: Preferences | None = None,
         limit: int | Callable[[str], int] = 3,
         capabilities: registry.Registry | None = None,
+        conversations: Callable[[], ConversationStore] | None = None,
     ):
         self.capabilities = capabilities or registry.default_registry()
         self._missions = missions
@@ -110,6 +114,7 @@ class Launcher:
         self._state_machine_arn = state_machine_arn
         self._repositories = repositories
         self._preferences = preferences
+        self._conversations = conversations
         self._lifecycle = Lifecycle(missions)
         self.dispatcher = Dispatcher(
             dispatch, missions, start=self._start, limit=limit, resume=self._resume, redeliver=self._redeliver
@@ -129,8 +134,20 @@ class Launcher:
         preferences = self._preferences(request.user_id) if self._preferences is not None else {}
         if preferences and "preferences" not in request.context:
             request = request.model_copy(update={"context": {**request.context, "preferences": preferences}})
+        if request.conversation_id is not None:
+            remembered = {**request.context, CONVERSATION_KEY: self._memory_of(request)}
+            request = request.model_copy(update={"context": remembered})
         envelope = build_envelope(request, self._repositories, self.capabilities)
         return self.dispatcher.submit(request.model_copy(update={"context": envelope.context}))
+
+    def _memory_of(self, request: MissionRequest) -> dict[str, Any]:
+        """The conversation's working memory as the mission's first stage gets it (empty when it is new)."""
+        assert request.conversation_id is not None
+        if self._conversations is None:
+            raise MissionRequestError("conversations are not kept here (no conversations table)")
+        found = self._conversations().get(request.user_id, request.conversation_id)
+        memory = found[0] if found else WorkingMemory(conversation_id=request.conversation_id, user_id=request.user_id)
+        return memory.as_context()
 
     def fork(self, mission_id: str, checkpoint_id: str, user_id: str) -> DispatchResult:
         """A new mission carrying on from a checkpoint of another (time travel), dispatched like any other.

@@ -29,6 +29,8 @@ from missions.core.capability import (
     StageContext,
     StageDefinitionError,
 )
+from missions.core.conversation import CONTEXT_KEY as CONVERSATION_KEY
+from missions.core.conversation import MAX_EVIDENCE, Turn, WorkingMemory, fold
 from missions.core.envelope import (
     Citation,
     Counters,
@@ -51,6 +53,7 @@ from missions.core.routing import Decision, apply, decide
 from missions.core.sandbox import SandboxRequest, SandboxResult
 from missions.core.stages import Ctx, Replay, StageFunction
 from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolEnv, ToolExecutor, call_id
+from missions.ports.conversations import ConversationStore, VersionConflict
 from missions.ports.memory import LongTermMemory
 from missions.ports.sandbox import Sandbox
 from missions.ports.store import (
@@ -117,6 +120,7 @@ class StageServices:
     secrets: Callable[[str], str] | None = None  # secrets by name, for tools that connect to a service
     memory: Callable[[], LongTermMemory] | None = None  # the users' long-term memory, made when a stage remembers
     sandbox: Callable[[], Sandbox] | None = None  # where analysis scripts run, made when a stage runs one
+    conversations: Callable[[], ConversationStore] | None = None  # working memories of conversations
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 
@@ -330,8 +334,39 @@ class StageRunner:
         if failure is not None:
             status = "failed"
         ended = ("failed" if status == "failed" else "completed") if envelope.next_stage is None else None
+        if ended is not None:  # before the end is recorded: a failing write retries this stage, losing nothing
+            self._fold_into_conversation(envelope, ended)
         self.last_report = StageReport(self.capability.name, stage, before_stage, envelope.counters.model_copy(), ended)
         return self._commit(envelope, stage, checkpoint_id, events, status)
+
+    def _fold_into_conversation(self, envelope: Envelope, ended: str) -> None:
+        """A mission that is a turn of a conversation folds what it found into its working memory (once,
+        whoever retries; a mission of the same conversation ending at the same time is read again)."""
+        remembered = envelope.context.get(CONVERSATION_KEY)
+        if not isinstance(remembered, dict) or self.services.conversations is None:
+            return
+        store, conversation_id = self.services.conversations(), str(remembered.get("id"))
+        result = self._result(envelope)
+        answer = result.get("answer") if isinstance(result.get("answer"), str) else ""
+        turn = Turn(
+            mission_id=envelope.mission_id,
+            capability=envelope.capability,
+            goal=envelope.raw_input,
+            answer=answer or "",
+            status=ended,
+        )
+        cited = [str(ref) for ref in result.get("citations") or []][:MAX_EVIDENCE]
+        for _ in range(5):
+            found = store.get(envelope.user_id, conversation_id)
+            memory, version = found or (WorkingMemory(conversation_id=conversation_id, user_id=envelope.user_id), 0)
+            if any(t.mission_id == envelope.mission_id for t in memory.turns):
+                return  # an earlier attempt of this stage folded it
+            try:
+                store.put(fold(memory, turn, citations=cited), version)
+                return
+            except VersionConflict:
+                continue
+        raise VersionConflict(f"conversation {conversation_id} kept changing: the turn was not folded")
 
     def _work(self, ctx: StageContext, emit: Callable[..., None], partial: bool = False) -> dict[str, Any]:
         """The stage's function (missions.core.stages); a stage without one outputs nothing, and a

@@ -44,6 +44,11 @@ class MissionCreate(Body):
         strict=True,
         description="this mission's dollar budget: at most the capability's own (GET /capabilities)",
     )
+    conversation_id: StrictStr | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
+        description="a conversation of yours this mission is a turn of: it starts from its working memory",
+    )
 
     @field_validator("context")
     @classmethod
@@ -361,3 +366,27 @@ class MissionMetrics(BaseModel):
     learnings: dict[str, Any] | None = Field(
         description="the capability's feedback aggregates over every user: scope all only, else null"
     )
+
+
+class ConversationTurn(BaseModel):
+    mission_id: str
+    capability: str
+    goal: str
+    answer: str
+    status: str
+    at: str
+
+
+class ConversationView(BaseModel):
+    conversation_id: str
+    turns: list[ConversationTurn]
+    earlier: list[str] = Field(description="older turns, one line each")
+    focus: list[str] = Field(description="entities, files and symbols in focus, newest first")
+    evidence: list[str]
+    open_questions: list[str]
+    created_at: str
+    updated_at: str
+
+
+class ConversationList(BaseModel):
+    conversations: list[ConversationView]
