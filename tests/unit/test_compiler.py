@@ -225,7 +225,7 @@ def test_finalize_runs_the_final_stage_in_finalize_mode_and_ends(compiled):
     # the final stage ends the mission unless it asked a human
     route = states[states[pipeline.final]["Next"]]
     assert route["Type"] == "Choice" and route["Default"] == DONE
-    assert {c["Next"] for c in route["Choices"]} == {f"await.{k.value}" for k in InterruptKind}
+    assert {states[c["Next"]]["Next"] for c in route["Choices"]} == {f"await.{k.value}" for k in InterruptKind}
     assert states[pipeline.final]["Parameters"]["mode"] == "run"
 
 
@@ -486,10 +486,29 @@ def test_final_stage_that_can_ask_a_human_routes_to_the_await_states():
     )
     definition = compile_pipeline(p)
     # Then an interrupt raised by the final stage can reach await.confirmation
-    reachable_from_final = set(transitions(definition["States"]["apply"]))
-    assert "await.confirmation" in reachable_from_final or any(
-        "await.confirmation" in transitions(definition["States"][t]) for t in reachable_from_final
-    )
+    states = definition["States"]
+    reachable, frontier = set(), ["apply"]
+    while frontier:  # every state the final stage leads to
+        state = frontier.pop()
+        for target in transitions(states[state]) if state in states else []:
+            if target not in reachable:
+                reachable.add(target)
+                frontier.append(target)
+    assert "await.confirmation" in reachable
+
+
+@pytest.mark.parametrize("kind", list(InterruptKind))
+def test_a_final_stage_that_asks_counts_a_hop_so_its_resumed_run_is_a_new_checkpoint(kind):
+    # Given a pipeline whose only (so final) stage asks a human
+    definition = compile_pipeline(PipelineConfig(name="one", agents=[AgentConfig(name="decide")]))
+    states = definition["States"]
+    # When it asks, the way to the await state counts one hop (the resumed run's checkpoint is its own)
+    route = next(c for c in states["decide.route"]["Choices"] if c["StringEquals"] == f"await:{kind.value}")
+    asks = states[route["Next"]]
+    assert asks["Type"] == "Pass" and asks["Next"] == f"await.{kind.value}"
+    assert asks["Parameters"]["hops.$"] == "States.MathAdd($.asl.hops, 1)" and asks["ResultPath"] == "$.asl"
+    # and a mission that just ends goes straight to done: no transition added to the common path
+    assert states["decide.route"]["Default"] == "mission.done"
 
 
 def test_stages_named_like_the_machines_own_states_do_not_collide():

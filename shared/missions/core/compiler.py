@@ -249,7 +249,10 @@ class _Compiler:
         return choices
 
     def _final_stage(self, agent: AgentConfig) -> None:
-        """The final stage ends the mission, unless it asks a human first."""
+        """The final stage ends the mission, unless it asks a human first. Asking counts a hop (on that
+        path only: a mission that just ends pays no extra transition), so the run that resumes with
+        the answer has a hop, and a checkpoint, of its own; without it the resumed run found the
+        asking run's checkpoint, replayed the question, and the mission never ended."""
         self.states[agent.name] = self._task(agent, "run", f"{agent.name}.route")
         self._failed_pass(agent.name, "stage_failed")
         self.states[f"{agent.name}.route"] = {
@@ -258,12 +261,19 @@ class _Compiler:
                 {
                     "Variable": "$.envelope.next_stage",
                     "StringEquals": f"await:{kind.value}",
-                    "Next": f"await.{kind.value}",
+                    "Next": f"{agent.name}.asks.{kind.value}",
                 }
                 for kind in InterruptKind
             ],
             "Default": DONE,
         }
+        for kind in InterruptKind:
+            self.states[f"{agent.name}.asks.{kind.value}"] = {
+                "Type": "Pass",
+                "Parameters": {"hops.$": "States.MathAdd($.asl.hops, 1)", "max_hops.$": "$.asl.max_hops"},
+                "ResultPath": "$.asl",
+                "Next": f"await.{kind.value}",
+            }
         self.states[DONE] = {"Type": "Succeed"}
 
     def _parallel(self, group: list[str]) -> None:
