@@ -111,6 +111,19 @@ def test_a_request_that_cannot_run_is_refused_before_anything_is_written():
     assert world.missions.list_for_user("ann") == [] and world.executions.started == []
 
 
+def test_an_execution_that_succeeded_without_recording_the_end_fails_its_mission_with_the_reason():
+    # Given a user's one running mission whose execution ends without its last stage recording the end (a bug)
+    world = World(limit=1)
+    mission_id = world.submit()
+    arn = world.missions.get(mission_id).execution_arn or f"x:{mission_id}"
+    # When Step Functions reports the execution succeeded
+    world.control.execution_ended(arn, "SUCCEEDED")
+    # Then the mission is not left running for ever: it failed, saying why, and its slot is free
+    record = world.missions.get(mission_id)
+    assert record.status == MissionStatus.FAILED and record.terminal_reason == "execution_ended_unrecorded"
+    assert world.status(world.submit()) == "running"
+
+
 def test_a_fork_of_a_missing_checkpoint_is_refused_and_writes_nothing():
     world = World()
     source = world.submit()

@@ -83,12 +83,15 @@ class MissionControl:
         try:
             if record.status == MissionStatus.CANCELLING:  # its cancel stopped it: finish the cancel
                 self._lifecycle.cancelled(mission_id, record.terminal_reason or "cancelled")
-            elif status != "SUCCEEDED" and record.status not in MissionStatus.TERMINAL:
+            elif record.status not in MissionStatus.TERMINAL:
+                # a succeeded execution's last stage records the end before the execution ends; a mission
+                # still open after it (a bug on the way) would otherwise show as running for ever
+                reason = "execution_ended_unrecorded" if status == "SUCCEEDED" else f"execution_{status.lower()}"
                 self._lifecycle.move(
                     mission_id,
                     MissionStatus.FAILED,
                     completed_at=utcnow(),
-                    terminal_reason=f"execution_{status.lower()}",
+                    terminal_reason=reason,
                     pending_interrupt=None,
                 )
         except TransitionRefused:
