@@ -4,6 +4,7 @@ works from the conversation's working memory; users see, and forget, only their 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,13 +16,19 @@ from tests.e2e.test_dev_server import Client, wait_for
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+def shop_repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two files: compute_tax defined in tax.py, called from checkout in shop.py (line 5)."""
     repo = tmp_path_factory.mktemp("shop")
     (repo / "tax.py").write_text('def compute_tax(amount, rate=0.2):\n    """Tax owed."""\n    return amount * rate\n')
     (repo / "shop.py").write_text(
         "from tax import compute_tax\n\n\ndef checkout(total):\n    return compute_tax(total)\n"
     )
+    return repo
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+    repo = shop_repository(tmp_path_factory)
     cloud = LocalCloud(["code_analysis"], settings={"repo_roots": [str(repo)]})
     with cloud, DevServer(cloud, port=0) as dev:
         dev.repo = repo  # type: ignore[attr-defined]

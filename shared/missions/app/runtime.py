@@ -20,7 +20,7 @@ from missions.app import observability
 from missions.core import capability as registry
 from missions.core.capability import Capability
 from missions.core.envelope import InterruptResponse
-from missions.core.errors import StageRequestError, TransitionRefused
+from missions.core.errors import DependencyUnavailable, StageRequestError, TransitionRefused
 from missions.core.llm import LLMProvider
 from missions.core.offload import EnvelopeCodec
 from missions.core.redaction import remember_secret
@@ -48,6 +48,7 @@ from missions.ports.store import (
     SnapshotStore,
 )
 from missions.ports.webhooks import DeliveryStore, WebhookSources
+from missions.service.chat import ChatService
 from missions.service.control import MissionControl
 from missions.service.evaluation import Evaluator
 from missions.service.interrupts import answer_interrupt, record_interrupt
@@ -354,6 +355,23 @@ class Runtime:
             interrupts=self.interrupts,
             executions=self.executions,
             launcher=self.launcher,
+        )
+
+    @cached_property
+    def chat(self) -> ChatService:
+        """The chat entry (POST /v1/chat/completions): messages as turns of conversations."""
+        if not self.settings.conversations_table:
+            raise DependencyUnavailable("the chat needs the conversations table, which is not configured")
+        return ChatService(
+            missions=self.missions,
+            events=self.events,
+            interrupts=self.interrupts,
+            conversations=self.conversations,
+            submit=self.launcher.submit,
+            answer=self.answer,
+            choose_capability=self.service.choose_capability,
+            capabilities=self.capabilities.available,
+            poll_seconds=self.settings.stream_poll_seconds,
         )
 
     @cached_property

@@ -52,6 +52,10 @@ class WorkingMemory(Model):
     focus: list[str] = Field(default_factory=list)  # entities, files, symbols: newest first
     evidence: list[str] = Field(default_factory=list)  # what answers cited (file:line), newest first
     open_questions: list[str] = Field(default_factory=list)
+    # kept for the chat entry (missions.core.chat), never shown to a mission's stages:
+    awaiting: str | None = None  # the mission whose reply the chat still owes (it outlived the wait)
+    replies: list[str] = Field(default_factory=list)  # digests of the chat's replies: a history names its conversation
+    mission_context: dict[str, Any] = Field(default_factory=dict)  # what each turn's mission starts with (a repository)
     created_at: str = Field(default_factory=utcnow)
     updated_at: str = Field(default_factory=utcnow)
 

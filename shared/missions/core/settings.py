@@ -85,6 +85,12 @@ class RuntimeSettings(BaseModel):
     # local child process; a sandbox function itself names the one tier it serves
     sandbox_functions: dict[str, str] = Field(default_factory=dict)
     sandbox_tier: Literal["quick", "standard", "deep"] | None = None
+    # the streaming routes (chat, event streams): how long a chat reply waits for its mission (a longer
+    # one answers with its status), how often a follower reads the tables, how long one stream stays open
+    # (a client reconnects with Last-Event-ID; a function URL's invocation ends at 900 s)
+    chat_wait_seconds: float = Field(120.0, ge=1, le=840)
+    stream_poll_seconds: float = Field(0.5, ge=0.05, le=10)
+    stream_max_seconds: float = Field(840.0, ge=5, le=870)
 
     @model_validator(mode="after")
     def _every_model_is_priced(self) -> RuntimeSettings:

@@ -35,6 +35,7 @@ class TriggerSource(StrEnum):
     MEMORY = "memory"
     FORK = "fork"  # carries on from another mission's checkpoint
     CLI = "cli"  # `missions run`, on the local emulation
+    CHAT = "chat"  # a message of the chat entry (POST /v1/chat/completions)
 
 
 class GoalTemplate(Model):

@@ -25,7 +25,8 @@ limit (`FUNCTION_CONCURRENCY`), as Lambda's reserved concurrency bounds a functi
   handler may, since Lambda never runs two invocations in one execution environment at once. In
   one process the emulation has one environment per function, so two overlapping API calls would
   read each other's caller; one at a time, they cannot.
-- webhook, uploads: a few at once (no per-invocation globals); the schedule clock: one at a time.
+- stream (chat completions, event streams; a function URL in AWS): many at once, since each waits on
+  a mission; webhook, uploads: a few at once (no per-invocation globals); the clock: one at a time.
 
 Streaming: a handler result whose `body` is an iterator of chunks (bytes or str), or whose
 content type is `text/event-stream`, is sent chunk by chunk (chunked transfer encoding) as it is
@@ -63,7 +64,8 @@ S3_PREFIX = "/_dev/s3/"
 CLOCK_PATH = "/_dev/clock"
 BODY_TIMEOUT = 10.0  # seconds a request body may pause before the server gives up on it (408)
 BACKLOG = 2048  # pending connections the listening socket queues (the kernel caps it at net.core.somaxconn)
-FUNCTION_CONCURRENCY = {"api": 1, "webhook": 4, "upload": 4, "clock": 1}  # worker threads per function
+# worker threads per function; the stream function's requests wait on missions (a chat turn, an event stream)
+FUNCTION_CONCURRENCY = {"api": 1, "stream": 16, "webhook": 4, "upload": 4, "clock": 1}
 STREAMS = 16  # streamed responses producing a chunk at once
 JSON_TYPE = "application/json"
 
@@ -338,7 +340,7 @@ class DevServer:
         if auth.startswith("Bearer " + DEV_TOKEN_PREFIX):
             user = auth[len("Bearer " + DEV_TOKEN_PREFIX) :].strip() or None
         event = http_event(method, path, parts.query, headers, body, user)
-        module = "webhook" if path.startswith("/webhooks/") else "api"
+        module = _function_of(path)
         result = self._handler(module)(event, self._context(module), runtime=self.cloud.runtime)
         return _reply_of(result)
 
@@ -425,6 +427,8 @@ def _function_of(path: str) -> str:
         return "clock"
     if path.startswith(S3_PREFIX):
         return "upload"
+    if path.startswith("/v1/") or (path.startswith("/missions/") and path.endswith("/events/stream")):
+        return "stream"  # in AWS: the stream function's URL (API Gateway neither streams nor waits)
     return "webhook" if path.startswith("/webhooks/") else "api"
 
 

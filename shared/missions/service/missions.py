@@ -65,8 +65,9 @@ class MissionService:
 
     # -- which capability, how complex ---------------------------------------------------------------
 
-    def choose_capability(self, goal: str, requested: str | None) -> str:
-        """The named capability, else the one whose keywords the goal mentions, else the model's pick;
+    def choose_capability(self, goal: str, requested: str | None, fallback: str | None = None) -> str:
+        """The named capability, else the one whose keywords the goal mentions, else `fallback` (a
+        conversation's last one: "and last week?" names nothing), else the model's pick;
         MissionRequestError naming the installed ones when none fits."""
         names = self.capabilities.available()
         if requested:
@@ -74,7 +75,8 @@ class MissionService:
                 raise MissionRequestError(f"unknown capability '{requested}'; installed: {', '.join(names)}")
             return requested
         keywords = [(c.name, [*c.keywords, *c.triggers.keywords]) for c in self.capabilities.load_all()]
-        chosen = select_by_keywords(goal, keywords) or self._ask_model_for_capability(goal, names)
+        chosen = select_by_keywords(goal, keywords) or (fallback if fallback in names else None)
+        chosen = chosen or self._ask_model_for_capability(goal, names)
         if chosen in names:
             return chosen
         raise MissionRequestError(f"could not tell which capability fits this goal; name one of: {', '.join(names)}")

@@ -30,6 +30,7 @@ from missions.app.api.models import (
     MissionList,
     MissionView,
 )
+from missions.app.cursors import BadCursor, decode_position, encode_position
 from missions.core.artifacts import ARTIFACT_PATH_PATTERN
 from missions.core.envelope import InterruptResponse
 from missions.core.errors import NotFound
@@ -37,6 +38,7 @@ from missions.core.evaluation import Evaluation
 from missions.core.requests import MissionRequest
 from missions.core.triggers import TriggerSource
 from missions.ports.store import MissionRecord, MissionStatus, lifecycle_of
+from missions.service.interrupts import waiting_question
 
 _MISSION = "/missions/<mission_id>"
 _MAY_WAIT_IN_LINE = (MissionStatus.QUEUED, MissionStatus.INTERRUPTED)  # to start, or to resume after an answer
@@ -144,15 +146,8 @@ def get_mission(mission_id: str) -> dict[str, Any]:
 
 
 def _answerable_question(record: MissionRecord) -> dict[str, Any] | None:
-    """The question is shown once its answer can reach the execution: after the interrupt function
-    stored its token and marked the mission interrupted, never before."""
-    if record.status != MissionStatus.INTERRUPTED or not record.pending_interrupt:
-        return None
-    try:
-        interrupt = runtime().interrupts.get(record.mission_id, record.pending_interrupt)
-    except NotFound:
-        return None
-    if interrupt.status != "pending":
+    interrupt = waiting_question(runtime().interrupts, record)
+    if interrupt is None:
         return None
     return {
         "interrupt_id": interrupt.interrupt_id,
@@ -178,7 +173,7 @@ def mission_events(
     owned_mission(mission_id, current_user())
     position = _decode_position(after) if after else None
     events, last = runtime().events.read(mission_id, after=position, limit=limit)
-    cursor = base64.urlsafe_b64encode(last.encode()).decode() if last else after
+    cursor = encode_position(last) if last else after
     return {"events": [e.model_dump(mode="json") for e in events], "cursor": cursor}
 
 
@@ -195,8 +190,8 @@ def mission_evaluation(mission_id: str) -> dict[str, Any]:
 
 def _decode_position(cursor: str) -> str:
     try:
-        return base64.urlsafe_b64decode(cursor.encode()).decode()
-    except (ValueError, UnicodeDecodeError):
+        return decode_position(cursor)
+    except BadCursor:
         raise RequestValidationError(
             [{"loc": ("query", "after"), "type": "value_error", "msg": "invalid cursor"}]
         ) from None

@@ -1,0 +1,321 @@
+"""The chat entry's wire format (OpenAI's chat completions) and the rules that make a chat a mission.
+
+A chat message is a turn of a conversation (missions.core.conversation): the last user message is
+the goal, the earlier messages are its context. When the mission asks its user something, the
+question is the assistant's reply and the next user message answers it; `interpret_answer` reads
+"approve", "option 2" or a free-text clarification as the interrupt's kind expects, and says what
+it needs when the message does not fit (nothing is answered then).
+
+A conversation is named by the client (the `X-Conversation-Id` header or a `conversation_id` field),
+or found from the history it sends back: every reply the chat gives is remembered by a digest of its
+text, so the last assistant message of a history names the conversation it came from.
+
+Everything here is pure: the service (missions.service.chat) owns the waiting, the stores and the
+launcher; the handlers own HTTP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from missions.core.conversation import CONVERSATION_ID
+from missions.core.envelope import InterruptKind, InterruptResponse
+
+AUTO_MODEL = "missions"  # the model name that lets the runtime choose the capability
+CONVERSATION_HEADER = "x-conversation-id"
+MAX_REQUEST_BYTES = 512 * 1024  # a chat request body larger than this is 413
+MAX_GOAL_CHARS = 10_000  # the mission's goal limit (missions.core.requests)
+MAX_MESSAGES = 1_000
+HISTORY_MESSAGES = 12  # earlier messages a mission gets as context, newest last
+HISTORY_CHARS = 1_500  # each, cut to this
+MAX_REPLIES = 40  # reply digests a conversation remembers (its history is found by the last one)
+
+
+class ChatError(Exception):
+    """A request the chat refuses, in OpenAI's error vocabulary."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        code: str | None = None,
+        param: str | None = None,
+    ):
+        super().__init__(message)
+        self.status, self.message, self.type, self.code, self.param = status, message, type, code, param
+
+    def body(self) -> dict[str, Any]:
+        return error_body(self.message, type=self.type, code=self.code, param=self.param)
+
+
+def error_body(
+    message: str, *, type: str = "invalid_request_error", code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    """OpenAI's error shape, which its SDKs raise as APIError with this message."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # name, tool_calls, refusal...: carried by clients, unused here
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[TextPart] | None = None
+
+    @property
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        return "\n".join(p.text for p in self.content or [] if p.type == "text" and p.text)
+
+
+class ChatRequest(BaseModel):
+    """What a chat completion request carries that matters here; OpenAI's other parameters (temperature,
+    max_tokens, tools...) are accepted and ignored: the capability decides how its agents think."""
+
+    model_config = ConfigDict(extra="ignore")
+    model: str = Field(min_length=1, max_length=128)
+    messages: list[ChatMessage] = Field(min_length=1, max_length=MAX_MESSAGES)
+    stream: bool = False
+    stream_options: dict[str, Any] | None = None  # {"include_usage": true}: a last chunk with the usage
+    conversation_id: str | None = Field(None, pattern=CONVERSATION_ID)
+    context: dict[str, Any] | None = None  # the mission's context (a repository, say); kept by the conversation
+    wait_seconds: float | None = Field(None, ge=0, le=840)  # how long the client waits, within the server's bound
+    user: str | None = Field(None, max_length=256)  # OpenAI's end-user tag: recorded, never an identity
+
+    @field_validator("messages")
+    @classmethod
+    def _ends_with_a_question(cls, messages: list[ChatMessage]) -> list[ChatMessage]:
+        if messages[-1].role != "user":
+            raise ValueError("the last message must be the user's")
+        if not messages[-1].text.strip():
+            raise ValueError("the last user message is empty")
+        return messages
+
+    @property
+    def goal(self) -> str:
+        return self.messages[-1].text.strip()
+
+    @property
+    def last_reply(self) -> str | None:
+        """The last assistant message of the history: it names the conversation it came from."""
+        return next((m.text for m in reversed(self.messages[:-1]) if m.role == "assistant"), None)
+
+    def history(self) -> list[dict[str, str]]:
+        """The earlier messages as the mission's context: the newest HISTORY_MESSAGES, each cut short."""
+        earlier = [m for m in self.messages[:-1] if m.text.strip()]
+        return [{"role": m.role, "content": m.text[:HISTORY_CHARS]} for m in earlier[-HISTORY_MESSAGES:]]
+
+
+def parse_request(body: bytes | str | None) -> ChatRequest:
+    """The request, or a ChatError saying what is wrong with it (400; 413 when it is too large)."""
+    raw = body.encode() if isinstance(body, str) else body or b""
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise ChatError(
+            413, f"the request is {len(raw)} bytes; at most {MAX_REQUEST_BYTES} are accepted", code="request_too_large"
+        )
+    try:
+        data = json.loads(raw or b"null")
+    except ValueError as exc:
+        raise ChatError(400, f"the body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ChatError(400, "the body must be a JSON object with 'model' and 'messages'")
+    try:
+        request = ChatRequest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise ChatError(400, f"{where}: {first['msg']}" if where else str(first["msg"]), param=where or None) from None
+    if len(request.goal) > MAX_GOAL_CHARS:
+        raise ChatError(
+            413,
+            f"the last user message has {len(request.goal)} characters; at most {MAX_GOAL_CHARS}",
+            code="request_too_large",
+            param="messages",
+        )
+    return request
+
+
+def reply_digest(text: str) -> str:
+    """A reply's fingerprint, whitespace-insensitive (clients trim and re-wrap what they send back)."""
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:32]
+
+
+# -- a question asked in the chat, and the next message as its answer ----------------------------
+
+_YES = {
+    "approve",
+    "approved",
+    "yes",
+    "y",
+    "ok",
+    "okay",
+    "sure",
+    "confirm",
+    "confirmed",
+    "go",
+    "lgtm",
+    "accept",
+    "accepted",
+    "proceed",
+    "do",
+}
+_NO = {
+    "reject",
+    "rejected",
+    "no",
+    "n",
+    "deny",
+    "denied",
+    "decline",
+    "declined",
+    "refuse",
+    "cancel",
+    "stop",
+    "don't",
+    "dont",
+    "nope",
+}
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1}
+
+
+def question_text(kind: InterruptKind, question: str, options: list[str], data: dict[str, Any]) -> str:
+    """The assistant's reply that asks the user: the question, what it is about, how to answer."""
+    lines = [question.strip()]
+    shown = data.get("diff") or data.get("change") or data.get("preview")
+    if isinstance(shown, str) and shown.strip():
+        fence = "diff" if data.get("diff") else ""
+        lines += ["", f"```{fence}", shown.rstrip(), "```"]
+    elif isinstance(shown, dict | list):
+        lines += ["", "```json", json.dumps(shown, indent=2, ensure_ascii=False)[:4000], "```"]
+    if kind is InterruptKind.CHOICE and options:
+        lines += ["", *(f"{n}. {option}" for n, option in enumerate(options, 1))]
+        lines += ["", "Reply with the number or the name of your choice."]
+    elif kind in (InterruptKind.CONFIRMATION, InterruptKind.AGENT_REVIEW):
+        lines += ["", "Reply **approve** or **reject** (a reason after it is passed on)."]
+    return "\n".join(lines)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def _verdict(text: str) -> bool | None:
+    words = _words(text)
+    if not words:
+        return None
+    if words[0] in _NO or (words[0] in ("do", "please") and len(words) > 1 and words[1] in ("not", "n't")):
+        return False
+    if words[0] in _YES or (words[0] == "please" and len(words) > 1 and words[1] in _YES):
+        return True
+    return None
+
+
+def _choice(text: str, options: list[str]) -> str | None:
+    words = _words(text)
+    numbers = [int(w) for w in words if w.isdigit()]
+    if len(numbers) == 1 and 1 <= numbers[0] <= len(options):
+        return options[numbers[0] - 1]
+    ordinals = [_ORDINALS[w] for w in words if w in _ORDINALS]
+    if len(ordinals) == 1 and len(options) >= abs(ordinals[0]):
+        return options[ordinals[0] - 1 if ordinals[0] > 0 else -1]
+    said = " ".join(text.lower().split())
+    exact = [o for o in options if " ".join(o.lower().split()) == said]
+    if exact:
+        return exact[0]
+    named = [o for o in options if " ".join(o.lower().split()) in said or said in " ".join(o.lower().split())]
+    return named[0] if len(named) == 1 else None
+
+
+def interpret_answer(kind: InterruptKind, options: list[str], text: str) -> InterruptResponse | str:
+    """The user's message as the answer the question expects, or (a str) what the chat should say
+    instead when the message does not answer it."""
+    text = text.strip()
+    if kind is InterruptKind.CLARIFICATION:
+        return InterruptResponse(text=text)
+    if kind is InterruptKind.CHOICE:
+        picked = _choice(text, options)
+        if picked is None:
+            listed = "; ".join(f"{n}. {o}" for n, o in enumerate(options, 1))
+            return f"I need one of the options to go on: {listed}. Reply with its number or name."
+        return InterruptResponse(decision=picked, text=text)
+    verdict = _verdict(text)
+    if verdict is None:
+        return "I need a yes or a no to go on: reply **approve** or **reject** (with a reason if you like)."
+    return InterruptResponse(approved=verdict, text=text)
+
+
+# -- OpenAI's response objects -------------------------------------------------------------------
+
+
+def completion(
+    completion_id: str,
+    model: str,
+    content: str,
+    *,
+    created: int | None = None,
+    usage: dict[str, int] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A `chat.completion` object with one choice."""
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created if created is not None else int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": usage or {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        **(extra or {}),
+    }
+
+
+def chunk(
+    completion_id: str,
+    model: str,
+    created: int,
+    delta: dict[str, Any],
+    *,
+    finish_reason: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A `chat.completion.chunk` object: one delta of the streamed reply."""
+    return {
+        "id": completion_id,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason, "logprobs": None}],
+        **(extra or {}),
+    }
+
+
+def sse(data: dict[str, Any] | str, *, event: str | None = None, event_id: str | None = None) -> str:
+    """One Server-Sent Event (a dict is sent as compact JSON)."""
+    text = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+    head = (f"id: {event_id}\n" if event_id else "") + (f"event: {event}\n" if event else "")
+    return head + "".join(f"data: {line}\n" for line in text.split("\n")) + "\n"
+
+
+def usage_of(counters: dict[str, Any] | None) -> dict[str, int]:
+    counters = counters or {}
+    prompt, completion_tokens = int(counters.get("tokens_in") or 0), int(counters.get("tokens_out") or 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion_tokens, "total_tokens": prompt + completion_tokens}

@@ -1,0 +1,327 @@
+"""The chat entry: a chat message becomes a turn of a conversation, run as a mission.
+
+`ChatService.begin` decides what a message is (missions.core.chat has the wire format):
+- the answer to the question the conversation's mission is waiting on ("approve", "option 2", a
+  clarification): it is answered once, through the same path as the HTTP API, and the chat follows
+  that mission on; a message that does not answer it is asked again, and nothing changes;
+- otherwise a new goal: a mission of the named capability (or the one the runtime chooses, the
+  conversation's last one when the goal names none), started through the launcher with the earlier
+  messages and the conversation's working memory as its context.
+
+A conversation runs one mission at a time: the next turn starts from the working memory the last
+one folded in. So when a mission outlived the last reply's wait (the chat answered with its status),
+the next message first follows it to its end and hands over its result, then starts its own.
+
+`ChatService.follow` polls the mission's events and status until it ends, asks, or the wait runs
+out, yielding progress lines (stages, tool calls) and ticks (for heartbeats) and then the reply.
+Every reply is remembered by its digest in the conversation, so a client that sends the history
+back without naming the conversation continues it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from missions.core.chat import (
+    AUTO_MODEL,
+    MAX_REPLIES,
+    ChatError,
+    ChatRequest,
+    interpret_answer,
+    question_text,
+    reply_digest,
+    usage_of,
+)
+from missions.core.conversation import WorkingMemory
+from missions.core.errors import ConflictError, NotFound
+from missions.core.events import Event, EventType
+from missions.core.requests import MissionRequest
+from missions.core.triggers import TriggerSource
+from missions.ports.conversations import ConversationStore, VersionConflict
+from missions.ports.store import EventStore, InterruptRecord, InterruptStore, MissionRecord, MissionStatus, MissionStore
+from missions.service.interrupts import waiting_question
+
+POLL_SECONDS = 0.25
+_UPDATE_ATTEMPTS = 8
+
+
+@dataclass(frozen=True)
+class Progress:
+    """A line of what the mission is doing (a stage began, a tool ran)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The assistant's reply, and what it is about."""
+
+    content: str
+    mission_id: str | None
+    status: str  # the mission's status when the reply was made ("asking": it waits for the user)
+    usage: dict[str, int] = field(default_factory=lambda: usage_of(None))
+
+
+Tick = None  # nothing new this poll: a moment to send a heartbeat
+Step = Progress | Reply | None
+
+
+@dataclass
+class ChatTurn:
+    user_id: str
+    conversation_id: str
+    model: str
+    request: ChatRequest
+    completion_id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex}")
+    created: int = field(default_factory=lambda: int(time.time()))
+    awaited: str | None = None  # a mission of an earlier turn to follow to its end first
+    answered: tuple[str, str] | None = None  # (mission, interrupt) this message answered
+    reask: str | None = None  # the message did not answer the waiting question: say this instead
+    mission_id: str | None = None  # the mission this turn follows (known once it started)
+
+
+def progress_of(event: Event) -> str | None:
+    """What a user following the mission is told of an event (None: nothing worth a line)."""
+    payload = event.payload
+    if event.type is EventType.AGENT_STARTED:
+        return f"▸ {event.stage}"
+    if event.type is EventType.TOOL_STARTED:
+        return f"  · {payload.get('tool') or payload.get('name') or 'tool'}"
+    if event.type is EventType.ANALYSIS_COMPLETED:
+        return f"  · analysis {payload.get('status', '')}".rstrip()
+    if event.type is EventType.INTERRUPT_ANSWERED:
+        return "  · answer received"
+    if event.type is EventType.MISSION_QUEUED:
+        return "  · queued behind your running missions"
+    return None
+
+
+class ChatService:
+    def __init__(
+        self,
+        *,
+        missions: MissionStore,
+        events: EventStore,
+        interrupts: InterruptStore,
+        conversations: ConversationStore,
+        submit: Callable[[MissionRequest], Any],
+        answer: Callable[..., Any],
+        choose_capability: Callable[[str, str | None, str | None], str],
+        capabilities: Callable[[], list[str]],
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        poll_seconds: float = POLL_SECONDS,
+    ):
+        self.missions, self.events, self.interrupts, self.conversations = missions, events, interrupts, conversations
+        self._submit, self._answer, self._choose = submit, answer, choose_capability
+        self._capabilities = capabilities
+        self._monotonic, self._sleep, self.poll_seconds = monotonic, sleep, poll_seconds
+
+    # -- models ------------------------------------------------------------------------------------
+
+    def models(self) -> list[str]:
+        """What `model` may name: `missions` (the runtime chooses) and each installed capability."""
+        return [AUTO_MODEL, *self._capabilities()]
+
+    # -- a message -----------------------------------------------------------------------------------
+
+    def begin(self, user_id: str, request: ChatRequest, named: str | None = None) -> ChatTurn:
+        """What this message is (see the module's docstring). ChatError when it cannot be taken;
+        nothing has changed then."""
+        if request.model not in self.models():
+            raise ChatError(
+                404,
+                f"The model '{request.model}' does not exist; GET /v1/models lists them",
+                code="model_not_found",
+                param="model",
+            )
+        memory = self._conversation(user_id, request, named)
+        turn = ChatTurn(user_id=user_id, conversation_id=memory.conversation_id, model=request.model, request=request)
+        awaited = self._awaited(memory)
+        if awaited is not None:
+            asking = self._asking(awaited)
+            if asking is not None:
+                answer = interpret_answer(asking.kind, asking.options, request.goal)
+                if isinstance(answer, str):
+                    turn.reask, turn.mission_id = answer, awaited.mission_id
+                    return turn
+                try:
+                    self._answer(awaited.mission_id, asking.interrupt_id, answer)
+                except ConflictError:
+                    pass  # answered meanwhile (another tab): follow the mission on all the same
+                turn.answered, turn.mission_id = (awaited.mission_id, asking.interrupt_id), awaited.mission_id
+                return turn
+            turn.awaited = awaited.mission_id  # started once that one ends (follow)
+            return turn
+        turn.mission_id = self._start(turn)  # a goal that cannot run is refused here, before anything is stored
+        return turn
+
+    def follow(self, turn: ChatTurn, wait_seconds: float) -> Iterator[Step]:
+        """Progress, ticks, and last the reply (remembered in the conversation before it is yielded)."""
+        deadline = self._monotonic() + wait_seconds
+        if turn.reask is not None:
+            yield self._conclude(turn, Reply(turn.reask, turn.mission_id, MissionStatus.INTERRUPTED))
+            return
+        earlier = ""
+        if turn.awaited is not None:
+            reply = yield from self._watch(turn.awaited, None, deadline, skip=None)
+            if reply.status not in MissionStatus.TERMINAL:
+                note = "\n\n(Your new message was not started: this conversation's last request is still open.)"
+                yield self._conclude(turn, Reply(reply.content + note, reply.mission_id, reply.status, reply.usage))
+                return
+            goal = self.missions.get(turn.awaited).goal[:120]
+            earlier = f"**Your earlier request** ({goal}):\n\n{reply.content}\n\n---\n\n"
+        if turn.mission_id is None:
+            try:
+                turn.mission_id = self._start(turn)
+            except (ChatError, ValueError, LookupError) as exc:  # said in the reply: the status line was sent
+                yield self._conclude(
+                    turn, Reply(f"{earlier}Your new message could not be started: {exc}", None, "refused")
+                )
+                return
+        cursor = self._position_now(turn.mission_id) if turn.answered else None
+        skip = turn.answered[1] if turn.answered else None
+        reply = yield from self._watch(turn.mission_id, cursor, deadline, skip=skip)
+        yield self._conclude(turn, Reply(earlier + reply.content, reply.mission_id, reply.status, reply.usage))
+
+    # -- the conversation ------------------------------------------------------------------------
+
+    def _conversation(self, user_id: str, request: ChatRequest, named: str | None) -> WorkingMemory:
+        """The conversation this message continues, or a new one (stored when its first mission starts)."""
+        named = named or request.conversation_id
+        if named is not None:
+            found = self.conversations.get(user_id, named)
+            if found is not None:
+                return found[0]
+            if request.last_reply is not None:  # continuing a conversation this user does not have
+                raise ChatError(
+                    404, f"No conversation '{named}'", code="conversation_not_found", param="conversation_id"
+                )
+            return WorkingMemory(conversation_id=named, user_id=user_id)
+        if request.last_reply is not None:
+            digest = reply_digest(request.last_reply)
+            for memory in self.conversations.list(user_id, limit=200):
+                if digest in memory.replies:
+                    return memory
+        return WorkingMemory(conversation_id=f"conv_{uuid.uuid4().hex[:20]}", user_id=user_id)
+
+    def _update(self, user_id: str, conversation_id: str, change: Callable[[WorkingMemory], WorkingMemory]) -> None:
+        for _ in range(_UPDATE_ATTEMPTS):
+            found = self.conversations.get(user_id, conversation_id)
+            memory, version = found or (WorkingMemory(conversation_id=conversation_id, user_id=user_id), 0)
+            try:
+                self.conversations.put(change(memory), version)
+                return
+            except VersionConflict:
+                continue
+        raise VersionConflict(f"conversation {conversation_id} kept changing")
+
+    def _awaited(self, memory: WorkingMemory) -> MissionRecord | None:
+        if memory.awaiting is None:
+            return None
+        try:
+            record = self.missions.get(memory.awaiting)
+        except NotFound:
+            return None
+        return record if record.user_id == memory.user_id else None
+
+    def _asking(self, record: MissionRecord) -> InterruptRecord | None:
+        return waiting_question(self.interrupts, record)
+
+    # -- a mission -----------------------------------------------------------------------------------
+
+    def _start(self, turn: ChatTurn) -> str:
+        request = turn.request
+        found = self.conversations.get(turn.user_id, turn.conversation_id)
+        memory = found[0] if found else WorkingMemory(conversation_id=turn.conversation_id, user_id=turn.user_id)
+        last = memory.turns[-1].capability if memory.turns else None
+        requested = None if request.model == AUTO_MODEL else request.model
+        capability = self._choose(request.goal, requested, last)
+        kept = {**memory.mission_context, **(request.context or {})}
+        context: dict[str, Any] = {**kept, "chat": {"history": request.history()}}
+        mission = MissionRequest.parse(
+            capability=capability,
+            goal=request.goal,
+            user_id=turn.user_id,
+            context=context,
+            trigger=TriggerSource.CHAT,
+            conversation_id=turn.conversation_id,
+        )
+        mission_id = str(self._submit(mission).mission_id)
+        self._update(
+            turn.user_id,
+            turn.conversation_id,
+            lambda m: m.model_copy(update={"awaiting": mission_id, "mission_context": kept}),
+        )
+        return mission_id
+
+    def _position_now(self, mission_id: str) -> str | None:
+        """The last event's cursor: a resumed mission is followed from what happens next."""
+        cursor: str | None = None
+        while True:
+            events, last = self.events.read(mission_id, after=cursor, limit=500)
+            if not events:
+                return cursor
+            cursor = last
+
+    def _watch(
+        self, mission_id: str, cursor: str | None, deadline: float, *, skip: str | None
+    ) -> Generator[Step, None, Reply]:
+        """Follow one mission: progress lines and ticks; returns the reply it came to."""
+        while True:
+            events, last = self.events.read(mission_id, after=cursor, limit=200)
+            cursor = last or cursor
+            for event in events:
+                line = progress_of(event)
+                if line:
+                    yield Progress(line)
+            record = self.missions.get(mission_id)
+            if record.status in MissionStatus.TERMINAL:
+                return self._ended(record)
+            asking = self._asking(record)
+            if asking is not None and asking.interrupt_id != skip:
+                content = question_text(asking.kind, asking.question, asking.options, asking.data)
+                return Reply(content, mission_id, "asking", usage_of(record.counters))
+            if self._monotonic() >= deadline:
+                return self._still_running(record)
+            if not events:
+                yield Tick
+                self._sleep(self.poll_seconds)
+
+    def _ended(self, record: MissionRecord) -> Reply:
+        usage = usage_of(record.counters)
+        if record.status == MissionStatus.CANCELLED:
+            return Reply("The mission was cancelled.", record.mission_id, record.status, usage)
+        result = record.result or {}
+        answer = result.get("answer") if isinstance(result.get("answer"), str) else None
+        if record.status != MissionStatus.COMPLETED or not answer:
+            reason = record.terminal_reason or record.status
+            if record.status == MissionStatus.COMPLETED:
+                return Reply(f"Done ({reason}), with no answer to show.", record.mission_id, record.status, usage)
+            return Reply(f"The mission ended without an answer: {reason}.", record.mission_id, record.status, usage)
+        cited = [str(c) for c in result.get("citations") or []]
+        sources = f"\n\nSources: {', '.join(cited[:12])}" if cited else ""
+        return Reply(answer.strip() + sources, record.mission_id, record.status, usage)
+
+    def _still_running(self, record: MissionRecord) -> Reply:
+        where = f", at {record.stage}" if record.stage else ""
+        content = (
+            f"Still working on it (mission {record.mission_id}, {record.status}{where}). Follow it live at "
+            f"/missions/{record.mission_id}/events/stream, or send another message here for the result."
+        )
+        return Reply(content, record.mission_id, record.status, usage_of(record.counters))
+
+    def _conclude(self, turn: ChatTurn, reply: Reply) -> Reply:
+        """Remember the reply (its digest names the conversation) and whether a mission is still owed."""
+        open_mission = reply.mission_id if reply.status not in MissionStatus.TERMINAL else None
+
+        def change(memory: WorkingMemory) -> WorkingMemory:
+            replies = [*memory.replies, reply_digest(reply.content)][-MAX_REPLIES:]
+            return memory.model_copy(update={"replies": replies, "awaiting": open_mission})
+
+        self._update(turn.user_id, turn.conversation_id, change)
+        return reply
