@@ -43,6 +43,10 @@ class Architecture(ArchitectPlan):
     """The plan, with what the architect found (HA's clock, and why it cannot go on if it cannot)."""
 
     now: str  # HA's own clock (ISO): analyses look back from it
+    request: str = ""  # the request as read: a follow-up with the turn it follows
+    period_hours: int = 168  # the analysis window: this long...
+    period_end: str | None = None  # ...ending here (None: HA's now)
+    carried: list[str] = Field(default_factory=list)  # entities a follow-up carries from the conversation
     problem: str | None = None  # route unavailable: HA down, token rejected, an entity that does not exist
     problem_kind: str | None = None
 
@@ -130,6 +134,7 @@ class RolledBack(_Out):
 class Report(_Out):
     answer: str
     route: Route
+    focus: list[str] = Field(default_factory=list)  # what the conversation keeps in focus: the entities used
     insights: list[Insight] = Field(default_factory=list)
     citations: list[str] = Field(default_factory=list)
     deployed: dict[str, str] = Field(default_factory=dict)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
@@ -46,6 +47,42 @@ from missions.core.tools import ToolResult
 DEPLOYMENTS = "home_assistant.deployments"  # the user's memory: what each deployment replaced
 INSIGHTS = "home_assistant.insights"  # the user's memory: insights with their evidence
 MAX_CANDIDATES = 60
+# a message that continues the conversation's last request rather than making a new one
+FOLLOW_UP = re.compile(
+    r"^\s*(and|also|what about|how about|same for|now for|then)\b|^\s*\S+(\s+\S+){0,2}\s*\?\s*$", re.I
+)
+# the analysis window a request names: (hours, hours back from now that it ends); "last week" is the past 7
+# days, "the week before" the 7 days before them
+PERIODS = (
+    (re.compile(r"\b(the )?(week before|previous week)\b"), (168, 168)),
+    (re.compile(r"\byesterday\b"), (24, 24)),
+    (re.compile(r"\b(today|day)\b"), (24, 0)),
+    (re.compile(r"\bmonth\b"), (24 * 31, 0)),
+    (re.compile(r"\bweek\b"), (168, 0)),
+)
+
+
+def _period(*texts: str) -> tuple[int, int]:
+    """The window the first text that names one asks for (the follow-up's own words first), else a week."""
+    for text in texts:
+        for pattern, window in PERIODS:
+            if pattern.search(text.lower()):
+                return window
+    return 168, 0
+
+
+def _request(ctx: Ctx) -> tuple[str, list[str]]:
+    """The request as the architect reads it, and the entities a follow-up carries: "and last week?" after
+    an energy analysis is that analysis again, over the same entities, for another period (the working
+    memory of the conversation: the turn before, and the entities its answer kept in focus)."""
+    conversation = ctx.context.get("conversation")
+    turns = conversation.get("turns") if isinstance(conversation, dict) else None
+    if not turns or not FOLLOW_UP.search(ctx.goal):
+        return ctx.goal, []
+    assert isinstance(conversation, dict)
+    earlier = str(turns[-1].get("goal", ""))
+    focus = [str(name) for name in conversation.get("focus") or [] if re.fullmatch(r"[a-z_]+\.[a-z0-9_]+", str(name))]
+    return f"{earlier} (follow-up: {ctx.goal.strip()})", focus
 
 
 def _ok(result: ToolResult) -> dict[str, Any]:
@@ -64,7 +101,8 @@ def architect(ctx: Ctx) -> Architecture:
         kind = "ha_token_rejected" if "token" in (surveyed.error or "").lower() else "ha_unreachable"
         return Architecture(route="unavailable", now="", problem=surveyed.error, problem_kind=kind)
     home = _ok(surveyed)
-    words = set(re.findall(r"[a-z0-9]+", ctx.goal.lower()))
+    request, carried = _request(ctx)
+    words = set(re.findall(r"[a-z0-9]+", request.lower()))
     candidates = [
         e
         for e in home["entities"]
@@ -73,7 +111,7 @@ def architect(ctx: Ctx) -> Architecture:
     deployments = ctx.recall(DEPLOYMENTS) or {}
     plan = ctx.think(
         ArchitectPlan,
-        request=ctx.goal,
+        request=request,
         areas=home["areas"],
         domains=home["domains"],
         unavailable=home["unavailable"],
@@ -91,7 +129,12 @@ def architect(ctx: Ctx) -> Architecture:
             problem=f"this home has {what}",
             problem_kind="unknown_entity",
         )
-    return Architecture(**plan.model_dump(), now=home["now"])
+    hours, back = _period(ctx.goal, request)
+    end = (datetime.fromisoformat(home["now"]) - timedelta(hours=back)).isoformat() if back else None
+    kept = [e for e in carried if e in known]
+    return Architecture(
+        **plan.model_dump(), now=home["now"], request=request, period_hours=hours, period_end=end, carried=kept
+    )
 
 
 # --------------------------------------------------------------------------- the team
@@ -145,9 +188,11 @@ def energy(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Findin
     meters = [e for e in home["entities"] if e["unit"] in ("kWh", "W")]
     whole = next((e["entity_id"] for e in meters if e["entity_id"].endswith(("home_energy", "house_energy"))), None)
     power = next((e["entity_id"] for e in meters if e["entity_id"].endswith(("home_power", "house_power"))), None)
-    chosen = [e["entity_id"] for e in meters if e["unit"] == "kWh"][:8] + [p for p in [power] if p]
-    hours = 24 if "day" in ctx.goal.lower() and "week" not in ctx.goal.lower() else 168
-    found = _ok(ctx.tools.execute("ha.history", {"entity_ids": chosen, "hours": hours}))
+    energy_meters = [e["entity_id"] for e in meters if e["unit"] == "kWh"]
+    carried = [e for e in energy_meters if e in architect.carried]  # a follow-up: the meters analysed before
+    chosen = (carried or energy_meters)[:8] + [p for p in [power] if p]
+    window = {"hours": architect.period_hours, **({"end": architect.period_end} if architect.period_end else {})}
+    found = _ok(ctx.tools.execute("ha.history", {"entity_ids": chosen, **window}))
     names = {e["entity_id"]: e for e in meters}
     data = {
         "start": found.get("start"),
@@ -161,7 +206,7 @@ def energy(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Findin
             for entity, series in found.get("series", {}).items()
         },
     }
-    return _specialist(ctx, "energy", architect, data, ctx.goal)
+    return _specialist(ctx, "energy", architect, data, architect.request or ctx.goal)
 
 
 @stage
@@ -202,7 +247,7 @@ def diagnostic(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Fi
         "error_lines": lines,
         "automations": automations,
     }
-    return _specialist(ctx, "diagnostic", architect, data, ctx.goal)
+    return _specialist(ctx, "diagnostic", architect, data, architect.request or ctx.goal)
 
 
 def _automation_targets(ctx: Ctx, home: dict[str, Any], review: Reviewed | None) -> list[dict[str, Any]]:
@@ -243,7 +288,8 @@ def behavioral(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Fi
     focus = architect.entities or [
         e["entity_id"] for e in home["entities"] if e["entity_id"].split(".")[0] in ("light", "button")
     ]
-    found = _ok(ctx.tools.execute("ha.history", {"entity_ids": focus[:12], "hours": 168}))
+    window = {"hours": architect.period_hours, **({"end": architect.period_end} if architect.period_end else {})}
+    found = _ok(ctx.tools.execute("ha.history", {"entity_ids": focus[:12], **window}))
     names = {e["entity_id"]: e["name"] for e in home["entities"]}
     data = {
         "start": found.get("start"),
@@ -251,7 +297,7 @@ def behavioral(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Fi
         "series": {e: {**s, "name": names.get(e)} for e, s in found.get("series", {}).items()},
         "automations": _automation_targets(ctx, home, review) if review is not None else [],
     }
-    return _specialist(ctx, "behavioral", architect, data, ctx.goal)
+    return _specialist(ctx, "behavioral", architect, data, architect.request or ctx.goal)
 
 
 # --------------------------------------------------------------------------- synthesis and review
@@ -497,4 +543,5 @@ def report(
         insights=insights,
         citations=list(dict.fromkeys(ref for i in insights for ref in i.evidence)),
         deployed=deploy.results if deploy else {},
+        focus=list(dict.fromkeys([*(e for i in insights for e in i.entities), *architect.carried])),
     )

@@ -218,3 +218,31 @@ def test_the_cli_runs_the_flows_on_the_sample_home():
     shown = " ".join(switched.stdout.split())  # as printed, wrapped to the terminal
     assert "Allow ha.call_service (write): light.turn_on on light.living_room_ceiling" in shown
     assert "light.living_room_floor_lamp is on" in shown
+
+
+def test_a_follow_up_in_the_chat_analyses_the_same_entities_for_the_period_it_names(server: DevServer):
+    from openai import OpenAI
+
+    client = OpenAI(base_url=f"{server.url}/v1", api_key="dev:kim", max_retries=0, timeout=120)
+    # Given an energy analysis of today, asked in the chat
+    messages: list[Any] = [{"role": "user", "content": "Analyze my energy usage today"}]
+    first = client.chat.completions.create(model="home_assistant", messages=messages)
+    today = first.choices[0].message.content or ""
+    assert "kWh" in today and f"{FACTS.week_energy_kwh:.1f} kWh" not in today, today
+    kim = Client(server, "kim")
+    conversation_id = (first.model_extra or {})["conversation_id"]
+    in_focus = kim.call("GET", f"/conversations/{conversation_id}")[1]["focus"]
+    assert FACTS.home_energy in in_focus
+    # When the user follows up naming only a period, letting the runtime choose
+    messages += [{"role": "assistant", "content": today}, {"role": "user", "content": "and last week?"}]
+    second = client.chat.completions.create(model="missions", messages=messages)
+    week = second.choices[0].message.content or ""
+    # Then it is the same analysis over the past week: the sample week's consumption
+    assert f"{FACTS.week_energy_kwh:.1f} kWh" in week, week
+    assert (second.model_extra or {})["conversation_id"] == conversation_id
+    conversation = kim.call("GET", f"/conversations/{conversation_id}")[1]
+    assert [t["capability"] for t in conversation["turns"]] == ["home_assistant", "home_assistant"]
+    # and over the entities the first analysis used, which the conversation kept in focus
+    mission = kim.call("GET", f"/missions/{(second.model_extra or {})['mission_id']}")[1]
+    used = {e for insight in mission["result"]["output"]["insights"] for e in insight["entities"]}
+    assert used and used <= set(in_focus)

@@ -251,3 +251,37 @@ def test_the_home_assistant_connection_example_is_a_valid_environment():
     (config,) = load_environments({"qa": example}).values()
     connection = config.connections["home_assistant"]
     assert connection.secrets == {"HA_TOKEN_SECRET": "missions-prod/home-assistant-token"}
+
+
+# -- "Conversations": the chat API with the openai SDK, and an event stream with curl -----------
+
+
+def test_the_chat_example_and_the_event_stream_block_run_as_written(server: DevServer, tmp_path: Path):
+    section = (ROOT / "README.md").read_text().split("## Conversations", 1)[1].split("\n## ", 1)[0]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    alice = Client(server, "alice")
+    repository = register_upload(alice, {"shop-main/billing/tax.py": TAX, "shop-main/checkout.py": CHECKOUT})
+    script = example.replace("<repository id>", repository).replace(
+        "localhost:8787", server.url.removeprefix("http://")
+    )
+    assert "<" not in script
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=240, env=environment()
+    )
+    assert result.returncode == 0, result.stderr
+    # the first answer cites the definition; the streamed follow-up is about compute_tax and cites its caller
+    assert "billing/tax.py:4" in result.stdout and "checkout.py:5" in result.stdout, result.stdout
+    (block,) = sh_blocks("## Conversations")
+    mission_id = alice.call("GET", "/missions?limit=1")[1]["missions"][0]["mission_id"]
+    first_page = alice.call("GET", f"/missions/{mission_id}/events?limit=3")[1]
+    values = {"<mission id>": mission_id, "<cursor>": first_page["cursor"]}
+    streamed = []
+    for command in block:
+        for placeholder, value in values.items():
+            command = command.replace(placeholder, value)
+        command = command.replace("localhost:8787", server.url.removeprefix("http://"))
+        run = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 0, run.stderr
+        streamed.append([line for line in run.stdout.splitlines() if line.startswith("id: ")])
+    # the whole stream, then what came after the third event: the same ids, the first three left out
+    assert len(streamed[0]) > 3 and streamed[1] == streamed[0][3:]

@@ -6,6 +6,10 @@ cited, what was in focus (entities, files, symbols) and the questions still open
 turn is folded in. The memory is bounded: the last `KEEP_TURNS` turns whole, older ones as one line
 each in `summary`, focus and evidence capped, and the whole at most `MAX_BYTES` of JSON (oldest
 summary lines dropped first), so a conversation of any length costs the same per turn.
+
+Every capability gets this with no code of its own. A capability may shape what is kept: its final
+stage's output may list `focus` (the entities or files it worked on), kept first; and its first stage
+reads `context["conversation"]` to understand a follow-up (home_assistant's "and last week?").
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from missions.core.capability import (
     StageDefinitionError,
 )
 from missions.core.conversation import CONTEXT_KEY as CONVERSATION_KEY
-from missions.core.conversation import MAX_EVIDENCE, Turn, WorkingMemory, fold
+from missions.core.conversation import MAX_EVIDENCE, MAX_FOCUS, Turn, WorkingMemory, fold
 from missions.core.envelope import (
     Citation,
     Counters,
@@ -356,13 +356,16 @@ class StageRunner:
             status=ended,
         )
         cited = [str(ref) for ref in result.get("citations") or []][:MAX_EVIDENCE]
+        # a capability shapes what the conversation keeps in focus: its final output's `focus` (entities, files)
+        kept = envelope.output(self.pipeline.final).get("focus")
+        focus = [str(name) for name in kept][:MAX_FOCUS] if isinstance(kept, list) else []
         for _ in range(5):
             found = store.get(envelope.user_id, conversation_id)
             memory, version = found or (WorkingMemory(conversation_id=conversation_id, user_id=envelope.user_id), 0)
             if any(t.mission_id == envelope.mission_id for t in memory.turns):
                 return  # an earlier attempt of this stage folded it
             try:
-                store.put(fold(memory, turn, citations=cited), version)
+                store.put(fold(memory, turn, citations=cited, focus=focus), version)
                 return
             except VersionConflict:
                 continue
