@@ -302,6 +302,20 @@ class Inbox(BaseModel):
     items: list[InboxItem]
 
 
+class NotificationSettings(BaseModel):
+    """Whether you are told by email when a mission needs you or finishes."""
+
+    email: str | None
+    status: Literal["off", "pending_confirmation", "on"] = Field(
+        description="pending_confirmation: the address was sent a link to confirm it"
+    )
+
+
+class NotificationOptIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    email: str = Field(min_length=3, max_length=254)
+
+
 class GoalAnalysisView(BaseModel):
     subgoals: int
     dependencies: str
