@@ -518,3 +518,17 @@ def test_run_sh_serves_the_handler_next_to_it_as_lambda_lays_the_function_out(tm
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_an_issuer_that_cannot_be_reached_is_a_401_and_is_tried_again() -> None:
+    """Given a verifier whose issuer has no OpenID configuration to read (nothing listens there)
+    When a token is checked
+    Then it is Unauthorized (not a server error), and no key source is kept for the next request."""
+    verifier = TokenVerifier("https://127.0.0.1:9", ["client"])
+    header, payload = (
+        jwt.utils.base64url_encode(json.dumps(part).encode()).decode()
+        for part in ({"alg": "RS256", "kid": KID, "typ": "JWT"}, {"sub": "ada"})
+    )
+    with pytest.raises(Unauthorized, match="OpenID configuration"):
+        verifier.claims(f"Bearer {header}.{payload}.c2lnbmF0dXJl")
+    assert verifier._keys is None

@@ -82,8 +82,11 @@ def discovered_keys(issuer: str, *, timeout: float = 5.0) -> SigningKeys:
     """The issuer's keys, found as API Gateway finds them: the `jwks_uri` of its OpenID configuration
     (`<issuer>/.well-known/openid-configuration`), then read and cached by PyJWKClient (a key id it does
     not know makes it read the set again, so a rotated key is picked up)."""
-    with urllib.request.urlopen(f"{issuer.rstrip('/')}/.well-known/openid-configuration", timeout=timeout) as reply:
-        uri = json.load(reply)["jwks_uri"]
+    try:
+        with urllib.request.urlopen(f"{issuer.rstrip('/')}/.well-known/openid-configuration", timeout=timeout) as reply:
+            uri = json.load(reply)["jwks_uri"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # the issuer is down or answers no configuration
+        raise Unauthorized(f"the issuer's OpenID configuration could not be read: {exc}") from exc
     if not isinstance(uri, str) or not uri.startswith("https://"):
         raise Unauthorized(f"the issuer's jwks_uri is not an https URL: {uri!r}")
     return jwt.PyJWKClient(uri, cache_keys=True, lifespan=JWKS_LIFESPAN, timeout=timeout)
@@ -122,7 +125,8 @@ class TokenVerifier:
 
     def keys(self) -> SigningKeys:
         """The issuer's keys, looked up on first use (never at import or start: the server must be ready
-        for the adapter's readiness check without a network round trip)."""
+        for the adapter's readiness check without a network round trip); Unauthorized while the issuer
+        cannot be reached (the next request tries again)."""
         with self._lock:
             if self._keys is None:
                 self._keys = discovered_keys(self.issuer)
