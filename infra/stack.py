@@ -22,6 +22,7 @@ from infra.components.repositories import Repositories
 from infra.components.sandbox import Sandbox
 from infra.components.secrets import Secrets
 from infra.components.storage import Storage
+from infra.components.streaming import Streaming
 from infra.components.triggers import Triggers
 from infra.config import EnvironmentConfig
 from missions.core import capability as registry
@@ -139,6 +140,25 @@ class MissionsStack(Stack):
                 "Executions are named by mission id at run time; a user can cancel only their own (checked in code).",
             )
 
+        # streamed responses on a function URL, behind the same tokens as the API (none with IAM auth)
+        streaming = None
+        if api.jwt_issuer:
+            streaming = Streaming(
+                self,
+                "Stream",
+                config=config,
+                functions=functions,
+                resources=resources,
+                issuer=api.jwt_issuer,
+                audience=api.jwt_audience,
+            )
+            CfnOutput(
+                self,
+                "StreamUrl",
+                value=streaming.url.url,
+                description="streamed routes (SSE, the OpenAI-compatible chat API: base URL <StreamUrl>v1)",
+            )
+
         housekeeping = Housekeeping(self, "Housekeeping", config=config, factory=functions, resources=resources)
         repositories = Repositories(
             self, "Repositories", config=config, bus=bus, functions=functions, resources=resources
@@ -147,6 +167,7 @@ class MissionsStack(Stack):
             "interrupt": interrupt,
             "api": api.function,
             "webhook": api.webhook_function,
+            **({"stream": streaming.function} if streaming else {}),
             "repository-import": repositories.function,
             **triggers.functions,
             **housekeeping.functions,

@@ -122,6 +122,22 @@ ACCESS: dict[str, Access] = {
         control_missions=True,
         openai_secret=True,  # capability choice, preference extraction and embeddings use the model
     ),
+    # the stream function (SSE of a mission's events, the OpenAI-compatible chat API): starts a mission as a
+    # turn of its user's conversation, follows its events, answers its questions with the next message
+    # (handing an answer over is a drain), and reads missions, interrupts and conversations as the api does
+    "stream": Access(
+        tables={
+            **_STARTS,
+            "missions": TableAccess((GET, PUT, UPDATE, DELETE, QUERY), indexes=("by_user",)),
+            "checkpoints": TableAccess((GET, PUT, QUERY)),
+            "interrupts": TableAccess((GET, UPDATE, QUERY)),
+            "events": TableAccess((*_APPEND_EVENTS, QUERY)),
+            "conversations": TableAccess((GET, QUERY)),
+        },
+        blobs=_BLOBS_RW,
+        start_missions=True,
+        openai_secret=True,  # capability choice for a chat turn that names none uses the model
+    ),
     "webhook": Access(tables={"deliveries": TableAccess((PUT, DELETE))}, publish_events=True, webhook_secrets=True),
     "trigger": Access(tables=_STARTS, blobs=_BLOBS_RW, start_missions=True),
     "schedule": Access(

@@ -148,8 +148,15 @@ def test_the_stack_deploys_completely(deployed):
         "missions-sla",
         "missions-retention",
         "missions-repository-import",
+        "missions-stream",
     } <= set(services)
     assert deployment.outputs["ApiUrlDDEE0114"].startswith("https://")
+    # and the stream function's URL (patch 13 of missions.local.patches), in response-stream mode, is the output
+    stream = deployment.function_named("missions-stream")
+    url = session.client("lambda").get_function_url_config(FunctionName=stream)
+    assert (url["InvokeMode"], url["AuthType"]) == ("RESPONSE_STREAM", "NONE")
+    assert deployment.outputs["StreamUrl"] == url["FunctionUrl"]
+    assert deployment.functions[stream]["Handler"] == "run.sh"
 
 
 def test_a_code_analysis_mission_runs_through_the_deployed_state_machine(deployed):
