@@ -132,7 +132,8 @@ ACCESS: dict[str, Access] = {
             "checkpoints": TableAccess((GET, PUT, QUERY)),
             "interrupts": TableAccess((GET, UPDATE, QUERY)),
             "events": TableAccess((*_APPEND_EVENTS, QUERY)),
-            "conversations": TableAccess((GET, QUERY)),
+            # a chat turn begins its conversation and remembers its reply (which names the conversation)
+            "conversations": TableAccess((GET, PUT, QUERY)),
         },
         blobs=_BLOBS_RW,
         start_missions=True,

@@ -191,6 +191,29 @@ def test_a_code_analysis_mission_runs_through_the_deployed_state_machine(deploye
     assert "offload" in json.dumps(result).lower()
 
 
+def test_a_chat_turn_runs_through_the_deployed_stream_function_with_its_role(deployed):
+    deployment, session = deployed
+    # When a user asks through the chat API of the deployed stream function (its own role and environment)
+    body = {
+        "model": "code_analysis",
+        "messages": [{"role": "user", "content": GOAL}],
+        "context": {"repo": str(ROOT)},
+        "wait_seconds": 200,
+    }
+    event = http_event(
+        "POST", "/v1/chat/completions", "", {"content-type": "application/json"}, json.dumps(body).encode(), "cy"
+    )
+    response = _invoke(session, deployment.function_named("missions-stream"), event)
+    # Then the reply is the mission's answer in OpenAI's shape, and its conversation holds the turn
+    assert response["statusCode"] == 200, response
+    reply = json.loads(response["body"])
+    assert reply["object"] == "chat.completion" and reply["mission_status"] == "completed", reply
+    assert "offload" in reply["choices"][0]["message"]["content"].lower()
+    status, conversation = _api(session, deployment, "GET", f"/conversations/{reply['conversation_id']}", user="cy")
+    assert status == 200 and conversation["turns"][0]["mission_id"] == reply["mission_id"]
+    # (test_every_call_a_function_made_is_allowed_by_its_own_role checks each call it made against its role)
+
+
 def test_a_repository_registered_by_git_url_is_analyzed_on_the_deployed_stack(deployed, tmp_path):
     deployment, session = deployed
     # Given this project served by a git server on loopback
