@@ -17,6 +17,7 @@ from infra.components.functions import FunctionFactory, RuntimeLayer
 from infra.components.housekeeping import Housekeeping
 from infra.components.monitoring import AlarmTopic, Monitoring
 from infra.components.nag import acknowledge, rendered
+from infra.components.notices import Notices
 from infra.components.pipeline import CapabilityStack
 from infra.components.repositories import Repositories
 from infra.components.sandbox import Sandbox
@@ -46,6 +47,7 @@ class MissionsStack(Stack):
         secrets = Secrets(self, "Secrets", config=config)
         layer = RuntimeLayer(self, "Runtime", layer_dir=layer_dir, config=config).layer
         bus = events.EventBus(self, "Bus", event_bus_name=f"{config.prefix}-bus")
+        notices = Notices(self, "Notices", config=config)
         resources = Resources(
             tables=storage.tables,
             bucket=storage.bucket,
@@ -53,6 +55,7 @@ class MissionsStack(Stack):
             bus_arn=bus.event_bus_arn,
             openai_secret_arn=secrets.openai_key_arn_pattern,
             webhook_secrets_arn_pattern=secrets.webhook_arn_pattern,
+            notices_topic=notices.topic,
         )
         # every function's settings, named by the runtime's own settings model (missions.core.settings)
         environment = {
@@ -61,6 +64,7 @@ class MissionsStack(Stack):
                 blob_bucket=storage.bucket.bucket_name,
                 snapshot_bucket=storage.snapshots.bucket_name,
                 event_bus=bus.event_bus_name,
+                notifications_topic=notices.topic.topic_arn,
                 **config.llm.settings(),
                 openai_secret=secrets.openai_key_name,
                 webhook_secrets_prefix=secrets.webhook_prefix,

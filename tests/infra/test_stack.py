@@ -815,8 +815,8 @@ def test_alarms_without_an_email_warn_at_synth_that_nobody_is_notified(assembly:
     assert not assembly.resources(env, "AWS::SNS::Subscription")
     (warning,) = [w for w in _warnings(assembly, env) if NO_SUBSCRIBER in w]
     assert f"environments.{env}.alarm_email is not set" in warning and "AlarmTopicArn" in warning
-    # while an environment without alarms has neither topic nor warning
-    assert not assembly.resources("dev", "AWS::SNS::Topic")
+    # while an environment without alarms has neither alarm topic nor warning (only the users' notices topic)
+    assert [k for k in assembly.resources("dev", "AWS::SNS::Topic") if "Alarms" in k] == []
     assert not [w for w in _warnings(assembly, "dev") if NO_SUBSCRIBER in w]
 
 
@@ -966,3 +966,30 @@ def test_the_cdk_runs_on_the_node_lts_the_tools_pin() -> None:
     assert node is not None
     version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
     assert version == f"v{pinned}" and int(pinned.split(".")[0]) % 2 == 0  # even majors are the LTS lines
+
+
+def test_email_notices_go_through_one_encrypted_topic_only_the_right_functions_touch(assembly: Assembly):
+    # Given the users' notices topic: encrypted, TLS only, named to every function
+    topic_id, topic = _one(assembly, "dev", "AWS::SNS::Topic", "Notices")
+    assert "alias/aws/sns" in json.dumps(topic["Properties"]["KmsMasterKeyId"])
+    policies = assembly.resources("dev", "AWS::SNS::TopicPolicy").values()
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for p in policies
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if p["Properties"]["Topics"] == [{"Ref": topic_id}]
+    )
+    # Then the interrupt and status functions may publish to it, the api may manage subscriptions, nobody else
+    grants: dict[str, set[str]] = {}
+    for logical_id, policy in assembly.resources("dev", "AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            if {"Ref": topic_id} in resources:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                grants.setdefault(logical_id.split("Role")[0], set()).update(actions)
+    assert grants == {
+        "interrupt": {"sns:Publish"},
+        "Apiapi": {"sns:GetSubscriptionAttributes", "sns:Subscribe", "sns:Unsubscribe"},
+        "Triggersstatus": {"sns:Publish"},
+    }, grants
+
