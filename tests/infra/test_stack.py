@@ -992,4 +992,3 @@ def test_email_notices_go_through_one_encrypted_topic_only_the_right_functions_t
         "Apiapi": {"sns:GetSubscriptionAttributes", "sns:Subscribe", "sns:Unsubscribe"},
         "Triggersstatus": {"sns:Publish"},
     }, grants
-
