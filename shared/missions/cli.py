@@ -369,6 +369,14 @@ def _api(ctx: typer.Context, env: str | None, api_url: str | None, token: str | 
     """A client of the API named by --api-url or --env, with the token given, cached or taken with the
     client credentials in MISSIONS_CLIENT_ID/MISSIONS_CLIENT_SECRET; a local API gets dev:$USER."""
     wiring = _wiring(ctx)
+    endpoints, bearer, hint = _signed_in(wiring, env, api_url, token, region)
+    return ApiClient(endpoints.base, bearer, wiring.transport, wiring.sleep, hint)
+
+
+def _signed_in(
+    wiring: Wiring, env: str | None, api_url: str | None, token: str | None, region: str | None
+) -> tuple[Endpoints, str, str]:
+    """(where the API is, the bearer token to call it with, what a 401 should suggest): see `_api`."""
     endpoints = _endpoints(wiring, env, api_url, region)
     hint = f"sign in again: missions login --env {env}" if env else "pass --token, or sign in with missions login"
     bearer = token or os.environ.get("MISSIONS_TOKEN")
@@ -377,8 +385,24 @@ def _api(ctx: typer.Context, env: str | None, api_url: str | None, token: str | 
             bearer = _cached_token(wiring, endpoints, hint)
     if not bearer and env:
         fail(f"not signed in to {endpoints.stack}: missions login --env {env} (--browser for a person)")
-    bearer = bearer or f"dev:{os.environ.get('USER') or 'local'}"
-    return ApiClient(endpoints.base, bearer, wiring.transport, wiring.sleep, hint)
+    return endpoints, bearer or _dev_token(), hint
+
+
+def _dev_token() -> str:
+    return f"dev:{os.environ.get('USER') or 'local'}"
+
+
+def _stream_base(wiring: Wiring, endpoints: Endpoints, stream_url: str | None) -> str:
+    """Where the streaming routes answer: --stream-url, MISSIONS_STREAM_URL, the URL `missions login
+    --stream-url` cached for the API, the stack's StreamUrl output, else the API's own URL (the dev server)."""
+    found = (
+        stream_url
+        or os.environ.get("MISSIONS_STREAM_URL")
+        or wiring.cache().stream_url(endpoints.api_url)
+        or endpoints.stream_url
+        or endpoints.api_url
+    )
+    return found.rstrip("/")
 
 
 def _cached_token(wiring: Wiring, endpoints: Endpoints, hint: str) -> str | None:
@@ -815,6 +839,13 @@ def login(
     browser: bool = typer.Option(False, "--browser", help="A person: the hosted sign-in page, code flow with PKCE."),
     wait: float = typer.Option(300.0, "--wait", min=1.0, help="Seconds to wait for the sign-in page's answer."),
     print_token: bool = typer.Option(False, "--print-token", help="Print the access token (for curl)."),
+    stream_url: str | None = typer.Option(
+        None,
+        "--stream-url",
+        envvar="MISSIONS_STREAM_URL",
+        help="Where the API streams (the chat, event streams), cached with the token (default: the stack's "
+        "StreamUrl output, else the API's URL).",
+    ),
 ) -> None:
     """Get a token for a deployed API and cache it (~/.config/missions/tokens.json, mode 0600):
     client credentials for a machine, or --browser for a person."""
@@ -840,6 +871,9 @@ def login(
             token = endpoint.client_credentials(client_id, client_secret, scope=endpoints.scope)
         cache = wiring.cache()
         cache.put(endpoints.api_url, token)
+        streams = stream_url or endpoints.stream_url
+        if streams:  # `missions chat` streams there with this token
+            cache.put_stream_url(endpoints.api_url, streams)
     if print_token:
         sys.stdout.write(token.access_token + "\n")
         return
