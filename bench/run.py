@@ -125,13 +125,15 @@ from missions.service.repositories.workspace import RepositoryWorkspaces
 ROOTS = AllowedRoots.of([sys.argv[2]])
 
 class Runtime:  # the handler's runtime, on in-memory stores (no moto in this process)
+    settings = type("Settings", (), {"tracing": False})()  # what the handler's decorator stack reads
+
     def __init__(self):
         cap = registry.load("code_analysis")
         self.codec = EnvelopeCodec(MemoryBlobStore())
         self.runner = StageRunner(cap, StageServices(MemoryCheckpointStore(), MemoryEventStore(), self.codec,
                                                      llm=lambda c: ScriptedProvider(c.offline_policy),
                                                      workspaces=RepositoryWorkspaces(ROOTS, Path("/tmp/ws"))))
-    def handle_stage(self, event):
+    def handle_stage(self, event, context=None):
         return self.runner.handle(event)
 
 runtime = Runtime()
