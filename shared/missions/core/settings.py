@@ -19,7 +19,7 @@ class SettingsError(ValueError):
 
 PREFIX = "MISSIONS_"
 # read by the `missions` CLI as a client of a deployed API, never by the runtime
-CLIENT_VARIABLES = frozenset({"MISSIONS_DEBUG", "MISSIONS_API_URL", "MISSIONS_TOKEN"})
+CLIENT_VARIABLES = frozenset({"MISSIONS_DEBUG", "MISSIONS_API_URL", "MISSIONS_STREAM_URL", "MISSIONS_TOKEN"})
 JSON_FIELDS = (
     "openai_models",
     "openai_prices",
