@@ -43,3 +43,20 @@ def test_the_cli_client_variables_are_not_runtime_settings():
         "MISSIONS_DEBUG": "1",
     }
     assert RuntimeSettings.from_env(environment).blob_bucket == "b-blobs"
+
+
+def test_the_clis_own_variables_are_not_runtime_settings():
+    # Given a shell where the CLI is configured as a client of a deployed API (a machine's credentials)
+    environ = {
+        "MISSIONS_MISSIONS_TABLE": "m-table",
+        "MISSIONS_CHECKPOINTS_TABLE": "c-table",
+        "MISSIONS_EVENTS_TABLE": "e-table",
+        "MISSIONS_INTERRUPTS_TABLE": "i-table",
+        "MISSIONS_BLOB_BUCKET": "blobs",
+        "MISSIONS_CLIENT_ID": "abc",
+        "MISSIONS_CLIENT_SECRET": "shh",
+        "MISSIONS_CONFIG_DIR": "/tmp/x",
+        "MISSIONS_STREAM_URL": "https://x.lambda-url.us-east-1.on.aws/",
+    }
+    # Then the runtime in the same shell (missions dev, missions run) starts: they are the client's, not unknown
+    assert RuntimeSettings.from_env(environ).missions_table == "m-table"

@@ -19,7 +19,17 @@ class SettingsError(ValueError):
 
 PREFIX = "MISSIONS_"
 # read by the `missions` CLI as a client of a deployed API, never by the runtime
-CLIENT_VARIABLES = frozenset({"MISSIONS_DEBUG", "MISSIONS_API_URL", "MISSIONS_STREAM_URL", "MISSIONS_TOKEN"})
+CLIENT_VARIABLES = frozenset(
+    {
+        "MISSIONS_DEBUG",
+        "MISSIONS_API_URL",
+        "MISSIONS_STREAM_URL",
+        "MISSIONS_TOKEN",
+        "MISSIONS_CLIENT_ID",
+        "MISSIONS_CLIENT_SECRET",
+        "MISSIONS_CONFIG_DIR",
+    }
+)
 JSON_FIELDS = (
     "openai_models",
     "openai_prices",
