@@ -358,3 +358,12 @@ def test_classify_over_http(server, alice):
     assert found["analysis"]["subgoals"] >= 1 and found["source"] == "offline"
     status, _ = alice.call("POST", "/classify", {"goal": ""})
     assert status == 422
+
+
+def test_email_notices_are_opted_into_on_the_emulations_topic(server, alice):
+    status, settings = alice.call("PUT", "/me/notifications", {"email": "alice@example.org"})
+    assert status == 200 and settings["email"] == "alice@example.org", settings
+    assert alice.call("GET", "/me/notifications")[1]["email"] == "alice@example.org"
+    assert alice.call("PUT", "/me/notifications", {"email": "nope"})[0] == 422
+    assert alice.call("DELETE", "/me/notifications")[0] == 204
+    assert alice.call("GET", "/me/notifications")[1] == {"email": None, "status": "off"}

@@ -639,3 +639,29 @@ def test_every_response_names_its_request_the_way_its_logs_do(runtime: Runtime):
         assert headers.get("x-correlation-id"), (status, headers)
     for status, headers, body in (refused, missing):
         assert status in (400, 404) and body["correlation_id"] == headers["x-correlation-id"]
+
+
+def test_the_inbox_lists_only_the_callers_answerable_questions(runtime: Runtime):
+    # Given ann's mission waiting for her, another of hers that just asked, and bo's waiting for him
+    waiting, asking, theirs = start(runtime), start(runtime), start(runtime, user="bo")
+    for mission_id in (waiting, asking, theirs):
+        _ask(runtime, mission_id)
+    _question(runtime, waiting)
+    _question(runtime, theirs)
+    # When ann opens her inbox / Then only her answerable question is there, with what answers it
+    status, inbox = call(runtime, "GET", "/inbox")
+    assert status == 200 and [i["mission_id"] for i in inbox["items"]] == [waiting]
+    assert inbox["items"][0]["question"]["question"] == "which one?"
+    assert call(runtime, "GET", "/inbox", user="bo")[1]["items"][0]["mission_id"] == theirs
+    assert call(runtime, "GET", "/inbox", user=None)[0] == 401
+
+
+def test_a_capabilitys_graph_is_its_compiled_state_machine(runtime: Runtime):
+    status, graph = call(runtime, "GET", "/capabilities/shopping/graph")
+    assert status == 200 and graph["capability"] == "shopping"
+    ids = {n["id"] for n in graph["nodes"]}
+    stages = {n["stage"] for n in graph["nodes"] if n["kind"] == "stage"}
+    assert graph["start"] in ids and all(e["from"] in ids and e["to"] in ids for e in graph["edges"])
+    assert set(runtime.capabilities.load("shopping").pipeline.stage_names()) <= stages
+    assert {"await", "end"} <= {n["kind"] for n in graph["nodes"]}
+    assert call(runtime, "GET", "/capabilities/nope/graph")[0] == 404

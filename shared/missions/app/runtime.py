@@ -20,7 +20,7 @@ from missions.app import observability
 from missions.core import capability as registry
 from missions.core.capability import Capability
 from missions.core.envelope import InterruptResponse
-from missions.core.errors import DependencyUnavailable, StageRequestError, TransitionRefused
+from missions.core.errors import DependencyUnavailable, NotFound, StageRequestError, TransitionRefused
 from missions.core.llm import LLMProvider
 from missions.core.offload import EnvelopeCodec
 from missions.core.redaction import remember_secret
@@ -33,6 +33,7 @@ from missions.ports.conversations import ConversationStore
 from missions.ports.dispatch import DispatchStore
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import Embedder, LongTermMemory
+from missions.ports.notifications import Notifications
 from missions.ports.sandbox import Sandbox
 from missions.ports.secrets import SecretReader
 from missions.ports.store import (
@@ -55,6 +56,7 @@ from missions.service.interrupts import answer_interrupt, record_interrupt
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
 from missions.service.missions import MissionService
+from missions.service.notifications import NotificationService
 from missions.service.repositories.service import RepositoryService
 from missions.service.runner import StageRunner, StageServices, StageTimings
 
@@ -358,6 +360,16 @@ class Runtime:
         )
 
     @cached_property
+    def notifications(self) -> NotificationService:
+        """Notices when a mission needs its user or ends, to those who opted in (SNS email in AWS)."""
+        topic: Notifications | None = None
+        if self.settings.notifications_topic:
+            from missions.adapters.sns_notifications import SnsNotifications
+
+            topic = SnsNotifications(self.settings.notifications_topic, self._client("sns"))
+        return NotificationService(topic, self.memory)
+
+    @cached_property
     def chat(self) -> ChatService:
         """The chat entry (POST /v1/chat/completions): messages as turns of conversations."""
         if not self.settings.conversations_table:
@@ -496,6 +508,7 @@ class Runtime:
             pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
         else:
             self.launcher.waiting(record.mission_id)  # waiting for a human holds no running slot
+            self.notifications.mission_waiting(self.missions.get(record.mission_id), record)
         return {"interrupt_id": record.interrupt_id, "status": record.status}
 
     def answer(
@@ -514,6 +527,10 @@ class Runtime:
     def handle_execution_status(self, event: dict[str, Any]) -> dict[str, Any]:
         detail = event.get("detail") or {}
         self.control.execution_ended(str(detail["executionArn"]), str(detail["status"]))
+        try:
+            self.notifications.mission_ended(self.missions.get(str(detail["executionArn"]).rsplit(":", 1)[-1]))
+        except NotFound:
+            pass  # an execution of no mission of ours: execution_ended logged it
         return {"mission_id": detail.get("name"), "status": detail["status"]}
 
     def handle_webhook(self, event: dict[str, Any]) -> dict[str, Any]:

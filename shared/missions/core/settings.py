@@ -54,6 +54,7 @@ class RuntimeSettings(BaseModel):
     local_git_sources: bool = False
     operators: list[str] = Field(default_factory=list, max_length=100)  # users who may share repositories
     event_bus: str | None = None
+    notifications_topic: str | None = None  # SNS topic ARN of the email notices users opt in to
     concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
     state_machine_arns: dict[str, str] = Field(default_factory=dict)  # capability -> state machine ARN
     webhook_sources: dict[str, dict[str, Any]] = Field(default_factory=dict)  # local only: name -> secret, user_id

@@ -118,6 +118,7 @@ class LocalCloud:
         self.lambda_ = boto3.client("lambda", region_name=REGION)
         self.iam = boto3.client("iam", region_name=REGION)
         self.events_client = boto3.client("events", region_name=REGION)
+        self.sns = boto3.client("sns", region_name=REGION)
         # as `missions dev` defaults: the directory it started in is a root, and git imports may come from it
         overrides = {"repo_roots": [os.getcwd()], "local_git_sources": True, **self._settings_overrides}
         if "workspace_dir" not in overrides:  # snapshots unpacked by this emulation's stages, removed with it
@@ -130,6 +131,7 @@ class LocalCloud:
             blob_bucket=f"{self.prefix}-blobs",
             snapshot_bucket=f"{self.prefix}-snapshots",
             event_bus=f"{self.prefix}-bus",
+            notifications_topic=f"arn:aws:sns:{REGION}:{ACCOUNT}:{self.prefix}-notifications",
             state_machine_arns={
                 name: f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{state_machine_name(self.prefix, name)}"
                 for name in self.capabilities
@@ -138,7 +140,13 @@ class LocalCloud:
         )
         self.runtime = Runtime(
             self.settings,
-            clients={"dynamodb": self.dynamodb, "s3": self.s3, "stepfunctions": self.sfn, "events": self.events_client},
+            clients={
+                "dynamodb": self.dynamodb,
+                "s3": self.s3,
+                "stepfunctions": self.sfn,
+                "events": self.events_client,
+                "sns": self.sns,
+            },
             llm=self._llm,
             on_timings=self._on_timings,
             capabilities=self.registry,
@@ -174,6 +182,7 @@ class LocalCloud:
             if ttl:
                 self.dynamodb.update_time_to_live(**ttl)
         self.s3.create_bucket(Bucket=self.settings.blob_bucket)
+        self.sns.create_topic(Name=f"{self.prefix}-notifications")  # email notices (none leave the emulation)
         assert self.settings.snapshot_bucket
         self.s3.create_bucket(Bucket=self.settings.snapshot_bucket)
         role = self.iam.create_role(

@@ -6,7 +6,14 @@ it and gives every error one shape; `models` is the contract (GET /openapi.json 
 routes are grouped by resource.
 """
 
-from missions.app.api import conversation_routes, memory_routes, meta_routes, mission_routes, repository_routes  # noqa: F401  the routes
+from missions.app.api import (  # noqa: F401  the routes
+    conversation_routes,
+    me_routes,
+    memory_routes,
+    meta_routes,
+    mission_routes,
+    repository_routes,
+)
 from missions.app.api.edge import ERROR_STATUS, app, current_user, handle
 
 __all__ = ["ERROR_STATUS", "app", "current_user", "handle"]

@@ -5,17 +5,40 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from missions.app.api.edge import app, current_user, error, is_operator, responses, runtime
-from missions.app.api.models import CapabilityList, ClassificationView, ClassifyRequest, MetricsScope, MissionMetrics
+from missions.app.api.models import (
+    CapabilityGraph,
+    CapabilityList,
+    ClassificationView,
+    ClassifyRequest,
+    MetricsScope,
+    MissionMetrics,
+)
+from missions.core.compiler import compile_pipeline
 from missions.core.errors import MissionRequestError
+from missions.core.graph import state_graph
 
 
 @app.get("/capabilities", summary="Installed mission types", responses=responses((200, CapabilityList, "all")))
 def list_capabilities() -> dict[str, Any]:
     current_user()
     return {"capabilities": [c.describe() for c in runtime().capabilities.load_all()]}
+
+
+@app.get(
+    "/capabilities/<name>/graph",
+    summary="A capability's compiled state machine, to draw",
+    responses=responses((200, CapabilityGraph, "its states and transitions"), 404),
+)
+def capability_graph(name: str) -> dict[str, Any]:
+    current_user()
+    if name not in runtime().capabilities.available():
+        raise NotFoundError(f"no capability {name}")
+    definition = compile_pipeline(runtime().capabilities.load(name).pipeline)
+    return {"capability": name, **state_graph(definition)}
 
 
 @app.post(

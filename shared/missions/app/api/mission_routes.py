@@ -25,6 +25,7 @@ from missions.app.api.models import (
     FeedbackTaken,
     ForkAccepted,
     ForkRequest,
+    Inbox,
     MissionAccepted,
     MissionCreate,
     MissionList,
@@ -143,6 +144,27 @@ def get_mission(mission_id: str) -> dict[str, Any]:
         "cost_usd": counters.get("cost_usd", 0.0),
         "feedback": record.feedback,
     }
+
+
+@app.get("/inbox", summary="Every question waiting for you", responses=responses((200, Inbox, "newest first")))
+def inbox() -> dict[str, Any]:
+    """The questions your missions wait on, across missions (each answerable now)."""
+    items = []
+    for record in runtime().missions.list_for_user(current_user(), limit=1000):
+        if record.status != MissionStatus.INTERRUPTED:
+            continue
+        question = _answerable_question(record)
+        if question is not None:
+            items.append(
+                {
+                    "mission_id": record.mission_id,
+                    "capability": record.capability,
+                    "goal": record.goal,
+                    "created_at": record.created_at,
+                    "question": question,
+                }
+            )
+    return {"items": items}
 
 
 def _answerable_question(record: MissionRecord) -> dict[str, Any] | None:

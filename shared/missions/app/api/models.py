@@ -266,6 +266,56 @@ class CapabilityList(BaseModel):
     capabilities: list[CapabilityView]
 
 
+class GraphNode(BaseModel):
+    id: str = Field(description="the state's name (inside a branch: <parent>/<state>)")
+    kind: Literal["stage", "await", "guard", "choice", "pass", "parallel", "map", "end", "fail"]
+    stage: str | None = Field(description="the stage a Task state runs (a mission's `stage` names it)")
+    label: str
+
+
+class GraphEdge(BaseModel):
+    from_: str = Field(alias="from")
+    to: str
+    label: str
+
+
+class CapabilityGraph(BaseModel):
+    """The capability's compiled state machine, as Step Functions runs it, to draw."""
+
+    capability: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    start: str
+
+
+class InboxItem(BaseModel):
+    mission_id: str
+    capability: str
+    goal: str
+    created_at: str
+    question: PendingInterrupt
+
+
+class Inbox(BaseModel):
+    """Every question waiting for the caller, newest first."""
+
+    items: list[InboxItem]
+
+
+class NotificationSettings(BaseModel):
+    """Whether you are told by email when a mission needs you or finishes."""
+
+    email: str | None
+    status: Literal["off", "pending_confirmation", "on"] = Field(
+        description="pending_confirmation: the address was sent a link to confirm it"
+    )
+
+
+class NotificationOptIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    email: str = Field(min_length=3, max_length=254)
+
+
 class GoalAnalysisView(BaseModel):
     subgoals: int
     dependencies: str
