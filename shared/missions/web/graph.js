@@ -47,6 +47,15 @@ export function contract(graph, keep, { quiet = false } = {}) {
     const first = graph.edges.filter((e) => e.from === start).sort((a, b) => (b.label === "otherwise") - (a.label === "otherwise"));
     start = first.length ? first[0].to : visible[0]?.id;
   }
+  if (quiet) {
+    // what only errors and bounds lead to (the finalize-on-failure path) is left to the full view
+    const reach = new Set([start]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const e of edges) if (reach.has(e.from) && !reach.has(e.to)) grew = reach.add(e.to);
+    }
+    return { ...graph, nodes: visible.filter((n) => reach.has(n.id)), edges: edges.filter((e) => reach.has(e.from)), start };
+  }
   return { ...graph, nodes: visible, edges, start };
 }
 
