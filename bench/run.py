@@ -1,6 +1,7 @@
 """`make bench`: stage overhead, Step Functions state sizes, import times, peak memory, the runner
-against LangGraph, dispatch, infrastructure cost per mission, package sizes and synth time, and the
-dev server under load (missions per second over HTTP, its memory after 1,000 missions).
+against LangGraph, dispatch, infrastructure cost per mission, package sizes and synth time, the
+dev server under load (missions per second over HTTP, its memory after 1,000 missions), and the chat
+API (first streamed byte against baselines, a conversation's working memory over 20 turns).
 
 Times are noisy on shared machines, so import times are medians of repeated fresh
 processes and are reported as ratios to `import boto3` measured in the same run.
@@ -124,13 +125,15 @@ from missions.service.repositories.workspace import RepositoryWorkspaces
 ROOTS = AllowedRoots.of([sys.argv[2]])
 
 class Runtime:  # the handler's runtime, on in-memory stores (no moto in this process)
+    settings = type("Settings", (), {"tracing": False})()  # what the handler's decorator stack reads
+
     def __init__(self):
         cap = registry.load("code_analysis")
         self.codec = EnvelopeCodec(MemoryBlobStore())
         self.runner = StageRunner(cap, StageServices(MemoryCheckpointStore(), MemoryEventStore(), self.codec,
                                                      llm=lambda c: ScriptedProvider(c.offline_policy),
                                                      workspaces=RepositoryWorkspaces(ROOTS, Path("/tmp/ws"))))
-    def handle_stage(self, event):
+    def handle_stage(self, event, context=None):
         return self.runner.handle(event)
 
 runtime = Runtime()
@@ -158,7 +161,7 @@ def main() -> None:
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
     results["peak_rss_mb"] = peak_memory_mb()
-    from bench import cost, devserver, dispatch, infra, mission_types, repositories, runner_vs_langgraph
+    from bench import chat, cost, devserver, dispatch, infra, mission_types, repositories, runner_vs_langgraph
 
     results["runner_vs_langgraph"] = runner_vs_langgraph.run()
     results["dispatch"] = dispatch.run()
@@ -167,6 +170,7 @@ def main() -> None:
     results["mission_types"] = mission_types.run()
     results["repositories"] = repositories.run()
     results["devserver"] = devserver.run()
+    results["chat"] = chat.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -175,6 +179,7 @@ def main() -> None:
         "peak memory <= 200 MB": results["peak_rss_mb"] <= TARGETS["peak_rss_mb"],
         **infra.checks(results["deployment"]),
         **devserver.checks(results["devserver"]),
+        **chat.checks(results["chat"]),
         **{
             f"{name}: LLM calls within level {r['complexity']} budget ({r['llm_budget']})": r["within_budget"]
             for name, r in results["mission_types"].items()
@@ -226,6 +231,8 @@ def main() -> None:
         table.add_row(measure, value)
     for measure, value in devserver.rows(results["devserver"]):
         table.add_row(measure, value)
+    for measure, value in chat.rows(results["chat"]):
+        table.add_row(measure, value)
     for name, ok in checks.items():
         table.add_row(name, "[green]yes[/]" if ok else "[red]NO[/]")
     console.print(table)
@@ -233,6 +240,10 @@ def main() -> None:
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps(results, indent=2))
     console.print(f"wrote {OUT.relative_to(ROOT)}")
+    broken = [name for name in chat.checks(results["chat"]) if not checks[name]]
+    if broken:  # a bound the runtime promises, not a figure of this machine: a regression fails the bench
+        console.print(f"[red]bench failed: {'; '.join(broken)}[/]")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

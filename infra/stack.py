@@ -17,11 +17,13 @@ from infra.components.functions import FunctionFactory, RuntimeLayer
 from infra.components.housekeeping import Housekeeping
 from infra.components.monitoring import AlarmTopic, Monitoring
 from infra.components.nag import acknowledge, rendered
+from infra.components.notices import Notices
 from infra.components.pipeline import CapabilityStack
 from infra.components.repositories import Repositories
 from infra.components.sandbox import Sandbox
 from infra.components.secrets import Secrets
 from infra.components.storage import Storage
+from infra.components.streaming import Streaming
 from infra.components.triggers import Triggers
 from infra.config import EnvironmentConfig
 from missions.core import capability as registry
@@ -45,6 +47,7 @@ class MissionsStack(Stack):
         secrets = Secrets(self, "Secrets", config=config)
         layer = RuntimeLayer(self, "Runtime", layer_dir=layer_dir, config=config).layer
         bus = events.EventBus(self, "Bus", event_bus_name=f"{config.prefix}-bus")
+        notices = Notices(self, "Notices", config=config)
         resources = Resources(
             tables=storage.tables,
             bucket=storage.bucket,
@@ -52,6 +55,7 @@ class MissionsStack(Stack):
             bus_arn=bus.event_bus_arn,
             openai_secret_arn=secrets.openai_key_arn_pattern,
             webhook_secrets_arn_pattern=secrets.webhook_arn_pattern,
+            notices_topic=notices.topic,
         )
         # every function's settings, named by the runtime's own settings model (missions.core.settings)
         environment = {
@@ -60,6 +64,7 @@ class MissionsStack(Stack):
                 blob_bucket=storage.bucket.bucket_name,
                 snapshot_bucket=storage.snapshots.bucket_name,
                 event_bus=bus.event_bus_name,
+                notifications_topic=notices.topic.topic_arn,
                 **config.llm.settings(),
                 openai_secret=secrets.openai_key_name,
                 webhook_secrets_prefix=secrets.webhook_prefix,
@@ -139,6 +144,25 @@ class MissionsStack(Stack):
                 "Executions are named by mission id at run time; a user can cancel only their own (checked in code).",
             )
 
+        # streamed responses on a function URL, behind the same tokens as the API (none with IAM auth)
+        streaming = None
+        if api.jwt_issuer:
+            streaming = Streaming(
+                self,
+                "Stream",
+                config=config,
+                functions=functions,
+                resources=resources,
+                issuer=api.jwt_issuer,
+                audience=api.jwt_audience,
+            )
+            CfnOutput(
+                self,
+                "StreamUrl",
+                value=streaming.url.url,
+                description="streamed routes (SSE, the OpenAI-compatible chat API: base URL <StreamUrl>v1)",
+            )
+
         housekeeping = Housekeeping(self, "Housekeeping", config=config, factory=functions, resources=resources)
         repositories = Repositories(
             self, "Repositories", config=config, bus=bus, functions=functions, resources=resources
@@ -147,6 +171,7 @@ class MissionsStack(Stack):
             "interrupt": interrupt,
             "api": api.function,
             "webhook": api.webhook_function,
+            **({"stream": streaming.function} if streaming else {}),
             "repository-import": repositories.function,
             **triggers.functions,
             **housekeeping.functions,

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 
 from infra.components.nag import acknowledge
 
@@ -52,6 +53,7 @@ class Access:
     # repository snapshots: prefix of object keys -> s3 actions (only the import function writes snapshots)
     snapshots: dict[str, tuple[str, ...]] = field(default_factory=dict)
     list_snapshots: bool = False  # s3:ListBucket, to delete every snapshot of a repository
+    notices: tuple[str, ...] = ()  # sns actions on the email notices' topic (and its subscriptions)
 
 
 # Appending to a mission's timeline: one update allocates the batch's place in the per-mission
@@ -98,7 +100,13 @@ ACCESS: dict[str, Access] = {
         blobs=_BLOBS_RW,
     ),
     # a mission waiting for a human gives its running slot to the next one: the interrupt function drains
-    "interrupt": Access(tables={**_DRAINS, "interrupts": TableAccess((PUT,))}, blobs=_BLOBS_RW, start_missions=True),
+    # tells the user their mission needs them (if they opted in: read from their memory)
+    "interrupt": Access(
+        tables={**_DRAINS, "interrupts": TableAccess((PUT,)), "memory": TableAccess((GET,))},
+        blobs=_BLOBS_RW,
+        start_missions=True,
+        notices=("sns:Publish",),
+    ),
     "api": Access(
         tables={
             **_STARTS,
@@ -121,6 +129,25 @@ ACCESS: dict[str, Access] = {
         start_missions=True,
         control_missions=True,
         openai_secret=True,  # capability choice, preference extraction and embeddings use the model
+        # users opt in to email notices, see whether their address confirmed, and opt out
+        notices=("sns:GetSubscriptionAttributes", "sns:Subscribe", "sns:Unsubscribe"),
+    ),
+    # the stream function (SSE of a mission's events, the OpenAI-compatible chat API): starts a mission as a
+    # turn of its user's conversation, follows its events, answers its questions with the next message
+    # (handing an answer over is a drain), and reads missions, interrupts and conversations as the api does
+    "stream": Access(
+        tables={
+            **_STARTS,
+            "missions": TableAccess((GET, PUT, UPDATE, DELETE, QUERY), indexes=("by_user",)),
+            "checkpoints": TableAccess((GET, PUT, QUERY)),
+            "interrupts": TableAccess((GET, UPDATE, QUERY)),
+            "events": TableAccess((*_APPEND_EVENTS, QUERY)),
+            # a chat turn begins its conversation and remembers its reply (which names the conversation)
+            "conversations": TableAccess((GET, PUT, QUERY)),
+        },
+        blobs=_BLOBS_RW,
+        start_missions=True,
+        openai_secret=True,  # capability choice for a chat turn that names none uses the model
     ),
     "webhook": Access(tables={"deliveries": TableAccess((PUT, DELETE))}, publish_events=True, webhook_secrets=True),
     "trigger": Access(tables=_STARTS, blobs=_BLOBS_RW, start_missions=True),
@@ -130,10 +157,12 @@ ACCESS: dict[str, Access] = {
         start_missions=True,
     ),
     "memory-stream": Access(publish_events=True),  # the stream read itself is granted by its event source
+    # tells the user their mission ended (if they opted in: read from their memory)
     "status": Access(
-        tables={**_DRAINS, "interrupts": TableAccess((UPDATE, QUERY))},
+        tables={**_DRAINS, "interrupts": TableAccess((UPDATE, QUERY)), "memory": TableAccess((GET,))},
         blobs=_BLOBS_RW,
         start_missions=True,
+        notices=("sns:Publish",),
     ),
     "repository-import": Access(
         tables={"repositories": TableAccess((GET, UPDATE))},
@@ -174,6 +203,7 @@ class Resources:
     openai_secret_arn: str | None = None
     webhook_secrets_arn_pattern: str | None = None
     execution_arn_patterns: list[str] = field(default_factory=list)
+    notices_topic: sns.ITopic | None = None
 
 
 def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool | None = None) -> None:
@@ -218,11 +248,32 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[resources.openai_secret_arn])
         )
+    if access.notices and resources.notices_topic is not None:
+        _grant_notices(role, access.notices, resources.notices_topic)
     if access.webhook_secrets and resources.webhook_secrets_arn_pattern:
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["secretsmanager:GetSecretValue"], resources=[resources.webhook_secrets_arn_pattern]
             )
+        )
+
+
+def _grant_notices(role: iam.IRole, actions: tuple[str, ...], topic: sns.ITopic) -> None:
+    subscriptions = sorted(a for a in actions if a != "sns:Publish")
+    if "sns:Publish" in actions:
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=[topic.topic_arn]))
+    if subscriptions:  # a subscription's ARN is the topic's with an id SNS gives it
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=subscriptions, resources=[topic.topic_arn, f"{topic.topic_arn}:*"])
+        )
+        from aws_cdk import Stack
+
+        resource = topic.node.default_child
+        assert resource is not None
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{Stack.of(topic).get_logical_id(resource)}>:*]",  # type: ignore[arg-type]
+            "A subscription is named by the topic and an id SNS gives it when the user opts in.",
         )
 
 

@@ -76,6 +76,9 @@ class Api(Construct):
             "A webhook source is added by creating its secret under this prefix, without a redeploy.",
         )
 
+        # the JWT authorizer's issuer and audiences (None with IAM auth): the stream function verifies the same
+        self.jwt_issuer: str | None = None
+        self.jwt_audience: list[str] = []
         self.user_pool: cognito.UserPool | None = None
         self.user_client: cognito.UserPoolClient | None = None
         self.machine_client: cognito.UserPoolClient | None = None
@@ -130,6 +133,7 @@ class Api(Construct):
         if auth.type == "iam":
             return authorizers.HttpIamAuthorizer()
         if auth.issuer:
+            self.jwt_issuer, self.jwt_audience = auth.issuer, list(auth.audience)
             return authorizers.HttpJwtAuthorizer("Jwt", auth.issuer, jwt_audience=list(auth.audience))
         self.user_pool = cognito.UserPool(
             self,
@@ -152,6 +156,10 @@ class Api(Construct):
                 "Teams with their own identity provider set auth.issuer and no pool is created.",
             )
         clients = self._sign_in(self.user_pool, config)
+        # what HttpUserPoolAuthorizer configures: the pool's issuer, its clients as the audience
+        region = Stack.of(self.user_pool).region
+        self.jwt_issuer = f"https://cognito-idp.{region}.amazonaws.com/{self.user_pool.user_pool_id}"
+        self.jwt_audience = [client.user_pool_client_id for client in clients]
         return authorizers.HttpUserPoolAuthorizer("Cognito", self.user_pool, user_pool_clients=clients)
 
     def _sign_in(self, pool: cognito.UserPool, config: EnvironmentConfig) -> list[cognito.IUserPoolClient]:

@@ -7,6 +7,7 @@ and is granted exactly what its code calls by the construct that wires it (see a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,9 +85,11 @@ class FunctionFactory:
         ephemeral_storage_mb: int | None = None,
         network: FunctionNetwork | None = None,
         tracing: bool = True,
+        extra_layers: Sequence[lambda_.ILayerVersion] = (),
     ) -> lambda_.Function:
         """`network`: the VPC subnets and security groups the function lives in (none: Lambda's own
-        network, with internet egress); `tracing`: X-Ray (a function with no network path turns it off)."""
+        network, with internet egress); `tracing`: X-Ray (a function with no network path turns it off);
+        `extra_layers`: after the runtime layer (the Lambda Web Adapter's, for a spec with a `server`)."""
         construct = Construct(scope, id)
         role = iam.Role(
             construct,
@@ -106,8 +109,8 @@ class FunctionFactory:
             runtime=RUNTIME,
             architecture=ARCHITECTURES[self.config.architecture],
             code=lambda_.Code.from_asset(str(ROOT / "functions" / spec.code_dir), exclude=["__pycache__", "*.pyc"]),
-            handler=spec.handler,
-            layers=[self.layer],
+            handler=spec.server or spec.handler,  # a web server's script runs under the adapter's wrapper
+            layers=[self.layer, *extra_layers],
             role=role,
             log_group=log_group,
             memory_size=memory_mb or self.config.memory_mb,

@@ -34,6 +34,7 @@ from missions.client import (
     code_from_redirect,
     config_dir,
     current_token,
+    error_line,
     sign_in,
     stack_endpoints,
     urllib_transport,
@@ -44,6 +45,8 @@ from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.events import Event, EventType
 
 if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
     from missions.core.llm import LLMProvider
     from missions.local.emulation import LocalCloud
 
@@ -369,6 +372,14 @@ def _api(ctx: typer.Context, env: str | None, api_url: str | None, token: str | 
     """A client of the API named by --api-url or --env, with the token given, cached or taken with the
     client credentials in MISSIONS_CLIENT_ID/MISSIONS_CLIENT_SECRET; a local API gets dev:$USER."""
     wiring = _wiring(ctx)
+    endpoints, bearer, hint = _signed_in(wiring, env, api_url, token, region)
+    return ApiClient(endpoints.base, bearer, wiring.transport, wiring.sleep, hint)
+
+
+def _signed_in(
+    wiring: Wiring, env: str | None, api_url: str | None, token: str | None, region: str | None
+) -> tuple[Endpoints, str, str]:
+    """(where the API is, the bearer token to call it with, what a 401 should suggest): see `_api`."""
     endpoints = _endpoints(wiring, env, api_url, region)
     hint = f"sign in again: missions login --env {env}" if env else "pass --token, or sign in with missions login"
     bearer = token or os.environ.get("MISSIONS_TOKEN")
@@ -377,8 +388,24 @@ def _api(ctx: typer.Context, env: str | None, api_url: str | None, token: str | 
             bearer = _cached_token(wiring, endpoints, hint)
     if not bearer and env:
         fail(f"not signed in to {endpoints.stack}: missions login --env {env} (--browser for a person)")
-    bearer = bearer or f"dev:{os.environ.get('USER') or 'local'}"
-    return ApiClient(endpoints.base, bearer, wiring.transport, wiring.sleep, hint)
+    return endpoints, bearer or _dev_token(), hint
+
+
+def _dev_token() -> str:
+    return f"dev:{os.environ.get('USER') or 'local'}"
+
+
+def _stream_base(wiring: Wiring, endpoints: Endpoints, stream_url: str | None) -> str:
+    """Where the streaming routes answer: --stream-url, MISSIONS_STREAM_URL, the URL `missions login
+    --stream-url` cached for the API, the stack's StreamUrl output, else the API's own URL (the dev server)."""
+    found = (
+        stream_url
+        or os.environ.get("MISSIONS_STREAM_URL")
+        or wiring.cache().stream_url(endpoints.api_url)
+        or endpoints.stream_url
+        or endpoints.api_url
+    )
+    return found.rstrip("/")
 
 
 def _cached_token(wiring: Wiring, endpoints: Endpoints, hint: str) -> str | None:
@@ -799,6 +826,258 @@ def answer(
     out.print(f"answered {interrupt_id}{queued}")
 
 
+# -- chat: a conversation in the terminal, over the chat API (OpenAI's wire format) ------------------
+
+STREAM_URL_HELP = (
+    "Where the API streams (/v1, event streams): env MISSIONS_STREAM_URL, else what `missions login "
+    "--stream-url` cached, the stack's StreamUrl output, or the API's URL (right for `missions dev`)."
+)
+StreamUrlOption = Annotated[str | None, typer.Option("--stream-url", help=STREAM_URL_HELP)]
+CHAT_EXIT = ("/exit", "/quit")
+CHAT_TIMEOUT = 900.0  # seconds without a byte before a reply is given up on (the server sends a heartbeat every 10 s)
+
+
+@app.command("chat")
+def chat(
+    ctx: typer.Context,
+    capability: str | None = typer.Argument(
+        None, help="The capability to talk to (default: the runtime chooses one for each message)."
+    ),
+    context: list[str] = typer.Option(
+        [],
+        "--context",
+        help="The missions' context: KEY=VALUE (repeatable) or a JSON object; sent with the first message, "
+        "the conversation keeps it.",
+    ),
+    repo: str | None = typer.Option(
+        None,
+        "--repo",
+        help="Repository to talk about by path (locally default: the current directory; on an API, a path under "
+        "its roots).",
+    ),
+    repository: str | None = typer.Option(
+        None, "--repository", help="On an API: a registered repository's id (missions repos)."
+    ),
+    conversation: str | None = typer.Option(None, "--conversation", help="Continue this conversation (its id)."),
+    offline: bool = typer.Option(False, "--offline", help="Use the scripted model even if OPENAI_API_KEY is set."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    stream_url: StreamUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Talk with missions in the terminal: each message is a turn of one conversation, its progress shown
+    live, its answer rendered; a mission's question is answered by the next message. /exit or Ctrl-D ends.
+    On the embedded emulation, or on an API with --env, --api-url or --stream-url (or MISSIONS_API_URL,
+    MISSIONS_STREAM_URL). Lines are read from stdin when it is not a terminal."""
+    from missions.core.chat import AUTO_MODEL
+
+    model = capability or AUTO_MODEL
+    chat_context = _chat_context(context)
+    given_api = (env, api_url, stream_url, os.environ.get("MISSIONS_API_URL"), os.environ.get("MISSIONS_STREAM_URL"))
+    if any(given_api):
+        if offline:
+            fail("--offline: only on the emulation (the API runs its own model)")
+        chat_context.update({k: v for k, v in (("repo", repo), ("repository", repository)) if v is not None})
+        wiring = _wiring(ctx)
+        endpoints, bearer, hint = _signed_in(wiring, env, api_url, token, region)
+        base = _stream_base(wiring, endpoints, stream_url)
+        session = ChatSession(base, bearer, model, chat_context, conversation, hint=hint)
+        raise typer.Exit(session.run(base))
+    if repository is not None:
+        fail("--repository names a repository registered on an API: add --api-url or --env")
+    if capability is not None:
+        _capability(capability)
+    root = os.path.abspath(os.path.expanduser(repo)) if repo is not None else os.getcwd()
+    if repo is not None:
+        chat_context["repo"] = root
+    from missions.local.devserver import DevServer
+    from missions.local.emulation import LocalCloud
+
+    # one path: the dev server (the deployed API's handlers over the embedded emulation) on a free port
+    llm = {} if offline else _llm_settings()
+    names = [capability] if capability is not None else None
+    with (
+        LocalCloud(names, settings={**llm, "repo_roots": _repo_roots([root])}) as cloud,
+        DevServer(cloud, port=0) as server,
+    ):
+        model_name = llm.get("openai_default_model", "an OpenAI-compatible model") if llm else "offline scripted model"
+        session = ChatSession(server.url, _dev_token(), model, chat_context, conversation, local=True)
+        code = session.run(f"the embedded emulation ({model_name})")
+    raise typer.Exit(code)
+
+
+def _chat_context(given: list[str]) -> dict[str, Any]:
+    """--context values: each KEY=VALUE, or a JSON object (as `run` takes)."""
+    context: dict[str, Any] = {}
+    for item in given:
+        if item.lstrip().startswith("{"):
+            context.update(_parse_context(item))
+            continue
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip():
+            fail(f"--context {item!r}: give KEY=VALUE or a JSON object")
+        context[key.strip()] = value
+    return context
+
+
+class ChatSession:
+    """One conversation over the chat API with OpenAI's SDK: the history kept and sent back each turn,
+    the conversation named once known, the context sent with the first message."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        model: str,
+        context: dict[str, Any],
+        conversation: str | None,
+        *,
+        hint: str = "",
+        local: bool = False,
+    ):
+        from openai import OpenAI
+
+        # no retries: a retried POST would be a second turn (a second mission)
+        self.client = OpenAI(base_url=f"{base_url}/v1", api_key=token, max_retries=0, timeout=CHAT_TIMEOUT)
+        self.base_url, self.model, self.context, self.hint, self.local = base_url, model, dict(context), hint, local
+        self.conversation = conversation
+        self.messages: list[ChatCompletionMessageParam] = []
+        self.context_sent = not context
+
+    def run(self, where: str) -> int:
+        """The loop: a prompt (or stdin's lines), a reply to each. Exit code 1 when a message got no reply."""
+        with _one_line_openai(self.base_url, self.hint):
+            offered = [m.id for m in self.client.models.list()]
+        if self.model not in offered:
+            fail(f"{where} has no capability {self.model!r}; it offers: {', '.join(offered)}")
+        out.print(
+            f"[bold]chat[/] · [cyan]{self.model}[/] · {escape(where)} · /exit or Ctrl-D ends",
+            highlight=False,
+            soft_wrap=True,
+        )
+        if self.conversation:
+            out.print(f"[dim]conversation {escape(self.conversation)}[/]", highlight=False)
+        interactive = sys.stdin.isatty()
+        unanswered = 0
+        for line in _chat_lines(interactive):
+            text = line.strip()
+            if not text:
+                continue
+            if text.lower() in CHAT_EXIT:
+                break
+            if not interactive:  # the transcript shows what was asked
+                out.print(Text.assemble(("you› ", "bold"), text))
+            unanswered += 0 if self.say(text) else 1
+        return 1 if unanswered else 0
+
+    def say(self, text: str) -> bool:
+        """One turn: send the message with the history, follow the reply. False when it failed (said in one line)."""
+        import httpx2
+        import openai
+
+        self.messages.append({"role": "user", "content": text})
+        extra_body = {} if self.context_sent else {"context": self.context}
+        headers = {"X-Conversation-Id": self.conversation} if self.conversation else {}
+        mission_id = ""
+        try:
+            stream = self.client.chat.completions.create(
+                model=self.model,
+                messages=self.messages,
+                stream=True,
+                extra_body=extra_body,
+                extra_headers=headers,
+            )
+            mission_id = stream.response.headers.get("x-mission-id") or ""
+            self._named(stream.response.headers.get("x-conversation-id"))
+            self.context_sent = True
+            content, about = self._follow(stream)
+        except KeyboardInterrupt:
+            where = " while this chat runs" if self.local else ""
+            mission = f"mission {mission_id} goes on{where}" if mission_id else "the mission goes on"
+            err.print(f"stopped following the reply; {mission}: your next message gets its result first")
+            return True
+        except (openai.APIError, httpx2.HTTPError) as exc:
+            self.messages.pop()  # refused or lost: the next message is sent without it
+            err.print(f"[bold red]error:[/] {escape(_openai_error(exc, self.base_url, self.hint))}", soft_wrap=True)
+            return False
+        self.messages.append({"role": "assistant", "content": content})
+        from rich.markdown import Markdown
+
+        out.print(Markdown(content))
+        if about.get("mission_status") == "asking":
+            out.print("[dim]⏸ the mission waits for your answer: your next message[/]", highlight=False)
+        return True
+
+    def _named(self, conversation: str | None) -> None:
+        if conversation and conversation != self.conversation:
+            self.conversation = conversation
+            out.print(
+                f"[dim]conversation {escape(conversation)} (continue it later: missions chat "
+                f"--conversation {escape(conversation)})[/]",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+    def _follow(self, stream: Any) -> tuple[str, dict[str, Any]]:
+        """Progress lines (dimmed) as they arrive, the answer's text, and what the last chunk said of the
+        conversation and the mission."""
+        from contextlib import nullcontext
+
+        parts: list[str] = []
+        about: dict[str, Any] = {}
+        waiting = out.status("working…") if out.is_terminal else nullcontext()
+        with stream, waiting:
+            for piece in stream:
+                extra = piece.model_extra or {}
+                if "mission_status" in extra:
+                    about = extra
+                for choice in piece.choices:
+                    reasoning = (choice.delta.model_extra or {}).get("reasoning_content")
+                    for line in str(reasoning or "").splitlines():
+                        if line.strip():
+                            out.print(Text(line, style="dim"), highlight=False)
+                    if choice.delta.content:
+                        parts.append(choice.delta.content)
+        return "".join(parts), about
+
+
+def _chat_lines(interactive: bool) -> Iterator[str]:
+    """What the user writes: a prompt per line in a terminal (Ctrl-D or Ctrl-C ends), else stdin's lines."""
+    if not interactive:
+        yield from sys.stdin
+        return
+    while True:
+        try:
+            yield out.input("[bold]you›[/] ")
+        except (EOFError, KeyboardInterrupt):
+            out.print()
+            return
+
+
+def _openai_error(exc: Exception, base_url: str, hint: str) -> str:
+    """One line for a failed chat call: the API's status and message, as the other commands say it."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body if isinstance(exc.body, dict) else {"message": str(exc.body or "")}
+        return error_line(exc.status_code, body, hint)
+    if isinstance(exc, openai.APIConnectionError):
+        return f"cannot reach {base_url}: {exc.__cause__ or exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+@contextmanager
+def _one_line_openai(base_url: str, hint: str) -> Iterator[None]:
+    import httpx2
+    import openai
+
+    try:
+        yield
+    except (openai.APIError, httpx2.HTTPError) as exc:
+        fail(_openai_error(exc, base_url, hint))
+
+
 @app.command("login")
 def login(
     ctx: typer.Context,
@@ -815,6 +1094,13 @@ def login(
     browser: bool = typer.Option(False, "--browser", help="A person: the hosted sign-in page, code flow with PKCE."),
     wait: float = typer.Option(300.0, "--wait", min=1.0, help="Seconds to wait for the sign-in page's answer."),
     print_token: bool = typer.Option(False, "--print-token", help="Print the access token (for curl)."),
+    stream_url: str | None = typer.Option(
+        None,
+        "--stream-url",
+        envvar="MISSIONS_STREAM_URL",
+        help="Where the API streams (the chat, event streams), cached with the token (default: the stack's "
+        "StreamUrl output, else the API's URL).",
+    ),
 ) -> None:
     """Get a token for a deployed API and cache it (~/.config/missions/tokens.json, mode 0600):
     client credentials for a machine, or --browser for a person."""
@@ -840,6 +1126,9 @@ def login(
             token = endpoint.client_credentials(client_id, client_secret, scope=endpoints.scope)
         cache = wiring.cache()
         cache.put(endpoints.api_url, token)
+        streams = stream_url or endpoints.stream_url
+        if streams:  # `missions chat` streams there with this token
+            cache.put_stream_url(endpoints.api_url, streams)
     if print_token:
         sys.stdout.write(token.access_token + "\n")
         return

@@ -1,8 +1,10 @@
 """A client of the missions HTTP API wherever it is deployed: where it is, a token for it, and calls
 whose failures are one line.
 
-- Endpoints: a stack's CloudFormation outputs (`ApiUrl`, `ApiTokenUrl`, `ApiSignInUrl`, ...; CDK adds a
-  hash to each output's name, so they are matched by name without it), or a URL given.
+- Endpoints: a stack's CloudFormation outputs (`ApiUrl`, `ApiTokenUrl`, `ApiSignInUrl`, `StreamUrl`, ...; CDK
+  adds a hash to each output's name, so they are matched by name without it), or a URL given. The chat and
+  event streams may answer at their own URL (a Lambda function URL in AWS: API Gateway neither streams
+  nor waits past 30 s); without one they are under the API's URL, as on the dev server.
 - Tokens: Cognito's client-credentials grant (machines) or the authorization code grant with PKCE
   (people, through the hosted sign-in page), cached per API in a file only its owner can read, and
   taken again (or refreshed) shortly before they expire.
@@ -49,6 +51,7 @@ OUTPUTS = {
     "ApiMachineClientId": "machine_client_id",
     "ApiUserPoolId": "user_pool_id",
     "ApiApiScope": "scope",
+    "StreamUrl": "stream_url",
 }
 _CDK_HASH = re.compile(r"[0-9A-F]{8}$")
 
@@ -108,6 +111,7 @@ class Endpoints:
     user_pool_id: str | None = None
     scope: str = API_SCOPE
     stack: str | None = None  # the stack they were read from
+    stream_url: str | None = None  # the streaming routes (/v1, event streams) when not under the API's URL
 
     @property
     def base(self) -> str:
@@ -257,44 +261,63 @@ def config_dir() -> Path:
 
 class TokenCache:
     """Tokens by API URL in one JSON file, mode 0600 in a 0700 folder, replaced whole on every write
-    (a reader never sees half a file). An unreadable file is an empty cache: tokens can be taken again."""
+    (a reader never sees half a file). An unreadable file is an empty cache: tokens can be taken again.
+    Beside each API's token, the stream URL `missions login --stream-url` named for it (if any)."""
 
     def __init__(self, path: Path):
         self.path = path
 
     def get(self, api_url: str) -> Token | None:
-        entry = self._read().get(api_url.rstrip("/"))
+        entry = self._read("tokens").get(api_url.rstrip("/"))
         try:
             return Token(**entry) if isinstance(entry, dict) else None
         except TypeError:
             return None
 
     def put(self, api_url: str, token: Token) -> None:
-        tokens = self._read()
-        tokens[api_url.rstrip("/")] = asdict(token)
-        self._write(tokens)
+        self._change("tokens", api_url, asdict(token))
+
+    def stream_url(self, api_url: str) -> str | None:
+        found = self._read("stream_urls").get(api_url.rstrip("/"))
+        return found if isinstance(found, str) and found else None
+
+    def put_stream_url(self, api_url: str, stream_url: str) -> None:
+        self._change("stream_urls", api_url, stream_url.rstrip("/"))
 
     def remove(self, api_url: str) -> bool:
-        tokens = self._read()
-        found = tokens.pop(api_url.rstrip("/"), None) is not None
-        if found:
-            self._write(tokens)
+        """Forget an API's token and stream URL; whether it had a token."""
+        data = self._document()
+        found = data["tokens"].pop(api_url.rstrip("/"), None) is not None
+        streamed = data["stream_urls"].pop(api_url.rstrip("/"), None) is not None
+        if found or streamed:
+            self._write(data)
         return found
 
-    def _read(self) -> dict[str, Any]:
+    def _change(self, section: str, api_url: str, value: Any) -> None:
+        data = self._document()
+        data[section][api_url.rstrip("/")] = value
+        self._write(data)
+
+    def _read(self, section: str) -> dict[str, Any]:
+        return self._document()[section]
+
+    def _document(self) -> dict[str, dict[str, Any]]:
         try:
             data = json.loads(self.path.read_text())
         except (OSError, ValueError):
-            return {}
-        tokens = data.get("tokens") if isinstance(data, dict) else None
-        return tokens if isinstance(tokens, dict) else {}
+            data = {}
+        found = data if isinstance(data, dict) else {}
+        return {
+            section: found[section] if isinstance(found.get(section), dict) else {}
+            for section in ("tokens", "stream_urls")
+        }
 
-    def _write(self, tokens: dict[str, Any]) -> None:
+    def _write(self, data: dict[str, dict[str, Any]]) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         descriptor, scratch = tempfile.mkstemp(dir=self.path.parent, prefix=".tokens-")  # created 0600
         try:
             with os.fdopen(descriptor, "w") as handle:
-                json.dump({"version": 1, "tokens": tokens}, handle, indent=1)
+                json.dump({"version": 1, **data}, handle, indent=1)
             os.chmod(scratch, 0o600)
             os.replace(scratch, self.path)
         except BaseException:

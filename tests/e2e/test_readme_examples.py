@@ -4,7 +4,8 @@ CLI blocks with the `missions` command (on the emulation, and on the dev server)
 Only what a reader fills in is replaced: the port (localhost:8787 -> the test server's), the
 placeholders (`<repository id>`, `<mission id>`, `<interrupt id>`, `<cursor>`, each from an
 earlier response), `~/src/shop` (a small repository made here) and the GitHub URL (no network
-here: a git server on loopback). The deployed walkthrough (`--env dev`) is run by
+here: a git server on loopback), and in the chat's examples what a user types at the prompt is given on
+stdin (not a terminal in a test: the chat reads its lines). The deployed walkthrough (`--env dev`) is run by
 tests/infra/test_deploy_smoke.py against the stack deployed into moto.
 """
 
@@ -226,6 +227,45 @@ def test_the_cli_blocks_run_as_written(server: DevServer, shop: Path, tmp_path: 
     wait_for(alice, created["mission_id"], {"interrupted"})
     assert f"cancelled {created['mission_id']}" in run_cli(remote[4], values, tmp_path, env)
     assert "safety violation(s)" in run_cli(remote[5], values, tmp_path, env)  # evaluate: the ended ones scored
+
+
+# -- "Chat in the terminal" -------------------------------------------------------------------------
+
+
+def run_chat(line: str, values: dict[str, str], env: dict[str, str], typed: str = "") -> str:
+    """A chat line as written (a pipe into it, or what a user types given on stdin: not a terminal here)."""
+    for placeholder, value in values.items():
+        line = line.replace(placeholder, value)
+    assert ".venv/bin/missions chat " in line and "<" not in line, line
+    result = subprocess.run(
+        ["bash", "-c", line.replace(".venv/bin/missions", MISSIONS)],
+        input=typed,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0 and "Traceback" not in result.stderr, (line, result.stdout, result.stderr)
+    return result.stdout
+
+
+def test_the_chat_block_runs_as_written(server: DevServer, shop: Path, tmp_path: Path):
+    (block,) = sh_blocks("## Chat in the terminal")
+    assert len(block) == 4, block
+    env = environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config"))
+    values = {"~/src/shop": str(shop), "127.0.0.1:8787": server.url.removeprefix("http://")}
+    # on the emulation: what the user would type at the prompt, then the piped conversation
+    typed = run_chat(block[0], values, env, typed="Where is compute_tax defined?\n/exit\n")
+    assert "billing/tax.py:4" in typed, typed
+    piped = run_chat(block[1], values, env)
+    first, follow_up = piped.split("Who calls it?", 1)
+    assert "billing/tax.py:4" in first and "checkout.py:5" in follow_up, piped
+    # on the API (`missions dev`), and the conversation continued by the id its first reply printed
+    started = run_chat(block[2], values, env, typed="Where is compute_tax defined?\n")
+    values["<conversation id>"] = started.split("--conversation ", 1)[1].split(")", 1)[0]
+    continued = run_chat(block[3], values, env, typed="Who calls it?\n")
+    assert "compute_tax" in continued and "checkout.py:5" in continued, continued
 
 
 # -- "The Home Assistant analyst" -----------------------------------------------------------------

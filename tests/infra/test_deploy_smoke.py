@@ -148,8 +148,15 @@ def test_the_stack_deploys_completely(deployed):
         "missions-sla",
         "missions-retention",
         "missions-repository-import",
+        "missions-stream",
     } <= set(services)
     assert deployment.outputs["ApiUrlDDEE0114"].startswith("https://")
+    # and the stream function's URL (patch 13 of missions.local.patches), in response-stream mode, is the output
+    stream = deployment.function_named("missions-stream")
+    url = session.client("lambda").get_function_url_config(FunctionName=stream)
+    assert (url["InvokeMode"], url["AuthType"]) == ("RESPONSE_STREAM", "NONE")
+    assert deployment.outputs["StreamUrl"] == url["FunctionUrl"]
+    assert deployment.functions[stream]["Handler"] == "run.sh"
 
 
 def test_a_code_analysis_mission_runs_through_the_deployed_state_machine(deployed):
@@ -182,6 +189,29 @@ def test_a_code_analysis_mission_runs_through_the_deployed_state_machine(deploye
     assert shown["status"] in {"completed", "succeeded"}, shown
     result = shown.get("result") or envelope
     assert "offload" in json.dumps(result).lower()
+
+
+def test_a_chat_turn_runs_through_the_deployed_stream_function_with_its_role(deployed):
+    deployment, session = deployed
+    # When a user asks through the chat API of the deployed stream function (its own role and environment)
+    body = {
+        "model": "code_analysis",
+        "messages": [{"role": "user", "content": GOAL}],
+        "context": {"repo": str(ROOT)},
+        "wait_seconds": 200,
+    }
+    event = http_event(
+        "POST", "/v1/chat/completions", "", {"content-type": "application/json"}, json.dumps(body).encode(), "cy"
+    )
+    response = _invoke(session, deployment.function_named("missions-stream"), event)
+    # Then the reply is the mission's answer in OpenAI's shape, and its conversation holds the turn
+    assert response["statusCode"] == 200, response
+    reply = json.loads(response["body"])
+    assert reply["object"] == "chat.completion" and reply["mission_status"] == "completed", reply
+    assert "offload" in reply["choices"][0]["message"]["content"].lower()
+    status, conversation = _api(session, deployment, "GET", f"/conversations/{reply['conversation_id']}", user="cy")
+    assert status == 200 and conversation["turns"][0]["mission_id"] == reply["mission_id"]
+    # (test_every_call_a_function_made_is_allowed_by_its_own_role checks each call it made against its role)
 
 
 def test_a_repository_registered_by_git_url_is_analyzed_on_the_deployed_stack(deployed, tmp_path):

@@ -20,6 +20,7 @@ from infra.components.api import WEBHOOK_ROUTE, api_routes
 from infra.components.monitoring import NO_SUBSCRIBER
 from infra.components.pipeline import definition_of
 from infra.config import ConfigError, load_environments
+from missions.app.streaming import READINESS_PATH
 from missions.core import capability as registry
 from missions.core.specs import TABLES
 from missions.core.trigger_specs import memory_rules, schedule_specs, webhook_rules
@@ -612,6 +613,139 @@ def test_the_sign_in_domain_and_callbacks_come_from_the_environment(variants: As
     assert user["Properties"]["CallbackURLs"] == OPS_CALLBACKS
 
 
+# --------------------------------------------------------------------------- the stream function
+
+
+def _stream_function(assembly: Assembly, env: str) -> tuple[str, dict]:
+    (found,) = [
+        (k, f)
+        for k, f in assembly.resources(env, "AWS::Lambda::Function").items()
+        if _function_service(f) == "missions-stream"
+    ]
+    return found
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_the_stream_function_runs_its_server_behind_the_web_adapter(assembly: Assembly, env):
+    # Given the stream function of each environment
+    _, function = _stream_function(assembly, env)
+    properties = function["Properties"]
+    variables = properties["Environment"]["Variables"]
+    # Then Lambda runs run.sh through the adapter's wrapper, on the runtime every function runs, for 15 minutes
+    assert properties["Handler"] == "run.sh" and properties["Runtime"] == SUITE_PYTHON
+    assert properties["Timeout"] == 900
+    # with the runtime layer, then the adapter's public layer for the function's architecture, pinned
+    runtime_layer, adapter = properties["Layers"]
+    assert runtime_layer == {"Ref": "RuntimeLayer962B8856"}
+    arch = {"arm64": "Arm64", "x86_64": "X86"}[properties["Architectures"][0]]
+    assert adapter == {
+        "Fn::Join": [
+            "",
+            [
+                "arn:",
+                {"Ref": "AWS::Partition"},
+                ":lambda:",
+                {"Ref": "AWS::Region"},
+                f":753240598075:layer:LambdaAdapterLayer{arch}:30",
+            ],
+        ]
+    }
+    # and the adapter streams the server's responses, found on its port once it answers readiness
+    assert {k: v for k, v in variables.items() if k.startswith(("AWS_LAMBDA_", "AWS_LWA_"))} == {
+        "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
+        "AWS_LWA_INVOKE_MODE": "response_stream",
+        "AWS_LWA_PORT": "8080",
+        "AWS_LWA_READINESS_CHECK_PATH": READINESS_PATH,
+    }
+    # and it verifies tokens of the API's own authorizer: the pool's issuer, its two clients as the audience
+    (authorizer,) = assembly.resources(env, "AWS::ApiGatewayV2::Authorizer").values()
+    issuer = authorizer["Properties"]["JwtConfiguration"]["Issuer"]
+    audience = authorizer["Properties"]["JwtConfiguration"]["Audience"]
+    assert variables["MISSIONS_JWT_ISSUER"] == issuer
+    assert variables["MISSIONS_JWT_AUDIENCE"] == {"Fn::Join": ["", [audience[0], ",", audience[1]]]}
+    # and it has every setting the other functions have (tables, buses, state machines)
+    (api,) = [
+        f for f in assembly.resources(env, "AWS::Lambda::Function").values() if _function_service(f) == "missions-api"
+    ]
+    shared = {k for k in api["Properties"]["Environment"]["Variables"] if k != "POWERTOOLS_SERVICE_NAME"}
+    assert shared <= set(variables)
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_the_stream_url_streams_without_an_authorizer_for_the_sign_in_origins(assembly: Assembly, env):
+    # Given the stream function's URL
+    logical_id, _ = _stream_function(assembly, env)
+    (url,) = assembly.resources(env, "AWS::Lambda::Url").values()
+    properties = url["Properties"]
+    # Then it streams (RESPONSE_STREAM), has no authorizer of its own (the function verifies the JWT), and
+    # browsers on the sign-in callbacks' origin may call it
+    assert properties["TargetFunctionArn"] == {"Fn::GetAtt": [logical_id, "Arn"]}
+    assert (properties["InvokeMode"], properties["AuthType"]) == ("RESPONSE_STREAM", "NONE")
+    assert properties["Cors"] == {
+        "AllowOrigins": ["http://localhost:8787"],
+        "AllowMethods": ["GET", "POST"],
+        "AllowHeaders": ["authorization", "content-type"],
+        "MaxAge": 3600,
+    }
+    # and anyone may invoke it through the URL (and only through it)
+    permissions = [
+        p["Properties"]
+        for p in assembly.resources(env, "AWS::Lambda::Permission").values()
+        if p["Properties"]["FunctionName"] == {"Fn::GetAtt": [logical_id, "Arn"]}
+    ]
+    assert {
+        (p["Action"], p["Principal"], p.get("FunctionUrlAuthType"), p.get("InvokedViaFunctionUrl")) for p in permissions
+    } == {
+        ("lambda:InvokeFunctionUrl", "*", "NONE", None),
+        ("lambda:InvokeFunction", "*", None, True),
+    }
+    # and its URL is the output StreamUrl
+    assert assembly.templates[env]["Outputs"]["StreamUrl"]["Value"] == {
+        "Fn::GetAtt": [next(iter(assembly.resources(env, "AWS::Lambda::Url"))), "FunctionUrl"]
+    }
+
+
+def test_the_stream_role_starts_follows_and_answers_missions_and_nothing_more(assembly: Assembly):
+    # Given the stream function's role in dev
+    _, function = _stream_function(assembly, "dev")
+    statements = _role_statements(assembly, "dev", function["Properties"]["Role"]["Fn::GetAtt"][0])
+    actions = set().union(*(_actions(s) for s in statements))
+    # Then it reads missions, events, interrupts and conversations, and starts and answers missions
+    for table, entry in ACCESS["stream"].tables.items():
+        granted = set().union(*(_actions(s) for s in statements if table in _tables_referenced(s)))
+        assert set(entry.actions) <= granted, table
+    assert {"dynamodb:Query"} <= set().union(
+        *(_actions(s) for s in statements if "conversations" in _tables_referenced(s))
+    )
+    assert {"states:StartExecution", "states:SendTaskSuccess", "secretsmanager:GetSecretValue"} <= actions
+    (by_user,) = [s for s in statements if "missions" in _tables_referenced(s)]
+    assert any("index/by_user" in json.dumps(r) for r in _resources(by_user))
+    # and it neither stops executions, fails tasks, publishes on the bus nor touches repositories' snapshots
+    assert not actions & {"states:StopExecution", "states:SendTaskFailure", "events:PutEvents", "s3:DeleteObject"}
+    assert "dynamodb:Scan" not in actions
+
+
+def test_the_stream_function_follows_the_environments_auth(variants: Assembly):
+    # Given an environment with its own identity provider, and one with IAM auth
+    _, function = _stream_function(variants, "sso")
+    variables = function["Properties"]["Environment"]["Variables"]
+    # Then the first's stream function verifies that issuer's tokens for its audience
+    assert (variables["MISSIONS_JWT_ISSUER"], variables["MISSIONS_JWT_AUDIENCE"]) == (
+        "https://login.example.com",
+        "missions",
+    )
+    # and the second has none (a URL with IAM auth would name a principal, not the claims the handler reads)
+    assert not [
+        f
+        for f in variants.resources("iamonly", "AWS::Lambda::Function").values()
+        if _function_service(f) == "missions-stream"
+    ]
+    assert "StreamUrl" not in variants.templates["iamonly"]["Outputs"]
+    # and browsers may call it from the origins of the environment's sign-in callbacks
+    (url,) = variants.resources("ops", "AWS::Lambda::Url").values()
+    assert url["Properties"]["Cors"]["AllowOrigins"] == ["http://localhost:8787", "https://console.team.test"]
+
+
 # --------------------------------------------------------------------------- environments
 
 
@@ -681,8 +815,8 @@ def test_alarms_without_an_email_warn_at_synth_that_nobody_is_notified(assembly:
     assert not assembly.resources(env, "AWS::SNS::Subscription")
     (warning,) = [w for w in _warnings(assembly, env) if NO_SUBSCRIBER in w]
     assert f"environments.{env}.alarm_email is not set" in warning and "AlarmTopicArn" in warning
-    # while an environment without alarms has neither topic nor warning
-    assert not assembly.resources("dev", "AWS::SNS::Topic")
+    # while an environment without alarms has neither alarm topic nor warning (only the users' notices topic)
+    assert [k for k in assembly.resources("dev", "AWS::SNS::Topic") if "Alarms" in k] == []
     assert not [w for w in _warnings(assembly, "dev") if NO_SUBSCRIBER in w]
 
 
@@ -832,3 +966,29 @@ def test_the_cdk_runs_on_the_node_lts_the_tools_pin() -> None:
     assert node is not None
     version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
     assert version == f"v{pinned}" and int(pinned.split(".")[0]) % 2 == 0  # even majors are the LTS lines
+
+
+def test_email_notices_go_through_one_encrypted_topic_only_the_right_functions_touch(assembly: Assembly):
+    # Given the users' notices topic: encrypted, TLS only, named to every function
+    topic_id, topic = _one(assembly, "dev", "AWS::SNS::Topic", "Notices")
+    assert "alias/aws/sns" in json.dumps(topic["Properties"]["KmsMasterKeyId"])
+    policies = assembly.resources("dev", "AWS::SNS::TopicPolicy").values()
+    assert any(
+        s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        for p in policies
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if p["Properties"]["Topics"] == [{"Ref": topic_id}]
+    )
+    # Then the interrupt and status functions may publish to it, the api may manage subscriptions, nobody else
+    grants: dict[str, set[str]] = {}
+    for logical_id, policy in assembly.resources("dev", "AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            if {"Ref": topic_id} in resources:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                grants.setdefault(logical_id.split("Role")[0], set()).update(actions)
+    assert grants == {
+        "interrupt": {"sns:Publish"},
+        "Apiapi": {"sns:GetSubscriptionAttributes", "sns:Subscribe", "sns:Unsubscribe"},
+        "Triggersstatus": {"sns:Publish"},
+    }, grants

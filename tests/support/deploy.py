@@ -14,6 +14,7 @@ import functools
 import importlib
 import io
 import json
+import re
 import zipfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -22,13 +23,15 @@ from typing import Any
 
 from missions.app.runtime import Runtime
 from missions.core.settings import RuntimeSettings
-from missions.core.specs import INTERRUPT_FUNCTION, SERVICE_FUNCTIONS, STAGE_FUNCTION, FunctionSpec
+from missions.core.specs import INTERRUPT_FUNCTION, SERVICE_FUNCTIONS, STAGE_FUNCTION, STREAM_FUNCTION, FunctionSpec
 from missions.local import patches
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
-SPECS = {f"missions-{spec.id}": spec for spec in (STAGE_FUNCTION, INTERRUPT_FUNCTION, *SERVICE_FUNCTIONS)}
+SPECS = {
+    f"missions-{spec.id}": spec for spec in (STAGE_FUNCTION, INTERRUPT_FUNCTION, STREAM_FUNCTION, *SERVICE_FUNCTIONS)
+}
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,8 @@ class Deployment:
 
 
 def emulate_bootstrap(session: Any, assembly: Path, stack_name: str) -> None:
-    """The SSM version parameter and the asset bucket with every file asset of the stack."""
+    """The SSM version parameter and the asset bucket with every file asset of the stack, and the public
+    layers its functions name (see `emulate_public_layers`)."""
     session.client("ssm").put_parameter(Name="/cdk-bootstrap/hnb659fds/version", Value="30", Type="String")
     s3 = session.client("s3")
     s3.create_bucket(Bucket=BOOTSTRAP_BUCKET)
@@ -72,6 +76,27 @@ def emulate_bootstrap(session: Any, assembly: Path, stack_name: str) -> None:
         key = next(iter(asset["destinations"].values()))["objectKey"]
         body = _zip(source) if asset["source"].get("packaging") == "zip" else source.read_bytes()
         s3.put_object(Bucket=BOOTSTRAP_BUCKET, Key=key, Body=body)
+    emulate_public_layers(session, (assembly / f"{stack_name}.template.json").read_text())
+
+
+# a layer version of another account, as the synthesized template writes its ARN (partition and region are
+# CloudFormation references between the quoted parts)
+_PUBLIC_LAYER = re.compile(r'":(\d{12}):layer:([A-Za-z0-9_-]+):(\d+)"')
+
+
+def emulate_public_layers(session: Any, template: str) -> None:
+    """Layers another account publishes (the Lambda Web Adapter's, AWS's), at the versions the template
+    names. In AWS every account may attach them; moto finds a function's layer by name and version in the
+    function's own account only, so each is published there until it has that version."""
+    lambda_ = session.client("lambda")
+    for account, name, version in sorted(set(_PUBLIC_LAYER.findall(template))):
+        if account == ACCOUNT:
+            continue
+        published = 0
+        while published < int(version):
+            published = lambda_.publish_layer_version(
+                LayerName=name, Description=f"stands in for {account}'s", Content={"ZipFile": _zip_bytes()}
+            )["Version"]
 
 
 def deploy(session: Any, assembly: Path, stack_name: str) -> Deployment:
@@ -108,7 +133,7 @@ def run_in_process(deployment: Deployment, session_factory: Any, clients: dict[s
             secrets=_SessionSecrets(session),
         )
         deployment.runtimes[name] = runtime
-        patches.register(name, functools.partial(_handler(spec), runtime=runtime))
+        patches.register(name, functools.partial(_call, spec, runtime=runtime))
 
 
 class _SessionSecrets:
@@ -189,8 +214,11 @@ def role_statements(session: Any, role_arn: str) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------- helpers
 
 
-def _handler(spec: FunctionSpec) -> Any:
-    return getattr(importlib.import_module(spec.module), spec.attribute)
+def _call(spec: FunctionSpec, event: dict[str, Any], context: Any, *, runtime: Runtime) -> Any:
+    """The function's real handler, imported when it is first invoked (a deployment registers every
+    function; a test invokes the few it needs)."""
+    handler = getattr(importlib.import_module(spec.module), spec.attribute)
+    return handler(event, context, runtime=runtime)
 
 
 def _environment(configuration: dict[str, Any]) -> dict[str, str]:
@@ -199,6 +227,13 @@ def _environment(configuration: dict[str, Any]) -> dict[str, str]:
 
 def _record(calls: list[Call], function: str, params: dict[str, Any], model: Any, **_: Any) -> None:
     calls.append(Call(function, model.service_model.service_name, model.name, params))
+
+
+def _zip_bytes() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("README", "a public layer, played")
+    return buffer.getvalue()
 
 
 def _zip(folder: Path) -> bytes:

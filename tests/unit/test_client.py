@@ -31,7 +31,16 @@ from missions.client import (
 )
 from tests.support.cognito import AuthServer, PlayedCognito
 
-CLEAN = {k: None for k in ("MISSIONS_TOKEN", "MISSIONS_API_URL", "MISSIONS_CLIENT_ID", "MISSIONS_CLIENT_SECRET")}
+CLEAN = {
+    k: None
+    for k in (
+        "MISSIONS_TOKEN",
+        "MISSIONS_API_URL",
+        "MISSIONS_STREAM_URL",
+        "MISSIONS_CLIENT_ID",
+        "MISSIONS_CLIENT_SECRET",
+    )
+}
 
 
 class Clock:
@@ -143,6 +152,25 @@ def test_client_credentials_login_caches_the_token_privately_and_the_next_comman
     assert listed.exit_code == 0, listed.output
     assert server.api_calls == [f"Bearer {token}"] and len(cognito.requests) == 1
     assert json.loads(listed.stdout)["sub"] == cognito.machine_client
+
+
+def test_login_caches_the_stream_url_beside_the_token_and_logout_forgets_both(
+    server: AuthServer, cognito: PlayedCognito, clock: Clock, tmp_path: Path
+):
+    config = tmp_path / "config"
+    stream = "https://abc.lambda-url.eu-west-1.on.aws/"
+    login = missions(
+        Wiring(clock=clock),
+        config,
+        *machine_login(server, cognito.machine_client, cognito.machine_secret),
+        "--stream-url",
+        stream,
+    )
+    assert login.exit_code == 0, login.output
+    cache = TokenCache(config / "tokens.json")
+    assert cache.stream_url(server.url) == stream.rstrip("/") and cache.get(server.url) is not None
+    assert missions(Wiring(clock=clock), config, "logout", "--api-url", server.url).exit_code == 0
+    assert cache.stream_url(server.url) is None and cache.get(server.url) is None
 
 
 def test_a_token_about_to_expire_is_taken_again_with_the_client_credentials_and_else_is_an_error(
@@ -278,6 +306,7 @@ def test_endpoints_are_read_from_the_stacks_outputs_whatever_cdks_hash():
                 "ApiTokenUrlB7E5CE3F": "https://missions-staging.auth.eu-west-1.amazoncognito.com/oauth2/token",
                 "ApiMachineClientId9F8E7D6C": "m123",
                 "ApiApiScopeF5E3FF0A": "missions/api",
+                "StreamUrl0A1B2C3D": "https://abc.lambda-url.eu-west-1.on.aws/",
             },
             "missions-broken": {"Capabilities": "[]"},
         }
@@ -286,6 +315,7 @@ def test_endpoints_are_read_from_the_stacks_outputs_whatever_cdks_hash():
     assert found.base == "https://abc.execute-api.eu-west-1.amazonaws.com"
     assert found.token_url and found.token_url.endswith("/oauth2/token") and found.machine_client_id == "m123"
     assert found.stack == "missions-staging" and found.sign_in_url is None
+    assert found.stream_url == "https://abc.lambda-url.eu-west-1.on.aws/"  # the chat's function URL
     with pytest.raises(ClientError, match="stack missions-prod: ValidationError: Stack with id missions-prod does not"):
         stack_endpoints("prod", stack)
     with pytest.raises(ClientError, match="has no ApiUrl output"):

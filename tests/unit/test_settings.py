@@ -39,6 +39,7 @@ def test_the_cli_client_variables_are_not_runtime_settings():
     environment = {
         **environment_of(**TABLES, blob_bucket="b-blobs"),
         "MISSIONS_API_URL": "https://x",
+        "MISSIONS_STREAM_URL": "https://y",
         "MISSIONS_DEBUG": "1",
     }
     assert RuntimeSettings.from_env(environment).blob_bucket == "b-blobs"

@@ -19,7 +19,7 @@ class SettingsError(ValueError):
 
 PREFIX = "MISSIONS_"
 # read by the `missions` CLI as a client of a deployed API, never by the runtime
-CLIENT_VARIABLES = frozenset({"MISSIONS_DEBUG", "MISSIONS_API_URL", "MISSIONS_TOKEN"})
+CLIENT_VARIABLES = frozenset({"MISSIONS_DEBUG", "MISSIONS_API_URL", "MISSIONS_STREAM_URL", "MISSIONS_TOKEN"})
 JSON_FIELDS = (
     "openai_models",
     "openai_prices",
@@ -136,6 +136,26 @@ class RuntimeSettings(BaseModel):
                 for e in exc.errors()
             )
             raise SettingsError(f"invalid runtime settings: {problems}") from exc
+
+    # -- the stream function (missions.app.streaming) -------------------------------------------------
+    # Its function URL has no authorizer: the function verifies bearer tokens as the HTTP API's JWT
+    # authorizer does, against this issuer (the user pool's, https://cognito-idp.<region>.amazonaws.com/
+    # <pool id>, or auth.issuer) and these audiences (the pool's app client ids, or auth.audience).
+    # MISSIONS_JWT_AUDIENCE is a JSON list or ids separated by commas (the stack joins CDK tokens so).
+    jwt_issuer: str | None = Field(None, pattern=r"^https://")
+    jwt_audience: list[str] = Field(default_factory=list, max_length=100)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _jwt_audience_listed(cls, values: Any) -> Any:
+        text = values.get("jwt_audience") if isinstance(values, dict) else None
+        if isinstance(text, str):
+            if text.strip().startswith("["):
+                import json
+
+                return {**values, "jwt_audience": json.loads(text)}
+            return {**values, "jwt_audience": [part.strip() for part in text.split(",") if part.strip()]}
+        return values
 
 
 def environment_of(**values: Any) -> dict[str, str]:

@@ -113,6 +113,9 @@ class FunctionSpec:
     id: str
     code_dir: str
     handler: str = "handler.lambda_handler"
+    # a function that runs its own web server behind the Lambda Web Adapter: the script Lambda runs (its
+    # handler setting, e.g. run.sh); `handler` is then what that server serves, and what runs in-process
+    server: str | None = None
 
     @property
     def module(self) -> str:
@@ -140,6 +143,10 @@ EVALUATE_FUNCTION = FunctionSpec("evaluate", "evaluate")  # nightly trace scorer
 REPOSITORY_IMPORT_FUNCTION = FunctionSpec("repository-import", "repository_import")
 # runs analysis scripts (missions.ports.sandbox): one function per tier, in a VPC with no way out
 SANDBOX_FUNCTION = FunctionSpec("sandbox", "sandbox")
+# streamed responses (SSE, the OpenAI-compatible chat API) on a function URL: a web server behind the Lambda
+# Web Adapter (missions.app.streaming) serving the stream handler; not one of the emulation's functions
+# (`missions dev` serves its routes itself), so not in SERVICE_FUNCTIONS
+STREAM_FUNCTION = FunctionSpec("stream", "stream", server="run.sh")
 SERVICE_FUNCTIONS = (
     API_FUNCTION,
     WEBHOOK_FUNCTION,

@@ -50,12 +50,13 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Mu
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import anyio
 import anyio.to_thread
 import uvicorn
 
+from missions.app.http_event import http_event
 from missions.local.emulation import LocalCloud
 from missions.local.patches import DEFAULT_TIMEOUT_SECONDS, LocalContext
 from missions.local.webpage import is_static, respond_static
@@ -79,54 +80,6 @@ Send = Callable[[ASGIMessage], Awaitable[None]]
 Handler = Callable[..., Any]  # a Lambda handler as the emulation calls it: (event, context, runtime=...)
 
 _log = logging.getLogger(__name__)
-
-
-def http_event(
-    method: str, path: str, query: str, headers: dict[str, str], body: bytes, user: str | None
-) -> dict[str, Any]:
-    """An HTTP API payload v2 event, as API Gateway would hand it to a Lambda."""
-    now = time.time()
-    event: dict[str, Any] = {
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": query,
-        "headers": {k.lower(): v for k, v in headers.items()},
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "local",
-            "domainName": "127.0.0.1",
-            "http": {
-                "method": method,
-                "path": path,
-                "protocol": "HTTP/1.1",
-                "sourceIp": "127.0.0.1",
-                "userAgent": headers.get("User-Agent", ""),
-            },
-            "requestId": str(uuid.uuid4()),
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": datetime.now(UTC).strftime("%d/%b/%Y:%H:%M:%S +0000"),
-            "timeEpoch": int(now * 1000),
-        },
-        "body": None,
-        "isBase64Encoded": False,
-    }
-    if body:
-        try:
-            event["body"] = body.decode("utf-8")
-        except UnicodeDecodeError:  # bytes that are not text travel base64-encoded, as API Gateway sends them
-            event["body"], event["isBase64Encoded"] = base64.b64encode(body).decode("ascii"), True
-    if query:
-        params: dict[str, str] = {}
-        for key, value in parse_qsl(query, keep_blank_values=True):
-            params[key] = f"{params[key]},{value}" if key in params else value
-        event["queryStringParameters"] = params
-    if path.startswith("/webhooks/"):
-        event["pathParameters"] = {"source": path.split("/", 2)[2]}
-    if user:
-        event["requestContext"]["authorizer"] = {"jwt": {"claims": {"sub": user}, "scopes": None}}
-    return event
 
 
 @dataclass

@@ -72,6 +72,9 @@ And what moto's CloudFormation lacks for the stack as deployed:
 12. Nested stacks (each capability is one): moto creates an AWS::CloudFormation::Stack from its
    TemplateURL, but a parent's `Fn::GetAtt [Nested, Outputs.X]` fails (its Stack model has no
    `get_cfn_attribute`). It answers from the nested stack's outputs, as CloudFormation does.
+13. Function URLs (the stream function's): moto's Lambda has the API (CreateFunctionUrlConfig) but its
+   CloudFormation has no AWS::Lambda::Url, and a stack output naming one's `FunctionUrl` fails the
+   whole deploy. It is created through that API, and answers `FunctionUrl` and `FunctionArn`.
 """
 
 from __future__ import annotations
@@ -226,6 +229,10 @@ def install() -> None:
         if not hasattr(CloudFormationStack, "get_cfn_attribute"):
             CloudFormationStack.get_cfn_attribute = _nested_stack_output  # type: ignore[attr-defined]
             _ORIGINAL["nested_outputs"] = True
+        from moto.cloudformation import parsing
+
+        _ORIGINAL["resource_class_from_type"] = parsing.resource_class_from_type
+        parsing.resource_class_from_type = _resource_class_from_type
         _install_caches()
         LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
@@ -265,6 +272,9 @@ def uninstall() -> None:
             from moto.cloudformation.models import Stack as CloudFormationStack
 
             del CloudFormationStack.get_cfn_attribute  # type: ignore[attr-defined]
+        from moto.cloudformation import parsing
+
+        parsing.resource_class_from_type = _ORIGINAL.pop("resource_class_from_type")
         _uninstall_caches()
         _uninstall_lean_resources()
         if _ORIGINAL.get("executions") is None:
@@ -718,3 +728,68 @@ def _nested_stack_output(self: Any, attribute_name: str) -> Any:
     if output is None:
         raise UnformattedGetAttTemplateException()
     return output.value
+
+
+# -- patch 13: AWS::Lambda::Url ----------------------------------------------------------------------------
+
+
+def _resource_class_from_type(resource_type: str) -> Any:
+    if resource_type == _FunctionUrl.cloudformation_type():
+        return _FunctionUrl
+    return _ORIGINAL["resource_class_from_type"](resource_type)
+
+
+class _FunctionUrl:
+    """An AWS::Lambda::Url as CloudFormation makes it: CreateFunctionUrlConfig on its target function."""
+
+    def __init__(self, url: str, function_arn: str, account_id: str, region: str) -> None:
+        self.url, self.function_arn = url, function_arn
+        self.account_id, self.region = account_id, region
+
+    @staticmethod
+    def cloudformation_type() -> str:
+        return "AWS::Lambda::Url"
+
+    @staticmethod
+    def cloudformation_name_type() -> str:
+        return ""
+
+    @classmethod
+    def has_cfn_attr(cls, attr: str) -> bool:
+        return attr in ("FunctionUrl", "FunctionArn")
+
+    @classmethod
+    def create_from_cloudformation_json(
+        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any
+    ) -> _FunctionUrl:
+        from moto.awslambda.models import lambda_backends
+
+        properties = dict(cloudformation_json["Properties"])
+        target = properties.pop("TargetFunctionArn")
+        config = lambda_backends[account_id][region_name].create_function_url_config(target, properties)
+        return cls(config.url, config.function.function_arn, account_id, region_name)
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.function_arn
+
+    def is_created(self) -> bool:
+        return True
+
+    def get_cfn_attribute(self, attribute_name: str) -> str:
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        if attribute_name == "FunctionUrl":
+            return self.url
+        if attribute_name == "FunctionArn":
+            return self.function_arn
+        raise UnformattedGetAttTemplateException()
+
+    def delete(self, account_id: str, region_name: str) -> None:
+        from moto.awslambda.exceptions import UnknownFunctionException
+        from moto.awslambda.models import lambda_backends
+
+        try:
+            lambda_backends[account_id][region_name].delete_function_url_config(self.function_arn)
+        except UnknownFunctionException:  # the function went first (the stack deletes both): so did its URL
+            _log.debug("no function left for the URL of %s", self.function_arn)
