@@ -10,12 +10,13 @@ ENV ?= dev
 # machine has: the CDK CLI and the jsii runtime under the CDK library run on it in every target.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: demo dev test test-fast bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
+.PHONY: demo dev test test-fast browser bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
 
 help:
 	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
 	@echo "make test    run the whole test suite"
-	@echo "make dev     serve the HTTP API on 127.0.0.1:PORT (default 8787) over the embedded emulation"
+	@echo "make dev     serve the HTTP API and the web page (http://127.0.0.1:PORT/) over the embedded emulation"
+	@echo "make browser make sure Chromium is on PATH for the browser tests (installs it with apt-get as root)"
 	@echo "make bench   run the benchmarks (writes .bench/results.json)"
 	@echo "make fuzz    schemathesis against the dev server: MAX_EXAMPLES per operation (300), WORKERS (2)"
 	@echo "make asl     print the compiled state machine of CAPABILITY (default code_analysis)"
@@ -60,8 +61,14 @@ PORT ?= 8787
 dev: venv
 	$(BIN)/missions dev --port $(PORT)
 
-test: venv node
+test: venv node browser
 	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+# The web page's tests (tests/browser) drive the system Chromium: Debian's `chromium` package.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
+	  else echo "the browser tests need Chromium on PATH: sudo apt-get install chromium (Debian/Ubuntu), then make test"; exit 1; fi; }
 
 test-fast: venv
 	$(BIN)/python -m pytest tests/unit tests/conformance -n 2

@@ -12,6 +12,8 @@ handler. What AWS does around them is played here:
   body in the emulated bucket as S3 would (an archive a user uploads for a repository).
 - a handler that raises (a bug) answers 502 with a JSON message, as API Gateway does when its
   Lambda fails; the server goes on serving.
+- the web page: `/`, `/ui/<file>` and `/config.json` are its files (missions.local.webpage), served
+  without a handler or an identity, as a static host would.
 Memory-change triggers need nothing here: moto's stream mapping calls the stream handler.
 
 The HTTP side is uvicorn's: it parses requests, answers malformed ones (400), keeps connections
@@ -57,6 +59,7 @@ import uvicorn
 from missions.app.http_event import http_event
 from missions.local.emulation import LocalCloud
 from missions.local.patches import DEFAULT_TIMEOUT_SECONDS, LocalContext
+from missions.local.webpage import is_static, respond_static
 
 DEV_TOKEN_PREFIX = "dev:"
 MAX_BODY = 1024 * 1024  # API Gateway's own payload limit is larger; nothing here needs more
@@ -66,7 +69,7 @@ CLOCK_PATH = "/_dev/clock"
 BODY_TIMEOUT = 10.0  # seconds a request body may pause before the server gives up on it (408)
 BACKLOG = 2048  # pending connections the listening socket queues (the kernel caps it at net.core.somaxconn)
 # worker threads per function; the stream function's requests wait on missions (a chat turn, an event stream)
-FUNCTION_CONCURRENCY = {"api": 1, "stream": 16, "webhook": 4, "upload": 4, "clock": 1}
+FUNCTION_CONCURRENCY = {"api": 1, "stream": 16, "webhook": 4, "upload": 4, "clock": 1, "static": 8}
 STREAMS = 16  # streamed responses producing a chunk at once
 JSON_TYPE = "application/json"
 
@@ -284,6 +287,8 @@ class DevServer:
     def _route(self, method: str, target: str, headers: dict[str, str], body: bytes) -> Reply:
         parts = urlsplit(target)
         path = parts.path or "/"
+        if is_static(path):  # the web page's files (missions.local.webpage): no handler, no identity
+            return Reply(*respond_static(method, path))
         if path == CLOCK_PATH:
             return self._clock(method, body)
         if path.startswith(S3_PREFIX):
@@ -376,6 +381,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _function_of(path: str) -> str:
     """Which function (and so which concurrency limit) a request's path reaches."""
+    if is_static(path):
+        return "static"
     if path == CLOCK_PATH:
         return "clock"
     if path.startswith(S3_PREFIX):

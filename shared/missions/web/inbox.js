@@ -1,0 +1,33 @@
+// Everything waiting for this user, across missions (GET /inbox), each answerable where it is shown.
+
+import { clear, h, notice, when } from "./dom.js";
+import { questionForm } from "./widgets.js";
+
+export async function inboxView(app, main) {
+  const list = h("div", { className: "cards" });
+  let shown = "";
+  let stopped = false;
+  const load = async () => {
+    const inbox = await app.api.get("/inbox");
+    app.setInboxCount(inbox.items.length);
+    const key = inbox.items.map((i) => i.question.interrupt_id).join(",");
+    if (stopped || key === shown || list.contains(document.activeElement)) return;
+    shown = key;
+    clear(list, inbox.items.length ? null : h("p", { className: "empty" }, "Nothing is waiting for you."),
+      inbox.items.map((item) => h("article", { className: "card inbox-item", dataset: { missionId: item.mission_id } },
+        h("h2", {}, h("a", { href: `#/missions/${encodeURIComponent(item.mission_id)}` }, item.goal)),
+        h("p", { className: "meta" }, item.capability, " · ", when(item.created_at), " · stage ", item.question.stage),
+        questionForm(app.api, item.mission_id, item.question, () => setTimeout(() => load().catch(() => {}), 500)))));
+  };
+  clear(main, h("h1", {}, "Inbox"), h("p", {}, "Questions your missions are waiting on, newest first."), list);
+  try {
+    await load();
+  } catch (error) {
+    list.replaceChildren(notice(`Cannot load the inbox: ${error.message}`, "error"));
+  }
+  const timer = setInterval(() => load().catch(() => {}), app.pollMs);
+  return () => {
+    stopped = true;
+    clearInterval(timer);
+  };
+}
