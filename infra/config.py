@@ -147,6 +147,9 @@ class EnvironmentConfig(BaseModel):
     # subscriber and synth warns: subscribe another endpoint to the stack's AlarmTopicArn output
     alarm_email: str | None = Field(None, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    # the web page (S3 + CloudFront, signed in through the stack's own user pool); off only where no
+    # CloudFront exists (the deploy into moto, whose CloudFormation has none)
+    dashboard: bool = True
     throttle: ThrottleConfig = Field(default_factory=ThrottleConfig)
     llm: LLMConfig = Field(default_factory=LLMConfig)
     architecture: Literal["arm64", "x86_64"] = "arm64"

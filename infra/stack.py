@@ -22,6 +22,7 @@ from infra.components.pipeline import CapabilityStack
 from infra.components.repositories import Repositories
 from infra.components.sandbox import Sandbox
 from infra.components.secrets import Secrets
+from infra.components.site import Site
 from infra.components.storage import Storage
 from infra.components.streaming import Streaming
 from infra.components.triggers import Triggers
@@ -134,7 +135,12 @@ class MissionsStack(Stack):
             functions=functions,
             resources=resources,
         )
-        api = Api(self, "Api", config=config, functions=functions, resources=resources)
+        # the dashboard: its own pool's hosted sign-in redirects to it (an outside issuer's sign-in is not ours)
+        ours = config.auth.type == "jwt" and not config.auth.issuer
+        site = Site(self, "Site", config=config) if config.dashboard and ours else None
+        api = Api(
+            self, "Api", config=config, functions=functions, resources=resources, site_url=site.url if site else None
+        )
         for name in state_machines:
             acknowledge(
                 api.function.role,
@@ -155,6 +161,7 @@ class MissionsStack(Stack):
                 resources=resources,
                 issuer=api.jwt_issuer,
                 audience=api.jwt_audience,
+                site_url=site.url if site else None,
             )
             CfnOutput(
                 self,
@@ -162,6 +169,23 @@ class MissionsStack(Stack):
                 value=streaming.url.url,
                 description="streamed routes (SSE, the OpenAI-compatible chat API: base URL <StreamUrl>v1)",
             )
+
+        if site is not None and streaming is not None:
+            assert api.domain is not None and api.user_client is not None  # the site exists with our own pool
+            stack = Stack.of(self)
+            site.publish(
+                {
+                    "auth": "cognito",
+                    "api": f"https://{api.http_api.api_id}.execute-api.{stack.region}.{stack.url_suffix}",
+                    "stream": streaming.url.url,
+                    "cognito": {
+                        "domain": api.domain.base_url(),
+                        "client_id": api.user_client.user_pool_client_id,
+                        "redirect_uri": f"{site.url}/",
+                    },
+                }
+            )
+            CfnOutput(self, "SiteUrl", value=f"{site.url}/", description="the dashboard (sign in with the user pool)")
 
         housekeeping = Housekeeping(self, "Housekeeping", config=config, factory=functions, resources=resources)
         repositories = Repositories(

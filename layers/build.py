@@ -52,7 +52,12 @@ def build(out: Path, arch: str = "arm64", python: str = PYTHON, sources_only: bo
             check=True,
         )
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
-    shutil.copytree(ROOT / "shared" / "missions", target / "missions", ignore=ignore)
+    # the web page is served by CloudFront (infra/components/site.py) and `missions dev`, never by a function
+    shutil.copytree(
+        ROOT / "shared" / "missions",
+        target / "missions",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests", "web"),
+    )
     shutil.copytree(ROOT / "capabilities", target / "capabilities", ignore=ignore)
     return out
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, Duration, Stack
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
@@ -51,6 +51,12 @@ def api_routes() -> list[tuple[str, str]]:
     return sorted(routes)
 
 
+def browser_origins(config: EnvironmentConfig, site_url: str | None = None) -> list[str]:
+    """Where the apps that sign users in run (the sign-in callbacks' origins), and the dashboard's site."""
+    origins = {f"{part.scheme}://{part.netloc}" for part in map(urlsplit, config.auth.callback_urls)}
+    return [*sorted(origins), *([site_url] if site_url else [])]
+
+
 class Api(Construct):
     def __init__(
         self,
@@ -60,8 +66,12 @@ class Api(Construct):
         config: EnvironmentConfig,
         functions: FunctionFactory,
         resources: Resources,
+        site_url: str | None = None,
     ) -> None:
+        """`site_url`: the dashboard's (CloudFront) origin: a sign-in redirect, and a browser origin the API
+        answers (CORS)."""
         super().__init__(scope, id)
+        self.site_url = site_url
         self.function = functions.create(self, "api", API_FUNCTION, description="HTTP API: missions, memory, feedback")
         grant(self.function.role, ACCESS["api"], resources)  # type: ignore[arg-type]
         self.webhook_function = functions.create(
@@ -90,6 +100,13 @@ class Api(Construct):
             description="missions: start, watch, answer and rate long-running missions",
             create_default_stage=False,
             default_authorizer=self._authorizer(config),
+            cors_preflight=apigw.CorsPreflightOptions(
+                allow_origins=browser_origins(config, site_url),
+                allow_methods=[apigw.CorsHttpMethod.ANY],
+                allow_headers=["authorization", "content-type", "idempotency-key"],
+                expose_headers=["retry-after", "idempotent-replayed", "x-correlation-id"],
+                max_age=Duration.hours(1),
+            ),
         )
         log_group = logs.LogGroup(
             self, "AccessLogs", retention=retention(config), removal_policy=removal_policy(config)
@@ -187,8 +204,8 @@ class Api(Construct):
             o_auth=cognito.OAuthSettings(
                 flows=cognito.OAuthFlows(authorization_code_grant=True),
                 scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL, cognito.OAuthScope.PROFILE, api],
-                callback_urls=list(auth.callback_urls),
-                logout_urls=list(auth.logout_urls),
+                callback_urls=[*auth.callback_urls, *([f"{self.site_url}/"] if self.site_url else [])],
+                logout_urls=[*auth.logout_urls, *([f"{self.site_url}/"] if self.site_url else [])],
             ),
         )
         # machines: client credentials (id + secret) for the API scope only; a token's sub is the client id,

@@ -16,13 +16,12 @@ function URL with AWS_IAM auth names a principal, not the JWT claims the stream 
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.components.access import ACCESS, Resources, grant
+from infra.components.api import browser_origins
 from infra.components.functions import FunctionFactory
 from infra.config import EnvironmentConfig
 from missions.app.streaming import DEFAULT_PORT, READINESS_PATH
@@ -50,11 +49,6 @@ def web_adapter_environment() -> dict[str, str]:
     }
 
 
-def browser_origins(config: EnvironmentConfig) -> list[str]:
-    """The origins of the sign-in callbacks: where the apps that sign users in (the dashboard) run."""
-    return sorted({f"{part.scheme}://{part.netloc}" for part in map(urlsplit, config.auth.callback_urls)})
-
-
 class Streaming(Construct):
     def __init__(
         self,
@@ -66,6 +60,7 @@ class Streaming(Construct):
         resources: Resources,
         issuer: str,
         audience: list[str],
+        site_url: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
@@ -94,9 +89,10 @@ class Streaming(Construct):
             auth_type=lambda_.FunctionUrlAuthType.NONE,
             invoke_mode=lambda_.InvokeMode.RESPONSE_STREAM,
             cors=lambda_.FunctionUrlCorsOptions(
-                allowed_origins=browser_origins(config),
+                allowed_origins=browser_origins(config, site_url),
                 allowed_methods=[lambda_.HttpMethod.GET, lambda_.HttpMethod.POST],
-                allowed_headers=["authorization", "content-type"],
+                allowed_headers=["authorization", "content-type", "last-event-id", "x-conversation-id"],
+                exposed_headers=["x-conversation-id", "x-mission-id"],
                 max_age=CORS_MAX_AGE,
             ),
         )

@@ -54,6 +54,9 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
     environments = json.loads((ROOT / "cdk.json").read_text())["context"]["environments"]
     # and, for this test only, git imports from a server on loopback
     environments["dev"] = {**environments["dev"], "repo_roots": [str(ROOT)], "local_git_sources": True}
+    # and without the dashboard: moto's CloudFormation has no CloudFront (tests/infra/test_site.py checks
+    # the site in the template)
+    environments["dev"]["dashboard"] = False
     # and the sign-in callback on a free port (the CLI listens there for `login --browser`), not on 8787
     auth = environments["dev"].get("auth", {})
     environments["dev"]["auth"] = {**auth, "callback_urls": [f"http://localhost:{_free_port()}/callback"]}

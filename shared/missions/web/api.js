@@ -13,8 +13,9 @@ export class ApiError extends Error {
 
 export class Api {
   constructor(config, session) {
-    this.base = config.api || "";
-    this.streamBase = config.stream || config.api || "";
+    // without a trailing slash: a function URL ends with one, and the paths below begin with one
+    this.base = (config.api || "").replace(/\/+$/, "");
+    this.streamBase = (config.stream || config.api || "").replace(/\/+$/, "");
     this.session = session;
   }
 
