@@ -262,3 +262,27 @@ def test_an_event_stream_resumes_after_a_disconnect_and_ends_with_the_mission(se
     # another user's stream is 404, a bad Last-Event-ID is 400
     assert httpx.get(url, headers={"Authorization": "Bearer dev:hal"}).status_code == 404
     assert httpx.get(url, headers={**auth, "Last-Event-ID": "%%%"}).status_code == 400
+
+
+def test_a_stage_is_told_as_it_begins_not_when_it_ends(server: DevServer):
+    # Given a mission whose first stage holds until the test lets it go
+    GATE.clear()
+    client = chat(server, "ivy")
+    stream = client.chat.completions.create(
+        model="t_slow", messages=[{"role": "user", "content": "take your time"}], stream=True
+    )
+    try:
+        # When the client reads the stream while that stage runs
+        progress = ""
+        for chunk in stream:
+            progress += extra(chunk.choices[0].delta, "reasoning_content") or "" if chunk.choices else ""
+            if "▸ hold" in progress:
+                break
+        # Then it was told the stage began while it still runs, and the dashboard's view says so too
+        assert not GATE.is_set() and "▸ hold" in progress
+        mine = Client(server, "ivy").call("GET", "/missions?limit=1")[1]["missions"][0]
+        assert mine["running_stage"] == "hold" and mine["stage"] is None
+    finally:
+        GATE.set()
+    rest = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert "finally done" in rest

@@ -177,6 +177,7 @@ class World:
             answer=self.answer,
             choose_capability=self.choose,
             capabilities=lambda: ["code_analysis", "travel"],
+            first_stage=lambda capability: "plan",
             monotonic=self.clock.monotonic,
             sleep=self.clock.sleep,
         )
@@ -315,3 +316,24 @@ def test_a_new_message_waits_for_the_open_one_rather_than_running_beside_it():
     _, running = world.say("plan a trip", wait=1)
     _, still = world.say("plan a trip", running.content, "and hotels?", wait=1)
     assert "not started" in still.content and len(world.started) == 1
+
+
+def test_a_stage_is_told_as_it_begins_from_the_missions_record_once():
+    # Given a mission whose first stage ran and whose routing sent it on to `search`
+    world = World()
+    calls = {"n": 0}
+
+    def route_on() -> None:
+        calls["n"] += 1
+        if calls["n"] == 1:  # the first stage commits: its events, and where it goes next, in its update
+            Lifecycle(world.missions).progress("m1", stage="plan", next_stage="search", counters={"agent_hops": 1})
+        elif calls["n"] == 4:
+            world.finish("m1", "found")
+
+    request = ChatRequest.model_validate({"model": "travel", "messages": [{"role": "user", "content": "a trip"}]})
+    steps = []
+    for step in world.chat.follow(world.chat.begin("ann", request), 5):
+        steps += [step] if isinstance(step, Progress) else []
+        route_on()
+    # Then each stage is told once, as it begins, before its own events are written
+    assert steps == [Progress("▸ plan"), Progress("▸ search")]

@@ -132,6 +132,7 @@ def test_counters_follow_the_work_done():
     record = driver.stores.missions.get(env.mission_id)
     assert (record.status, record.terminal_reason, record.counters["agent_hops"]) == ("completed", "completed", 3)
     assert record.result["answer"] == "done after 3 hops"
+    assert (record.stage, record.next_stage) == ("done", None)  # where the last stage's routing sent it: nowhere
 
 
 def test_llm_budget_refuses_the_next_llm_stage():

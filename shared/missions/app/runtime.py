@@ -383,6 +383,7 @@ class Runtime:
             answer=self.answer,
             choose_capability=self.service.choose_capability,
             capabilities=self.capabilities.available,
+            first_stage=lambda name: self.capabilities.load(name).pipeline.start,
             poll_seconds=self.settings.stream_poll_seconds,
         )
 

@@ -31,6 +31,17 @@ class MissionStatus:
 LIFECYCLE = ("created", "planning", "executing", "interrupted", "reflecting", "completed", "failed", "archived")
 
 
+def running_stage(record: MissionRecord, first: str | None = None) -> str | None:
+    """The stage running now, while the mission runs: `first` (its pipeline's first stage) before any
+    stage ran, then where the routing sent it after its last stage."""
+    if record.status != MissionStatus.RUNNING:
+        return None
+    if not int((record.counters or {}).get("agent_hops") or 0):
+        return first
+    upcoming = record.next_stage
+    return upcoming if upcoming and not upcoming.startswith("await:") else None
+
+
 def lifecycle_of(record: MissionRecord) -> str:
     """Seed 004's lifecycle state of a mission (plus 'cancelled', which the user chose)."""
     status = record.status
@@ -63,6 +74,9 @@ class MissionRecord(Model):
     completed_at: str | None = None
     feedback: dict[str, Any] | None = None
     phase: str | None = None  # planning | executing | reflecting: the running stage's phase
+    # where the routing sent it after `stage`: the stage running now (or "await:<kind>"), written with the
+    # same update as `stage`, so followers see a stage begin without a write of its own
+    next_stage: str | None = None
     archived_at: str | None = None
 
 

@@ -42,7 +42,15 @@ from missions.core.events import Event, EventType
 from missions.core.requests import MissionRequest
 from missions.core.triggers import TriggerSource
 from missions.ports.conversations import ConversationStore, VersionConflict
-from missions.ports.store import EventStore, InterruptRecord, InterruptStore, MissionRecord, MissionStatus, MissionStore
+from missions.ports.store import (
+    EventStore,
+    InterruptRecord,
+    InterruptStore,
+    MissionRecord,
+    MissionStatus,
+    MissionStore,
+    running_stage,
+)
 from missions.service.interrupts import waiting_question
 
 POLL_SECONDS = 0.25
@@ -85,10 +93,10 @@ class ChatTurn:
 
 
 def progress_of(event: Event) -> str | None:
-    """What a user following the mission is told of an event (None: nothing worth a line)."""
+    """What a user following the mission is told of an event (None: nothing worth a line). A stage's
+    start is told from the mission's record as it begins (`ChatService._begun`), not from its event, which is
+    written when the stage ends."""
     payload = event.payload
-    if event.type is EventType.AGENT_STARTED:
-        return f"▸ {event.stage}"
     if event.type is EventType.TOOL_STARTED:
         return f"  · {payload.get('tool') or payload.get('name') or 'tool'}"
     if event.type is EventType.ANALYSIS_COMPLETED:
@@ -112,13 +120,14 @@ class ChatService:
         answer: Callable[..., Any],
         choose_capability: Callable[[str, str | None, str | None], str],
         capabilities: Callable[[], list[str]],
+        first_stage: Callable[[str], str | None] = lambda capability: None,
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         poll_seconds: float = POLL_SECONDS,
     ):
         self.missions, self.events, self.interrupts, self.conversations = missions, events, interrupts, conversations
         self._submit, self._answer, self._choose = submit, answer, choose_capability
-        self._capabilities = capabilities
+        self._capabilities, self._first_stage = capabilities, first_stage
         self._monotonic, self._sleep, self.poll_seconds = monotonic, sleep, poll_seconds
 
     # -- models ------------------------------------------------------------------------------------
@@ -272,14 +281,25 @@ class ChatService:
         self, mission_id: str, cursor: str | None, deadline: float, *, skip: str | None
     ) -> Generator[Step, None, Reply]:
         """Follow one mission: progress lines and ticks; returns the reply it came to."""
+        announced: tuple[int, str] | None = None  # (stages run before it, stage) the record last showed
+        told: str | None = None  # the stage last told as beginning, either way
         while True:
             events, last = self.events.read(mission_id, after=cursor, limit=200)
             cursor = last or cursor
             for event in events:
+                if event.type is EventType.AGENT_STARTED and announced is None and event.stage != told:
+                    told = event.stage  # it began before this follower looked at the record
+                    yield Progress(f"▸ {told}")
                 line = progress_of(event)
                 if line:
                     yield Progress(line)
             record = self.missions.get(mission_id)
+            begun = self._begun(record)
+            if begun is not None and begun != announced:
+                announced = begun
+                if begun[1] != told:
+                    told = begun[1]
+                    yield Progress(f"▸ {told}")
             if record.status in MissionStatus.TERMINAL:
                 return self._ended(record)
             asking = self._asking(record)
@@ -291,6 +311,11 @@ class ChatService:
             if not events:
                 yield Tick
                 self._sleep(self.poll_seconds)
+
+    def _begun(self, record: MissionRecord) -> tuple[int, str] | None:
+        """The stage that began last, by how many stages ran before it."""
+        stage = running_stage(record, self._first_stage(record.capability))
+        return (int((record.counters or {}).get("agent_hops") or 0), stage) if stage else None
 
     def _ended(self, record: MissionRecord) -> Reply:
         usage = usage_of(record.counters)

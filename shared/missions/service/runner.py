@@ -797,6 +797,7 @@ class StageRunner:
             return
         fields: dict[str, Any] = {
             "stage": stage,
+            "next_stage": envelope.next_stage,
             "phase": self.pipeline.agent(stage).phase or "executing",
             "counters": envelope.counters.model_dump(),
             # the question is only `asking`: the interrupt function makes it pending (and the mission

@@ -127,9 +127,10 @@ export function layout(graph, stageOrder = []) {
 function currentIds(graph, mission) {
   const ids = new Set();
   if (!mission) return ids;
-  if (mission.stage) {
-    const exact = graph.nodes.find((n) => n.id === mission.stage);
-    const byStage = graph.nodes.find((n) => n.stage === mission.stage);
+  const at = mission.running_stage || mission.stage; // the stage running now, else the last that ran
+  if (at) {
+    const exact = graph.nodes.find((n) => n.id === at);
+    const byStage = graph.nodes.find((n) => n.stage === at);
     if (exact || byStage) ids.add((exact || byStage).id);
   }
   const waiting = mission.pending_interrupt && graph.nodes.find((n) => n.id === `await.${mission.pending_interrupt.kind}`);

@@ -12,8 +12,13 @@ export function lifecycleBadge(mission) {
 export function progress(mission, stages) {
   const ended = ["completed", "failed", "cancelled"].includes(mission.status);
   const total = Math.max(stages.length, 1);
-  const at = ended ? total : Math.max(0, stages.indexOf(mission.stage)) + (mission.stage ? 1 : 0);
-  const text = ended ? `${mission.status}` : mission.stage ? `stage ${at} of ${total}: ${mission.stage}` : "not started";
+  const current = mission.running_stage || mission.stage; // the stage running now, else the last that ran
+  const at = ended ? total : Math.max(0, stages.indexOf(current)) + (current ? 1 : 0);
+  const text = ended
+    ? `${mission.status}`
+    : mission.running_stage
+      ? `stage ${at} of ${total}: ${current} (running)`
+      : current ? `stage ${at} of ${total}: ${current}` : "not started";
   return h("div", { className: "progress" },
     h("progress", { max: total, value: at, "aria-label": `Progress: ${text}` }),
     h("span", { className: "progress-text" }, text));

@@ -38,7 +38,7 @@ from missions.core.errors import NotFound
 from missions.core.evaluation import Evaluation
 from missions.core.requests import MissionRequest
 from missions.core.triggers import TriggerSource
-from missions.ports.store import MissionRecord, MissionStatus, lifecycle_of
+from missions.ports.store import MissionRecord, MissionStatus, lifecycle_of, running_stage
 from missions.service.interrupts import waiting_question
 
 _MISSION = "/missions/<mission_id>"
@@ -110,6 +110,13 @@ def _decode_cursor(cursor: str | None) -> int:
     raise RequestValidationError([{"loc": ("query", "cursor"), "type": "value_error", "msg": "invalid cursor"}])
 
 
+def _first_stage(capability: str) -> str | None:
+    try:
+        return runtime().capabilities.load(capability).pipeline.start
+    except LookupError:  # a capability no longer installed: its missions show where they were
+        return None
+
+
 def _summary(record: MissionRecord) -> dict[str, Any]:
     return {
         "mission_id": record.mission_id,
@@ -118,6 +125,7 @@ def _summary(record: MissionRecord) -> dict[str, Any]:
         "status": record.status,
         "lifecycle": lifecycle_of(record),
         "stage": record.stage,
+        "running_stage": running_stage(record, _first_stage(record.capability)),
         "priority": record.priority,
         "trigger": record.trigger,
         "created_at": record.created_at,

@@ -143,7 +143,8 @@ class MissionSummary(BaseModel):
     goal: str
     status: str
     lifecycle: str
-    stage: str | None
+    stage: str | None = Field(description="the last stage that ran")
+    running_stage: str | None = Field(description="the stage running now (null when none is)")
     priority: str
     trigger: str
     created_at: str
