@@ -10,6 +10,7 @@ this site as the redirect), resolved at deploy, so the same files work locally a
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 from pathlib import Path
@@ -50,6 +51,7 @@ def content_security_policy(region: str) -> str:
 def staged_files(source: Path = WEB_DIR) -> Path:
     """The page's files as the site serves them: index.html at the root, everything under ui/."""
     staged = Path(tempfile.mkdtemp(prefix="missions-site-"))
+    atexit.register(shutil.rmtree, staged, True)  # CDK copies the asset into the cloud assembly at synth
     shutil.copytree(source, staged / "ui", ignore=shutil.ignore_patterns("__pycache__", "*.py", "*.pyc"))
     shutil.copy2(source / "index.html", staged / "index.html")
     return staged
