@@ -665,3 +665,13 @@ def test_a_capabilitys_graph_is_its_compiled_state_machine(runtime: Runtime):
     assert set(runtime.capabilities.load("shopping").pipeline.stage_names()) <= stages
     assert {"await", "end"} <= {n["kind"] for n in graph["nodes"]}
     assert call(runtime, "GET", "/capabilities/nope/graph")[0] == 404
+
+
+def test_me_names_the_user_and_where_their_learned_preferences_live(runtime: Runtime):
+    status, me = call(runtime, "GET", "/me", user="ann@example.org")
+    assert status == 200 and me == {
+        "user_id": "ann@example.org",
+        "preferences_namespace": "user_preferences:ann_example.org",
+        "operator": False,
+    }
+    assert call(runtime, "GET", "/me", user=None)[0] == 401

@@ -4,7 +4,7 @@
 
 import { analyticsView } from "./analytics.js";
 import { Api } from "./api.js";
-import { claims, Session } from "./auth.js";
+import { Session } from "./auth.js";
 import { chatView } from "./chat.js";
 import { clear, h, notice, uid } from "./dom.js";
 import { inboxView } from "./inbox.js";
@@ -39,12 +39,6 @@ class App {
 
   stagesOf(name) {
     return this.capabilities.find((c) => c.name === name)?.stages || [];
-  }
-
-  /** The user's segment of the preferences namespace, as the runtime makes it (unsafe characters: _). */
-  userSegment() {
-    const user = this.session.isDev ? this.session.user : claims(this.session.token).sub || this.session.user;
-    return (user || "_").replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 64) || "_";
   }
 
   setInboxCount(count) {

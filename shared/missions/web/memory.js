@@ -1,5 +1,5 @@
 // The user's long-term memory: what feedback taught the runtime (learned preferences, in the
-// `user_preferences:<user>` namespace) and any namespace they keep, each item viewable, editable
+// namespace GET /me names) and any namespace they keep, each item viewable, editable
 // and deletable through the /memory routes.
 
 import { clear, h, notice, uid, when } from "./dom.js";
@@ -88,7 +88,7 @@ function namespaceSection(app, title, namespace, { editable = false } = {}) {
 }
 
 export async function memoryView(app, main) {
-  const mine = app.userSegment();
+  const { preferences_namespace: preferences } = await app.api.get("/me");
   const nsId = uid("ns");
   const nsInput = h("input", { id: nsId, name: "namespace", value: "notes", required: true });
   const other = h("div");
@@ -105,7 +105,7 @@ export async function memoryView(app, main) {
   clear(main,
     h("h1", {}, "Memory"),
     h("p", {}, "What missions remember for you. Preferences are learned from your feedback; later missions read them."),
-    namespaceSection(app, "Learned preferences", `user_preferences:${mine}`),
+    namespaceSection(app, "Learned preferences", preferences),
     h("section", { className: "card" }, h("h2", {}, "Your memory"), pick, other));
   clear(other, namespaceSection(app, "Memory: notes", "notes", { editable: true }));
   return () => {};

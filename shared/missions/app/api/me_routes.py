@@ -1,4 +1,4 @@
-"""You: how you are told about your missions."""
+"""You: who you are to the service, and how you are told about your missions."""
 
 from __future__ import annotations
 
@@ -7,10 +7,23 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
-from missions.app.api.edge import app, current_user, responses, runtime
-from missions.app.api.models import NotificationOptIn, NotificationSettings
+from missions.app.api.edge import app, current_user, is_operator, responses, runtime
+from missions.app.api.models import Me, NotificationOptIn, NotificationSettings
+from missions.service.feedback import preferences_namespace
 
 _NOTIFICATIONS = "/me/notifications"
+
+
+@app.get("/me", summary="Who you are to the service", responses=responses((200, Me, "you")))
+def me() -> dict[str, Any]:
+    """Your user id, the memory namespace your learned preferences live in (URL form), and whether you
+    are an operator."""
+    user = current_user()
+    return {
+        "user_id": user,
+        "preferences_namespace": ":".join(preferences_namespace(user)),
+        "operator": is_operator(user),
+    }
 
 
 @app.get(_NOTIFICATIONS, summary="Your email notices", responses=responses((200, NotificationSettings, "yours"), 503))

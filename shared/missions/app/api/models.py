@@ -303,6 +303,12 @@ class Inbox(BaseModel):
     items: list[InboxItem]
 
 
+class Me(BaseModel):
+    user_id: str
+    preferences_namespace: str = Field(description="where feedback's learned preferences live: GET /memory/<it>")
+    operator: bool
+
+
 class NotificationSettings(BaseModel):
     """Whether you are told by email when a mission needs you or finishes."""
 
