@@ -282,26 +282,30 @@ class ChatService:
     ) -> Generator[Step, None, Reply]:
         """Follow one mission: progress lines and ticks; returns the reply it came to."""
         announced: tuple[int, str] | None = None  # (stages run before it, stage) the record last showed
-        told: str | None = None  # the stage last told as beginning, either way
+        ahead: list[str] = []  # stages told as beginning (from the record) whose own events are still to come
         while True:
             events, last = self.events.read(mission_id, after=cursor, limit=200)
             cursor = last or cursor
+            started = set()
             for event in events:
-                if event.type is EventType.AGENT_STARTED and announced is None and event.stage != told:
-                    told = event.stage  # it began before this follower looked at the record
-                    yield Progress(f"▸ {told}")
+                if event.type is EventType.AGENT_STARTED and event.stage:
+                    started.add(event.stage)
+                    if event.stage in ahead:  # told as it began
+                        del ahead[: ahead.index(event.stage) + 1]
+                    else:  # it began and ended between two looks at the record
+                        yield Progress(f"▸ {event.stage}")
                 line = progress_of(event)
                 if line:
                     yield Progress(line)
             record = self.missions.get(mission_id)
+            if record.status in MissionStatus.TERMINAL:
+                return self._ended(record)
             begun = self._begun(record)
             if begun is not None and begun != announced:
                 announced = begun
-                if begun[1] != told:
-                    told = begun[1]
-                    yield Progress(f"▸ {told}")
-            if record.status in MissionStatus.TERMINAL:
-                return self._ended(record)
+                if begun[1] not in started:  # else the record is a moment behind the events just told
+                    ahead.append(begun[1])
+                    yield Progress(f"▸ {begun[1]}")
             asking = self._asking(record)
             if asking is not None and asking.interrupt_id != skip:
                 content = question_text(asking.kind, asking.question, asking.options, asking.data)
