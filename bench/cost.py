@@ -1,5 +1,9 @@
 """Infrastructure cost of the demo mission: metered on the emulation, priced at AWS list prices.
 
+Measured on the two levels the stack deploys and, in the same run, on the single-level layout (every
+stage on the Standard machine), so the ratio is the two levels' saving on the same code. The target
+(issue 14) is $0.0003 per demo mission; LangSmith Deployment charges $0.005 per run.
+
 The mission really runs (moto executes the compiled state machine, the handlers run in-process)
 under missions.local.metering.Meter; missions.core.costing prices what it counted. The LLM is the
 offline scripted model, so tokens cost nothing here: this is the AWS bill alone. Lambda
@@ -14,8 +18,12 @@ from rich.table import Table
 
 from missions.core.costing import estimate
 
+TARGET_DOLLARS = 0.0003
+LANGSMITH_DOLLARS_PER_RUN = 0.005
 UNITS = {
-    "step_functions": "state transitions",
+    "step_functions": "Standard transitions",
+    "express_requests": "Express executions",
+    "express_duration": "Express GB-s",
     "lambda_requests": "requests",
     "lambda_compute": "GB-s",
     "dynamodb_reads": "read units",
@@ -26,15 +34,20 @@ UNITS = {
 }
 
 
-def run() -> dict[str, Any]:
+def _metered(single_level: bool) -> Any:
     from bench.run import DEMO, ROOT
     from missions.local.emulation import LocalCloud
     from missions.local.metering import Meter
 
-    with LocalCloud(["code_analysis"]) as cloud, Meter(cloud) as meter:
+    with LocalCloud(["code_analysis"], single_level=single_level) as cloud, Meter(cloud) as meter:
         outcome = meter.run("code_analysis", DEMO, context={"repo": str(ROOT)})
         assert outcome.status == "SUCCEEDED", (outcome.error, outcome.cause)
-        usage = meter.usage_for(outcome.mission_id)
+        return meter.usage_for(outcome.mission_id)
+
+
+def run() -> dict[str, Any]:
+    usage = _metered(single_level=False)
+    single = estimate(_metered(single_level=True))
     cost = estimate(usage)
     return {
         "mission": "code_analysis demo (offline model: no LLM cost)",
@@ -48,7 +61,16 @@ def run() -> dict[str, Any]:
         },
         "total_dollars_per_mission": round(cost.total, 9),
         "total_dollars_per_1000_missions": round(cost.total * 1000, 6),
+        "single_level_dollars_per_mission": round(single.total, 9),
+        "single_level_transitions": single.quantities["step_functions"],
+        "ratio_to_single_level": round(cost.total / single.total, 3),
+        "ratio_to_langsmith_run": round(cost.total / LANGSMITH_DOLLARS_PER_RUN, 4),
+        "target_dollars": TARGET_DOLLARS,
     }
+
+
+def checks(result: dict[str, Any]) -> dict[str, bool]:
+    return {f"demo mission <= ${TARGET_DOLLARS} infra": result["total_dollars_per_mission"] <= TARGET_DOLLARS}
 
 
 def table(result: dict[str, Any]) -> Table:
@@ -64,5 +86,10 @@ def table(result: dict[str, Any]) -> Table:
         shown = f"{quantity:.3f}" if isinstance(quantity, float) and not quantity.is_integer() else f"{quantity:g}"
         rows.add_row(line, f"{shown} {figures['unit']}", f"${figures['dollars']:.7f}")
     rows.add_row("total per mission", "", f"${result['total_dollars_per_mission']:.6f}")
+    rows.add_row(
+        "single-level layout, same run",
+        f"{result['single_level_transitions']:g} Standard transitions",
+        f"${result['single_level_dollars_per_mission']:.6f} ({result['ratio_to_single_level']}x)",
+    )
     rows.add_row("total per 1,000 missions", "", f"${result['total_dollars_per_1000_missions']:.2f}")
     return rows

@@ -1,6 +1,11 @@
 """Every installed mission type on the emulation: state transitions, LLM calls, wall time and the
 estimated infrastructure cost per mission, with the LLM-call budget of its complexity level.
 
+Each runs twice in the same run: on the two levels the stack deploys (a Standard machine waiting for
+people, the stages in Express segments) and on the single-level layout (every stage on the Standard
+machine, as before issue 14), so the ratio of the two is the saving of the layout alone. Both are the
+full emulation (moto), with the meter's usage priced at list prices (missions.core.costing).
+
 Each runs its capability's example goal with the offline model; a question is answered the
 way a satisfied user would (the first option, approval), so interactive types complete.
 """
@@ -71,16 +76,17 @@ def run_one(
         "within_budget": llm_calls is not None and budget is not None and llm_calls <= budget,
         "wall_s": round(wall, 2),
         "infra_dollars": round(estimate(usage).total, 7),
+        "usage": {k: round(v, 6) for k, v in usage.as_dict().items()},
     }
 
 
-def run() -> dict[str, Any]:
+def _run_all(single_level: bool) -> dict[str, Any]:
     from bench.run import ROOT
     from missions.local.emulation import LocalCloud
     from missions.local.metering import Meter
 
     names = registry.installed()
-    with LocalCloud(names) as cloud, Meter(cloud) as meter:
+    with LocalCloud(names, single_level=single_level) as cloud, Meter(cloud) as meter:
         results = {name: run_one(cloud, meter, name, str(ROOT)) for name in names}
         if "home_assistant" in names:
             results |= {
@@ -90,6 +96,20 @@ def run() -> dict[str, Any]:
         return results
 
 
+def run() -> dict[str, Any]:
+    results = _run_all(single_level=False)
+    before = _run_all(single_level=True)
+    for name, r in results.items():
+        single = before[name]
+        r["single_level"] = {
+            "status": single["status"],
+            "state_transitions": single["state_transitions"],
+            "infra_dollars": single["infra_dollars"],
+        }
+        r["cost_ratio_to_single_level"] = round(r["infra_dollars"] / single["infra_dollars"], 3)
+    return results
+
+
 def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for name, r in results.items():
@@ -97,8 +117,14 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
         out.append(
             (
                 f"{name} (level {r['complexity']})",
-                f"{r['status']}, {r['state_transitions']} transitions, {budget}, {r['answers']} answers, "
-                f"{r['wall_s']} s, ${r['infra_dollars']:.5f} infra"
+                f"{r['status']}, {r['state_transitions']} Standard + {r['usage']['express_transitions']:g} Express "
+                f"transitions in {r['usage']['express_requests']:g} segments, {budget}, {r['answers']} answers, "
+                f"{r['wall_s']} s, ${r['infra_dollars']:.6f} infra "
+                f"({r['cost_ratio_to_single_level']}x single-level ${r['single_level']['infra_dollars']:.6f}, "
+                f"{r['single_level']['state_transitions']} transitions); "
+                f"{r['usage']['lambda_gb_seconds']:.3f} Lambda GB-s, "
+                f"{r['usage']['express_gb_seconds']:.3f} Express GB-s, {r['usage']['dynamodb_write_units']:g} WRU, "
+                f"{r['usage']['dynamodb_read_units']:g} RRU"
                 + (f", {r['sandbox_ms']:.0f} ms in the sandbox" if r["sandbox_ms"] else ""),
             )
         )

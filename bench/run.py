@@ -161,13 +161,24 @@ def main() -> None:
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
     results["peak_rss_mb"] = peak_memory_mb()
-    from bench import chat, cost, devserver, dispatch, infra, mission_types, repositories, runner_vs_langgraph
+    from bench import (
+        chat,
+        cost,
+        devserver,
+        dispatch,
+        infra,
+        long_mission,
+        mission_types,
+        repositories,
+        runner_vs_langgraph,
+    )
 
     results["runner_vs_langgraph"] = runner_vs_langgraph.run()
     results["dispatch"] = dispatch.run()
     results["infra_cost"] = cost.run()
     results["deployment"] = infra.run()
     results["mission_types"] = mission_types.run()
+    results["long_mission"] = long_mission.run()
     results["repositories"] = repositories.run()
     results["devserver"] = devserver.run()
     results["chat"] = chat.run()
@@ -180,6 +191,8 @@ def main() -> None:
         **infra.checks(results["deployment"]),
         **devserver.checks(results["devserver"]),
         **chat.checks(results["chat"]),
+        **cost.checks(results["infra_cost"]),
+        **long_mission.checks(results["long_mission"]),
         **{
             f"{name}: LLM calls within level {r['complexity']} budget ({r['llm_budget']})": r["within_budget"]
             for name, r in results["mission_types"].items()
@@ -222,6 +235,8 @@ def main() -> None:
                 f"max per user {figures.get('max_concurrent_per_user')}",
             )
     for measure, value in runner_vs_langgraph.rows(results["runner_vs_langgraph"]):
+        table.add_row(measure, value)
+    for measure, value in long_mission.rows(results["long_mission"]):
         table.add_row(measure, value)
     for measure, value in mission_types.rows(results["mission_types"]):
         table.add_row(measure, value)

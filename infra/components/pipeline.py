@@ -1,4 +1,5 @@
-"""One capability deployed: a Lambda per agent stage and the state machine the compiler wrote, in a
+"""One capability deployed: a Lambda per agent stage and the state machines the compiler wrote (the
+mission's Standard machine and, when its stages fit, the Express machine its segments run in), in a
 nested stack of its own with its alarms, so the runtime's stack stays far from CloudFormation's 500
 resources however many capabilities an environment deploys."""
 
@@ -18,23 +19,24 @@ from constructs import Construct
 from infra.components.access import ACCESS, READ_SNAPSHOTS, Resources, grant
 from infra.components.functions import FunctionFactory, retention
 from infra.components.monitoring import pipeline_alarms
-from infra.components.nag import acknowledge
+from infra.components.nag import acknowledge, rendered
 from infra.components.sandbox import Sandbox
 from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
 from missions.core.capability import Capability
-from missions.core.compiler import compile_pipeline, placeholders
+from missions.core.compiler import compile_mission, placeholders
 from missions.core.settings import environment_of
-from missions.core.specs import STAGE_FUNCTION, state_machine_name
+from missions.core.specs import STAGE_FUNCTION, segment_machine_name, state_machine_name
 
 # the workspace keeps up to 3 unpacked snapshots (missions.service.repositories.workspace) of at most 500 MB each
 # (SnapshotLimits.max_total_bytes), plus the archive being unpacked
 WORKSPACE_STORAGE_MB = 2048
 
 
-def definition_of(capability: Capability) -> str:
-    """The state machine definition exactly as the compiler wrote it (placeholders left in)."""
-    return json.dumps(compile_pipeline(capability.pipeline), sort_keys=True)
+def definition_of(capability: Capability, machine: str = "mission") -> str:
+    """A state machine's definition exactly as the compiler wrote it (placeholders left in):
+    `machine` is "mission" (Standard) or "segment" (Express)."""
+    return json.dumps(compile_mission(capability.pipeline).as_dict()[machine], sort_keys=True)
 
 
 class CapabilityPipeline(Construct):
@@ -95,31 +97,77 @@ class CapabilityPipeline(Construct):
 
         substitutions = {f"fn_{name}": fn.function_arn for name, fn in self.stages.items()}
         substitutions["fn_interrupt"] = interrupt_function.function_arn
+        machines = compile_mission(capability.pipeline)
+        self.segment_machine: sfn.StateMachine | None = None
+        if machines.segment is not None:
+            self.segment_machine = self._machine(
+                "Segment",
+                segment_machine_name(config.prefix, capability.name),
+                definition_of(capability, "segment"),
+                substitutions,
+                invoked=list(self.stages.values()),
+                express=True,
+                config=config,
+            )
+            substitutions["segment"] = self.segment_machine.state_machine_arn
         missing = set(placeholders(capability.pipeline)) - set(substitutions)
         if missing:
             raise ValueError(f"capability '{capability.name}': no function for placeholders {sorted(missing)}")
+        # the mission's machine runs the final stage itself only on its failure path (and, single-level, all)
+        final = self.stages[capability.pipeline.final]
+        self.state_machine = self._machine(
+            "StateMachine",
+            state_machine_name(config.prefix, capability.name),
+            definition_of(capability),
+            substitutions,
+            invoked=[final, interrupt_function]
+            if machines.segment is not None
+            else [*self.stages.values(), interrupt_function],
+            express=False,
+            config=config,
+        )
+        if self.segment_machine is not None:
+            self._may_run_segments(self.state_machine, self.segment_machine, config)
 
-        role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("states.amazonaws.com"))
-        invoked = [*self.stages.values(), interrupt_function]
+    def _machine(
+        self,
+        id: str,
+        name: str,
+        definition: str,
+        substitutions: dict[str, str],
+        *,
+        invoked: list[lambda_.IFunction],
+        express: bool,
+        config: EnvironmentConfig,
+    ) -> sfn.StateMachine:
+        role = iam.Role(
+            self,
+            f"{id}Role" if id != "StateMachine" else "Role",
+            assumed_by=iam.ServicePrincipal("states.amazonaws.com"),
+        )
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["lambda:InvokeFunction"], resources=[fn.function_arn for fn in invoked])
         )
         log_group = logs.LogGroup(
             self,
-            "Logs",
+            f"{id}Logs" if id != "StateMachine" else "Logs",
             # vended-log groups for Step Functions must live under /aws/vendedlogs/ to keep the policy small
-            log_group_name=f"/aws/vendedlogs/states/{state_machine_name(config.prefix, capability.name)}",
+            log_group_name=f"/aws/vendedlogs/states/{name}",
             retention=retention(config),
             removal_policy=removal_policy(config),
         )
-        self.state_machine = sfn.StateMachine(
+        machine = sfn.StateMachine(
             self,
-            "StateMachine",
-            state_machine_name=state_machine_name(config.prefix, capability.name),
-            definition_body=sfn.DefinitionBody.from_string(definition_of(capability)),
-            definition_substitutions=substitutions,
+            id,
+            state_machine_name=name,
+            state_machine_type=sfn.StateMachineType.EXPRESS if express else sfn.StateMachineType.STANDARD,
+            definition_body=sfn.DefinitionBody.from_string(definition),
+            definition_substitutions={
+                key: value for key, value in substitutions.items() if "${" + key + "}" in definition
+            },
             role=role,
             tracing_enabled=True,
+            # an Express execution keeps no history of its own: its log is where a segment can be read
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
         )
         acknowledge(
@@ -128,6 +176,54 @@ class CapabilityPipeline(Construct):
             "Step Functions log delivery (logs:*LogDelivery*, DescribeLogGroups) and X-Ray tracing "
             "accept no resource other than '*'.",
         )
+        return machine
+
+    def _may_run_segments(
+        self, mission: sfn.StateMachine, segment: sfn.StateMachine, config: EnvironmentConfig
+    ) -> None:
+        """What `states:startExecution.sync:2` needs (as CDK's StepFunctionsStartExecution task grants): start the
+        segment machine, read and stop its executions, and the managed rule Step Functions uses to learn when
+        a child ended."""
+        stack = Stack.of(self)
+        name = segment_machine_name(config.prefix, self.capability.name)
+        mission.add_to_role_policy(
+            iam.PolicyStatement(actions=["states:StartExecution"], resources=[segment.state_machine_arn])
+        )
+        mission.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["states:DescribeExecution", "states:StopExecution"],
+                resources=[
+                    stack.format_arn(
+                        service="states",
+                        resource=kind,
+                        resource_name=f"{name}:*",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                    for kind in ("execution", "express")
+                ],
+            )
+        )
+        mission.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+                resources=[
+                    stack.format_arn(
+                        service="events",
+                        resource="rule",
+                        resource_name="StepFunctionsGetEventsForStepFunctionsExecutionRule",
+                    )
+                ],
+            )
+        )
+        reasons = {
+            "execution": "A segment's executions are named at run time (mission id, hop, restart): the pattern "
+            "names this capability's segment machine only.",
+            "express": "Express executions' ARNs use the 'express' resource type; the pattern names this "
+            "capability's segment machine only.",
+        }
+        for kind, reason in reasons.items():
+            arn = rendered(mission, "arn:{partition}:states:{region}:{account}:") + f"{kind}:{name}:*"
+            acknowledge(mission.role, f"AwsSolutions-IAM5[Resource::{arn}]", reason)
 
 
 class CapabilityStack(NestedStack):

@@ -127,9 +127,12 @@ def test_capabilities_and_asl_commands():
     assert "code_analysis" in [c["name"] for c in json.loads(listed.stdout)]
     asl = missions("asl", "code_analysis", timeout=60)
     assert asl.returncode == 0
-    definition = json.loads(asl.stdout)
-    assert definition["States"][definition["StartAt"]]["Default"] == "perception"
-    assert "await.clarification" in definition["States"]
+    machines = json.loads(asl.stdout)
+    # both levels: the segment runs the stages, the mission's machine waits for people between segments
+    segment = machines["segment"]
+    assert segment["States"][segment["StartAt"]]["Default"] == "perception"
+    assert "await.clarification" in machines["mission"]["States"]
+    assert machines["mission"]["States"]["segment"]["Resource"].endswith("startExecution.sync:2")
 
 
 def test_classify_names_the_capability_and_the_complexity_level():

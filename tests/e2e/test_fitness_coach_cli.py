@@ -82,4 +82,4 @@ def test_it_is_listed_and_its_state_machine_has_the_parallel_state() -> None:
     assert fitness["complexity"] == 2 and fitness["llm_stages"] == ["assess", "workout", "nutrition"]
     asl = missions("asl", "fitness_coach", timeout=60)
     assert asl.returncode == 0, asl.stderr
-    assert json.loads(asl.stdout)["States"]["parallel.workout+nutrition"]["Type"] == "Parallel"
+    assert json.loads(asl.stdout)["segment"]["States"]["parallel.workout+nutrition"]["Type"] == "Parallel"

@@ -203,7 +203,7 @@ def test_the_cli_blocks_run_as_written(server: DevServer, shop: Path, tmp_path: 
     bounded = json.loads(run_cli(local[3], values, shop, env))
     assert bounded["counters"]["llm_calls"] <= 4 and bounded["counters"]["agent_hops"] <= 8, bounded
     run_cli(local[4], values, tmp_path, env)
-    assert json.loads((tmp_path / "code_analysis.asl.json").read_text())["StartAt"]
+    assert json.loads((tmp_path / "code_analysis.asl.json").read_text())["segment"]["StartAt"]
     classified = run_cli(local[5], values, tmp_path, env)
     assert "level 3" in classified and "capability: travel" in classified, classified  # as its comment says
     # on the API (`missions dev`; MISSIONS_API_URL names it for the lines without --api-url)

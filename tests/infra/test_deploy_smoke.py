@@ -22,7 +22,7 @@ import pytest
 
 from missions.core import capability as registry
 from missions.core.refs import snapshot_key
-from missions.core.specs import state_machine_name
+from missions.core.specs import segment_machine_name, state_machine_name
 from missions.local import patches
 from missions.local.devserver import http_event
 from missions.service.repositories.archive import extract_snapshot
@@ -138,6 +138,8 @@ def test_the_stack_deploys_completely(deployed):
     # Then every function, the state machine and the tables exist
     installed = [registry.load(name) for name in registry.installed()]
     assert set(deployment.state_machines) == {state_machine_name("missions-dev", c.name) for c in installed}
+    # and, as Express machines, the segments their stages run in (patch 4 keeps the declared type)
+    assert set(deployment.segment_machines) == {segment_machine_name("missions-dev", c.name) for c in installed}
     services = sorted(c["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"] for c in deployment.functions.values())
     assert services.count("missions-stage") == sum(len(c.pipeline.agents) for c in installed)  # one per stage
     assert {

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
@@ -79,8 +80,18 @@ def test_a_lambda_per_stage_per_capability_sized_by_the_capability(assembly: Ass
             assert props["TracingConfig"] == {"Mode": "Active"} and len(props["Layers"]) == 1
 
 
+def _machines(assembly: Assembly, env: str, kind: str = "STANDARD") -> dict[str, Any]:
+    """The stack's state machines of one type: STANDARD (a mission each) or EXPRESS (its segments)."""
+    return {
+        k: m
+        for k, m in assembly.resources(env, "AWS::StepFunctions::StateMachine").items()
+        if m["Properties"].get("StateMachineType", "STANDARD") == kind
+    }
+
+
 def test_a_state_machine_per_capability_whose_definition_is_the_compilers(assembly: Assembly):
-    machines = assembly.resources("dev", "AWS::StepFunctions::StateMachine")
+    machines = _machines(assembly, "dev")
+    segments = _machines(assembly, "dev", "EXPRESS")
     functions = assembly.resources("dev", "AWS::Lambda::Function")
     assert len(machines) == len(registry.installed())
     for name in registry.installed():
@@ -94,13 +105,43 @@ def test_a_state_machine_per_capability_whose_definition_is_the_compilers(assemb
         # the definition is the compiler's output verbatim; CloudFormation substitutes the ARNs
         assert props["DefinitionString"] == definition_of(capability)
         substitutions = props["DefinitionSubstitutions"]
-        for agent in capability.pipeline.agents:
-            target = functions[substitutions[f"fn_{agent.name}"]["Fn::GetAtt"][0]]
-            assert target["Properties"]["Description"] == f"{name}: {agent.name} stage"
         interrupt = functions[substitutions["fn_interrupt"]["Fn::GetAtt"][0]]
         assert _function_service(interrupt) == "missions-interrupt"
         assert props["TracingConfiguration"] == {"Enabled": True}
         assert props["LoggingConfiguration"]["Level"] == "ALL"
+        # and its stages run in an Express machine of its own, the one the mission's machine starts
+        segment = segments[substitutions["segment"]["Ref"]]["Properties"]
+        assert segment["StateMachineName"] == f"missions-dev-{name}-segment".replace("_", "-")
+        assert segment["DefinitionString"] == definition_of(capability, "segment")
+        assert segment["TracingConfiguration"] == {"Enabled": True}
+        assert segment["LoggingConfiguration"]["Level"] == "ALL"
+        for agent in capability.pipeline.agents:
+            target = functions[segment["DefinitionSubstitutions"][f"fn_{agent.name}"]["Fn::GetAtt"][0]]
+            assert target["Properties"]["Description"] == f"{name}: {agent.name} stage"
+        assert (
+            substitutions[f"fn_{capability.pipeline.final}"]
+            == segment["DefinitionSubstitutions"][f"fn_{capability.pipeline.final}"]
+        )
+    assert len(segments) == len(machines)
+
+
+def test_a_missions_machine_may_start_only_its_own_segments_and_follow_them(assembly: Assembly):
+    for machine in _machines(assembly, "dev").values():
+        props = machine["Properties"]
+        name = props["StateMachineName"]
+        statements = _role_statements(assembly, "dev", props["RoleArn"]["Fn::GetAtt"][0])
+        (start,) = [s for s in statements if "states:StartExecution" in _actions(s)]
+        # Then it starts its own segment machine and nothing else
+        assert start["Resource"] == props["DefinitionSubstitutions"]["segment"]
+        # and describes and stops only that machine's executions (standard and express ARNs)
+        (follow,) = [s for s in statements if "states:DescribeExecution" in _actions(s)]
+        assert _actions(follow) == {"states:DescribeExecution", "states:StopExecution"}
+        rendered = json.dumps(follow["Resource"])
+        assert f":execution:{name}-segment:*" in rendered and f":express:{name}-segment:*" in rendered
+        # and the managed rule through which Step Functions learns that a segment ended
+        (rule,) = [s for s in statements if "events:PutRule" in _actions(s)]
+        assert "rule/StepFunctionsGetEventsForStepFunctionsExecutionRule" in json.dumps(rule["Resource"])
+        assert _actions(rule) == {"events:PutTargets", "events:PutRule", "events:DescribeRule"}
 
 
 # --------------------------------------------------------------------------- storage
@@ -352,8 +393,8 @@ def _stages_by_capability(assembly: Assembly, env: str) -> dict[str, dict[str, d
     return stages
 
 
-def test_a_capabilitys_state_machine_invokes_only_its_own_stages_and_the_interrupt(assembly: Assembly):
-    # Given each capability's state machine and its role
+def test_a_capabilitys_state_machines_invoke_only_its_own_stages_and_the_interrupt(assembly: Assembly):
+    # Given each capability's machines (the mission's and its segments') and their roles
     machines = assembly.resources("dev", "AWS::StepFunctions::StateMachine")
     stages = _stages_by_capability(assembly, "dev")
     interrupt = {
@@ -361,16 +402,25 @@ def test_a_capabilitys_state_machine_invokes_only_its_own_stages_and_the_interru
         for k, f in assembly.resources("dev", "AWS::Lambda::Function").items()
         if _function_service(f) == "missions-interrupt"
     }
-    assert len(stages) == len(machines) >= 2
+    assert 2 * len(stages) == len(machines) >= 4
     for machine in machines.values():
-        name = machine["Properties"]["StateMachineName"].removeprefix("missions-dev-")
+        name = machine["Properties"]["StateMachineName"].removeprefix("missions-dev-").removesuffix("-segment")
         (capability,) = [c for c in stages if c.replace("_", "-") == name]
         statements = _role_statements(assembly, "dev", machine["Properties"]["RoleArn"]["Fn::GetAtt"][0])
-        # Then it may invoke its own stages and the shared interrupt function, and no other capability's stages
         invoked = set().union(
             *(_referenced_ids(s["Resource"]) for s in statements if "lambda:InvokeFunction" in _actions(s))
         )
-        assert invoked == set(stages[capability]) | interrupt, name
+        final = {
+            k
+            for k, f in stages[capability].items()
+            if f["Properties"]["Description"].endswith(f": {registry.load(capability).pipeline.final} stage")
+        }
+        if machine["Properties"].get("StateMachineType") == "EXPRESS":
+            # Then a segment invokes its own capability's stages, and nothing else
+            assert invoked == set(stages[capability]), name
+        else:
+            # and the mission's machine the interrupt function and its final stage (the failure path), nothing else
+            assert invoked == final | interrupt, name
 
 
 def test_a_stage_reaches_no_state_machine_and_nothing_of_another_capability(assembly: Assembly):
@@ -955,7 +1005,7 @@ def test_each_stack_fits_cloudformation_limits(assembly: Assembly, env):
     # is a nested stack of its own (its stages, state machine and their alarms), so the runtime's stack
     # does not grow with the number of capabilities, and one capability's stays far below the limits.
     stack, *capabilities = [json.loads(path.read_text()) for path in assembly.files[env]]
-    assert len(capabilities) == len(assembly.resources(env, "AWS::StepFunctions::StateMachine"))
+    assert len(capabilities) == len(_machines(assembly, env))
     for template in (stack, *capabilities):
         assert len(template["Resources"]) <= 500
         assert len(template.get("Parameters", {})) <= 200 and len(template.get("Outputs", {})) <= 200

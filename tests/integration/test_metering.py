@@ -62,9 +62,16 @@ def demo(cloud: LocalCloud) -> Metered:
 # =========================================================================== a real mission
 
 
-def test_transitions_are_the_states_the_execution_entered(demo: Metered) -> None:
-    # Then one transition is billed per state entered
-    assert demo.usage.state_transitions == len(demo.states) > 0
+def test_transitions_are_the_states_the_execution_entered(demo: Metered, cloud: LocalCloud) -> None:
+    # Then one Standard transition is billed per state the mission's own execution entered
+    own = [e for e in cloud.history(demo.outcome.mission_id, segments=False) if e["type"].endswith("StateEntered")]
+    assert demo.usage.state_transitions == len(own) > 0
+    # and each of its Express segments is one request, billed by duration (its transitions are shown, not billed)
+    segments = cloud.segments(demo.outcome.mission_id)
+    assert demo.usage.express_requests == len(segments) >= 1
+    assert demo.usage.express_transitions == len(demo.states) - len(own) > demo.usage.state_transitions
+    # rounded up to 100 ms at one 64 MB chunk each
+    assert demo.usage.express_gb_seconds >= len(segments) * 0.1 * 64 / 1024
 
 
 def test_lambda_requests_are_the_stage_invocations(demo: Metered, cloud: LocalCloud) -> None:
@@ -76,9 +83,10 @@ def test_lambda_requests_are_the_stage_invocations(demo: Metered, cloud: LocalCl
     expected[f"{cloud.prefix}-status"] = 1
     assert Counter(i.function_name for i in demo.invocations) == expected
     # each stage's task, and the status function once, when the execution's end is reported
-    assert (
-        demo.usage.lambda_requests == len(stages) + 1 == sum(e["type"] == "TaskStateEntered" for e in demo.history) + 1
+    lambda_tasks = sum(
+        e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] != "segment" for e in demo.history
     )
+    assert demo.usage.lambda_requests == len(stages) + 1 == lambda_tasks + 1
     # and each is billed its measured duration at its configured memory
     memory = {
         stage_function_name(cloud.prefix, "code_analysis", agent.name): agent.memory_mb
@@ -102,6 +110,7 @@ def test_the_mission_costs_something_and_less_than_a_cent(demo: Metered) -> None
     # Then it is positive, below a cent, and the sum of its lines
     assert 0 < cost.total < 0.01
     assert cost.lines["step_functions"] > 0 and cost.lines["dynamodb_writes"] > 0
+    assert cost.lines["express_requests"] > 0 and cost.lines["express_duration"] > 0
     assert cost.total == pytest.approx(sum(cost.lines.values()))
 
 
@@ -134,7 +143,11 @@ def test_an_answered_interrupt_bills_the_interrupt_function_and_the_answer(cloud
     assert answered > before
     names = Counter(i.function_name for i in meter.invocations)
     assert names[f"{cloud.prefix}-interrupt"] == 1
-    tasks = sum(e["type"] == "TaskStateEntered" for e in cloud.history(mission_id))
+    # (a Lambda task each, in the segments and on the mission's machine; starting a segment is not one)
+    tasks = sum(
+        e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] != "segment"
+        for e in cloud.history(mission_id)
+    )
     assert usage.lambda_requests == tasks + 1  # and the status function, once
 
 

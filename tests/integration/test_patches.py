@@ -77,11 +77,12 @@ class Aws:
             self.registered.append(name)
         return name, arn
 
-    def state_machine(self, definition: dict[str, Any]) -> str:
+    def state_machine(self, definition: dict[str, Any], kind: str = "STANDARD") -> str:
         return self.sfn.create_state_machine(
             name=f"sm-{uuid.uuid4().hex[:10]}",
             definition=json.dumps(definition),
             roleArn=self.role,
+            type=kind,
         )["stateMachineArn"]
 
     def finished(self, execution_arn: str, timeout: float = 10.0) -> dict[str, Any]:
@@ -690,3 +691,83 @@ def test_without_patch_13_moto_cannot_deploy_a_function_url(aws: Aws, keep_patch
     assert "AWS::Lambda::Url" not in get_model_map(), "moto deploys function URLs now: patch 13 can go"
     with pytest.raises(Exception, match="has_cfn_attr|Url"):
         _function_url_stack(aws)
+
+
+# --------------------------------------------------------------------------- patch 14: Express children
+
+
+def _parent_of(child: str) -> dict[str, Any]:
+    """A Standard machine that runs `child` with startExecution.sync:2 and keeps its output."""
+    return {
+        "StartAt": "Child",
+        "States": {
+            "Child": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::states:startExecution.sync:2",
+                "Parameters": {
+                    "StateMachineArn": child,
+                    "Name.$": "States.Format('{}-child', $$.Execution.Name)",
+                    "Input": {"n.$": "$.n"},
+                },
+                "ResultSelector": {"output.$": "$.Output", "status.$": "$.Status"},
+                "End": True,
+            }
+        },
+    }
+
+
+def test_a_standard_machine_runs_an_express_child_and_reads_its_output(aws: Aws) -> None:
+    # Given an Express machine whose Task doubles its input, and a Standard parent that runs it (.sync:2)
+    _, arn = aws.function(lambda event, context: {"doubled": event["n"] * 2})
+    child = aws.state_machine(
+        {"StartAt": "Double", "States": {"Double": {"Type": "Task", "Resource": arn, "End": True}}}, "EXPRESS"
+    )
+    parent = aws.state_machine(_parent_of(child))
+
+    # When the parent runs
+    started = time.monotonic()
+    execution = aws.sfn.start_execution(stateMachineArn=parent, name="p1", input=json.dumps({"n": 21}))["executionArn"]
+    described = aws.finished(execution)
+
+    # Then the child ran under the name the parent gave it, and its output came back under AWS's names
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == {"output": {"doubled": 42}, "status": "SUCCEEDED"}
+    (run,) = aws.sfn.list_executions(stateMachineArn=child)["executions"]
+    assert run["name"] == "p1-child"
+    # and the parent learned of the child's end when it was reported, not at moto's next half-second poll
+    assert time.monotonic() - started < 5
+
+
+def test_a_failed_express_child_fails_the_parents_task(aws: Aws) -> None:
+    # Given an Express child that fails
+    child = aws.state_machine(
+        {"StartAt": "No", "States": {"No": {"Type": "Fail", "Error": "Nope", "Cause": "x"}}}, "EXPRESS"
+    )
+    definition = _parent_of(child)
+    definition["States"]["Child"]["Catch"] = [
+        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "Caught"}
+    ]
+    definition["States"]["Caught"] = {"Type": "Pass", "End": True}
+    parent = aws.state_machine(definition)
+
+    # When the parent runs
+    execution = aws.sfn.start_execution(stateMachineArn=parent, name="p2", input=json.dumps({"n": 1}))["executionArn"]
+    described = aws.finished(execution)
+
+    # Then its task failed with States.TaskFailed, the child's failure as the cause
+    output = json.loads(described["output"])
+    assert output["failure"]["Error"] == "States.TaskFailed"
+    assert json.loads(output["failure"]["Cause"])["Error"] == "Nope"
+
+
+def test_without_patch_14_moto_cannot_start_a_child_execution(aws: Aws, keep_patch_state: None) -> None:
+    # If a moto upgrade passes the ASL's parameters to boto3 under boto3's names, patch 14 can go
+    child = aws.state_machine({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}, "EXPRESS")
+    parent = aws.state_machine(_parent_of(child))
+    patches.uninstall()
+    try:
+        execution = aws.sfn.start_execution(stateMachineArn=parent, name="p3", input=json.dumps({"n": 1}))
+        described = aws.finished(execution["executionArn"])
+    finally:
+        patches.install()
+    assert described["status"] == "FAILED", "moto starts child executions now: patch 14 can go"

@@ -47,7 +47,8 @@ class Deployment:
     stack_name: str
     outputs: dict[str, str]
     functions: dict[str, dict[str, Any]]  # name -> configuration
-    state_machines: dict[str, str]  # name -> arn
+    state_machines: dict[str, str]  # name -> arn: a mission's (Standard) machine per capability
+    segment_machines: dict[str, str] = field(default_factory=dict)  # name -> arn: where their stages run (Express)
     calls: list[Call] = field(default_factory=list)
     runtimes: dict[str, Runtime] = field(default_factory=dict)
 
@@ -113,11 +114,11 @@ def deploy(session: Any, assembly: Path, stack_name: str) -> Deployment:
     functions = {}
     for page in lambda_.get_paginator("list_functions").paginate():
         functions.update({f["FunctionName"]: f for f in page["Functions"]})
-    machines = {
-        m["name"]: m["stateMachineArn"] for m in session.client("stepfunctions").list_state_machines()["stateMachines"]
-    }
+    listed = session.client("stepfunctions").list_state_machines()["stateMachines"]
+    machines = {m["name"]: m["stateMachineArn"] for m in listed if m.get("type", "STANDARD") == "STANDARD"}
+    segments = {m["name"]: m["stateMachineArn"] for m in listed if m.get("type") == "EXPRESS"}
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
-    return Deployment(stack_name, outputs, functions, machines)
+    return Deployment(stack_name, outputs, functions, machines, segments)
 
 
 def run_in_process(deployment: Deployment, session_factory: Any, clients: dict[str, Any] | None = None) -> None:

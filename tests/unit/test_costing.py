@@ -17,6 +17,7 @@ from missions.core.costing import (
     attribute_size,
     billed_events,
     estimate,
+    express_gb_seconds,
     item_size,
     lambda_gb_seconds,
     number_size,
@@ -128,6 +129,14 @@ def test_lambda_bills_each_started_millisecond_times_memory() -> None:
     assert lambda_gb_seconds(0.1, 128) == pytest.approx(0.001 / 8)
 
 
+def test_express_bills_duration_in_100_ms_steps_and_memory_in_64_mb_chunks() -> None:
+    # Given a segment of 1.01 s holding little state / Then 1.1 s of 64 MB
+    assert express_gb_seconds(1010) == pytest.approx(1.1 * 64 / 1024)
+    # and a short one still bills 100 ms, a big state one more chunk
+    assert express_gb_seconds(3) == pytest.approx(0.1 * 64 / 1024)
+    assert express_gb_seconds(100, memory_bytes=65 * 1024 * 1024) == pytest.approx(0.1 * 2 * 64 / 1024)
+
+
 def test_usages_add_up() -> None:
     total = Usage(state_transitions=2, dynamodb_read_units=0.5) + Usage(state_transitions=3, s3_puts=1)
     assert total == Usage(state_transitions=5, dynamodb_read_units=0.5, s3_puts=1)
@@ -137,6 +146,9 @@ def test_estimate_prices_each_line_at_list_price() -> None:
     # Given a million of everything (and a thousand transitions)
     usage = Usage(
         state_transitions=1000,
+        express_requests=1_000_000,
+        express_gb_seconds=1_000_000,
+        express_transitions=5,  # shown, never billed
         lambda_requests=1_000_000,
         lambda_gb_seconds=1_000_000,
         dynamodb_read_units=1_000_000,
@@ -151,6 +163,8 @@ def test_estimate_prices_each_line_at_list_price() -> None:
     assert cost.lines == pytest.approx(
         {
             "step_functions": 0.025,
+            "express_requests": 1.00,
+            "express_duration": 16.67,
             "lambda_requests": 0.20,
             "lambda_compute": 13.3334,
             "dynamodb_reads": 0.125,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from missions.app import observability
 from missions.core import capability as registry
 from missions.core.capability import Capability
+from missions.core.compiler import segment_spent
 from missions.core.envelope import InterruptResponse
 from missions.core.errors import DependencyUnavailable, NotFound, StageRequestError, TransitionRefused
 from missions.core.llm import LLMProvider
@@ -493,6 +494,8 @@ class Runtime:
             raise StageRequestError("stage request without an envelope naming its capability")
         runner = self.runner(envelope["capability"])
         result = runner.handle(event, deadline=_deadline_of(context))
+        if "segment_started" in event and not result.get("segment_yield"):  # has the segment used its time?
+            result["segment_yield"] = segment_spent(event, datetime.now(UTC))
         report = runner.last_report
         if report is not None:
             observability.stage_metrics(

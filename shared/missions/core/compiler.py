@@ -1,5 +1,27 @@
 """PipelineConfig -> Amazon States Language. A pure function.
 
+Two levels (`compile_mission`). A Standard execution is billed per state transition and keeps
+every event in its history (25,000 at most); an Express execution is billed by duration, which
+for a stage that spends milliseconds in the state machine is a small fraction of the transitions,
+but lasts 5 minutes at most and cannot wait for a task token. So the mission is a Standard
+execution (its name is the mission id: the dedupe key) that waits where a human is asked and runs
+the stages in between as Express **segments** (`states:startExecution.sync:2`):
+
+    mission (Standard):  segment.begin -> segment (Express child) -> segment.exit
+                           ^ continue      |  done -> mission.done
+                           |               |  await -> await.<kind> (task token, days) -> resume
+                           +---------------+  failed -> segment.retry (from the same hop) or finalize
+
+A segment hands back control ("continue") when it has run `segment_hops` stages (500) (the history
+stays small) or when a stage reports that the segment is older than its time budget
+(`segment_seconds`: what is left of Express's 5 minutes after the longest stage could start), and
+the parent starts the next one at the stage the routing chose. A segment that fails anyway (the
+5 minutes ran out in a retried stage, a throttle) is started again from the hop it began at: each
+stage's write-once checkpoint makes the stages it already ran return what they returned, so a
+restart costs lookups, not work; after `MAX_SEGMENT_RESTARTS` the mission ends through its final
+stage. A pipeline with a stage that may run longer than a segment allows compiles to one Standard
+machine with the awaits inline (the single-level layout below, unchanged).
+
 The execution state is {"envelope": {...}, "asl": {"hops": n, "max_hops": m}}. Stages
 return the envelope; `asl` belongs to the state machine alone, so a buggy stage cannot
 reset the hop count that guarantees termination.
@@ -13,13 +35,15 @@ Every failure path ends through `finalize` (the final stage in finalize mode), s
 mission always ends through its final stage with a terminal reason.
 
 Only JSONPath is used (no JSONata, no Assign), and no indexed paths.
-Function ARNs are placeholders `${fn_<stage>}` and `${fn_interrupt}`, filled by CDK's
-definition substitutions or by the local emulation.
+Function ARNs are placeholders `${fn_<stage>}` and `${fn_interrupt}`, the segment machine's ARN
+`${segment}`, filled by CDK's definition substitutions or by the local emulation.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from missions.core.envelope import InterruptKind
@@ -32,6 +56,16 @@ FINALIZE = "mission.finalize"
 DONE = "mission.done"
 FAILED = "mission.failed"
 UNROUTABLE = "guard.unroutable"
+SEGMENT = "segment"
+SEGMENT_BEGIN = "segment.begin"
+SEGMENT_EXIT = "segment.exit"
+SEGMENT_END = "segment.end"
+SEGMENT_PLACEHOLDER = "${segment}"
+# Express runs 5 minutes at most; a segment hands back this long before, whatever a stage may take
+EXPRESS_SECONDS = 300
+SEGMENT_MARGIN_SECONDS = 30
+MIN_SEGMENT_SECONDS = 60  # below this a segment would run a stage or two: one Standard machine instead
+MAX_SEGMENT_RESTARTS = 2
 TRANSIENT_LAMBDA_ERRORS = [
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
@@ -54,9 +88,58 @@ def function_placeholder(stage: str) -> str:
 INTERRUPT_FUNCTION = "${fn_interrupt}"
 
 
-def placeholders(pipeline: PipelineConfig) -> list[str]:
-    """Substitution keys the definition needs (without `${}`)."""
-    return [f"fn_{name}" for name in pipeline.stage_names()] + ["fn_interrupt"]
+def segment_seconds(pipeline: PipelineConfig) -> int:
+    """How long a segment runs stages before it hands back: a stage that starts before this ends
+    (at its timeout) before Express's limit, with a margin for the state machine's own work."""
+    longest = max(agent.timeout_seconds for agent in pipeline.agents)
+    return EXPRESS_SECONDS - SEGMENT_MARGIN_SECONDS - longest
+
+
+def segment_spent(request: dict[str, Any], now: datetime) -> bool:
+    """Whether the segment a stage ran in has used its time (the stage's request carries when the
+    segment started and its budget). An unreadable start counts as spent: handing back early costs
+    a few transitions, running past Express's limit costs a restart."""
+    try:
+        started = datetime.fromisoformat(str(request["segment_started"]).replace("Z", "+00:00"))
+        budget = float(request["segment_seconds"])
+    except (KeyError, TypeError, ValueError):
+        return True
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=UTC)
+    return (now - started).total_seconds() >= budget
+
+
+def two_level(pipeline: PipelineConfig) -> bool:
+    return segment_seconds(pipeline) >= MIN_SEGMENT_SECONDS
+
+
+@dataclass(frozen=True)
+class MissionMachines:
+    """The mission's Standard machine and, when the pipeline runs in segments, the Express one."""
+
+    mission: dict[str, Any]
+    segment: dict[str, Any] | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mission": self.mission, "segment": self.segment}
+
+    @property
+    def stages(self) -> dict[str, Any]:
+        """The machine whose states run the stages (the segment when there is one)."""
+        return self.segment or self.mission
+
+
+def placeholders(pipeline: PipelineConfig, machine: str = "all") -> list[str]:
+    """Substitution keys a definition needs (without `${}`): `machine` is "mission", "segment" or "all"."""
+    stages = [f"fn_{name}" for name in pipeline.stage_names()]
+    if not two_level(pipeline):
+        return [] if machine == "segment" else stages + ["fn_interrupt"]
+    mission = ["segment", "fn_interrupt", f"fn_{pipeline.final}"]
+    if machine == "mission":
+        return mission
+    if machine == "segment":
+        return stages
+    return stages + ["fn_interrupt", "segment"]
 
 
 def initial_state(envelope: dict[str, Any], max_agent_hops: int) -> dict[str, Any]:
@@ -68,30 +151,62 @@ def initial_state(envelope: dict[str, Any], max_agent_hops: int) -> dict[str, An
     return {"envelope": envelope, "asl": {"hops": hops, "max_hops": max_agent_hops - 1}}
 
 
+def compile_mission(pipeline: PipelineConfig) -> MissionMachines:
+    if not two_level(pipeline):
+        return MissionMachines(mission=_Compiler(pipeline, segmented=False).build(None), segment=None)
+    return MissionMachines(mission=_MissionCompiler(pipeline).build(), segment=compile_segment(pipeline))
+
+
 def compile_pipeline(pipeline: PipelineConfig, *, comment: str | None = None) -> dict[str, Any]:
-    return _Compiler(pipeline).build(comment)
+    """The single-level layout: the whole mission on one Standard machine, awaits inline. What a
+    pipeline that cannot run in segments deploys, and the reference the segment is built from."""
+    return _Compiler(pipeline, segmented=False).build(comment)
+
+
+def compile_segment(pipeline: PipelineConfig) -> dict[str, Any]:
+    """The Express machine a two-level mission runs its stages in."""
+    return _Compiler(pipeline, segmented=True).build(None)
 
 
 def compile_json(pipeline: PipelineConfig) -> str:
-    return json.dumps(compile_pipeline(pipeline), indent=2, sort_keys=False)
+    return json.dumps(compile_mission(pipeline).as_dict(), indent=2, sort_keys=False)
+
+
+def _asl(hops: str, **extra: Any) -> dict[str, Any]:
+    """The `asl` block a Pass writes: the hop count, its bound, and what the level needs carried."""
+    return {"hops.$": hops, "max_hops.$": "$.asl.max_hops", **extra}
 
 
 class _Compiler:
-    def __init__(self, pipeline: PipelineConfig):
+    """The stages' machine: an Express segment (`segmented`), or the whole mission on one Standard machine."""
+
+    def __init__(self, pipeline: PipelineConfig, *, segmented: bool):
         self.p = pipeline
+        self.segmented = segmented
         self.states: dict[str, Any] = {}
         self.groups = pipeline.parallel_groups()
+
+    def _count(self, increment: int, next_state: str) -> dict[str, Any]:
+        """A Pass that adds hops (the state machine's own count), carrying the segment's end."""
+        carried = {"segment_end.$": "$.asl.segment_end"} if self.segmented else {}
+        return {
+            "Type": "Pass",
+            "Parameters": _asl(f"States.MathAdd($.asl.hops, {increment})", **carried),
+            "ResultPath": "$.asl",
+            "Next": next_state,
+        }
+
+    def _exit(self, how: str) -> str:
+        """A segment's way back to the mission's machine, saying why in `asl.exit`."""
+        name = f"segment.{how}"
+        self.states[name] = {"Type": "Pass", "Result": how, "ResultPath": "$.asl.exit", "Next": SEGMENT_END}
+        self.states[SEGMENT_END] = {"Type": "Succeed"}
+        return name
 
     # -- naming -------------------------------------------------------------------
 
     def entry(self, stage: str) -> str:
-        """The state a transition to `stage` (or to a parallel group) enters."""
-        group = self.p.group_of(stage)
-        if group:
-            return "parallel." + "+".join(group)
-        if self.p.agent(stage).fan_out:
-            return f"{stage}.map"
-        return stage
+        return _entry(self.p, stage)
 
     # -- building -----------------------------------------------------------------
 
@@ -104,21 +219,30 @@ class _Compiler:
                 self._stage(agent)
         for group in self.groups:
             self._parallel(group)
-        for kind in InterruptKind:
-            self._await(kind)
-        self._guards()
+        if not self.segmented:
+            for kind in InterruptKind:
+                _await(self.states, self.p, kind)
+        _guards(self.states)
         self._finalize()
         start = self._start()
+        if self.segmented:
+            return {
+                "Comment": comment or f"Mission pipeline '{self.p.name}': a segment of stages (compiled by missions)",
+                "StartAt": start,
+                "TimeoutSeconds": EXPRESS_SECONDS,
+                "States": _reachable(self.states, start),
+            }
         return {
             "Comment": comment or f"Mission pipeline '{self.p.name}' (compiled by missions)",
             "StartAt": start,
-            "TimeoutSeconds": self._machine_timeout(),
+            "TimeoutSeconds": _machine_timeout(self.p),
             "States": _reachable(self.states, start),
         }
 
     def _start(self) -> str:
         """A new mission begins at the first stage; a forked one where its checkpoint left off."""
-        stages = [a.name for a in self.p.agents if not self.p.group_of(a.name)] + self.p.group_names()
+        # a segment after the first starts where the last one's routing (or the human's answer) sent it
+        stages = [a.name for a in self.p.agents] + self.p.group_names()
         self.states[START] = {
             "Type": "Choice",
             "Choices": [
@@ -128,13 +252,6 @@ class _Compiler:
             "Default": self.entry(self.p.start),
         }
         return START
-
-    def _machine_timeout(self) -> int:
-        """The last-resort guard: every stage at its timeout with retries, plus waiting humans."""
-        b = self.p.bounds
-        per_stage = max(a.timeout_seconds * (a.max_retries + 1) + 60 for a in self.p.agents)
-        waits = self.p.interrupt_timeout_seconds * min(b.max_agent_hops, 10)
-        return min(per_stage * (b.max_agent_hops + 2) + waits, 365 * 24 * 3600)
 
     def _task(
         self,
@@ -146,11 +263,17 @@ class _Compiler:
         parameters: dict[str, Any] | None = None,
         catch: bool = True,
     ) -> dict[str, Any]:
+        if parameters is None:
+            parameters = {"stage": agent.name, "mode": mode, "hop.$": "$.asl.hops", "envelope.$": "$.envelope"}
+            if self.segmented and mode in ("run", "join"):  # a whole stage says when the segment should hand back
+                parameters |= {
+                    "segment_started.$": "$$.Execution.StartTime",
+                    "segment_seconds": segment_seconds(self.p),
+                }
         state: dict[str, Any] = {
             "Type": "Task",
             "Resource": function_placeholder(agent.name),
-            "Parameters": parameters
-            or {"stage": agent.name, "mode": mode, "hop.$": "$.asl.hops", "envelope.$": "$.envelope"},
+            "Parameters": parameters,
             "ResultPath": result_path,
             "TimeoutSeconds": agent.timeout_seconds,
             "Retry": self._retry(agent),
@@ -170,29 +293,10 @@ class _Compiler:
         return state
 
     def _retry(self, agent: AgentConfig) -> list[dict[str, Any]]:
-        interval = self.p.retry_interval_seconds
-        retry = [
-            {"ErrorEquals": TRANSIENT_LAMBDA_ERRORS, "IntervalSeconds": interval, "MaxAttempts": 3, "BackoffRate": 2.0},
-            {"ErrorEquals": NON_RETRYABLE_ERRORS, "MaxAttempts": 0},
-        ]
-        if agent.max_retries:
-            retry.append(
-                {
-                    "ErrorEquals": ["States.TaskFailed", "States.Timeout"],
-                    "IntervalSeconds": interval,
-                    "MaxAttempts": agent.max_retries,
-                    "BackoffRate": 2.0,
-                }
-            )
-        return retry
+        return _retry(self.p, agent)
 
     def _failed_pass(self, state: str, reason: str, next_state: str = FINALIZE) -> None:
-        self.states[f"{state}.failed"] = {
-            "Type": "Pass",
-            "Result": {"state": state, "reason": reason},
-            "ResultPath": "$.envelope.failure.at",
-            "Next": next_state,
-        }
+        _failed_pass(self.states, state, reason, next_state)
 
     def _stage(self, agent: AgentConfig) -> None:
         name = agent.name
@@ -203,12 +307,7 @@ class _Compiler:
             self.states[name] = self._task(agent, "run", f"{name}.count")
         error_target = self.entry(agent.error_next) if agent.error_next else FINALIZE
         self._failed_pass(name, "stage_failed", error_target)
-        self.states[f"{name}.count"] = {
-            "Type": "Pass",
-            "Parameters": {"hops.$": "States.MathAdd($.asl.hops, 1)", "max_hops.$": "$.asl.max_hops"},
-            "ResultPath": "$.asl",
-            "Next": f"{name}.route",
-        }
+        self.states[f"{name}.count"] = self._count(1, f"{name}.route")
         self.states[f"{name}.route"] = {
             "Type": "Choice",
             "Choices": self._choices(self.p.targets_of(agent.name)),
@@ -238,14 +337,30 @@ class _Compiler:
                 {
                     "Variable": "$.envelope.next_stage",
                     "StringEquals": f"await:{kind.value}",
-                    "Next": f"await.{kind.value}",
+                    "Next": self._exit("await") if self.segmented else f"await.{kind.value}",
                 }
             )
-        for target in targets:
-            if target != final:
-                choices.append(
-                    {"Variable": "$.envelope.next_stage", "StringEquals": target, "Next": self.entry(target)}
-                )
+        routable = [target for target in targets if target != final]
+        if self.segmented and routable:
+            # only a route the stage may take hands back; anything else still meets guard.unroutable
+            chosen = [{"Variable": "$.envelope.next_stage", "StringEquals": target} for target in routable]
+            spent = [
+                {"Variable": "$.asl.hops", "NumericGreaterThanEqualsPath": "$.asl.segment_end"},
+                {
+                    "And": [
+                        {"Variable": "$.envelope.segment_yield", "IsPresent": True},
+                        {"Variable": "$.envelope.segment_yield", "BooleanEquals": True},
+                    ]
+                },
+            ]
+            choices.append(
+                {
+                    "And": [{"Or": spent}, chosen[0] if len(chosen) == 1 else {"Or": chosen}],
+                    "Next": self._exit("continue"),
+                }
+            )
+        for target in routable:
+            choices.append({"Variable": "$.envelope.next_stage", "StringEquals": target, "Next": self.entry(target)})
         return choices
 
     def _final_stage(self, agent: AgentConfig) -> None:
@@ -255,6 +370,7 @@ class _Compiler:
         asking run's checkpoint, replayed the question, and the mission never ended."""
         self.states[agent.name] = self._task(agent, "run", f"{agent.name}.route")
         self._failed_pass(agent.name, "stage_failed")
+        done = self._exit("done") if self.segmented else DONE
         self.states[f"{agent.name}.route"] = {
             "Type": "Choice",
             "Choices": [
@@ -265,16 +381,14 @@ class _Compiler:
                 }
                 for kind in InterruptKind
             ],
-            "Default": DONE,
+            "Default": done,
         }
         for kind in InterruptKind:
-            self.states[f"{agent.name}.asks.{kind.value}"] = {
-                "Type": "Pass",
-                "Parameters": {"hops.$": "States.MathAdd($.asl.hops, 1)", "max_hops.$": "$.asl.max_hops"},
-                "ResultPath": "$.asl",
-                "Next": f"await.{kind.value}",
-            }
-        self.states[DONE] = {"Type": "Succeed"}
+            self.states[f"{agent.name}.asks.{kind.value}"] = self._count(
+                1, self._exit("await") if self.segmented else f"await.{kind.value}"
+            )
+        if not self.segmented:
+            self.states[DONE] = {"Type": "Succeed"}
 
     def _parallel(self, group: list[str]) -> None:
         join = self.p.agent(group[0]).default_next
@@ -305,12 +419,9 @@ class _Compiler:
             "Next": f"{name}.count",
         }
         self._failed_pass(name, "stage_failed")
-        self.states[f"{name}.count"] = {  # each branch is a hop, as the runner counts it
-            "Type": "Pass",
-            "Parameters": {"hops.$": f"States.MathAdd($.asl.hops, {len(group)})", "max_hops.$": "$.asl.max_hops"},
-            "ResultPath": "$.asl",
-            "Next": self.entry(join),
-        }
+        self.states[f"{name}.count"] = self._count(
+            len(group), self.entry(join)
+        )  # each branch is a hop, as the runner counts it
 
     def _map(self, agent: AgentConfig) -> dict[str, Any]:
         assert agent.fan_out is not None
@@ -353,84 +464,264 @@ class _Compiler:
             "Next": agent.name,
         }
 
-    def _await(self, kind: InterruptKind) -> None:
-        name = f"await.{kind.value}"
-        self.states[name] = {
+    def _finalize(self) -> None:
+        final = self.p.agent(self.p.final)
+        self.states[FINALIZE] = self._task(final, "finalize", self._exit("done") if self.segmented else DONE)
+        self.states[FAILED] = _mission_failed()
+
+
+class _MissionCompiler:
+    """The mission's Standard machine over Express segments (see the module's docstring)."""
+
+    def __init__(self, pipeline: PipelineConfig):
+        self.p = pipeline
+        self.states: dict[str, Any] = {}
+
+    def build(self) -> dict[str, Any]:
+        self._segment()
+        for kind in InterruptKind:
+            _await(self.states, self.p, kind, next_state=SEGMENT_BEGIN)
+        _guards(self.states)
+        final = self.p.agent(self.p.final)
+        self.states[FINALIZE] = {
             "Type": "Task",
-            "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+            "Resource": function_placeholder(final.name),
+            "Parameters": {"stage": final.name, "mode": "finalize", "hop.$": "$.asl.hops", "envelope.$": "$.envelope"},
+            "ResultPath": "$.envelope",
+            "TimeoutSeconds": final.timeout_seconds,
+            "Retry": _retry(self.p, final),
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure", "Next": FAILED}],
+            "Next": DONE,
+        }
+        self.states[DONE] = {"Type": "Succeed"}
+        self.states[FAILED] = _mission_failed()
+        return {
+            "Comment": f"Mission '{self.p.name}': waits for people, runs its stages in Express segments "
+            "(compiled by missions)",
+            "StartAt": SEGMENT_BEGIN,
+            "TimeoutSeconds": _machine_timeout(self.p),
+            "States": _reachable(self.states, SEGMENT_BEGIN),
+        }
+
+    def _segment(self) -> None:
+        self.states[SEGMENT_BEGIN] = {
+            "Type": "Pass",
+            "Parameters": _asl(
+                "$.asl.hops", restarts=0, **{"segment_end.$": f"States.MathAdd($.asl.hops, {self.p.segment_hops})"}
+            ),
+            "ResultPath": "$.asl",
+            "Next": SEGMENT,
+        }
+        self.states[SEGMENT] = {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::states:startExecution.sync:2",
             "Parameters": {
-                "FunctionName": INTERRUPT_FUNCTION,
-                "Payload": {"mode": "interrupt", "envelope.$": "$.envelope", "task_token.$": "$$.Task.Token"},
+                "StateMachineArn": SEGMENT_PLACEHOLDER,
+                # unique per segment and per restart (a name and input seen before would return the old run)
+                "Name.$": "States.Format('{}-{}-{}', $$.Execution.Name, $.asl.hops, $.asl.restarts)",
+                "Input": {
+                    "envelope.$": "$.envelope",
+                    "asl.$": "$.asl",
+                    "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
+                },
             },
-            "TimeoutSeconds": self.p.interrupt_timeout_seconds,
-            "ResultPath": "$.envelope.resume",
+            "ResultSelector": {"envelope.$": "$.Output.envelope", "asl.$": "$.Output.asl"},
+            "ResultPath": "$",
             "Retry": [
                 {
-                    "ErrorEquals": TRANSIENT_LAMBDA_ERRORS,
+                    "ErrorEquals": [
+                        "StepFunctions.ExecutionLimitExceededException",
+                        "StepFunctions.SdkClientException",
+                        "StepFunctions.AWSStepFunctionsException",
+                    ],
                     "IntervalSeconds": self.p.retry_interval_seconds,
                     "MaxAttempts": 3,
                     "BackoffRate": 2.0,
                 }
             ],
-            "Catch": [
-                {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.envelope.failure", "Next": f"{name}.timeout"},
-                {"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure", "Next": f"{name}.failed"},
-            ],
-            "Next": f"{name}.resume",
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.segment_failure", "Next": "segment.failed"}],
+            "Next": SEGMENT_EXIT,
         }
-        self.states[f"{name}.timeout"] = {
-            "Type": "Pass",
-            "Result": {"state": name, "reason": "interrupt_timeout"},
-            "ResultPath": "$.envelope.failure.at",
-            "Next": FINALIZE,
-        }
-        self._failed_pass(name, "interrupt_failed")
-        configured = self.p.resume_stage(kind)
-        if configured:
-            self.states[f"{name}.resume"] = {"Type": "Pass", "Next": self.entry(configured)}
-            return
-        # resume where the human was asked
-        self.states[f"{name}.resume"] = {
+        self.states[SEGMENT_EXIT] = {
             "Type": "Choice",
             "Choices": [
-                {"Variable": "$.envelope.interrupt.stage", "StringEquals": stage, "Next": self.entry(stage)}
-                for stage in self.p.stage_names()
-                if not self.p.group_of(stage)
+                {"Variable": "$.asl.exit", "StringEquals": "done", "Next": DONE},
+                {"Variable": "$.asl.exit", "StringEquals": "continue", "Next": SEGMENT_BEGIN},
+                *(
+                    {
+                        "And": [
+                            {"Variable": "$.asl.exit", "StringEquals": "await"},
+                            {"Variable": "$.envelope.next_stage", "StringEquals": f"await:{kind.value}"},
+                        ],
+                        "Next": f"await.{kind.value}",
+                    }
+                    for kind in InterruptKind
+                ),
             ],
             "Default": UNROUTABLE,
         }
-
-    def _guards(self) -> None:
-        for bound in ["max_agent_hops"] + [b for b, _ in COUNTER_GUARDS]:
-            self.states[f"guard.{bound}"] = {
-                "Type": "Pass",
-                "Result": {
-                    "Error": "BoundReached",
-                    "Cause": f"the state machine stopped the mission at {bound}",
-                    "at": {"state": f"guard.{bound}", "reason": bound},
-                },
-                "ResultPath": "$.envelope.failure",
-                "Next": FINALIZE,
-            }
-        self.states[UNROUTABLE] = {
+        self.states["segment.failed"] = {
+            "Type": "Choice",
+            "Choices": [
+                {
+                    "Variable": "$.asl.restarts",
+                    "NumericGreaterThanEquals": MAX_SEGMENT_RESTARTS,
+                    "Next": "segment.lost",
+                }
+            ],
+            "Default": "segment.retry",
+        }
+        self.states["segment.retry"] = {  # the same hop again: committed stages return what they returned
             "Type": "Pass",
-            "Result": {
-                "Error": "Unroutable",
-                "Cause": "the stage chose a next stage it has no route to",
-                "at": {"state": UNROUTABLE, "reason": "unroutable"},
+            "Parameters": _asl(
+                "$.asl.hops",
+                **{"restarts.$": "States.MathAdd($.asl.restarts, 1)", "segment_end.$": "$.asl.segment_end"},
+            ),
+            "ResultPath": "$.asl",
+            "Next": SEGMENT,
+        }
+        self.states["segment.lost"] = {
+            "Type": "Pass",
+            "Parameters": {
+                "Error": "SegmentFailed",
+                "Cause.$": "$.segment_failure.Cause",
+                "at": {"state": SEGMENT, "reason": "segment_failed"},
             },
             "ResultPath": "$.envelope.failure",
             "Next": FINALIZE,
         }
 
-    def _finalize(self) -> None:
-        final = self.p.agent(self.p.final)
-        self.states[FINALIZE] = self._task(final, "finalize", DONE)
-        self.states[FAILED] = {
-            "Type": "Fail",
-            "Error": "MissionFailed",
-            "Cause": "the final stage failed on the failure path",
+
+def _entry(p: PipelineConfig, stage: str) -> str:
+    """The state a transition to `stage` (or to a parallel group) enters."""
+    group = p.group_of(stage)
+    if group:
+        return "parallel." + "+".join(group)
+    if p.agent(stage).fan_out:
+        return f"{stage}.map"
+    return stage
+
+
+def _mission_failed() -> dict[str, Any]:
+    return {"Type": "Fail", "Error": "MissionFailed", "Cause": "the final stage failed on the failure path"}
+
+
+def _machine_timeout(pipeline: PipelineConfig) -> int:
+    """The last-resort guard: every stage at its timeout with retries, plus waiting humans."""
+    b = pipeline.bounds
+    per_stage = max(a.timeout_seconds * (a.max_retries + 1) + 60 for a in pipeline.agents)
+    waits = pipeline.interrupt_timeout_seconds * min(b.max_agent_hops, 10)
+    return min(per_stage * (b.max_agent_hops + 2) + waits, 365 * 24 * 3600)
+
+
+def _retry(pipeline: PipelineConfig, agent: AgentConfig) -> list[dict[str, Any]]:
+    interval = pipeline.retry_interval_seconds
+    retry = [
+        {"ErrorEquals": TRANSIENT_LAMBDA_ERRORS, "IntervalSeconds": interval, "MaxAttempts": 3, "BackoffRate": 2.0},
+        {"ErrorEquals": NON_RETRYABLE_ERRORS, "MaxAttempts": 0},
+    ]
+    if agent.max_retries:
+        retry.append(
+            {
+                "ErrorEquals": ["States.TaskFailed", "States.Timeout"],
+                "IntervalSeconds": interval,
+                "MaxAttempts": agent.max_retries,
+                "BackoffRate": 2.0,
+            }
+        )
+    return retry
+
+
+def _failed_pass(states: dict[str, Any], state: str, reason: str, next_state: str = FINALIZE) -> None:
+    states[f"{state}.failed"] = {
+        "Type": "Pass",
+        "Result": {"state": state, "reason": reason},
+        "ResultPath": "$.envelope.failure.at",
+        "Next": next_state,
+    }
+
+
+def _await(states: dict[str, Any], p: PipelineConfig, kind: InterruptKind, *, next_state: str | None = None) -> None:
+    """A question to a human: the execution waits for its task token (for days, at no compute cost).
+
+    `next_state` set (two levels): the answer names where the next segment starts (the segment's
+    first state routes on `next_stage`); otherwise the answer enters the resume stage directly."""
+    name = f"await.{kind.value}"
+    states[name] = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {
+            "FunctionName": INTERRUPT_FUNCTION,
+            "Payload": {"mode": "interrupt", "envelope.$": "$.envelope", "task_token.$": "$$.Task.Token"},
+        },
+        "TimeoutSeconds": p.interrupt_timeout_seconds,
+        "ResultPath": "$.envelope.resume",
+        "Retry": [
+            {
+                "ErrorEquals": TRANSIENT_LAMBDA_ERRORS,
+                "IntervalSeconds": p.retry_interval_seconds,
+                "MaxAttempts": 3,
+                "BackoffRate": 2.0,
+            }
+        ],
+        "Catch": [
+            {"ErrorEquals": ["States.Timeout"], "ResultPath": "$.envelope.failure", "Next": f"{name}.timeout"},
+            {"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure", "Next": f"{name}.failed"},
+        ],
+        "Next": f"{name}.resume",
+    }
+    states[f"{name}.timeout"] = {
+        "Type": "Pass",
+        "Result": {"state": name, "reason": "interrupt_timeout"},
+        "ResultPath": "$.envelope.failure.at",
+        "Next": FINALIZE,
+    }
+    _failed_pass(states, name, "interrupt_failed")
+    configured = p.resume_stage(kind)
+    if next_state is not None:
+        states[f"{name}.resume"] = {"Type": "Pass", "ResultPath": "$.envelope.next_stage", "Next": next_state}
+        if configured:
+            states[f"{name}.resume"]["Result"] = configured
+        else:  # resume where the human was asked
+            states[f"{name}.resume"]["InputPath"] = "$.envelope.interrupt.stage"
+        return
+    if configured:
+        states[f"{name}.resume"] = {"Type": "Pass", "Next": _entry(p, configured)}
+        return
+    # resume where the human was asked
+    states[f"{name}.resume"] = {
+        "Type": "Choice",
+        "Choices": [
+            {"Variable": "$.envelope.interrupt.stage", "StringEquals": stage, "Next": _entry(p, stage)}
+            for stage in p.stage_names()
+            if not p.group_of(stage)
+        ],
+        "Default": UNROUTABLE,
+    }
+
+
+def _guards(states: dict[str, Any]) -> None:
+    for bound in ["max_agent_hops"] + [b for b, _ in COUNTER_GUARDS]:
+        states[f"guard.{bound}"] = {
+            "Type": "Pass",
+            "Result": {
+                "Error": "BoundReached",
+                "Cause": f"the state machine stopped the mission at {bound}",
+                "at": {"state": f"guard.{bound}", "reason": bound},
+            },
+            "ResultPath": "$.envelope.failure",
+            "Next": FINALIZE,
         }
+    states[UNROUTABLE] = {
+        "Type": "Pass",
+        "Result": {
+            "Error": "Unroutable",
+            "Cause": "the stage chose a next stage it has no route to",
+            "at": {"state": UNROUTABLE, "reason": "unroutable"},
+        },
+        "ResultPath": "$.envelope.failure",
+        "Next": FINALIZE,
+    }
 
 
 def _reachable(states: dict[str, Any], start: str) -> dict[str, Any]:

@@ -28,6 +28,8 @@ class Prices:
 
     as_of: str
     state_transition: float  # Step Functions Standard
+    express_request: float  # Step Functions Express: each execution started
+    express_gb_second: float  # Step Functions Express duration (first 1,000 GB-hours a month)
     lambda_request: float
     lambda_gb_second_arm64: float
     lambda_gb_second_x86_64: float
@@ -45,6 +47,8 @@ class Prices:
 PRICES = Prices(
     as_of=PRICES_AS_OF,
     state_transition=0.025 / 1_000,
+    express_request=1.00 / 1_000_000,
+    express_gb_second=0.00001667,
     lambda_request=0.20 / 1_000_000,
     lambda_gb_second_arm64=0.0000133334,
     lambda_gb_second_x86_64=0.0000166667,
@@ -60,7 +64,10 @@ PRICES = Prices(
 class Usage:
     """Billable quantities of one mission (or a sum of missions: usages add up)."""
 
-    state_transitions: int = 0
+    state_transitions: int = 0  # Standard: billed each
+    express_requests: int = 0
+    express_gb_seconds: float = 0.0
+    express_transitions: int = 0  # not billed (Express bills duration): shown to compare the two levels
     lambda_requests: int = 0
     lambda_gb_seconds: float = 0.0
     dynamodb_read_units: float = 0.0
@@ -96,6 +103,8 @@ def estimate(usage: Usage, prices: Prices = PRICES, architecture: str = "arm64")
     """Price a usage; `architecture` picks the Lambda GB-second price (the stack deploys arm64)."""
     priced = {  # billing line -> (quantity, dollars per unit)
         "step_functions": (usage.state_transitions, prices.state_transition),
+        "express_requests": (usage.express_requests, prices.express_request),
+        "express_duration": (usage.express_gb_seconds, prices.express_gb_second),
         "lambda_requests": (usage.lambda_requests, prices.lambda_request),
         "lambda_compute": (usage.lambda_gb_seconds, prices.lambda_gb_second(architecture)),
         "dynamodb_reads": (usage.dynamodb_read_units, prices.dynamodb_read_unit),
@@ -119,6 +128,17 @@ def lambda_gb_seconds(duration_ms: float, memory_mb: int) -> float:
     """Lambda bills duration rounded up to the next millisecond, times the configured memory."""
     billed_ms = max(1, math.ceil(duration_ms))
     return billed_ms / 1000 * memory_mb / 1024
+
+
+EXPRESS_MEMORY_CHUNK_GB = 64 / 1024
+
+
+def express_gb_seconds(duration_ms: float, memory_bytes: int = 0) -> float:
+    """Express bills duration rounded up to the next 100 ms, times the memory the execution used in
+    64 MB chunks (its definition and its state: a segment's fit in the first chunk)."""
+    billed_s = max(1, math.ceil(duration_ms / 100)) / 10
+    chunks = max(1, math.ceil(memory_bytes / (64 * 1024 * 1024)))
+    return billed_s * chunks * EXPRESS_MEMORY_CHUNK_GB
 
 
 def billed_events(entry_bytes: int) -> int:

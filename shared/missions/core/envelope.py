@@ -158,6 +158,9 @@ class Envelope(Model):
     edge_counts: dict[str, int] = Field(default_factory=dict)
     bounds: Bounds = Field(default_factory=Bounds)
     terminal_reason: str | None = None
+    # set by a stage of an Express segment that has used its time: the segment hands back to the
+    # mission's machine, which starts the next one at next_stage (missions.core.compiler)
+    segment_yield: bool = False
 
     # human in the loop
     interrupt: Interrupt | None = None
@@ -205,5 +208,14 @@ class Envelope(Model):
 
 # Fields the compiled state machine reads with JSONPath; the offloader never moves them.
 INLINE_FIELDS = frozenset(
-    {"mission_id", "capability", "next_stage", "counters", "terminal_reason", "interrupt", "work_items"}
+    {
+        "mission_id",
+        "capability",
+        "next_stage",
+        "counters",
+        "terminal_reason",
+        "interrupt",
+        "work_items",
+        "segment_yield",
+    }
 )

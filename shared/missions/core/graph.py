@@ -9,7 +9,10 @@ back to the parent's next state.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
+
+from missions.core.compiler import DONE, SEGMENT_BEGIN, START, MissionMachines
 
 _KINDS = {"Choice": "choice", "Pass": "pass", "Succeed": "end", "Fail": "fail", "Parallel": "parallel", "Map": "map"}
 
@@ -72,3 +75,37 @@ def _is_last(branch: dict[str, Any], node_id: str) -> bool:
     name = node_id.rsplit("/", 1)[-1]
     state = branch["States"].get(name) or {}
     return bool(state.get("End"))
+
+
+def mission_graph(machines: MissionMachines) -> dict[str, Any]:
+    """The graph of a mission as it runs, over both levels: a segment's states, and the mission's waits
+    for people in place of the segment's hand-backs (a segment that hands back to wait goes to the
+    await states; one that is done ends the mission; the answer enters the segment's start again).
+    States both levels have (finalize, the guards) are drawn once: they do the same thing."""
+    if machines.segment is None:
+        return state_graph(machines.mission)
+    states = copy.deepcopy(machines.segment["States"])
+    plumbing = {SEGMENT_BEGIN, "segment", "segment.exit", "segment.failed", "segment.retry", "segment.lost"}
+    awaits = []
+    for name, state in machines.mission["States"].items():
+        if name in plumbing or name in states:
+            continue
+        state = copy.deepcopy(state)
+        if state.get("Next") == SEGMENT_BEGIN:  # an answer: the next segment starts where it says
+            state["Next"] = START
+        if name.startswith("await.") and name.count(".") == 1:
+            awaits.append(name)
+        states[name] = state
+    states.pop("segment.end", None)
+    if "segment.await" in states:
+        states["segment.await"] = {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.envelope.next_stage", "StringEquals": a.replace(".", ":", 1), "Next": a} for a in awaits
+            ],
+        }
+    if "segment.done" in states:
+        states["segment.done"] = {"Type": "Pass", "Next": DONE}
+    if "segment.continue" in states:
+        states["segment.continue"] = {"Type": "Pass", "Next": START}
+    return state_graph({"StartAt": machines.segment["StartAt"], "States": states})

@@ -130,6 +130,9 @@ class PipelineConfig(Model):
 
     interrupt_timeout_seconds: int = Field(7 * 24 * 3600, ge=1, le=365 * 24 * 3600)
     retry_interval_seconds: int = Field(1, ge=1, le=300)
+    # stages an Express segment runs before it hands back to the mission's machine (missions.core.compiler):
+    # fewer costs more Standard transitions, more grows each segment's history
+    segment_hops: int = Field(500, ge=1, le=2_000)
 
     @field_validator("agents")
     @classmethod

@@ -176,6 +176,11 @@ def state_machine_name(prefix: str, capability: str) -> str:
     return f"{prefix}-{capability}".replace("_", "-")[:80]
 
 
+def segment_machine_name(prefix: str, capability: str) -> str:
+    """The capability's Express machine, whose executions are a mission's segments (missions.core.compiler)."""
+    return f"{state_machine_name(prefix, capability)[:72]}-segment"
+
+
 # Step Functions reports ended executions on the default bus; the status function frees the user's slot
 EXECUTION_STATUS_SOURCE = "aws.states"
 EXECUTION_STATUS_DETAIL_TYPE = "Step Functions Execution Status Change"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from missions.adapters.dynamodb.store import table_definition, time_to_live
 from missions.app.runtime import Runtime
 from missions.core import capability as capability_registry
-from missions.core.compiler import compile_pipeline, placeholders
+from missions.core.compiler import MissionMachines, compile_mission, compile_pipeline, placeholders
 from missions.core.envelope import Envelope, InterruptResponse
 from missions.core.events import Event
 from missions.core.llm import LLMProvider
@@ -35,6 +35,7 @@ from missions.core.specs import (
     TABLES,
     FunctionSpec,
     execution_ended_pattern,
+    segment_machine_name,
     stage_function_name,
     state_machine_name,
 )
@@ -82,9 +83,13 @@ class LocalCloud:
         settings: dict[str, Any] | None = None,
         on_timings: Any = None,
         registry: capability_registry.Registry | None = None,
+        single_level: bool = False,
     ):
-        """`registry`: where the capabilities are found (default: the installed ones; tests add theirs)."""
+        """`registry`: where the capabilities are found (default: the installed ones; tests add theirs).
+        `single_level`: every mission on one Standard machine, as a pipeline whose stages do not fit a
+        segment deploys (the bench compares the two layouts with it)."""
         self.registry = registry or capability_registry.default_registry()
+        self.single_level = single_level
         self.capabilities = capabilities or self.registry.available()
         self.prefix = prefix
         self._llm = llm
@@ -96,6 +101,7 @@ class LocalCloud:
         self._saved_env: dict[str, str | None] = {}
         self.functions: dict[str, str] = {}  # function name -> arn
         self.state_machines: dict[str, str] = {}  # capability -> arn
+        self.segment_machines: dict[str, str] = {}  # capability -> arn of its Express segment machine
         self._executions: dict[str, str] = {}  # mission id -> execution arn
         self._workspace: str | None = None
 
@@ -208,14 +214,21 @@ class LocalCloud:
             for agent in capability.pipeline.agents:
                 function = stage_function_name(self.prefix, name, agent.name)
                 substitutions[f"fn_{agent.name}"] = self._function(function, STAGE_FUNCTION, agent.memory_mb)
-            missing = set(placeholders(capability.pipeline)) - set(substitutions)
-            assert not missing, missing
-            definition = json.dumps(compile_pipeline(capability.pipeline))
-            for key, value in substitutions.items():
-                definition = definition.replace("${" + key + "}", value)
+            missing = set(placeholders(capability.pipeline)) - set(substitutions) - {"segment"}
+            assert not missing, missing  # the segment machine's ARN is known once it is created, below
+            machines = compile_mission(capability.pipeline)
+            if self.single_level:
+                machines = MissionMachines(mission=compile_pipeline(capability.pipeline), segment=None)
+            if machines.segment is not None:  # the Express machine first: the mission's names it
+                substitutions["segment"] = self.segment_machines[name] = self.sfn.create_state_machine(
+                    name=segment_machine_name(self.prefix, name),
+                    definition=_substituted(machines.segment, substitutions),
+                    roleArn=role,
+                    type="EXPRESS",
+                )["stateMachineArn"]
             self.state_machines[name] = self.sfn.create_state_machine(
                 name=state_machine_name(self.prefix, name),
-                definition=definition,
+                definition=_substituted(machines.mission, substitutions),
                 roleArn=role,
             )["stateMachineArn"]
         self._provision_triggers()
@@ -360,6 +373,12 @@ class LocalCloud:
             record = self.runtime.missions.get(mission_id)
             return MissionOutcome(mission_id, "NEVER_STARTED", None, record.status, record.terminal_reason)
         described = self.sfn.describe_execution(executionArn=arn)
+        if described["status"] == "RUNNING":
+            recorded = self._read(mission_id)
+            if recorded is not None and recorded.status in MissionStatus.TERMINAL:
+                # the final stage recorded the end; the execution ends a moment later (its segment hands back)
+                self.wait(mission_id, timeout=30)
+                described = self.sfn.describe_execution(executionArn=arn)
         envelope = None
         if described.get("output"):
             envelope = self.runtime.codec.decode(json.loads(described["output"])["envelope"])
@@ -377,9 +396,44 @@ class LocalCloud:
     def events(self, mission_id: str, after: str | None = None) -> tuple[list[Event], str | None]:
         return self.runtime.events.read(mission_id, after=after, limit=500)
 
-    def history(self, mission_id: str) -> list[HistoryEventTypeDef]:
+    def history(self, mission_id: str, *, segments: bool = True) -> list[HistoryEventTypeDef]:
+        """The mission's execution history; with `segments`, each Express segment's history follows the
+        event that started it (the mission's timeline as the two levels ran it)."""
+        events = self.execution_history(self.execution_arn(mission_id))
+        if not segments:
+            return events
+        started = iter(self.segments(mission_id))
+        timeline: list[HistoryEventTypeDef] = []
+        for event in events:
+            timeline.append(event)
+            if (
+                event["type"] == "TaskStateEntered"
+                and event.get("stateEnteredEventDetails", {}).get("name") == "segment"
+            ):
+                segment = next(started, None)
+                if segment is not None:
+                    timeline += self.execution_history(segment["executionArn"])
+        return timeline
+
+    def segments(self, mission_id: str) -> list[dict[str, Any]]:
+        """The mission's Express segments (DescribeExecution of each), in the order they started."""
+        arn = self.execution_arn(mission_id)
+        machine = arn.split(":")[-2]
+        capability = next((c for c, m in self.state_machines.items() if m.rsplit(":", 1)[-1] == machine), None)
+        segment_machine = self.segment_machines.get(capability or "")
+        if segment_machine is None:
+            return []
+        found: list[dict[str, Any]] = []
+        pages = self.sfn.get_paginator("list_executions").paginate(stateMachineArn=segment_machine)
+        for page in pages:
+            for execution in page["executions"]:
+                if execution["name"].startswith(f"{mission_id}-"):
+                    found.append(dict(self.sfn.describe_execution(executionArn=execution["executionArn"])))
+        return sorted(found, key=lambda e: e["startDate"])
+
+    def execution_history(self, arn: str) -> list[HistoryEventTypeDef]:
         pages: list[HistoryEventTypeDef] = []
-        kwargs: dict[str, Any] = {"executionArn": self.execution_arn(mission_id), "maxResults": 1000}
+        kwargs: dict[str, Any] = {"executionArn": arn, "maxResults": 1000}
         while True:
             page = self.sfn.get_execution_history(**kwargs)
             pages += page["events"]
@@ -402,6 +456,13 @@ class LocalCloud:
         for event in self.history(mission_id):
             if event["type"].endswith("StateEntered"):
                 yield next(v for v in event.values() if isinstance(v, dict))["name"]
+
+
+def _substituted(definition: dict[str, Any], substitutions: dict[str, str]) -> str:
+    text = json.dumps(definition)
+    for key, value in substitutions.items():
+        text = text.replace("${" + key + "}", value)
+    return text
 
 
 @functools.lru_cache(maxsize=1)

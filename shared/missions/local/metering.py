@@ -8,7 +8,10 @@ How each line is counted (priced by missions.core.costing):
 - Lambda: every in-process invocation (`patches.observe`), failed ones too: one request and its
   duration rounded up to 1 ms times the function's memory. Durations are this machine's, warm:
   a cold start's init (billed by AWS since August 2025) is not included.
-- Step Functions: one transition per state entered, from the execution's history.
+- Step Functions Standard: one transition per state entered, from the mission's execution history.
+- Step Functions Express (a mission's segments): one request per segment, and its duration (start to
+  stop as this machine ran it, under moto: longer than AWS's) rounded up to 100 ms times one 64 MB
+  chunk; the transitions inside are counted too, though Express does not bill them.
 - DynamoDB, S3, EventBridge: botocore handlers on the cloud's clients (and on clients created
   while the meter runs) count each call made from inside a Lambda handler, or inside
   `billed()`: what the harness does on a mission's behalf (starting it, answering it), which
@@ -35,7 +38,15 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from missions.core.costing import Usage, billed_events, item_size, lambda_gb_seconds, read_units, write_units
+from missions.core.costing import (
+    Usage,
+    billed_events,
+    express_gb_seconds,
+    item_size,
+    lambda_gb_seconds,
+    read_units,
+    write_units,
+)
 from missions.core.specs import TABLES
 from missions.local import patches
 from missions.local.emulation import ACCOUNT, REGION, LocalCloud, MissionOutcome
@@ -152,8 +163,25 @@ class Meter:
         others = self._started - {mission_id}
         if others:
             raise ValueError(f"the meter also saw {sorted(others)} start: meter one mission at a time")
-        transitions = sum(1 for event in self.cloud.history(mission_id) if event["type"].endswith("StateEntered"))
-        return replace(self.usage(), state_transitions=transitions)
+        transitions = sum(
+            1 for event in self.cloud.history(mission_id, segments=False) if event["type"].endswith("StateEntered")
+        )
+        segments = self.cloud.segments(mission_id)
+        express = Usage(
+            express_requests=len(segments),
+            express_gb_seconds=sum(
+                express_gb_seconds((s["stopDate"] - s["startDate"]).total_seconds() * 1000)
+                for s in segments
+                if s.get("stopDate")
+            ),
+            express_transitions=sum(
+                1
+                for s in segments
+                for event in self.cloud.execution_history(s["executionArn"])
+                if event["type"].endswith("StateEntered")
+            ),
+        )
+        return replace(self.usage() + express, state_transitions=transitions)
 
     # -- counting ----------------------------------------------------------------------------
 
@@ -187,8 +215,9 @@ class Meter:
         params, writes = context.pop(_STATE)
         service, operation = model.service_model.service_name, model.name
         if service == "stepfunctions" and operation == "StartExecution":
-            with self._lock:
-                self._started.add(params.get("name", ""))
+            if params.get("stateMachineArn") in self.cloud.state_machines.values():  # a mission, not its segment
+                with self._lock:
+                    self._started.add(params.get("name", ""))
         elif service == "dynamodb":
             units = sum(self._write_units(write) for write in writes)
             self._add(

@@ -10,7 +10,8 @@
 4. CloudFormation: `Ref` of an AWS::Events::EventBus must be its name; moto's EventBus has no
    `physical_resource_id`, so a rule on a custom bus fails to deploy. It gets one. And an
    AWS::StepFunctions::StateMachine gets its DefinitionSubstitutions applied (moto drops
-   them) and is created in the backend that executes (moto used the non-executing one).
+   them) and is created in the backend that executes (moto used the non-executing one), of the
+   type it declares (an Express segment machine was created Standard).
 
 5. Step Functions: moto never reports an execution that ended. As AWS does, each one that ends
    now puts a "Step Functions Execution Status Change" event on its account's default bus, where
@@ -75,6 +76,15 @@ And what moto's CloudFormation lacks for the stack as deployed:
 13. Function URLs (the stream function's): moto's Lambda has the API (CreateFunctionUrlConfig) but its
    CloudFormation has no AWS::Lambda::Url, and a stack output naming one's `FunctionUrl` fails the
    whole deploy. It is created through that API, and answers `FunctionUrl` and `FunctionArn`.
+
+And what moto's Step Functions lacks for a mission's Express segments (missions.core.compiler):
+14. `arn:aws:states:::states:startExecution.sync:2`: moto hands the state's parameters to boto3 as
+   the ASL writes them (`StateMachineArn`, where boto3's member is `stateMachineArn`: every call
+   failed with KeyError) and hands boto3's response back as is (`executionArn`, where the
+   integration reads `ExecutionArn`, and the ASL the result's `Output`). Parameters are renamed to
+   boto3's members and responses to the integration's names, as Step Functions does. And it polls
+   the child every half second: a mission pays that at each segment's end, so the poll also wakes
+   as soon as the child's end is reported (patch 5).
 """
 
 from __future__ import annotations
@@ -234,6 +244,7 @@ def install() -> None:
         _ORIGINAL["resource_class_from_type"] = parsing.resource_class_from_type
         parsing.resource_class_from_type = _resource_class_from_type
         _install_caches()
+        _install_sfn_integration()
         LambdaFunction._invoke_lambda = _invoke_lambda  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
         LambdaBackend.send_dynamodb_items = _send_dynamodb_items  # type: ignore[method-assign]
@@ -276,6 +287,7 @@ def uninstall() -> None:
 
         parsing.resource_class_from_type = _ORIGINAL.pop("resource_class_from_type")
         _uninstall_caches()
+        _uninstall_sfn_integration()
         _uninstall_lean_resources()
         if _ORIGINAL.get("executions") is None:
             delattr(StateMachine, "executions")
@@ -300,6 +312,7 @@ def _state_machine_from_cfn(
         definition,
         properties.get("RoleArn", ""),
         tags=cfn_to_api_tags(properties.get("Tags", [])),
+        sm_type=properties.get("StateMachineType", "STANDARD"),  # moto made every one Standard
     )
 
 
@@ -793,3 +806,83 @@ class _FunctionUrl:
             lambda_backends[account_id][region_name].delete_function_url_config(self.function_arn)
         except UnknownFunctionException:  # the function went first (the stack deletes both): so did its URL
             _log.debug("no function left for the URL of %s", self.function_arn)
+
+
+# -- patch 14: the Step Functions startExecution integration ------------------------------------------------
+
+_SFN_SERVICE = "moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn"
+SEGMENT_POLL_SECONDS = 0.5  # moto's own poll interval, kept as the longest wait between two looks
+_SFN_PATCHED = ("_normalise_parameters", "_normalise_response", "_eval_service_task", "_build_sync2_resolver")
+
+
+def _install_sfn_integration() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
+        StateTaskServiceSfn,
+    )
+
+    for name in _SFN_PATCHED:
+        _ORIGINAL[f"{_SFN_SERVICE}.{name}"] = getattr(StateTaskServiceSfn, name)
+        _ORIGINAL[f"{_SFN_SERVICE}.{name}.own"] = name in StateTaskServiceSfn.__dict__
+    StateTaskServiceSfn._normalise_parameters = _sfn_parameters  # type: ignore[method-assign]
+    StateTaskServiceSfn._normalise_response = _sfn_response  # type: ignore[method-assign]
+    StateTaskServiceSfn._eval_service_task = _sfn_submitted  # type: ignore[method-assign]
+    StateTaskServiceSfn._build_sync2_resolver = _sfn_sync2_resolver  # type: ignore[method-assign]
+
+
+def _uninstall_sfn_integration() -> None:
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_sfn import (
+        StateTaskServiceSfn,
+    )
+
+    for name in _SFN_PATCHED:
+        original = _ORIGINAL.pop(f"{_SFN_SERVICE}.{name}")
+        if _ORIGINAL.pop(f"{_SFN_SERVICE}.{name}.own"):
+            setattr(StateTaskServiceSfn, name, original)
+        else:  # inherited: the base class's serves again
+            delattr(StateTaskServiceSfn, name)
+
+
+def _sfn_parameters(
+    self: Any, parameters: dict[str, Any], boto_service_name: str | None = None, service_action_name: str | None = None
+) -> None:
+    """moto's normalisation (the input as a JSON string), then the ASL's names as boto3's members."""
+    _ORIGINAL[f"{_SFN_SERVICE}._normalise_parameters"](self, parameters, boto_service_name, service_action_name)
+    for key in list(parameters):
+        parameters[key[:1].lower() + key[1:]] = parameters.pop(key)
+
+
+def _pascal(response: dict[str, Any]) -> None:
+    for key in list(response):
+        response[key[:1].upper() + key[1:]] = response.pop(key)
+
+
+def _sfn_response(
+    self: Any, response: Any, boto_service_name: str | None = None, service_action_name: str | None = None
+) -> None:
+    _ORIGINAL[f"{_SFN_SERVICE}._normalise_response"](self, response, boto_service_name, service_action_name)
+    if isinstance(response, dict):
+        _pascal(response)
+
+
+def _sfn_submitted(self: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+    """The call, with its response under the integration's names (what the .sync resolvers read)."""
+    result = _ORIGINAL[f"{_SFN_SERVICE}._eval_service_task"](self, env, *args, **kwargs)
+    if env.stack and isinstance(env.stack[-1], dict):
+        _pascal(env.stack[-1])
+    return result
+
+
+def _sfn_sync2_resolver(self: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+    """moto's resolver, which looks once; when the child still runs, it waits for the child's end to be
+    reported (at most SEGMENT_POLL_SECONDS) and looks again, instead of moto's fixed half-second sleep."""
+    child = env.stack[-1].get("ExecutionArn") if env.stack and isinstance(env.stack[-1], dict) else None
+    resolve = _ORIGINAL[f"{_SFN_SERVICE}._build_sync2_resolver"](self, env, *args, **kwargs)
+
+    def resolve_when_ended() -> Any:
+        result = resolve()
+        if result is None and child:
+            wait_reported(child, SEGMENT_POLL_SECONDS)
+            result = resolve()
+        return result
+
+    return resolve_when_ended

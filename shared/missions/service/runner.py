@@ -185,6 +185,7 @@ class StageRunner:
         envelope = self.services.codec.decode(request["envelope"])
         if envelope.capability != self.capability.name:
             raise StageRequestError(f"envelope belongs to '{envelope.capability}', not '{self.capability.name}'")
+        envelope.segment_yield = False  # said afresh by each stage (see _commit and the app's segment clock)
         before = envelope.counters.model_copy()
         try:
             if mode == "branch" or mode == "item":
@@ -789,12 +790,16 @@ class StageRunner:
         if stored.envelope != encoded:
             # an earlier attempt of this very stage already committed: keep its history
             return stored.envelope
-        self._update_mission(envelope, stage, status)
+        if not self._update_mission(envelope, stage, status):
+            # the mission ended meanwhile (cancelled): an Express segment cannot be stopped from outside,
+            # so it is told to hand back now instead of running the stages after this one
+            return {**encoded, "segment_yield": True}
         return encoded
 
-    def _update_mission(self, envelope: Envelope, stage: str, status: str) -> None:
+    def _update_mission(self, envelope: Envelope, stage: str, status: str) -> bool:
+        """Record the stage on the mission; False when the lifecycle refused (the mission ended meanwhile)."""
         if self.services.missions is None:
-            return
+            return True
         fields: dict[str, Any] = {
             "stage": stage,
             "next_stage": envelope.next_stage,
@@ -819,6 +824,8 @@ class StageRunner:
         except TransitionRefused as refused:
             # cancelled while this stage ran: its execution is being stopped; the user's choice stands
             log.info("stage %s of %s did not record its progress: %s", stage, envelope.mission_id, refused)
+            return False
+        return True
 
     def _result(self, envelope: Envelope) -> dict[str, Any]:
         output = envelope.output(self.pipeline.final)

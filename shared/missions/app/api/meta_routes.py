@@ -17,9 +17,9 @@ from missions.app.api.models import (
     MetricsScope,
     MissionMetrics,
 )
-from missions.core.compiler import compile_pipeline
+from missions.core.compiler import compile_mission
 from missions.core.errors import MissionRequestError
-from missions.core.graph import state_graph
+from missions.core.graph import mission_graph
 
 
 @app.get("/capabilities", summary="Installed mission types", responses=responses((200, CapabilityList, "all")))
@@ -37,8 +37,8 @@ def capability_graph(name: str) -> dict[str, Any]:
     current_user()
     if name not in runtime().capabilities.available():
         raise NotFoundError(f"no capability {name}")
-    definition = compile_pipeline(runtime().capabilities.load(name).pipeline)
-    return {"capability": name, **state_graph(definition)}
+    machines = compile_mission(runtime().capabilities.load(name).pipeline)
+    return {"capability": name, **mission_graph(machines)}
 
 
 @app.post(

@@ -1,0 +1,273 @@
+"""Two levels: the mission's Standard machine waits for people and runs the stages in Express segments."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from missions.core import capability as registry
+from missions.core.compiler import (
+    DONE,
+    EXPRESS_SECONDS,
+    FINALIZE,
+    MAX_SEGMENT_RESTARTS,
+    SEGMENT,
+    SEGMENT_BEGIN,
+    SEGMENT_EXIT,
+    START,
+    UNROUTABLE,
+    compile_mission,
+    compile_pipeline,
+    placeholders,
+    segment_seconds,
+    segment_spent,
+    two_level,
+)
+from missions.core.envelope import InterruptKind
+from missions.core.graph import mission_graph
+from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
+from tests.unit.test_compiler import FAN_OUT, PARALLEL
+
+LOOP = PipelineConfig(
+    name="loop",
+    agents=[
+        AgentConfig(
+            name="work",
+            routing_rules=[RoutingRule(field="done", value=False, target="work")],
+            default_next="report",
+        ),
+        AgentConfig(name="report"),
+    ],
+    edge_limits=[EdgeLimit(from_stage="work", to_stage="work", max_count=20)],
+    resume={"clarification": "work"},
+    segment_hops=3,
+)
+PIPELINES = {
+    "code_analysis": registry.load("code_analysis").pipeline,
+    "loop": LOOP,
+    "parallel": PARALLEL,
+    "fan_out": FAN_OUT,
+}
+
+
+@pytest.fixture(params=list(PIPELINES), scope="module")
+def machines(request) -> tuple[PipelineConfig, dict[str, Any], dict[str, Any]]:
+    pipeline = PIPELINES[request.param]
+    compiled = compile_mission(pipeline)
+    assert compiled.segment is not None
+    return pipeline, compiled.mission, compiled.segment
+
+
+def scopes(definition: dict[str, Any]):
+    yield definition
+    for state in definition["States"].values():
+        for branch in state.get("Branches", []):
+            yield from scopes(branch)
+        if "ItemProcessor" in state:
+            yield from scopes(state["ItemProcessor"])
+
+
+def transitions(state: dict[str, Any]) -> list[str]:
+    out = [state.get("Next"), state.get("Default")]
+    out += [c.get("Next") for c in state.get("Choices", []) + state.get("Catch", [])]
+    return [t for t in out if t]
+
+
+def test_a_pipeline_whose_stages_fit_a_segment_compiles_to_two_levels():
+    # Given stages of at most 120 s (code_analysis) / a stage that may run 280 s
+    slow = PipelineConfig(
+        name="slow",
+        agents=[AgentConfig(name="think", timeout_seconds=280, default_next="end"), AgentConfig(name="end")],
+    )
+    # Then the first runs in segments with the time Express leaves after its longest stage
+    assert two_level(PIPELINES["code_analysis"]) and segment_seconds(PIPELINES["code_analysis"]) == 150
+    # and the second stays one Standard machine, exactly the single-level layout
+    compiled = compile_mission(slow)
+    assert not two_level(slow) and compiled.segment is None
+    assert compiled.mission == compile_pipeline(slow)
+    assert "segment" not in placeholders(slow)
+
+
+def test_a_segment_holds_nothing_express_cannot_run(machines):
+    _, _, segment = machines
+    # Then no task waits for a token or for another execution, and a segment ends within Express's limit
+    for scope in scopes(segment):
+        for state in scope["States"].values():
+            if state["Type"] == "Task":
+                assert re.fullmatch(r"\$\{fn_\w+\}", state["Resource"]), state["Resource"]
+    assert segment["TimeoutSeconds"] == EXPRESS_SECONDS
+    text = json.dumps(segment)
+    assert "waitForTaskToken" not in text and ".sync" not in text and "${fn_interrupt}" not in text
+
+
+def test_every_stage_of_a_segment_is_told_when_its_segment_started(machines):
+    pipeline, _, segment = machines
+    for name in pipeline.stage_names():
+        state = segment["States"].get(name)
+        if state is None or state["Type"] != "Task":
+            continue  # a parallel member runs in its group's branch
+        assert state["Parameters"]["segment_started.$"] == "$$.Execution.StartTime"
+        assert state["Parameters"]["segment_seconds"] == segment_seconds(pipeline)
+    # except the failure path, which ends the mission whatever the time
+    assert "segment_started.$" not in segment["States"][FINALIZE]["Parameters"]
+
+
+def test_hop_counts_carry_the_segments_end(machines):
+    _, _, segment = machines
+    counts = [s for n, s in segment["States"].items() if n.endswith(".count") or ".asks." in n]
+    assert counts
+    for state in counts:
+        assert state["Parameters"]["segment_end.$"] == "$.asl.segment_end"
+        assert state["Parameters"]["max_hops.$"] == "$.asl.max_hops"
+
+
+def test_a_route_hands_back_only_after_the_guards_and_only_for_a_route_the_stage_may_take():
+    # Given the looping stage of LOOP
+    segment = compile_mission(LOOP).segment
+    assert segment is not None
+    choices = segment["States"]["work.route"]["Choices"]
+    nexts = [c["Next"] for c in choices]
+    # Then the final stage, the hop guard and the counter guards come first, then the questions
+    assert nexts[0] == "report" and nexts[1] == "guard.max_agent_hops"
+    assert nexts.index("segment.await") < nexts.index("segment.continue") < nexts.index("work")
+    # and the hand-back names the routes it may hand back on: a wrong route still meets the unroutable guard
+    (handback,) = [c for c in choices if c["Next"] == "segment.continue"]
+    spent, chosen = handback["And"]
+    assert chosen == {"Variable": "$.envelope.next_stage", "StringEquals": "work"}
+    conditions = json.dumps(spent)
+    assert "$.asl.segment_end" in conditions and "$.envelope.segment_yield" in conditions
+    assert segment["States"]["work.route"]["Default"] == UNROUTABLE
+
+
+def test_a_segment_says_why_it_ended(machines):
+    _, _, segment = machines
+    states = segment["States"]
+    for how in ("done", "await", "continue"):
+        if f"segment.{how}" in states:
+            assert states[f"segment.{how}"] == {
+                "Type": "Pass",
+                "Result": how,
+                "ResultPath": "$.asl.exit",
+                "Next": "segment.end",
+            }
+    assert states["segment.end"] == {"Type": "Succeed"}
+    assert states[FINALIZE]["Next"] == "segment.done"
+
+
+def test_the_mission_runs_segments_and_takes_each_back_by_its_exit(machines):
+    pipeline, mission, _ = machines
+    states = mission["States"]
+    # Given the mission's machine: each segment starts with a fresh restart count and its own end
+    assert mission["StartAt"] == SEGMENT_BEGIN
+    begin = states[SEGMENT_BEGIN]["Parameters"]
+    assert begin["restarts"] == 0
+    assert begin["segment_end.$"] == f"States.MathAdd($.asl.hops, {pipeline.segment_hops})"
+    # When it starts one: an Express child it waits for, named uniquely per segment and per restart
+    task = states[SEGMENT]
+    assert task["Resource"] == "arn:aws:states:::states:startExecution.sync:2"
+    assert task["Parameters"]["StateMachineArn"] == "${segment}"
+    assert "$.asl.hops" in task["Parameters"]["Name.$"] and "$.asl.restarts" in task["Parameters"]["Name.$"]
+    assert task["ResultSelector"] == {"envelope.$": "$.Output.envelope", "asl.$": "$.Output.asl"}
+    # Then done ends the mission, continue starts the next, await waits for the question of that kind
+    exits = {json.dumps(c, sort_keys=True): c["Next"] for c in states[SEGMENT_EXIT]["Choices"]}
+    assert list(exits.values())[:2] == [DONE, SEGMENT_BEGIN]
+    for kind in InterruptKind:
+        assert f"await.{kind.value}" in exits.values()
+    assert states[SEGMENT_EXIT]["Default"] == UNROUTABLE
+
+
+def test_the_answer_names_where_the_next_segment_starts():
+    states = compile_mission(LOOP).mission["States"]
+    # Given a configured resume stage for clarifications, none for the other kinds
+    clarified = states["await.clarification.resume"]
+    assert clarified == {"Type": "Pass", "ResultPath": "$.envelope.next_stage", "Next": SEGMENT_BEGIN, "Result": "work"}
+    asked_again = states["await.choice.resume"]
+    assert asked_again["InputPath"] == "$.envelope.interrupt.stage"
+    assert asked_again["ResultPath"] == "$.envelope.next_stage"
+    # and the segment's start enters any stage by name (a parallel member through its group)
+    segment = compile_mission(PARALLEL).segment
+    assert segment is not None
+    routes = {c["StringEquals"]: c["Next"] for c in segment["States"][START]["Choices"]}
+    assert routes["b"] == routes["bc"] == "parallel.b+c"
+
+
+def test_the_mission_waits_for_people_on_a_task_token(machines):
+    pipeline, mission, _ = machines
+    for kind in InterruptKind:
+        state = mission["States"][f"await.{kind.value}"]
+        assert state["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+        assert state["TimeoutSeconds"] == pipeline.interrupt_timeout_seconds
+        assert {c["Next"] for c in state["Catch"]} == {f"await.{kind.value}.timeout", f"await.{kind.value}.failed"}
+
+
+def test_a_failed_segment_is_started_again_a_bounded_number_of_times_then_the_mission_ends_through_finalize(machines):
+    pipeline, mission, _ = machines
+    states = mission["States"]
+    assert states[SEGMENT]["Catch"] == [
+        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.segment_failure", "Next": "segment.failed"}
+    ]
+    (bound,) = states["segment.failed"]["Choices"]
+    assert bound["NumericGreaterThanEquals"] == MAX_SEGMENT_RESTARTS and bound["Next"] == "segment.lost"
+    retry = states["segment.retry"]["Parameters"]
+    assert retry["restarts.$"] == "States.MathAdd($.asl.restarts, 1)" and retry["hops.$"] == "$.asl.hops"
+    assert retry["segment_end.$"] == "$.asl.segment_end"
+    assert states["segment.lost"]["Next"] == FINALIZE
+    assert states["segment.lost"]["Parameters"]["at"] == {"state": SEGMENT, "reason": "segment_failed"}
+    finalize = states[FINALIZE]
+    assert finalize["Resource"] == f"${{fn_{pipeline.final}}}" and finalize["Parameters"]["mode"] == "finalize"
+
+
+def test_both_machines_are_well_formed(machines):
+    pipeline, mission, segment = machines
+    used = set()
+    for definition in (mission, segment):
+        text = json.dumps(definition)
+        assert "JSONata" not in text and '"Assign"' not in text
+        assert not re.search(r"\$[\w.]*\[\d+\]", text)
+        used |= set(re.findall(r"\$\{(\w+)\}", text))
+        for scope in scopes(definition):
+            seen, frontier = {scope["StartAt"]}, [scope["StartAt"]]
+            while frontier:
+                for target in transitions(scope["States"][frontier.pop()]):
+                    assert target in scope["States"], target
+                    if target not in seen:
+                        seen.add(target)
+                        frontier.append(target)
+            assert set(scope["States"]) == seen
+    assert used == set(placeholders(pipeline))
+
+
+def test_the_drawn_graph_spans_both_levels():
+    graph = mission_graph(compile_mission(LOOP))
+    kinds = {n["id"]: n["kind"] for n in graph["nodes"]}
+    # Then stages, the waits for people and the end are drawn; the segment plumbing is not
+    assert kinds["work"] == "stage" and kinds["await.clarification"] == "await" and kinds[DONE] == "end"
+    assert SEGMENT not in kinds and SEGMENT_BEGIN not in kinds
+    edges = {(e["from"], e["to"]) for e in graph["edges"]}
+    assert ("segment.await", "await.clarification") in edges
+    assert ("await.clarification.resume", START) in edges
+    assert all(e["to"] in kinds for e in graph["edges"])
+
+
+NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+
+
+@given(elapsed=st.floats(min_value=0, max_value=600), budget=st.integers(min_value=1, max_value=300))
+def test_a_segment_is_spent_exactly_when_its_budget_has_passed(elapsed: float, budget: int):
+    started = (NOW - timedelta(seconds=elapsed)).isoformat().replace("+00:00", "Z")
+    request = {"segment_started": started, "segment_seconds": budget}
+    assert segment_spent(request, NOW) == (
+        (NOW - datetime.fromisoformat(started.replace("Z", "+00:00"))).total_seconds() >= budget
+    )
+
+
+@pytest.mark.parametrize("request_", [{}, {"segment_started": "yesterday", "segment_seconds": 100}])
+def test_a_segment_whose_start_cannot_be_read_counts_as_spent(request_: dict[str, Any]):
+    # handing back early costs transitions; running past Express's limit costs a restart
+    assert segment_spent(request_, NOW)
