@@ -1,5 +1,6 @@
 """Cold start (issue 14): the layer ships bytecode compiled for the runtime's Python, valid whatever the
-mtimes of its files. (How long it takes is the bench's business: `make bench`, import times.)"""
+mtimes of its files, and a stage's import pulls in nothing it does not use. (How long it takes is the
+bench's business: `make bench`, import times.)"""
 
 from __future__ import annotations
 
@@ -93,3 +94,52 @@ def test_the_build_command_says_which_python_to_run_it_with(tmp_path: Path):
     assert result.returncode == 2
     assert "run layers/build.py with python3.99" in result.stderr
     assert not (tmp_path / "l").exists()
+
+
+# what only other functions use: the API's, the chat's, the triggers' and the interrupts' services, the model
+# SDK and its JSON repair (an LLM stage's), and boto3 (made with the first client, at the first invocation)
+NOT_FOR_A_STAGE_IMPORT = (
+    "openai",
+    "json_repair",
+    "boto3",
+    "missions.service.chat",
+    "missions.service.control",
+    "missions.service.evaluation",
+    "missions.service.interrupts",
+    "missions.service.launcher",
+    "missions.service.missions",
+    "missions.service.notifications",
+    "missions.service.repositories.service",
+)
+
+
+def test_importing_a_non_llm_stage_pulls_in_only_what_a_stage_uses():
+    # Given a fresh process
+    code = (
+        "import sys\n"
+        "import functions.stage.handler, capabilities.code_analysis\n"
+        f"print(sorted(m for m in {NOT_FOR_A_STAGE_IMPORT!r} if m in sys.modules))\n"
+    )
+    # When the stage handler and its capability are imported (what a stage function's cold start imports)
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # Then none of the modules only other functions (or a stage's first invocation) need came with them
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_the_llm_adapter_repairs_json_without_importing_the_repairer_up_front():
+    # Given a fresh process importing the OpenAI provider (an LLM stage)
+    code = (
+        "import sys\n"
+        "from pydantic import BaseModel\n"
+        "from missions.adapters.llm import openai_provider\n"
+        "print('json_repair' in sys.modules)\n"
+        "class Answer(BaseModel):\n"
+        "    x: int\n"
+        "print(openai_provider._parse('Sure! ```json\\n{\"x\": 1,}\\n```', Answer, 'm', 's'))\n"
+    )
+    # When an answer that is not valid JSON as it is comes back
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # Then the repairer is imported for it, and repairs it
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "(Answer(x=1),", "True)"]
