@@ -1,7 +1,18 @@
-"""Build the runtime layer: dependencies for the Lambda platform plus shared/ and capabilities/.
+"""Build the runtime layer: dependencies for the Lambda platform plus shared/ and capabilities/,
+with the bytecode of every module compiled for the runtime's Python.
 
 pydantic-core is compiled, so wheels are chosen for the Lambda runtime's Python and
 architecture, not this machine's. Usage: python layers/build.py [--arch arm64|x86_64] [--out DIR] [--sources-only]
+
+Lambda cannot write `.pyc` into /opt (read-only), so a layer without bytecode compiles every module it
+imports at every cold start. The layer therefore ships `__pycache__/*.cpython-311.pyc` next to its
+sources (kept: tracebacks and `inspect` read them), compiled by this interpreter, which must be the
+runtime's version (bytecode is version-specific: a wrong one is ignored and compiled anew at each cold
+start, so the build refuses to run under it). The pycs are unchecked-hash ones (PEP 552): the zip of
+the layer keeps 2-second mtimes, so timestamp-validated pycs would look stale and be recompiled at
+every cold start; the layer is rebuilt from scratch each time, so its pycs always match its sources.
+They name their sources where Lambda puts them (/opt/python), not where the build ran, so the same
+sources give the same layer, byte for byte, wherever it is built (its asset hash changes only with them).
 
 `--sources-only` skips the dependencies (no network): the layer then holds only the runtime's
 own code, which is enough for synth tests whose template does not depend on the contents.
@@ -10,6 +21,8 @@ own code, which is enough for synth tests whose template does not depend on the 
 from __future__ import annotations
 
 import argparse
+import compileall
+import py_compile
 import shutil
 import subprocess
 import sys
@@ -18,13 +31,41 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = "3.11"  # the suite's Python; infra/components/functions.py RUNTIME must match
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
+LAMBDA_LAYER_PATH = "/opt/python"  # where Lambda puts a layer's python/ folder (on sys.path)
 
 
 def folder_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
 
 
+class WrongPython(RuntimeError):
+    """The interpreter building the layer is not the version the layer's bytecode is for."""
+
+
+def check_interpreter(python: str = PYTHON) -> None:
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if running != python:
+        raise WrongPython(
+            f"the layer's bytecode is for Python {python} (the Lambda runtime) but this is Python {running} "
+            f"({sys.executable}): run layers/build.py with python{python} (e.g. the project's .venv)"
+        )
+
+
+def compile_bytecode(target: Path) -> None:
+    """Every module's pyc next to it, checked by nobody at import (see the module docstring)."""
+    compiled = compileall.compile_dir(
+        target,
+        ddir=LAMBDA_LAYER_PATH,  # the source paths the code objects name: where Lambda unpacks the layer
+        quiet=1,
+        workers=0,  # one process per CPU
+        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
+    )
+    if not compiled:
+        raise RuntimeError(f"some modules in {target} do not compile under {sys.executable} (listed above)")
+
+
 def build(out: Path, arch: str = "arm64", python: str = PYTHON, sources_only: bool = False) -> Path:
+    check_interpreter(python)
     target = out / "python"
     shutil.rmtree(out, ignore_errors=True)
     target.mkdir(parents=True)
@@ -59,6 +100,7 @@ def build(out: Path, arch: str = "arm64", python: str = PYTHON, sources_only: bo
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests", "web"),
     )
     shutil.copytree(ROOT / "capabilities", target / "capabilities", ignore=ignore)
+    compile_bytecode(target)
     return out
 
 
@@ -69,6 +111,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, help="default: build/layer-<arch>")
     parser.add_argument("--sources-only", action="store_true", help="skip the dependencies (no network)")
     args = parser.parse_args()
+    try:
+        check_interpreter(args.python)
+    except WrongPython as wrong:
+        parser.exit(2, f"layers/build.py: {wrong}\n")
     out = build(args.out or ROOT / "build" / f"layer-{args.arch}", args.arch, args.python, args.sources_only)
     print(f"layer: {out} ({folder_mb(out):.1f} MB unzipped; Lambda allows 250 MB)")
 

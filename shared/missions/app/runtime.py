@@ -18,55 +18,58 @@ from typing import TYPE_CHECKING, Any
 
 from missions.app import observability
 from missions.core import capability as registry
-from missions.core.capability import Capability
 from missions.core.compiler import segment_spent
-from missions.core.envelope import InterruptResponse
 from missions.core.errors import DependencyUnavailable, NotFound, StageRequestError, TransitionRefused
-from missions.core.llm import LLMProvider
 from missions.core.offload import EnvelopeCodec
 from missions.core.redaction import remember_secret
-from missions.core.refs import RepositoryResolver, Workspaces
 from missions.core.roots import AllowedRoots
 from missions.core.sandbox import FUNCTION_HEADROOM_MB, SandboxRequest, TierLimits
-from missions.core.settings import RuntimeSettings, SettingsError
-from missions.ports.bus import EventBus
-from missions.ports.conversations import ConversationStore
-from missions.ports.dispatch import DispatchStore
-from missions.ports.learnings import LearningsStore
-from missions.ports.memory import Embedder, LongTermMemory
-from missions.ports.notifications import Notifications
-from missions.ports.sandbox import Sandbox
-from missions.ports.secrets import SecretReader
-from missions.ports.store import (
-    ArtifactStore,
-    CheckpointStore,
-    EventStore,
-    Executions,
-    InterruptRecord,
-    InterruptStore,
-    MissionsByCapability,
-    MissionStore,
-    RepositoryStore,
-    SnapshotStore,
-)
-from missions.ports.webhooks import DeliveryStore, WebhookSources
-from missions.service.chat import ChatService
-from missions.service.control import MissionControl
-from missions.service.evaluation import Evaluator
-from missions.service.interrupts import answer_interrupt, record_interrupt
-from missions.service.launcher import Launcher
-from missions.service.lifecycle import Lifecycle
-from missions.service.missions import MissionService
-from missions.service.notifications import NotificationService
-from missions.service.repositories.service import RepositoryService
-from missions.service.runner import StageRunner, StageServices, StageTimings
+from missions.core.settings import SettingsError
+from missions.service.runner import StageRunner, StageServices
 
 if TYPE_CHECKING:
+    # Annotations only. The services other than the runner are imported where they are built: a stage's
+    # cold start does not pay for the API's, the chat's or the triggers' code (bench: import times).
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
     from botocore.client import BaseClient
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
     from missions.adapters.sandbox_local import LocalSandbox
+    from missions.core.capability import Capability
+    from missions.core.envelope import InterruptResponse
+    from missions.core.llm import LLMProvider
+    from missions.core.refs import RepositoryResolver, Workspaces
+    from missions.core.settings import RuntimeSettings
+    from missions.ports.bus import EventBus
+    from missions.ports.conversations import ConversationStore
+    from missions.ports.dispatch import DispatchStore
+    from missions.ports.learnings import LearningsStore
+    from missions.ports.memory import Embedder, LongTermMemory
+    from missions.ports.notifications import Notifications
+    from missions.ports.sandbox import Sandbox
+    from missions.ports.secrets import SecretReader
+    from missions.ports.store import (
+        ArtifactStore,
+        CheckpointStore,
+        EventStore,
+        Executions,
+        InterruptRecord,
+        InterruptStore,
+        MissionsByCapability,
+        MissionStore,
+        RepositoryStore,
+        SnapshotStore,
+    )
+    from missions.ports.webhooks import DeliveryStore, WebhookSources
+    from missions.service.chat import ChatService
+    from missions.service.control import MissionControl
+    from missions.service.evaluation import Evaluator
+    from missions.service.launcher import Launcher
+    from missions.service.lifecycle import Lifecycle
+    from missions.service.missions import MissionService
+    from missions.service.notifications import NotificationService
+    from missions.service.repositories.service import RepositoryService
+    from missions.service.runner import StageTimings
 
 
 class Runtime:
@@ -318,7 +321,7 @@ class Runtime:
     @cached_property
     def repository_service(self) -> RepositoryService:
         from missions.adapters.eventbridge import EventBridgeImportQueue
-        from missions.service.repositories.service import UrlPolicy
+        from missions.service.repositories.service import RepositoryService, UrlPolicy
 
         return RepositoryService(
             store=self.repository_store,
@@ -331,11 +334,15 @@ class Runtime:
 
     @cached_property
     def lifecycle(self) -> Lifecycle:
+        from missions.service.lifecycle import Lifecycle
+
         return Lifecycle(self.missions)
 
     @cached_property
     def launcher(self) -> Launcher:
         """The one way a mission starts (every trigger, forks and the CLI's emulation)."""
+        from missions.service.launcher import Launcher
+
         return Launcher(
             missions=self.missions,
             checkpoints=self.checkpoints,
@@ -352,6 +359,8 @@ class Runtime:
 
     @cached_property
     def control(self) -> MissionControl:
+        from missions.service.control import MissionControl
+
         return MissionControl(
             missions=self.missions,
             events=self.events,
@@ -363,6 +372,8 @@ class Runtime:
     @cached_property
     def notifications(self) -> NotificationService:
         """Notices when a mission needs its user or ends, to those who opted in (SNS email in AWS)."""
+        from missions.service.notifications import NotificationService
+
         topic: Notifications | None = None
         if self.settings.notifications_topic:
             from missions.adapters.sns_notifications import SnsNotifications
@@ -373,6 +384,8 @@ class Runtime:
     @cached_property
     def chat(self) -> ChatService:
         """The chat entry (POST /v1/chat/completions): messages as turns of conversations."""
+        from missions.service.chat import ChatService
+
         if not self.settings.conversations_table:
             raise DependencyUnavailable("the chat needs the conversations table, which is not configured")
         return ChatService(
@@ -391,10 +404,14 @@ class Runtime:
     @cached_property
     def evaluator(self) -> Evaluator:
         """The trace scorers over missions' timelines (on demand, and the nightly run)."""
+        from missions.service.evaluation import Evaluator
+
         return Evaluator(self.missions, self.events, self.capabilities, self.missions_by_capability)
 
     @cached_property
     def service(self) -> MissionService:
+        from missions.service.missions import MissionService
+
         return MissionService(
             missions=self.missions,
             events=self.events,
@@ -504,6 +521,8 @@ class Runtime:
         return result
 
     def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:
+        from missions.service.interrupts import record_interrupt
+
         record = record_interrupt(event, self.interrupts)
         # only now can an answer reach the execution: only now is the mission waiting for one
         try:
@@ -519,6 +538,8 @@ class Runtime:
         self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]
     ) -> tuple[InterruptRecord, bool]:
         """Answer a question (the API and the CLI): recorded once, resumed when the user has a slot."""
+        from missions.service.interrupts import answer_interrupt
+
         return answer_interrupt(
             interrupts=self.interrupts,
             events=self.events,

@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import json_repair
 import openai
 import tenacity
 from pydantic import BaseModel, ValidationError
@@ -379,6 +378,8 @@ def _parse(content: str, output_model: type[BaseModel], model: str, stage: str) 
         return output_model.model_validate_json(content), False
     except ValidationError as first:
         problem: Exception = first
+    import json_repair  # only for answers that are not valid as they are: a stage's cold start does not pay it
+
     try:
         candidate = json_repair.repair_json(content, return_objects=True)
     except Exception as exc:  # json_repair is best effort; an internal failure means "no"
