@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from missions.adapters.memory.store import (
+    InMemoryMissionsByCapability,
     MemoryArtifactStore,
     MemoryBlobStore,
     MemoryCheckpointStore,
@@ -25,7 +29,14 @@ from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event, EventType
 from missions.core.specs import BLOB_INLINE_LIMIT, CHECKPOINTS, TABLES
-from missions.ports.store import Checkpoint, InterruptRecord, MissionRecord, event_position
+from missions.ports.store import (
+    Checkpoint,
+    InterruptRecord,
+    MissionRecord,
+    MissionSummary,
+    event_position,
+)
+from missions.service.lifecycle import ALLOWED_FROM
 
 REGION = "us-east-1"
 BUCKET = "missions-blobs-test"
@@ -41,6 +52,7 @@ class Backend:
     blobs: Any
     s3: Any = None
     artifacts: Any = None
+    by_capability: Any = None
 
 
 def _table_name(spec_id: str) -> str:
@@ -50,20 +62,23 @@ def _table_name(spec_id: str) -> str:
 @pytest.fixture(params=["memory", "dynamodb"])
 def backend(request, monkeypatch):
     if request.param == "memory":
+        missions = MemoryMissionStore()
         yield Backend(
             "memory",
-            MemoryMissionStore(),
+            missions,
             MemoryCheckpointStore(),
             MemoryEventStore(),
             MemoryInterruptStore(),
             MemoryBlobStore(),
             artifacts=MemoryArtifactStore(),
+            by_capability=InMemoryMissionsByCapability(missions),
         )
         return
 
     import boto3
     from moto import mock_aws
 
+    from missions.adapters.dynamodb.missions_query import DynamoMissionsByCapability
     from missions.adapters.dynamodb.store import (
         DynamoArtifactStore,
         DynamoBlobStore,
@@ -97,6 +112,7 @@ def backend(request, monkeypatch):
             DynamoBlobStore(_table_name(CHECKPOINTS.id), BUCKET, client=ddb, s3_client=s3),
             s3=s3,
             artifacts=DynamoArtifactStore(_table_name("artifacts"), client=ddb, ttl_seconds=3600),
+            by_capability=DynamoMissionsByCapability(_table_name("missions"), client=ddb),
         )
 
 
@@ -235,6 +251,169 @@ def test_mission_list_for_user_newest_first(backend):
     assert [m.mission_id for m in backend.missions.list_for_user("u1", limit=2)] == ["m-new", "m-mid"]
     assert [m.mission_id for m in backend.missions.list_for_user("u2")] == ["m-other"]
     assert backend.missions.list_for_user("nobody") == []
+
+
+def _listed(backend: Backend, user_id: str = "u1") -> list[MissionSummary]:
+    """What both listings show of the user's missions (the capability's listing is oldest first)."""
+    by_user = backend.missions.list_for_user(user_id)
+    by_capability = [m for m in backend.by_capability.list("code_qa", "2000") if m.user_id == user_id]
+    assert by_user == list(reversed(by_capability))
+    return by_user
+
+
+def test_a_listing_shows_a_running_mission_where_it_is_and_a_stopped_one_where_it_stopped(backend):
+    # Given a mission that runs two stages, waits for an answer, runs on and completes
+    backend.missions.create(mission("m1"))
+    backend.missions.transition("m1", "running", frozenset({"created"}), execution_arn="arn:m1")
+    backend.missions.transition(
+        "m1",
+        "running",
+        frozenset({"running", "interrupted"}),
+        stage="plan",
+        next_stage="analyze",
+        phase="planning",
+        counters={"agent_hops": 1, "cost_usd": 0.5},
+    )
+    # When it is listed while it runs / Then it is where its record says, with its cost so far
+    (running,) = _listed(backend)
+    assert (running.status, running.stage, running.next_stage, running.phase) == (
+        "running",
+        "plan",
+        "analyze",
+        "planning",
+    )
+    assert (running.agent_hops, running.cost_usd) == (1, 0.5)
+    # When it waits for an answer (a move that names no stage) / Then it shows the stage it stopped at
+    backend.missions.transition("m1", "interrupted", frozenset({"running"}), pending_interrupt="i1")
+    (waiting,) = _listed(backend)
+    assert (waiting.status, waiting.stage, waiting.cost_usd, waiting.pending_interrupt) == (
+        "interrupted",
+        "plan",
+        0.5,
+        "i1",
+    )
+    assert (waiting.next_stage, waiting.phase, waiting.agent_hops) == (None, None, 0)
+    # When it runs on and ends
+    backend.missions.transition("m1", "running", frozenset({"interrupted"}), pending_interrupt=None)
+    backend.missions.transition(
+        "m1", "running", frozenset({"running"}), stage="analyze", counters={"agent_hops": 2, "cost_usd": 0.75}
+    )
+    backend.missions.transition(
+        "m1",
+        "completed",
+        frozenset({"running"}),
+        stage="final",
+        counters={"agent_hops": 3, "cost_usd": 1.25},
+        completed_at="2025-01-02T00:00:00.000+00:00",
+        terminal_reason="done",
+        result={"answer": "42"},
+    )
+    # Then its listing is its record's summary: its last stage and what it cost in all
+    (done,) = _listed(backend)
+    assert done == MissionSummary.of(backend.missions.get("m1"))
+    assert (done.status, done.stage, done.cost_usd, done.terminal_reason) == ("completed", "final", 1.25, "done")
+    assert done.completed_at == "2025-01-02T00:00:00.000+00:00" and done.pending_interrupt is None
+
+
+def test_a_mission_cancelled_while_it_ran_is_listed_where_it_stopped(backend):
+    # Given a mission cancelled after a stage (the cancel names neither a stage nor counters)
+    backend.missions.create(mission("m1"))
+    backend.missions.transition("m1", "running", frozenset({"created"}))
+    backend.missions.transition("m1", "running", frozenset({"running"}), stage="plan", counters={"cost_usd": 0.2})
+    backend.missions.transition("m1", "cancelling", frozenset({"running"}), terminal_reason="stop")
+    backend.missions.transition(
+        "m1", "cancelled", frozenset({"cancelling"}), completed_at="2025-01-03T00:00:00.000+00:00"
+    )
+    # and one cancelled before it ran (no stage, no cost)
+    backend.missions.create(mission("m2", created_at="2025-01-05T00:00:00.000+00:00"))
+    backend.missions.transition("m2", "cancelled", frozenset({"created"}), terminal_reason="stop")
+    # When they are listed / Then each shows what its record says
+    never, cancelled = _listed(backend)
+    assert (cancelled.mission_id, cancelled.status, cancelled.stage, cancelled.cost_usd) == (
+        "m1",
+        "cancelled",
+        "plan",
+        0.2,
+    )
+    assert (never.mission_id, never.stage, never.cost_usd) == ("m2", None, 0.0)
+    assert [never, cancelled] == [MissionSummary.of(backend.missions.get(m)) for m in ("m2", "m1")]
+
+
+def test_a_plain_update_of_a_stopped_missions_stage_shows_in_its_listing(backend):
+    # Given a failed mission
+    backend.missions.create(mission("m1"))
+    backend.missions.transition("m1", "failed", frozenset({"created"}), terminal_reason="start_failed")
+    # When its stage and counters are set by a plain update / Then its listing shows them
+    backend.missions.update("m1", stage="repair", counters={"cost_usd": 0.01})
+    assert _listed(backend) == [MissionSummary.of(backend.missions.get("m1"))]
+    assert _listed(backend)[0].stage == "repair"
+
+
+# a step of a mission's life: (the status it moves to, or None for a plain update; the fields written)
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from([None, *ALLOWED_FROM]),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "stage": st.sampled_from([None, "plan", "analyze", "final"]),
+                "next_stage": st.sampled_from([None, "analyze", "await:clarification"]),
+                "phase": st.sampled_from([None, "planning", "executing"]),
+                "counters": st.fixed_dictionaries(
+                    {"agent_hops": st.integers(0, 9), "cost_usd": st.integers(0, 5_000_000).map(lambda n: n / 1e6)}
+                ),
+                "pending_interrupt": st.sampled_from([None, "i1"]),
+                "terminal_reason": st.sampled_from([None, "done", "max_agent_hops"]),
+            },
+        ),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_a_listing_is_always_the_summary_of_the_record(backend, steps):
+    # Given a fresh mission taken through random transitions and updates (refused ones change nothing)
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    backend.missions.create(mission("m1-" + user, user_id=user))
+    for status, fields in steps:
+        try:
+            if status is None:
+                backend.missions.update("m1-" + user, **fields)
+            else:
+                backend.missions.transition("m1-" + user, status, ALLOWED_FROM[status], **fields)
+        except TransitionRefused:
+            pass
+    # When it is listed / Then the listing is exactly the summary of its record, whatever its status
+    assert backend.missions.list_for_user(user) == [MissionSummary.of(backend.missions.get("m1-" + user))]
+
+
+def test_ended_before_reads_the_missions_whole_oldest_first(backend):
+    # Given missions that completed at different times, one failed, one still running
+    for n, day in enumerate(("05", "02", "09")):
+        backend.missions.create(mission(f"done-{n}"))
+        backend.missions.transition(
+            f"done-{n}",
+            "completed",
+            frozenset({"created"}),
+            completed_at=f"2025-01-{day}T00:00:00.000+00:00",
+            result={"answer": n},
+            counters={"cost_usd": 0.5},
+        )
+    backend.missions.create(mission("failed"))
+    backend.missions.transition(
+        "failed", "failed", frozenset({"created"}), completed_at="2025-01-01T00:00:00.000+00:00"
+    )
+    backend.missions.create(mission("running"))
+    backend.missions.transition("running", "running", frozenset({"created"}))
+    # When the completed ones that ended before the 6th are asked for
+    found = backend.missions.ended_before("completed", "2025-01-06T00:00:00.000+00:00")
+    # Then they come whole (their results), oldest first, and a limit takes the oldest
+    assert [(m.mission_id, m.result) for m in found] == [("done-1", {"answer": 1}), ("done-0", {"answer": 0})]
+    assert found == [backend.missions.get("done-1"), backend.missions.get("done-0")]
+    assert [m.mission_id for m in backend.missions.ended_before("completed", "2025-02-01", limit=1)] == ["done-1"]
+    assert [m.mission_id for m in backend.missions.ended_before("failed", "2025-02-01")] == ["failed"]
 
 
 # --------------------------------------------------------------------------- checkpoints

@@ -31,18 +31,18 @@ class MissionStatus:
 LIFECYCLE = ("created", "planning", "executing", "interrupted", "reflecting", "completed", "failed", "archived")
 
 
-def running_stage(record: MissionRecord, first: str | None = None) -> str | None:
+def running_stage(record: MissionRecord | MissionSummary, first: str | None = None) -> str | None:
     """The stage running now, while the mission runs: `first` (its pipeline's first stage) before any
     stage ran, then where the routing sent it after its last stage."""
     if record.status != MissionStatus.RUNNING:
         return None
-    if not int((record.counters or {}).get("agent_hops") or 0):
+    if not record.agent_hops:
         return first
     upcoming = record.next_stage
     return upcoming if upcoming and not upcoming.startswith("await:") else None
 
 
-def lifecycle_of(record: MissionRecord) -> str:
+def lifecycle_of(record: MissionRecord | MissionSummary) -> str:
     """Seed 004's lifecycle state of a mission (plus 'cancelled', which the user chose)."""
     status = record.status
     if status in (MissionStatus.CREATED, MissionStatus.QUEUED):
@@ -78,6 +78,75 @@ class MissionRecord(Model):
     # same update as `stage`, so followers see a stage begin without a write of its own
     next_stage: str | None = None
     archived_at: str | None = None
+
+    @property
+    def agent_hops(self) -> int:
+        try:
+            return int((self.counters or {}).get("agent_hops") or 0)
+        except (TypeError, ValueError):
+            return 0
+
+    @property
+    def cost_usd(self) -> float:
+        return cost_of(self.counters)
+
+
+def cost_of(counters: dict[str, Any] | None) -> float:
+    """The dollars a mission's counters say it spent (0.0 when they say nothing usable)."""
+    try:
+        return float((counters or {}).get("cost_usd") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+class MissionSummary(Model):
+    """A mission as listings show it: what the user's list, the inbox, metrics and the nightly evaluation
+    read. The missions table's by_user and by_capability indexes hold exactly this (specs.MISSION_SUMMARY),
+    none of which changes while a mission runs; so a running mission's summary is made from its record
+    (where it is: `stage`, `next_stage`, `phase`, `agent_hops`, its cost so far), and any other's from the
+    index (its last stage and its cost as they were when it stopped running; `next_stage`, `phase` and
+    `agent_hops` only matter while it runs, and are left empty)."""
+
+    mission_id: str
+    user_id: str
+    capability: str
+    goal: str
+    status: str
+    priority: str = "medium"
+    trigger: str = "api"
+    created_at: str
+    completed_at: str | None = None
+    terminal_reason: str | None = None
+    pending_interrupt: str | None = None
+    feedback: dict[str, Any] | None = None
+    stage: str | None = None  # the stage running or, once it stopped running, the last that ran
+    cost_usd: float = 0.0
+    next_stage: str | None = None
+    phase: str | None = None
+    agent_hops: int = 0
+
+    @classmethod
+    def of(cls, record: MissionRecord) -> MissionSummary:
+        running = record.status == MissionStatus.RUNNING
+        return cls(
+            mission_id=record.mission_id,
+            user_id=record.user_id,
+            capability=record.capability,
+            goal=record.goal,
+            status=record.status,
+            priority=record.priority,
+            trigger=record.trigger,
+            created_at=record.created_at,
+            completed_at=record.completed_at,
+            terminal_reason=record.terminal_reason,
+            pending_interrupt=record.pending_interrupt,
+            feedback=record.feedback,
+            stage=record.stage,
+            cost_usd=record.cost_usd,
+            next_stage=record.next_stage if running else None,
+            phase=record.phase if running else None,
+            agent_hops=record.agent_hops if running else 0,
+        )
 
 
 class Checkpoint(Model):
@@ -125,14 +194,15 @@ class MissionStore(Protocol):
     def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
         """Set once (conditional write); ConflictError if feedback exists, NotFound if the mission does not."""
 
-    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]: ...
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionSummary]:
+        """The user's missions, newest first, as listings show them."""
 
     def ended_before(self, status: str, before: str, limit: int = 100) -> list[MissionRecord]:
-        """Missions in `status` whose completed_at is before the time, oldest first."""
+        """Missions in `status` whose completed_at is before the time, oldest first, whole."""
 
 
 class MissionsByCapability(Protocol):
-    def list(self, capability: str, since_iso: str) -> list[MissionRecord]:
+    def list(self, capability: str, since_iso: str) -> list[MissionSummary]:
         """Missions of the capability created at or after `since_iso` (same format as created_at), oldest first."""
 
 

@@ -25,8 +25,16 @@ from missions.core.artifacts import Artifact, check_artifact
 from missions.core.envelope import InterruptResponse, utcnow
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event
-from missions.core.specs import BLOB_INLINE_LIMIT, TableSpec
-from missions.ports.store import Checkpoint, InterruptRecord, MissionRecord, event_position
+from missions.core.specs import BLOB_INLINE_LIMIT, MISSION_SUMMARY, TableSpec
+from missions.ports.store import (
+    Checkpoint,
+    InterruptRecord,
+    MissionRecord,
+    MissionStatus,
+    MissionSummary,
+    cost_of,
+    event_position,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, WriteRequestTypeDef
@@ -36,6 +44,7 @@ _deserializer = TypeDeserializer()
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 _BATCH_SIZE = 25
+_BATCH_GET_SIZE = 100
 _BATCH_ATTEMPTS = 8
 
 
@@ -56,7 +65,8 @@ def table_definition(spec: TableSpec, name: str) -> dict[str, Any]:
                 "IndexName": index.name,
                 "KeySchema": [{"AttributeName": index.partition_key, "KeyType": "HASH"}]
                 + ([{"AttributeName": index.sort_key, "KeyType": "RANGE"}] if index.sort_key else []),
-                "Projection": {"ProjectionType": "ALL"},
+                "Projection": {"ProjectionType": index.projection_type}
+                | ({"NonKeyAttributes": list(index.non_key_attributes)} if index.non_key_attributes else {}),
             }
             for index in spec.indexes
         ]
@@ -168,20 +178,32 @@ def _mission_field_adapter(name: str) -> TypeAdapter[Any]:
 
 
 class DynamoMissionStore:
-    """Missions table: key mission_id; GSIs by_user (user_id, created_at), by_capability, and by_status
-    (status, completed_at). Unset fields are absent, not NULL: an index key may not be NULL."""
+    """Missions table: key mission_id; GSIs by_user (user_id, created_at) and by_capability (capability,
+    created_at), which hold a mission's summary (specs.MISSION_SUMMARY), and by_status (status,
+    completed_at), which holds its keys. Unset fields are absent, not NULL: an index key may not be NULL.
+
+    Nothing an index holds changes while a mission runs, so the update each stage makes (its stage,
+    counters, next stage) writes the table alone. What listings show of a stage and a cost is copied
+    into `listed_stage` and `listed_cost_usd` by the writes that move a mission to a status other than
+    running (and by any plain update of them); listings read a running mission's record itself."""
 
     INDEX = "by_user"
+    STATUS_INDEX = "by_status"
+    LISTED = ("listed_stage", "listed_cost_usd")
 
     def __init__(self, table_name: str, client: Any = None):
         self.table_name = table_name
         self._client = client or boto3.client("dynamodb")
 
     def create(self, record: MissionRecord) -> None:
+        item = record.model_dump(mode="json", exclude_none=True)
+        item["listed_cost_usd"] = cost_of(record.counters)
+        if record.stage is not None:
+            item["listed_stage"] = record.stage
         try:
             self._client.put_item(
                 TableName=self.table_name,
-                Item=_serialize(record.model_dump(mode="json", exclude_none=True)),
+                Item=_serialize(item),
                 ConditionExpression="attribute_not_exists(mission_id)",
             )
         except ClientError as exc:
@@ -195,7 +217,7 @@ class DynamoMissionStore:
         )
         if "Item" not in response:
             raise NotFound(f"mission {mission_id}")
-        return MissionRecord.model_validate(_deserialize(response["Item"]))
+        return mission_record(response["Item"])
 
     def update(self, mission_id: str, **fields: Any) -> None:
         if "status" in fields:
@@ -234,11 +256,13 @@ class DynamoMissionStore:
         kept = [i for i, value in enumerate(values.values()) if value is not None]
         removed = [i for i, value in enumerate(values.values()) if value is None]
         attr_values = {f":v{i}": _value(value) for i, value in enumerate(values.values()) if value is not None}
-        expression = "SET " + ", ".join(f"#f{i} = :v{i}" for i in kept)
+        sets = [f"#f{i} = :v{i}" for i in kept]
+        extra_names: dict[str, str] = {"#pk": "mission_id"}
+        self._listed(values, sets, extra_names, attr_values)
+        expression = "SET " + ", ".join(sets)
         if removed:
             expression += " REMOVE " + ", ".join(f"#f{i}" for i in removed)
         condition = "attribute_exists(#pk)"
-        extra_names = {"#pk": "mission_id"}
         if allowed_from is not None:  # the lifecycle's guard: one conditional write, no read first
             froms = sorted(allowed_from)
             condition += f" AND #st IN ({', '.join(f':from{i}' for i in range(len(froms)))})"
@@ -259,6 +283,33 @@ class DynamoMissionStore:
                 raise TransitionRefused(mission_id, current.status, str(fields.get("status"))) from None
             raise
 
+    @staticmethod
+    def _listed(values: dict[str, Any], sets: list[str], names: dict[str, str], attr_values: dict[str, Any]) -> None:
+        """What listings show of the stage and the cost, kept by the writes that can change it for them: a
+        move to any status but running (from this write's values, else from the stored ones), or a plain
+        update of them. A running mission's stage reports write neither, so they write no index."""
+        if values.get("status") == MissionStatus.RUNNING:
+            return
+        moving = "status" in values
+        if "stage" in values or moving:
+            names["#ls"] = "listed_stage"
+            if "stage" in values:
+                sets.append("#ls = :ls")
+                attr_values[":ls"] = _value(values["stage"])  # NULL when it has none
+            else:
+                sets.append("#ls = if_not_exists(#stg, :nostage)")
+                names["#stg"] = "stage"
+                attr_values[":nostage"] = {"NULL": True}
+        if "counters" in values or moving:
+            names["#lc"] = "listed_cost_usd"
+            if "counters" in values:
+                sets.append("#lc = :lc")
+                attr_values[":lc"] = _value(cost_of(values["counters"]))
+            else:
+                sets.append("#lc = if_not_exists(#ctr.#cost, :nocost)")
+                names |= {"#ctr": "counters", "#cost": "cost_usd"}
+                attr_values[":nocost"] = {"N": "0"}
+
     def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
         """Record feedback exactly once, however many requests race to give it."""
         try:
@@ -277,17 +328,23 @@ class DynamoMissionStore:
             raise ConflictError(f"mission {mission_id} already has feedback") from None
 
     def ended_before(self, status: str, before: str, limit: int = 100) -> list[MissionRecord]:
+        """The index holds the keys: the missions it names are read whole (retention archives all of them),
+        and kept if they still are as it says (an index lags its table)."""
+        if limit <= 0:
+            return []
         response = self._client.query(
             TableName=self.table_name,
-            IndexName="by_status",
+            IndexName=self.STATUS_INDEX,
             KeyConditionExpression="#s = :s AND completed_at < :before",
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues={":s": {"S": status}, ":before": {"S": before}},
             Limit=limit,
         )
-        return [MissionRecord.model_validate(_deserialize(item)) for item in response.get("Items", [])]
+        keys = [{"mission_id": item["mission_id"]} for item in response.get("Items", [])]
+        records = [mission_record(item) for item in batch_get(self._client, self.table_name, keys)]
+        return [r for r in records if r.status == status and r.completed_at is not None and r.completed_at < before]
 
-    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionSummary]:
         if limit <= 0:
             return []
         kwargs: dict[str, Any] = {
@@ -297,14 +354,76 @@ class DynamoMissionStore:
             "ExpressionAttributeValues": {":u": {"S": user_id}},
             "ScanIndexForward": False,
         }
-        records: list[MissionRecord] = []
-        while len(records) < limit:
-            page = self._client.query(**kwargs, Limit=limit - len(records))
-            records += [MissionRecord.model_validate(_deserialize(item)) for item in page.get("Items", [])]
+        entries: list[dict[str, Any]] = []
+        while len(entries) < limit:
+            page = self._client.query(**kwargs, Limit=limit - len(entries))
+            entries += page.get("Items", [])
             if not page.get("LastEvaluatedKey"):
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return records
+        return mission_summaries(self._client, self.table_name, entries)
+
+
+def mission_record(raw: dict[str, Any]) -> MissionRecord:
+    """A mission's item, whole, as a record."""
+    item = _deserialize(raw)
+    for name in DynamoMissionStore.LISTED:
+        item.pop(name, None)
+    return MissionRecord.model_validate(item)
+
+
+def mission_summaries(client: Any, table_name: str, entries: list[dict[str, Any]]) -> list[MissionSummary]:
+    """Summaries from entries of a summary index (by_user, by_capability), in their order. A running
+    mission's (or one written before the index kept `listed_cost_usd`) is made from its record, read
+    with the others' in one batch; the rest from the entry itself."""
+    whole = [{"mission_id": e["mission_id"]} for e in entries if _needs_record(e)]
+    found = {item["mission_id"]["S"]: item for item in batch_get(client, table_name, whole)} if whole else {}
+    summaries: list[MissionSummary] = []
+    for entry in entries:
+        mission_id = entry["mission_id"]["S"]
+        if not _needs_record(entry):
+            summaries.append(_entry_summary(entry))
+        elif mission_id in found:  # else deleted since the index saw it
+            summaries.append(MissionSummary.of(mission_record(found[mission_id])))
+    return summaries
+
+
+def _needs_record(entry: dict[str, Any]) -> bool:
+    return entry.get("status", {}).get("S") == MissionStatus.RUNNING or "listed_cost_usd" not in entry
+
+
+def _entry_summary(raw: dict[str, Any]) -> MissionSummary:
+    """A summary from an index entry (one that holds more, an index projecting ALL, gives the same)."""
+    item = _deserialize({k: v for k, v in raw.items() if k in _SUMMARY_ENTRY})
+    item["stage"] = item.pop("listed_stage", None)
+    item["cost_usd"] = item.pop("listed_cost_usd", 0.0)
+    return MissionSummary.model_validate(item)
+
+
+_SUMMARY_ENTRY = frozenset({"mission_id", "created_at", *MISSION_SUMMARY})
+
+
+def batch_get(client: Any, table_name: str, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items with these keys, in their order, missing ones left out: BatchGetItem, 100 keys a request,
+    unprocessed keys retried with backoff. Eventually consistent, as the index reads that name them are."""
+
+    def identity(item: dict[str, Any], names: Any) -> tuple[Any, ...]:
+        return tuple(json.dumps(item[name], sort_keys=True) for name in sorted(names))
+
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for start in range(0, len(keys), _BATCH_GET_SIZE):
+        pending: dict[str, Any] = {table_name: {"Keys": keys[start : start + _BATCH_GET_SIZE]}}
+        for attempt in range(_BATCH_ATTEMPTS):
+            response = client.batch_get_item(RequestItems=pending)
+            for item in response.get("Responses", {}).get(table_name, []):
+                found[identity(item, keys[0])] = item
+            pending = {k: v for k, v in (response.get("UnprocessedKeys") or {}).items() if v.get("Keys")}
+            if not pending:
+                break
+            time.sleep(min(0.05 * 2**attempt, 2.0))
+        else:
+            raise RuntimeError(f"reads of {table_name} still unprocessed after {_BATCH_ATTEMPTS} attempts")
+    return [found[identity(key, key)] for key in keys if identity(key, key) in found]
 
 
 # --------------------------------------------------------------------------- checkpoints
@@ -604,6 +723,10 @@ class DynamoInterruptStore:
         return [self._decode(item) for item in items]
 
     def overdue(self, asked_before: str, limit: int = 100) -> list[InterruptRecord]:
+        """The index holds the keys of pending questions: the overdue ones (few) are read whole, and kept
+        if they are still pending (an index lags its table)."""
+        if limit <= 0:
+            return []
         response = self._client.query(
             TableName=self.table_name,
             IndexName=self.WAITING_INDEX,
@@ -611,7 +734,9 @@ class DynamoInterruptStore:
             ExpressionAttributeValues={":pending": {"S": "pending"}, ":before": {"S": asked_before}},
             Limit=limit,
         )
-        return [self._decode(item) for item in response.get("Items", [])]
+        keys = [self._key(item["mission_id"]["S"], item["interrupt_id"]["S"]) for item in response.get("Items", [])]
+        records = [self._decode(item) for item in batch_get(self._client, self.table_name, keys)]
+        return [r for r in records if r.status == "pending"]
 
     @staticmethod
     def _key(mission_id: str, interrupt_id: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from missions.ports.store import (
     Checkpoint,
     InterruptRecord,
     MissionRecord,
+    MissionSummary,
     RepositoryRecord,
     RepositorySnapshot,
     event_position,
@@ -81,9 +82,9 @@ class MemoryMissionStore:
         found = [m for m in self._items.values() if m.status == status and m.completed_at and m.completed_at < before]
         return [m.model_copy(deep=True) for m in sorted(found, key=lambda m: m.completed_at or "")[:limit]]
 
-    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
-        found = [m for m in self._items.values() if m.user_id == user_id]
-        return sorted(found, key=lambda m: m.created_at, reverse=True)[:limit]
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionSummary]:
+        found = [m for m in list(self._items.values()) if m.user_id == user_id]
+        return [MissionSummary.of(m) for m in sorted(found, key=lambda m: m.created_at, reverse=True)[:limit]]
 
 
 class MemoryCheckpointStore:
@@ -352,10 +353,8 @@ class InMemoryMissionsByCapability:
     def __init__(self, store: MemoryMissionStore):
         self._store = store
 
-    def list(self, capability: str, since_iso: str) -> list[MissionRecord]:
+    def list(self, capability: str, since_iso: str) -> list[MissionSummary]:
         found = [
-            m.model_copy(deep=True)
-            for m in list(self._store._items.values())
-            if m.capability == capability and m.created_at >= since_iso
+            m for m in list(self._store._items.values()) if m.capability == capability and m.created_at >= since_iso
         ]
-        return sorted(found, key=lambda m: m.created_at)
+        return [MissionSummary.of(m) for m in sorted(found, key=lambda m: m.created_at)]
