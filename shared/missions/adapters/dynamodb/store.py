@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -185,7 +186,9 @@ class DynamoMissionStore:
     Nothing an index holds changes while a mission runs, so the update each stage makes (its stage,
     counters, next stage) writes the table alone. What listings show of a stage and a cost is copied
     into `listed_stage` and `listed_cost_usd` by the writes that move a mission to a status other than
-    running (and by any plain update of them); listings read a running mission's record itself."""
+    running (and by any plain update of them); listings read a running mission's record itself. The
+    `result` is stored compressed (zlib of its JSON): it is most of a finished mission's item, and every
+    later write of the item (feedback, archiving) costs its size again."""
 
     INDEX = "by_user"
     STATUS_INDEX = "by_status"
@@ -197,6 +200,8 @@ class DynamoMissionStore:
 
     def create(self, record: MissionRecord) -> None:
         item = record.model_dump(mode="json", exclude_none=True)
+        if record.result is not None:
+            item["result"] = _compressed(record.result)
         item["listed_cost_usd"] = cost_of(record.counters)
         if record.stage is not None:
             item["listed_stage"] = record.stage
@@ -255,7 +260,11 @@ class DynamoMissionStore:
         names = {f"#f{i}": name for i, name in enumerate(values)}
         kept = [i for i, value in enumerate(values.values()) if value is not None]
         removed = [i for i, value in enumerate(values.values()) if value is None]
-        attr_values = {f":v{i}": _value(value) for i, value in enumerate(values.values()) if value is not None}
+        attr_values = {
+            f":v{i}": _value(_compressed(value) if name == "result" else value)
+            for i, (name, value) in enumerate(values.items())
+            if value is not None
+        }
         sets = [f"#f{i} = :v{i}" for i in kept]
         extra_names: dict[str, str] = {"#pk": "mission_id"}
         self._listed(values, sets, extra_names, attr_values)
@@ -369,6 +378,8 @@ def mission_record(raw: dict[str, Any]) -> MissionRecord:
     item = _deserialize(raw)
     for name in DynamoMissionStore.LISTED:
         item.pop(name, None)
+    if isinstance(item.get("result"), bytes):  # compressed (a record written before is a map)
+        item["result"] = json.loads(zlib.decompress(item["result"]))
     return MissionRecord.model_validate(item)
 
 
@@ -424,6 +435,10 @@ def batch_get(client: Any, table_name: str, keys: list[dict[str, Any]]) -> list[
         else:
             raise RuntimeError(f"reads of {table_name} still unprocessed after {_BATCH_ATTEMPTS} attempts")
     return [found[identity(key, key)] for key in keys if identity(key, key) in found]
+
+
+def _compressed(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(), 6)
 
 
 # --------------------------------------------------------------------------- checkpoints
