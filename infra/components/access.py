@@ -57,9 +57,9 @@ class Access:
     notices: tuple[str, ...] = ()  # sns actions on the email notices' topic (and its subscriptions)
 
 
-# Appending to a mission's timeline: one update allocates the batch's place in the per-mission
-# sequence (a get when a retried batch looks its place up again), a batch write holds the events.
-_APPEND_EVENTS = (GET, UPDATE, BATCH_WRITE)
+# Appending to a mission's timeline: a query reads its last item, a conditional put places the batch (its
+# events in one item) after it; a retried batch that shrank deletes the parts it no longer has.
+_APPEND_EVENTS = (QUERY, PUT, DELETE)
 
 # Draining a user's queue (whoever frees a slot does it): claim the next entry, move its mission to
 # running and start it (its first envelope may offload blobs into the checkpoints table; a fork reads

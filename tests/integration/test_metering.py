@@ -106,10 +106,12 @@ def test_dynamodb_reads_and_writes_are_counted(demo: Metered) -> None:
     assert sum(sum(parts.values()) for parts in demo.writes.values()) == demo.usage.dynamodb_write_units
 
 
-def test_a_stage_writes_no_index_of_the_missions_table(demo: Metered) -> None:
+def test_a_stage_writes_one_event_item_and_no_index_of_the_missions_table(demo: Metered) -> None:
     # Given the demo's stages
     stages = sum(e["type"] == "TaskStateEntered" for e in demo.history)
-    # Then the record's summary indexes were written by its changes of status (created, running, ended), not
+    # Then each stage's events were one small item (a write unit or two, not one per event)
+    assert demo.writes["events"]["table"] <= 2 * stages
+    # and the record's summary indexes were written by its changes of status (created, running, ended), not
     # by the update each stage makes
     missions = demo.writes["missions"]
     assert missions["by_user"] == missions["by_capability"] <= 4 < stages
