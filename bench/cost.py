@@ -7,7 +7,8 @@ stage on the Standard machine), so the ratio is the two levels' saving on the sa
 The mission really runs (moto executes the compiled state machine, the handlers run in-process)
 under missions.local.metering.Meter; missions.core.costing prices what it counted. The LLM is the
 offline scripted model, so tokens cost nothing here: this is the AWS bill alone. Lambda
-durations are this machine's (warm, in-process), so that line is the least exact.
+durations are this machine's (warm, in-process), so that line is the least exact. DynamoDB write
+units are also split per table and index, and per stage (the stage tasks the execution ran).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ UNITS = {
 }
 
 
-def _metered(single_level: bool) -> Any:
+def _metered(single_level: bool) -> tuple[Any, dict[str, dict[str, float]], int]:
     from bench.run import DEMO, ROOT
     from missions.local.emulation import LocalCloud
     from missions.local.metering import Meter
@@ -42,12 +43,19 @@ def _metered(single_level: bool) -> Any:
     with LocalCloud(["code_analysis"], single_level=single_level) as cloud, Meter(cloud) as meter:
         outcome = meter.run("code_analysis", DEMO, context={"repo": str(ROOT)})
         assert outcome.status == "SUCCEEDED", (outcome.error, outcome.cause)
-        return meter.usage_for(outcome.mission_id)
+        usage = meter.usage_for(outcome.mission_id)
+        writes = meter.write_units_by_table()
+        # the stages run (Lambda tasks; starting a segment is not one)
+        stages = sum(
+            e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] != "segment"
+            for e in cloud.history(outcome.mission_id)
+        )
+        return usage, writes, stages
 
 
 def run() -> dict[str, Any]:
-    usage = _metered(single_level=False)
-    single = estimate(_metered(single_level=True))
+    usage, writes, stages = _metered(single_level=False)
+    single = estimate(_metered(single_level=True)[0])
     cost = estimate(usage)
     return {
         "mission": "code_analysis demo (offline model: no LLM cost)",
@@ -59,6 +67,12 @@ def run() -> dict[str, Any]:
             line: {"quantity": cost.quantities[line], "unit": UNITS[line], "dollars": round(dollars, 9)}
             for line, dollars in cost.lines.items()
         },
+        "stages": stages,
+        "dynamodb_writes_by_table": {
+            table: {"total": sum(parts.values()), "per_stage": round(sum(parts.values()) / stages, 2), **parts}
+            for table, parts in writes.items()
+        },
+        "dynamodb_writes_per_stage": round(usage.dynamodb_write_units / stages, 2),
         "total_dollars_per_mission": round(cost.total, 9),
         "total_dollars_per_1000_missions": round(cost.total * 1000, 6),
         "single_level_dollars_per_mission": round(single.total, 9),
@@ -85,6 +99,12 @@ def table(result: dict[str, Any]) -> Table:
         quantity = figures["quantity"]
         shown = f"{quantity:.3f}" if isinstance(quantity, float) and not quantity.is_integer() else f"{quantity:g}"
         rows.add_row(line, f"{shown} {figures['unit']}", f"${figures['dollars']:.7f}")
+    for name, split in result["dynamodb_writes_by_table"].items():
+        indexes = ", ".join(f"{part} {units}" for part, units in split.items() if part not in ("total", "per_stage"))
+        rows.add_row(f"  {name}", f"{split['total']} ({split['per_stage']}/stage): {indexes}", "")
+    rows.add_row(
+        f"  dynamodb writes per stage ({result['stages']} stages)", f"{result['dynamodb_writes_per_stage']}", ""
+    )
     rows.add_row("total per mission", "", f"${result['total_dollars_per_mission']:.6f}")
     rows.add_row(
         "single-level layout, same run",

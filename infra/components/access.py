@@ -30,6 +30,7 @@ PUT = "dynamodb:PutItem"
 UPDATE = "dynamodb:UpdateItem"
 DELETE = "dynamodb:DeleteItem"
 BATCH_WRITE = "dynamodb:BatchWriteItem"
+BATCH_GET = "dynamodb:BatchGetItem"
 CONDITION_CHECK = "dynamodb:ConditionCheckItem"
 
 
@@ -56,9 +57,9 @@ class Access:
     notices: tuple[str, ...] = ()  # sns actions on the email notices' topic (and its subscriptions)
 
 
-# Appending to a mission's timeline: one update allocates the batch's place in the per-mission
-# sequence (a get when a retried batch looks its place up again), a batch write holds the events.
-_APPEND_EVENTS = (GET, UPDATE, BATCH_WRITE)
+# Appending to a mission's timeline: a query reads its last item, a conditional put places the batch (its
+# events in one item) after it; a retried batch that shrank deletes the parts it no longer has.
+_APPEND_EVENTS = (QUERY, PUT, DELETE)
 
 # Draining a user's queue (whoever frees a slot does it): claim the next entry, move its mission to
 # running and start it (its first envelope may offload blobs into the checkpoints table; a fork reads
@@ -110,7 +111,8 @@ ACCESS: dict[str, Access] = {
     "api": Access(
         tables={
             **_STARTS,
-            "missions": TableAccess((GET, PUT, UPDATE, QUERY), indexes=("by_user", "by_capability")),
+            # listings query the summary indexes and read running missions whole (a batch get)
+            "missions": TableAccess((GET, PUT, UPDATE, QUERY, BATCH_GET), indexes=("by_user", "by_capability")),
             "checkpoints": TableAccess((GET, PUT, QUERY)),
             "interrupts": TableAccess((GET, UPDATE, QUERY)),
             "events": TableAccess((*_APPEND_EVENTS, QUERY)),
@@ -138,7 +140,7 @@ ACCESS: dict[str, Access] = {
     "stream": Access(
         tables={
             **_STARTS,
-            "missions": TableAccess((GET, PUT, UPDATE, DELETE, QUERY), indexes=("by_user",)),
+            "missions": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, BATCH_GET), indexes=("by_user",)),
             "checkpoints": TableAccess((GET, PUT, QUERY)),
             "interrupts": TableAccess((GET, UPDATE, QUERY)),
             "events": TableAccess((*_APPEND_EVENTS, QUERY)),
@@ -168,13 +170,14 @@ ACCESS: dict[str, Access] = {
         tables={"repositories": TableAccess((GET, UPDATE))},
         snapshots={UPLOADS: ("s3:GetObject",), SNAPSHOTS: ("s3:PutObject",)},
     ),
-    "sla": Access(tables={"interrupts": TableAccess((QUERY,), indexes=("waiting",))}),
+    # the waiting index holds keys: the overdue questions are read whole
+    "sla": Access(tables={"interrupts": TableAccess((QUERY, BATCH_GET), indexes=("waiting",))}),
     # starts (or resumes) what a crashed function claimed, so it may do what a drain does
     "reconcile": Access(tables=_DRAINS, blobs=_BLOBS_RW, start_missions=True),
     # reads ended missions' timelines and appends each one's verdict
     "evaluate": Access(
         tables={
-            "missions": TableAccess((QUERY,), indexes=("by_capability",)),
+            "missions": TableAccess((QUERY, BATCH_GET), indexes=("by_capability",)),
             "events": TableAccess((*_APPEND_EVENTS, QUERY)),
         }
     ),
@@ -183,7 +186,7 @@ ACCESS: dict[str, Access] = {
     "sandbox": Access(),
     "retention": Access(
         tables={
-            "missions": TableAccess((QUERY, UPDATE), indexes=("by_status",)),
+            "missions": TableAccess((QUERY, BATCH_GET, UPDATE), indexes=("by_status",)),  # keys: read whole
             "checkpoints": TableAccess((QUERY, BATCH_WRITE)),
             "memory": TableAccess((GET, PUT)),
         }

@@ -96,11 +96,12 @@ class Storage(Construct):
             stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if spec.stream else None,
             removal_policy=removal_policy(config),
         )
-        for index in spec.indexes:
+        for index in spec.indexes:  # each holds what its queries read (specs), so updates write it rarely
             table.add_global_secondary_index(
                 index_name=index.name,
                 partition_key=_attribute(index.partition_key),
                 sort_key=_attribute(index.sort_key) if index.sort_key else None,
-                projection_type=dynamodb.ProjectionType.ALL,
+                projection_type=dynamodb.ProjectionType(index.projection_type),
+                non_key_attributes=list(index.non_key_attributes) or None,
             )
         return table

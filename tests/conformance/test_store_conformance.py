@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from missions.adapters.memory.store import (
+    InMemoryMissionsByCapability,
     MemoryArtifactStore,
     MemoryBlobStore,
     MemoryCheckpointStore,
@@ -25,7 +29,15 @@ from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event, EventType
 from missions.core.specs import BLOB_INLINE_LIMIT, CHECKPOINTS, TABLES
-from missions.ports.store import Checkpoint, InterruptRecord, MissionRecord, event_position
+from missions.ports.store import (
+    Checkpoint,
+    InterruptRecord,
+    MissionRecord,
+    MissionSummary,
+    event_position,
+    parse_position,
+)
+from missions.service.lifecycle import ALLOWED_FROM
 
 REGION = "us-east-1"
 BUCKET = "missions-blobs-test"
@@ -41,6 +53,7 @@ class Backend:
     blobs: Any
     s3: Any = None
     artifacts: Any = None
+    by_capability: Any = None
 
 
 def _table_name(spec_id: str) -> str:
@@ -50,20 +63,23 @@ def _table_name(spec_id: str) -> str:
 @pytest.fixture(params=["memory", "dynamodb"])
 def backend(request, monkeypatch):
     if request.param == "memory":
+        missions = MemoryMissionStore()
         yield Backend(
             "memory",
-            MemoryMissionStore(),
+            missions,
             MemoryCheckpointStore(),
             MemoryEventStore(),
             MemoryInterruptStore(),
             MemoryBlobStore(),
             artifacts=MemoryArtifactStore(),
+            by_capability=InMemoryMissionsByCapability(missions),
         )
         return
 
     import boto3
     from moto import mock_aws
 
+    from missions.adapters.dynamodb.missions_query import DynamoMissionsByCapability
     from missions.adapters.dynamodb.store import (
         DynamoArtifactStore,
         DynamoBlobStore,
@@ -97,6 +113,7 @@ def backend(request, monkeypatch):
             DynamoBlobStore(_table_name(CHECKPOINTS.id), BUCKET, client=ddb, s3_client=s3),
             s3=s3,
             artifacts=DynamoArtifactStore(_table_name("artifacts"), client=ddb, ttl_seconds=3600),
+            by_capability=DynamoMissionsByCapability(_table_name("missions"), client=ddb),
         )
 
 
@@ -237,6 +254,169 @@ def test_mission_list_for_user_newest_first(backend):
     assert backend.missions.list_for_user("nobody") == []
 
 
+def _listed(backend: Backend, user_id: str = "u1") -> list[MissionSummary]:
+    """What both listings show of the user's missions (the capability's listing is oldest first)."""
+    by_user = backend.missions.list_for_user(user_id)
+    by_capability = [m for m in backend.by_capability.list("code_qa", "2000") if m.user_id == user_id]
+    assert by_user == list(reversed(by_capability))
+    return by_user
+
+
+def test_a_listing_shows_a_running_mission_where_it_is_and_a_stopped_one_where_it_stopped(backend):
+    # Given a mission that runs two stages, waits for an answer, runs on and completes
+    backend.missions.create(mission("m1"))
+    backend.missions.transition("m1", "running", frozenset({"created"}), execution_arn="arn:m1")
+    backend.missions.transition(
+        "m1",
+        "running",
+        frozenset({"running", "interrupted"}),
+        stage="plan",
+        next_stage="analyze",
+        phase="planning",
+        counters={"agent_hops": 1, "cost_usd": 0.5},
+    )
+    # When it is listed while it runs / Then it is where its record says, with its cost so far
+    (running,) = _listed(backend)
+    assert (running.status, running.stage, running.next_stage, running.phase) == (
+        "running",
+        "plan",
+        "analyze",
+        "planning",
+    )
+    assert (running.agent_hops, running.cost_usd) == (1, 0.5)
+    # When it waits for an answer (a move that names no stage) / Then it shows the stage it stopped at
+    backend.missions.transition("m1", "interrupted", frozenset({"running"}), pending_interrupt="i1")
+    (waiting,) = _listed(backend)
+    assert (waiting.status, waiting.stage, waiting.cost_usd, waiting.pending_interrupt) == (
+        "interrupted",
+        "plan",
+        0.5,
+        "i1",
+    )
+    assert (waiting.next_stage, waiting.phase, waiting.agent_hops) == (None, None, 0)
+    # When it runs on and ends
+    backend.missions.transition("m1", "running", frozenset({"interrupted"}), pending_interrupt=None)
+    backend.missions.transition(
+        "m1", "running", frozenset({"running"}), stage="analyze", counters={"agent_hops": 2, "cost_usd": 0.75}
+    )
+    backend.missions.transition(
+        "m1",
+        "completed",
+        frozenset({"running"}),
+        stage="final",
+        counters={"agent_hops": 3, "cost_usd": 1.25},
+        completed_at="2025-01-02T00:00:00.000+00:00",
+        terminal_reason="done",
+        result={"answer": "42"},
+    )
+    # Then its listing is its record's summary: its last stage and what it cost in all
+    (done,) = _listed(backend)
+    assert done == MissionSummary.of(backend.missions.get("m1"))
+    assert (done.status, done.stage, done.cost_usd, done.terminal_reason) == ("completed", "final", 1.25, "done")
+    assert done.completed_at == "2025-01-02T00:00:00.000+00:00" and done.pending_interrupt is None
+
+
+def test_a_mission_cancelled_while_it_ran_is_listed_where_it_stopped(backend):
+    # Given a mission cancelled after a stage (the cancel names neither a stage nor counters)
+    backend.missions.create(mission("m1"))
+    backend.missions.transition("m1", "running", frozenset({"created"}))
+    backend.missions.transition("m1", "running", frozenset({"running"}), stage="plan", counters={"cost_usd": 0.2})
+    backend.missions.transition("m1", "cancelling", frozenset({"running"}), terminal_reason="stop")
+    backend.missions.transition(
+        "m1", "cancelled", frozenset({"cancelling"}), completed_at="2025-01-03T00:00:00.000+00:00"
+    )
+    # and one cancelled before it ran (no stage, no cost)
+    backend.missions.create(mission("m2", created_at="2025-01-05T00:00:00.000+00:00"))
+    backend.missions.transition("m2", "cancelled", frozenset({"created"}), terminal_reason="stop")
+    # When they are listed / Then each shows what its record says
+    never, cancelled = _listed(backend)
+    assert (cancelled.mission_id, cancelled.status, cancelled.stage, cancelled.cost_usd) == (
+        "m1",
+        "cancelled",
+        "plan",
+        0.2,
+    )
+    assert (never.mission_id, never.stage, never.cost_usd) == ("m2", None, 0.0)
+    assert [never, cancelled] == [MissionSummary.of(backend.missions.get(m)) for m in ("m2", "m1")]
+
+
+def test_a_plain_update_of_a_stopped_missions_stage_shows_in_its_listing(backend):
+    # Given a failed mission
+    backend.missions.create(mission("m1"))
+    backend.missions.transition("m1", "failed", frozenset({"created"}), terminal_reason="start_failed")
+    # When its stage and counters are set by a plain update / Then its listing shows them
+    backend.missions.update("m1", stage="repair", counters={"cost_usd": 0.01})
+    assert _listed(backend) == [MissionSummary.of(backend.missions.get("m1"))]
+    assert _listed(backend)[0].stage == "repair"
+
+
+# a step of a mission's life: (the status it moves to, or None for a plain update; the fields written)
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from([None, *ALLOWED_FROM]),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "stage": st.sampled_from([None, "plan", "analyze", "final"]),
+                "next_stage": st.sampled_from([None, "analyze", "await:clarification"]),
+                "phase": st.sampled_from([None, "planning", "executing"]),
+                "counters": st.fixed_dictionaries(
+                    {"agent_hops": st.integers(0, 9), "cost_usd": st.integers(0, 5_000_000).map(lambda n: n / 1e6)}
+                ),
+                "pending_interrupt": st.sampled_from([None, "i1"]),
+                "terminal_reason": st.sampled_from([None, "done", "max_agent_hops"]),
+            },
+        ),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_a_listing_is_always_the_summary_of_the_record(backend, steps):
+    # Given a fresh mission taken through random transitions and updates (refused ones change nothing)
+    user = f"u-{uuid.uuid4().hex[:8]}"
+    backend.missions.create(mission("m1-" + user, user_id=user))
+    for status, fields in steps:
+        try:
+            if status is None:
+                backend.missions.update("m1-" + user, **fields)
+            else:
+                backend.missions.transition("m1-" + user, status, ALLOWED_FROM[status], **fields)
+        except TransitionRefused:
+            pass
+    # When it is listed / Then the listing is exactly the summary of its record, whatever its status
+    assert backend.missions.list_for_user(user) == [MissionSummary.of(backend.missions.get("m1-" + user))]
+
+
+def test_ended_before_reads_the_missions_whole_oldest_first(backend):
+    # Given missions that completed at different times, one failed, one still running
+    for n, day in enumerate(("05", "02", "09")):
+        backend.missions.create(mission(f"done-{n}"))
+        backend.missions.transition(
+            f"done-{n}",
+            "completed",
+            frozenset({"created"}),
+            completed_at=f"2025-01-{day}T00:00:00.000+00:00",
+            result={"answer": n},
+            counters={"cost_usd": 0.5},
+        )
+    backend.missions.create(mission("failed"))
+    backend.missions.transition(
+        "failed", "failed", frozenset({"created"}), completed_at="2025-01-01T00:00:00.000+00:00"
+    )
+    backend.missions.create(mission("running"))
+    backend.missions.transition("running", "running", frozenset({"created"}))
+    # When the completed ones that ended before the 6th are asked for
+    found = backend.missions.ended_before("completed", "2025-01-06T00:00:00.000+00:00")
+    # Then they come whole (their results), oldest first, and a limit takes the oldest
+    assert [(m.mission_id, m.result) for m in found] == [("done-1", {"answer": 1}), ("done-0", {"answer": 0})]
+    assert found == [backend.missions.get("done-1"), backend.missions.get("done-0")]
+    assert [m.mission_id for m in backend.missions.ended_before("completed", "2025-02-01", limit=1)] == ["done-1"]
+    assert [m.mission_id for m in backend.missions.ended_before("failed", "2025-02-01")] == ["failed"]
+
+
 # --------------------------------------------------------------------------- checkpoints
 
 
@@ -295,14 +475,22 @@ def test_checkpoint_envelope_round_trip(backend):
 
 
 def test_events_append_and_read_in_order(backend):
+    # Given two batches of one mission and a batch of another
     backend.events.append("m1", "0001-plan", [event("m1", 0), event("m1", 1, cost_usd=0.015)])
     backend.events.append("m1", "0002-analyze", [event("m1", 2), event("m1", 3), event("m1", 4)])
     backend.events.append("m2", "0001-plan", [event("m2", 99)])
-
+    # When the first mission's timeline is read
     events, cursor = backend.events.read("m1")
+    # Then its events come in order, each placed by its batch and its index in the batch
     assert [e.payload["n"] for e in events] == [0, 1, 2, 3, 4]
-    assert [e.position for e in events] == [event_position(n) for n in range(1, 6)]
-    assert cursor == event_position(5)
+    assert [e.position for e in events] == [
+        event_position(1, 0),
+        event_position(1, 1),
+        event_position(2, 0),
+        event_position(2, 1),
+        event_position(2, 2),
+    ]
+    assert cursor == event_position(2, 2)
     assert all(e.mission_id == "m1" for e in events)
     assert events[1].payload["cost_usd"] == 0.015
     assert events[0].type is EventType.AGENT_COMPLETED
@@ -314,7 +502,7 @@ def test_events_read_after_cursor(backend):
     backend.events.append("m1", "0002-analyze", [event("m1", 2), event("m1", 3)])
     later, cursor2 = backend.events.read("m1", after=cursor)
     assert [e.payload["n"] for e in later] == [2, 3]
-    assert cursor2 == event_position(4)
+    assert cursor2 == event_position(2, 1)
     nothing, cursor3 = backend.events.read("m1", after=cursor2)
     assert nothing == []
     assert cursor3 == cursor2  # unchanged when nothing new
@@ -322,8 +510,39 @@ def test_events_read_after_cursor(backend):
     assert empty == [] and none_cursor is None
 
 
+def test_a_limit_cuts_a_batch_and_its_cursor_resumes_inside_it(backend):
+    # Given one batch of five events, then another of one
+    backend.events.append("m1", "0001-traverse", [event("m1", n) for n in range(5)])
+    backend.events.append("m1", "0002-next", [event("m1", 5)])
+    # When it is read two events at a time
+    first, cursor = backend.events.read("m1", limit=2)
+    second, cursor2 = backend.events.read("m1", after=cursor, limit=2)
+    rest, cursor3 = backend.events.read("m1", after=cursor2, limit=2)
+    # Then each page stops inside the batch, at the cursor of its last event, and the next goes on from there
+    assert [e.payload["n"] for e in first] == [0, 1] and cursor == event_position(1, 1)
+    assert [e.payload["n"] for e in second] == [2, 3] and cursor2 == event_position(1, 3)
+    assert [e.payload["n"] for e in rest] == [4, 5] and cursor3 == event_position(2, 0)
+    # and any event's position is a cursor that resumes just after it
+    assert [e.payload["n"] for e in backend.events.read("m1", after=first[0].position)[0]] == [1, 2, 3, 4, 5]
+
+
+def test_a_cursor_that_is_no_position_is_refused(backend):
+    backend.events.append("m1", "0001-plan", [event("m1", 0)])
+    for bad in ("", "c", "e1", "zzz", "e000000000001.1", "e000000000001.000000x"):
+        with pytest.raises(ValueError):
+            backend.events.read("m1", after=bad)
+
+
+def test_a_cursor_without_an_index_names_a_batch_of_one_event(backend):
+    # Given a timeline, and a cursor as a timeline of one event an item wrote them ("e<sequence>")
+    backend.events.append("m1", "0001-plan", [event("m1", 0)])
+    backend.events.append("m1", "0002-next", [event("m1", 1), event("m1", 2)])
+    # When it is read after that cursor / Then the batch it names is behind it
+    assert [e.payload["n"] for e in backend.events.read("m1", after="e000000000001")[0]] == [1, 2]
+
+
 def test_events_paginate_without_loss(backend):
-    # 60 events over three prefixes (the middle one crosses a 25-item batch boundary)
+    # 60 events over three batches (the middle one crosses a 25-item batch boundary)
     n = 0
     for prefix, count in (("0001-a", 10), ("0002-b", 40), ("0003-c", 10)):
         batch = []
@@ -345,7 +564,7 @@ def test_events_paginate_without_loss(backend):
         positions += [e.position for e in page]
         pages += 1
     assert seen == list(range(60))
-    assert positions == sorted(positions)
+    assert positions == sorted(positions) and len(set(positions)) == 60
     assert pages == 9  # ceil(60 / 7)
 
 
@@ -358,7 +577,7 @@ def test_events_reappend_is_idempotent(backend):
     # Then the timeline holds them once, where they were
     events, _ = backend.events.read("m1")
     assert [e.payload["n"] for e in events] == [0, 1, 2]
-    assert [e.position for e in events] == [event_position(1), event_position(2), event_position(3)]
+    assert [e.position for e in events] == [event_position(1, 0), event_position(1, 1), event_position(1, 2)]
 
 
 def test_a_retry_that_writes_fewer_events_leaves_none_of_the_first_try(backend):
@@ -367,6 +586,7 @@ def test_a_retry_that_writes_fewer_events_leaves_none_of_the_first_try(backend):
     backend.events.append("m1", "0002-next", [event("m1", 20)])
     events, _ = backend.events.read("m1")
     assert [e.payload["n"] for e in events] == [10, 20]
+    assert [e.position for e in events] == [event_position(1, 0), event_position(2, 0)]
 
 
 def test_a_retry_that_writes_more_events_keeps_them_before_the_next_batch(backend):
@@ -375,6 +595,56 @@ def test_a_retry_that_writes_more_events_keeps_them_before_the_next_batch(backen
     backend.events.append("m1", "0002-next", [event("m1", 3)])
     events, _ = backend.events.read("m1")
     assert [e.payload["n"] for e in events] == [0, 1, 2, 3]
+
+
+def test_a_reader_inside_a_retried_batch_gets_what_the_retry_added(backend):
+    # Given a reader that read a stage's first try to its end
+    backend.events.append("m1", "0001-plan", [event("m1", 0), event("m1", 1)])
+    _, cursor = backend.events.read("m1")
+    # When the retried stage writes its batch again with more events, then the next stage its own
+    backend.events.append("m1", "0001-plan", [event("m1", 0), event("m1", 1), event("m1", 2)])
+    backend.events.append("m1", "0002-next", [event("m1", 3)])
+    # Then the reader resumes with the events it had not seen, none twice
+    assert [e.payload["n"] for e in backend.events.read("m1", after=cursor)[0]] == [2, 3]
+
+
+def test_only_the_last_batch_is_rewritten_by_a_retry(backend):
+    # Given a batch that another was appended after
+    backend.events.append("m1", "0001-plan", [event("m1", 0)])
+    backend.events.append("m1", "answer-i1", [event("m1", 1)])
+    # When the first is appended again (a retry long after) / Then it is a new batch, at the end
+    backend.events.append("m1", "0001-plan", [event("m1", 2)])
+    events, _ = backend.events.read("m1")
+    assert [(e.payload["n"], e.position) for e in events] == [
+        (0, event_position(1, 0)),
+        (1, event_position(2, 0)),
+        (2, event_position(3, 0)),
+    ]
+
+
+def test_a_batch_too_big_for_one_item_reads_as_one(backend, monkeypatch):
+    # Given items that hold only a few KB (DynamoDB: so a batch of 40 varied events needs several parts)
+    if hasattr(backend.events, "PART_BYTES"):
+        monkeypatch.setattr(backend.events, "PART_BYTES", 2048)
+    noise = [hashlib.sha256(str(n).encode()).hexdigest() * 4 for n in range(40)]  # barely compressible
+    backend.events.append("m1", "0001-big", [event("m1", n, text=noise[n]) for n in range(40)])
+    backend.events.append("m1", "0002-next", [event("m1", 40)])
+    # When it is read whole, and page by page
+    events, _ = backend.events.read("m1")
+    paged, cursor = [], None
+    while page := backend.events.read("m1", after=cursor, limit=3)[0]:
+        paged += page
+        cursor = page[-1].position
+    # Then it is one batch, in order, its cursors resuming inside it whatever part holds them
+    assert [e.payload["n"] for e in events] == list(range(41)) and events[0].payload["text"] == noise[0]
+    assert [e.position for e in events[:40]] == [event_position(1, n) for n in range(40)]
+    assert events[40].position == event_position(2, 0)
+    assert [e.position for e in paged] == [e.position for e in events]
+    # and a retry with fewer events leaves none of its parts behind
+    backend.events.append("m1", "0002-next", [event("m1", 50)])
+    backend.events.append("m1", "0003-small", [event("m1", 60)])
+    backend.events.append("m1", "0003-small", [event("m1", 61)])
+    assert [e.payload["n"] for e in backend.events.read("m1", after=events[39].position)[0]] == [50, 61]
 
 
 def test_the_store_orders_the_timeline_not_the_writers(backend):
@@ -394,6 +664,44 @@ def test_the_store_orders_the_timeline_not_the_writers(backend):
 def test_an_empty_batch_writes_nothing(backend):
     backend.events.append("m1", "0001-plan", [])
     assert backend.events.read("m1") == ([], None)
+
+
+BATCHES = st.lists(
+    st.tuples(st.integers(min_value=1, max_value=12), st.booleans()),  # a batch's size; whether it is retried
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=BATCHES, limit=st.integers(min_value=1, max_value=15), resume_at=st.integers(min_value=0))
+def test_any_cursor_resumes_exactly_after_its_event(backend, batches, limit, resume_at):
+    # Given a fresh mission's timeline of batches of random sizes, some retried as they were
+    mission_id = f"m-{uuid.uuid4().hex[:8]}"
+    written: list[int] = []
+    for number, (size, retried) in enumerate(batches):
+        batch = [event(mission_id, len(written) + n) for n in range(size)]
+        backend.events.append(mission_id, f"{number:04d}", batch)
+        if retried:
+            backend.events.append(mission_id, f"{number:04d}", batch)
+        written += [e.payload["n"] for e in batch]
+    # When it is read page by page with a random limit
+    pages: list[Event] = []
+    cursor = None
+    while page := backend.events.read(mission_id, after=cursor, limit=limit)[0]:
+        assert len(page) <= limit
+        pages += page
+        cursor = page[-1].position
+    # Then every event comes once, in order, positions increasing as text and as (batch, index)
+    assert [e.payload["n"] for e in pages] == written
+    positions = [e.position for e in pages]
+    assert positions == sorted(positions) == sorted(positions, key=parse_position)
+    assert len(set(positions)) == len(positions)
+    # and resuming from any event's cursor gives exactly the events after it
+    at = resume_at % len(pages)
+    after, last = backend.events.read(mission_id, after=positions[at], limit=len(pages))
+    assert [e.payload["n"] for e in after] == written[at + 1 :]
+    assert last == (positions[-1] if after else positions[at])
 
 
 # --------------------------------------------------------------------------- interrupts

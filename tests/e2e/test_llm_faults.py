@@ -51,8 +51,9 @@ class Users:
                     continue
                 if record.status in MissionStatus.TERMINAL:
                     # over once Step Functions reported its end too (that frees its slot)
-                    if not record.execution_arn or patches.wait_reported(record.execution_arn, 0):
-                        self.ended[record.mission_id] = record
+                    whole = self.cloud.runtime.missions.get(record.mission_id)
+                    if not whole.execution_arn or patches.wait_reported(whole.execution_arn, 0):
+                        self.ended[record.mission_id] = whole
                 elif record.status == MissionStatus.INTERRUPTED and record.pending_interrupt:
                     self.answer(record.mission_id, record.pending_interrupt)
 

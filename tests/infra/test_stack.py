@@ -164,8 +164,34 @@ def test_tables_have_the_specs_keys_indexes_streams_and_ttl(assembly: Assembly):
             assert props["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
         else:
             assert "StreamSpecification" not in props
-        indexes = {i["IndexName"]: i["KeySchema"] for i in props.get("GlobalSecondaryIndexes", [])}
+        indexes = {i["IndexName"]: i for i in props.get("GlobalSecondaryIndexes", [])}
         assert set(indexes) == {index.name for index in spec.indexes}
+        for index in spec.indexes:  # each holds what its queries read, as the specs say
+            expected = {"ProjectionType": index.projection_type}
+            if index.non_key_attributes:
+                expected["NonKeyAttributes"] = list(index.non_key_attributes)
+            assert indexes[index.name]["Projection"] == expected
+
+
+def test_indexes_project_only_what_their_queries_read(assembly: Assembly):
+    # Then the missions' summary indexes include the summary, the others hold keys, repositories are listed whole
+    tables = assembly.resources("dev", "AWS::DynamoDB::Table")
+    projections = {
+        index["IndexName"]: index["Projection"]
+        for table in tables.values()
+        for index in table["Properties"].get("GlobalSecondaryIndexes", [])
+    }
+    summary = {"goal", "status", "priority", "trigger", "completed_at", "terminal_reason", "pending_interrupt"}
+    for name, key in (("by_user", "capability"), ("by_capability", "user_id")):
+        assert projections[name]["ProjectionType"] == "INCLUDE"
+        included = set(projections[name]["NonKeyAttributes"])
+        assert summary | {key, "feedback", "listed_stage", "listed_cost_usd"} == included
+        # nothing a stage's update changes (its stage, counters, next stage, updated_at) is in a summary index
+        assert not included & {"stage", "counters", "next_stage", "phase", "updated_at", "result", "asking"}
+    assert {projections[n]["ProjectionType"] for n in ("by_status", "waiting", "by_namespace_head")} == {"KEYS_ONLY"}
+    assert projections["by_owner"] == {"ProjectionType": "ALL"}
+    # and the 100 projected attributes DynamoDB allows a table are far off
+    assert all(len(p.get("NonKeyAttributes", [])) <= 20 for p in projections.values())
 
 
 def test_the_blob_bucket_is_private_encrypted_tls_only_and_expires_blobs(assembly: Assembly):

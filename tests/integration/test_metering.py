@@ -43,6 +43,7 @@ def cloud() -> Iterator[LocalCloud]:
 class Metered:
     outcome: MissionOutcome
     usage: Usage
+    writes: dict[str, dict[str, int]]  # write units per table, and within it per index
     invocations: list[Invocation]
     history: list[dict[str, Any]]
     states: list[str]  # the states entered, in order
@@ -56,7 +57,14 @@ def demo(cloud: LocalCloud) -> Metered:
         usage = meter.usage_for(outcome.mission_id)
     assert outcome.status == "SUCCEEDED", (outcome.error, outcome.cause)
     history = cloud.history(outcome.mission_id)
-    return Metered(outcome, usage, list(meter.invocations), history, list(cloud.iter_states(outcome.mission_id)))
+    return Metered(
+        outcome,
+        usage,
+        meter.write_units_by_table(),
+        list(meter.invocations),
+        history,
+        list(cloud.iter_states(outcome.mission_id)),
+    )
 
 
 # =========================================================================== a real mission
@@ -102,6 +110,20 @@ def test_dynamodb_reads_and_writes_are_counted(demo: Metered) -> None:
     # Then the mission's checkpoints, events and record cost write units, and its reads read units
     assert demo.usage.dynamodb_write_units >= demo.usage.lambda_requests  # at least a checkpoint a stage
     assert demo.usage.dynamodb_read_units > 0
+    # and the split per table and index adds up to them
+    assert sum(sum(parts.values()) for parts in demo.writes.values()) == demo.usage.dynamodb_write_units
+
+
+def test_a_stage_writes_one_event_item_and_no_index_of_the_missions_table(demo: Metered) -> None:
+    # Given the demo's stages
+    stages = sum(e["type"] == "TaskStateEntered" for e in demo.history)
+    # Then each stage's events were one small item (a write unit or two, not one per event)
+    assert demo.writes["events"]["table"] <= 2 * stages
+    # and the record's summary indexes were written by its changes of status (created, running, ended), not
+    # by the update each stage makes
+    missions = demo.writes["missions"]
+    assert missions["by_user"] == missions["by_capability"] <= 4 < stages
+    assert missions["by_status"] == 1  # it entered the index of ended missions once
 
 
 def test_the_mission_costs_something_and_less_than_a_cent(demo: Metered) -> None:
@@ -238,19 +260,116 @@ def test_batches_queries_and_transactions_are_priced_by_their_rules(cloud: Local
     assert meter.usage().dynamodb_read_units == 1.0 + 4.0 + 1.0
 
 
-def test_a_write_to_a_table_with_two_indexes_costs_three_writes(cloud: LocalCloud) -> None:
-    # Given a mission record, which both indexes of the missions table hold (projection ALL)
-    item = {
-        "mission_id": {"S": "m-metered"},
+def _mission_item(mission_id: str, **extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "mission_id": {"S": mission_id},
         "user_id": {"S": "u"},
         "capability": {"S": "code_analysis"},
+        "goal": {"S": "g"},
+        "status": {"S": "running"},
         "created_at": {"S": utcnow()},
+        **extra,
     }
+
+
+def _units(meter: Meter) -> dict[str, int]:
+    return meter.write_units_by_table().get("missions", {})
+
+
+def test_a_put_costs_each_index_holding_the_item_one_write_of_its_entry(cloud: LocalCloud) -> None:
+    # Given a mission record of 3 KB (a long result), which by_user and by_capability hold (its summary) and
+    # by_status does not (no completed_at)
+    item = _mission_item("m-put", result={"S": "r" * 2900})
+    assert 2048 < item_size(item) <= 3072
     with Meter(cloud) as meter, meter.billed():
         # When it is put
         cloud.dynamodb.put_item(TableName=cloud.settings.missions_table, Item=item)
-    # Then the table and each index bill one write unit
-    assert meter.usage().dynamodb_write_units == 3
+    # Then the table bills the item (3 units) and each summary index one unit for its small entry
+    assert _units(meter) == {"table": 3, "by_user": 1, "by_capability": 1, "by_status": 0}
+    assert meter.usage().dynamodb_write_units == 5
+
+
+def test_an_update_of_attributes_no_index_holds_writes_the_table_alone(cloud: LocalCloud) -> None:
+    # Given a running mission's record
+    table, key = cloud.settings.missions_table, {"mission_id": {"S": "m-stage"}}
+    cloud.dynamodb.put_item(TableName=table, Item=_mission_item("m-stage"))
+    with Meter(cloud) as meter, meter.billed():
+        # When a stage sets its stage, counters and next stage, and writes its status unchanged
+        cloud.dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET stage = :s, counters = :c, next_stage = :n, #st = :running",
+            ExpressionAttributeNames={"#st": "status"},
+            ExpressionAttributeValues={
+                ":s": {"S": "plan"},
+                ":c": {"M": {"agent_hops": {"N": "1"}}},
+                ":n": {"S": "analyze"},
+                ":running": {"S": "running"},
+            },
+        )
+    # Then only the table is written
+    assert _units(meter) == {"table": 1, "by_user": 0, "by_capability": 0, "by_status": 0}
+
+
+def test_an_index_pays_for_a_projected_change_and_twice_for_a_moved_key(cloud: LocalCloud) -> None:
+    # Given a running mission's record
+    table, key = cloud.settings.missions_table, {"mission_id": {"S": "m-end"}}
+    cloud.dynamodb.put_item(TableName=table, Item=_mission_item("m-end"))
+    with Meter(cloud) as meter, meter.billed():
+        # When it completes (its status, projected, changes; completed_at puts it into by_status)
+        cloud.dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET #st = :done, completed_at = :at",
+            ExpressionAttributeNames={"#st": "status"},
+            ExpressionAttributeValues={":done": {"S": "completed"}, ":at": {"S": utcnow()}},
+        )
+        ended = _units(meter)
+        # and is archived (by_status's partition key changes: its entry moves)
+        cloud.dynamodb.update_item(
+            TableName=table,
+            Key=key,
+            UpdateExpression="SET #st = :archived",
+            ExpressionAttributeNames={"#st": "status"},
+            ExpressionAttributeValues={":archived": {"S": "archived"}},
+        )
+        archived = _units(meter)
+        # and a condition that fails, then a delete
+        with pytest.raises(cloud.dynamodb.exceptions.ConditionalCheckFailedException):
+            cloud.dynamodb.update_item(
+                TableName=table,
+                Key=key,
+                UpdateExpression="SET #st = :x",
+                ConditionExpression="#st = :running",
+                ExpressionAttributeNames={"#st": "status"},
+                ExpressionAttributeValues={":x": {"S": "failed"}, ":running": {"S": "running"}},
+            )
+        failed = _units(meter)
+        cloud.dynamodb.delete_item(TableName=table, Key=key)
+    # Then completing wrote each summary index once and put the entry into by_status
+    assert ended == {"table": 1, "by_user": 1, "by_capability": 1, "by_status": 1}
+    # archiving wrote the summary indexes once more and by_status twice (a delete and a put)
+    assert archived == {"table": 2, "by_user": 2, "by_capability": 2, "by_status": 3}
+    # the failed condition wrote the table (AWS bills it) and no index
+    assert failed == {"table": 3, "by_user": 2, "by_capability": 2, "by_status": 3}
+    # and the delete took the item out of every index holding it
+    assert _units(meter) == {"table": 4, "by_user": 3, "by_capability": 3, "by_status": 4}
+
+
+def test_a_keys_only_index_costs_its_small_entry_whatever_the_item(cloud: LocalCloud) -> None:
+    # Given a 5 KB memory item under a namespace head (by_namespace_head holds its keys only)
+    item = {
+        "owner": {"S": "u#preferences"},
+        "key": {"S": "k"},
+        "namespace_head": {"S": "preferences"},
+        "value": {"S": "v" * 5000},
+    }
+    with Meter(cloud) as meter, meter.billed():
+        # When it is put, then its value alone is rewritten
+        cloud.dynamodb.put_item(TableName=cloud.settings.memory_table, Item=item)
+        cloud.dynamodb.put_item(TableName=cloud.settings.memory_table, Item={**item, "value": {"S": "w" * 5000}})
+    # Then the table bills 5 units twice, the index one unit for the put and nothing for the rewrite
+    assert meter.write_units_by_table()["memory"] == {"table": 10, "by_namespace_head": 1}
 
 
 def test_s3_requests_and_published_events_are_counted(cloud: LocalCloud) -> None:

@@ -25,6 +25,7 @@ from missions.core.errors import (
     TaskGone,
     TransitionRefused,
 )
+from missions.core.events import Event, EventType
 from missions.local.devserver import http_event
 from missions.local.patches import LocalContext
 from missions.ports.store import MissionStatus
@@ -428,6 +429,32 @@ def test_an_answer_the_execution_no_longer_takes_is_a_conflict_and_recorded_as_e
     assert runtime.interrupts.get(mission_id, interrupt_id).status == "expired"
     _, events = call(runtime, "GET", f"/missions/{mission_id}/events")
     assert [e["type"] for e in events["events"]][-2:] == ["interrupt.answered", "interrupt.expired"]
+
+
+def test_event_pages_stop_and_resume_inside_a_stages_batch(runtime: Runtime):
+    # Given a mission whose stage wrote five events in one batch
+    mission_id = start(runtime)
+    _, before = call(runtime, "GET", f"/missions/{mission_id}/events")
+    stage = [Event(type=EventType.TOOL_COMPLETED, mission_id=mission_id, payload={"n": n}) for n in range(5)]
+    runtime.events.append(mission_id, "0001-traverser", stage)
+    # When its events are paged two at a time from where the client was
+    seen, cursor = [], before["cursor"]
+    while True:
+        after = f"&after={cursor}" if cursor else ""
+        status, page = call(runtime, "GET", f"/missions/{mission_id}/events?limit=2{after}")
+        assert status == 200 and len(page["events"]) <= 2
+        if not page["events"]:
+            break
+        seen += [e["payload"]["n"] for e in page["events"]]
+        cursor = page["cursor"]
+    # Then every event of the batch came once, in order, across pages that cut it
+    assert seen == [0, 1, 2, 3, 4]
+
+
+def test_a_cursor_that_names_no_event_is_refused(runtime: Runtime):
+    mission_id = start(runtime)
+    for cursor in (base64.urlsafe_b64encode(b"zzz").decode(), "not base64!", base64.urlsafe_b64encode(b"e1").decode()):
+        assert call(runtime, "GET", f"/missions/{mission_id}/events?after={cursor}")[0] == 422
 
 
 # --------------------------------------------------------------------------- errors, in one place

@@ -69,7 +69,7 @@ class World:
             "missions": {k: v.model_dump() for k, v in self.missions._items.items()},
             "learnings": self.learnings.get("dining").model_dump(),
             "preferences": preferences_for("alice", self.memory),
-            "events": {k: dict(v) for k, v in self.events._items.items()},
+            "events": {k: self.events.read(k, limit=10_000)[0] for k in self.missions._items},
         }
 
     def stored_preference(self, key: str, user: str = "alice") -> dict[str, Any]:

@@ -12,7 +12,7 @@ from missions.adapters.memory.store import InMemoryMissionsByCapability, MemoryM
 from missions.core.envelope import utcnow
 from missions.core.specs import MISSIONS
 from missions.ports.learnings import Learnings
-from missions.ports.store import MissionRecord
+from missions.ports.store import MissionRecord, MissionSummary
 from missions.service.metrics import mission_metrics, window_start
 from tests.support.aws import use_fake_aws
 
@@ -174,15 +174,21 @@ def test_in_memory_query_returns_the_capabilitys_recent_missions_oldest_first():
 
 
 class PagingClient:
-    """Forces small pages so the adapter must follow LastEvaluatedKey."""
+    """Forces small pages so the adapter must follow LastEvaluatedKey; counts the items read whole."""
 
     def __init__(self, client: Any):
         self._client = client
         self.pages = 0
+        self.read_whole: list[str] = []
 
     def query(self, **kwargs: Any) -> dict[str, Any]:
         self.pages += 1
         return self._client.query(**kwargs, Limit=2)
+
+    def batch_get_item(self, **kwargs: Any) -> dict[str, Any]:
+        for request in kwargs["RequestItems"].values():
+            self.read_whole += [key["mission_id"]["S"] for key in request["Keys"]]
+        return self._client.batch_get_item(**kwargs)
 
 
 def test_dynamo_query_reads_the_by_capability_index_across_pages(monkeypatch):
@@ -202,10 +208,12 @@ def test_dynamo_query_reads_the_by_capability_index_across_pages(monkeypatch):
         # When the last 7 days are queried, two items a page
         paging = PagingClient(client)
         found = DynamoMissionsByCapability("test-missions", client=paging).list("dining", window_start(NOW, 7))
-        # Then every recent mission of the capability comes back whole, oldest first
+        # Then every recent mission of the capability comes back as listings show it, oldest first
         assert [m.mission_id for m in found] == ["h", "e", "c", "b", "a", "d", "f"]
         assert paging.pages >= 4
-        assert found[-2] == next(m for m in SAMPLE if m.mission_id == "d")
+        assert found == [MissionSummary.of(store.get(m.mission_id)) for m in found]
+        # and only the running one was read whole (its cost still grows), the others from the index
+        assert paging.read_whole == ["f"]
         # And metrics over them match metrics over the hand-built list
         assert mission_metrics(found, learnings=None, complexity_of=complexity, now=NOW, days=7) == mission_metrics(
             SAMPLE, learnings=None, complexity_of=complexity, now=NOW, days=7

@@ -6,12 +6,51 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+ALL = "ALL"
+KEYS_ONLY = "KEYS_ONLY"
+
 
 @dataclass(frozen=True)
 class Index:
+    """A global secondary index. `projection` is what its entries hold besides the keys (the table's and
+    its own, always there): "KEYS_ONLY", the names of the attributes its queries read (INCLUDE), or "ALL".
+
+    An index entry is written only when an attribute it holds changes (a key change is a delete and a
+    put), and costs its own size: an index that holds only what its queries read costs one small write
+    when those attributes change, not a copy of the whole item on every update."""
+
     name: str
     partition_key: str
     sort_key: str | None = None
+    projection: str | tuple[str, ...] = KEYS_ONLY
+
+    def __post_init__(self) -> None:
+        if isinstance(self.projection, str) and self.projection not in (ALL, KEYS_ONLY):
+            raise ValueError(f"index {self.name}: projection is ALL, KEYS_ONLY or a tuple of attribute names")
+        if isinstance(self.projection, tuple) and not self.projection:
+            raise ValueError(f"index {self.name}: an INCLUDE projection names at least one attribute")
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.partition_key,) + ((self.sort_key,) if self.sort_key else ())
+
+    @property
+    def projection_type(self) -> str:
+        return self.projection if isinstance(self.projection, str) else "INCLUDE"
+
+    @property
+    def non_key_attributes(self) -> tuple[str, ...]:
+        """The attributes an INCLUDE projection names (none for ALL and KEYS_ONLY)."""
+        return self.projection if isinstance(self.projection, tuple) else ()
+
+    def holds(self, table_keys: tuple[str, ...], attribute: str) -> bool:
+        """Whether this index's entries carry the attribute."""
+        return (
+            self.projection == ALL
+            or attribute in table_keys
+            or attribute in self.keys
+            or attribute in self.non_key_attributes
+        )
 
 
 @dataclass(frozen=True)
@@ -22,6 +61,10 @@ class TableSpec:
     ttl_attribute: str | None = None
     stream: bool = False
     indexes: tuple[Index, ...] = field(default_factory=tuple)
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.partition_key,) + ((self.sort_key,) if self.sort_key else ())
 
     def key_schema(self) -> list[dict[str, str]]:
         schema = [{"AttributeName": self.partition_key, "KeyType": "HASH"}]
@@ -36,13 +79,37 @@ class TableSpec:
         return list(dict.fromkeys(names))
 
 
+# What listings show of a mission (missions.ports.store.MissionSummary): the user's list and inbox (by_user),
+# metrics and the nightly evaluation (by_capability). None of it changes while a mission runs (its stage and
+# cost are copied into `listed_stage` and `listed_cost_usd` when it stops running), so a stage's update of the
+# record writes no index; listings read a running mission's record itself.
+MISSION_SUMMARY = (
+    "user_id",
+    "capability",
+    "goal",
+    "status",
+    "priority",
+    "trigger",
+    "completed_at",
+    "terminal_reason",
+    "pending_interrupt",
+    "feedback",
+    "listed_stage",
+    "listed_cost_usd",
+)
 MISSIONS = TableSpec(
     "missions",
     partition_key="mission_id",
     indexes=(
-        Index("by_user", "user_id", "created_at"),
-        Index("by_capability", "capability", "created_at"),
-        Index("by_status", "status", "completed_at"),  # retention finds missions that ended long ago
+        Index("by_user", "user_id", "created_at", projection=tuple(a for a in MISSION_SUMMARY if a != "user_id")),
+        Index(
+            "by_capability",
+            "capability",
+            "created_at",
+            projection=tuple(a for a in MISSION_SUMMARY if a != "capability"),
+        ),
+        # retention finds missions that ended long ago, then reads each whole (it archives all of it)
+        Index("by_status", "status", "completed_at"),
     ),
 )
 CHECKPOINTS = TableSpec("checkpoints", partition_key="thread_id", sort_key="checkpoint_id", ttl_attribute="expires_at")
@@ -52,7 +119,8 @@ INTERRUPTS = TableSpec(
     partition_key="mission_id",
     sort_key="interrupt_id",
     ttl_attribute="expires_at",
-    # sparse: only pending questions carry `waiting`, so finding overdue ones reads only those
+    # sparse: only pending questions carry `waiting`, so finding overdue ones reads only those (their keys:
+    # the few overdue ones are then read whole)
     indexes=(Index("waiting", "waiting", "created_at"),),
 )
 
@@ -62,7 +130,7 @@ MEMORY = TableSpec(
     partition_key="owner",
     sort_key="key",
     stream=True,
-    indexes=(Index("by_namespace_head", "namespace_head", "owner"),),  # schedules find opted-in users
+    indexes=(Index("by_namespace_head", "namespace_head", "owner"),),  # schedules find opted-in users (owners)
 )
 # the dispatcher: per-user running slots, per-user priority queues
 DISPATCH = TableSpec("dispatch", partition_key="pk", sort_key="sk")
@@ -74,8 +142,9 @@ DELIVERIES = TableSpec("deliveries", partition_key="delivery_id", ttl_attribute=
 ARTIFACTS = TableSpec("artifacts", partition_key="mission_id", sort_key="key", ttl_attribute="expires_at")
 
 # repositories users registered (or an operator shared): owner lists them; snapshots are in the bucket
+# listing a user's repositories shows each whole, and a repository is written a few times in its life: ALL
 REPOSITORIES = TableSpec(
-    "repositories", partition_key="repository_id", indexes=(Index("by_owner", "owner", "created_at"),)
+    "repositories", partition_key="repository_id", indexes=(Index("by_owner", "owner", "created_at", projection=ALL),)
 )
 
 # Idempotency-Key records of the HTTP API (Powertools Idempotency's DynamoDB layer: its attribute names)

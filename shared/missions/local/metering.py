@@ -19,11 +19,18 @@ How each line is counted (priced by missions.core.costing):
   events and history) is not the mission's cost and is not counted; neither is the API
   Lambda request itself.
 - DynamoDB units follow AWS's rules on the stored items, read from moto itself: a write costs
-  the larger of the item before and after (conditional failures too), once more per global
-  secondary index holding the item (projection ALL, as specs declares); GetItem and
-  BatchGetItem cost the full item even when projected. Query and Scan cost the summed size of
-  the items returned, which undercounts filtered or projected ones (AWS bills what it read).
-  moto processes every item of a batch, so there are no unprocessed items to leave out.
+  the larger of the item before and after (conditional failures too). Each global secondary
+  index (its projection as specs declares) costs what AWS charges it, on its entry (the
+  table's and the index's keys plus the attributes it projects): a put when the item enters
+  it, a delete when the item leaves it, a delete and a put when one of its keys changes, one
+  write of the larger entry when an attribute it projects changes, and nothing when the write
+  leaves its entry as it was (an update of attributes it does not project, a failed condition)
+  or the item is in it neither before nor after. An index write is a plain write, even inside a
+  transaction. GetItem and BatchGetItem cost the full item even when projected. Query and Scan
+  cost the summed size of the items returned (an index's entries, on an index), which
+  undercounts filtered or projected ones (AWS bills what it read). moto processes every item of
+  a batch, so there are no unprocessed items to leave out.
+- Write units are also kept per table and index (`write_units_by_table`), for the bench's split.
 
 One mission at a time: the meter sums everything since it started (or `reset()`), and
 `usage_for` refuses a mission if the meter saw another one start.
@@ -47,7 +54,7 @@ from missions.core.costing import (
     read_units,
     write_units,
 )
-from missions.core.specs import TABLES
+from missions.core.specs import TABLES, Index
 from missions.local import patches
 from missions.local.emulation import ACCOUNT, REGION, LocalCloud, MissionOutcome
 
@@ -84,11 +91,9 @@ class Meter:
         self._active = False
         self._stop_observing: Any = None
         self._emitters: list[Any] = []
-        self._indexes = {
-            getattr(cloud.settings, f"{spec.id}_table"): [
-                (index.partition_key, index.sort_key) for index in spec.indexes
-            ]
-            for spec in TABLES
+        # physical table name -> (its spec's id, its keys, its indexes)
+        self._tables = {
+            getattr(cloud.settings, f"{spec.id}_table"): (spec.id, spec.keys, spec.indexes) for spec in TABLES
         }
         self.reset()
 
@@ -133,6 +138,7 @@ class Meter:
         """Forget what was counted, to meter the next mission."""
         with self._lock:
             self._usage = Usage()
+            self._table_writes: dict[str, dict[str, int]] = {}
             self.invocations: list[Invocation] = []
             self._started: set[str] = set()
 
@@ -158,6 +164,12 @@ class Meter:
         """Everything counted so far, but the state transitions (they come from a history)."""
         with self._lock:
             return self._usage
+
+    def write_units_by_table(self) -> dict[str, dict[str, int]]:
+        """The write units counted so far, per table (its spec's id) and within it per part: "table" for
+        the table's own items, an index's name for that index's entries."""
+        with self._lock:
+            return {table: dict(parts) for table, parts in sorted(self._table_writes.items())}
 
     def usage_for(self, mission_id: str) -> Usage:
         others = self._started - {mission_id}
@@ -248,13 +260,15 @@ class Meter:
     def _write_units(self, write: _Write) -> int:
         after = self._stored(write.table, write.key)
         size = max(write.item_bytes, *(item_size(i) for i in (write.before, after) if i is not None), 0)
-        held = [i for i in (write.before, after) if i is not None]
-        indexed = sum(
-            any(partition in i and (sort is None or sort in i) for i in held)
-            for partition, sort in self._indexes.get(write.table, [])
-        )
-        # an index is updated as a plain write, even by a transaction
-        return write_units(size, transactional=write.transactional) + indexed * write_units(size)
+        name, table_keys, indexes = self._tables.get(write.table, (write.table, (), ()))
+        parts = {"table": write_units(size, transactional=write.transactional)}
+        for index in indexes:
+            parts[index.name] = index_write_units(index, table_keys, write.before, after)
+        with self._lock:
+            counted = self._table_writes.setdefault(name, {})
+            for part, units in parts.items():
+                counted[part] = counted.get(part, 0) + units
+        return sum(parts.values())
 
     def _read_units(self, operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> float:
         consistent = bool(params.get("ConsistentRead"))
@@ -279,6 +293,29 @@ class Meter:
         """A read of one item by key costs its full stored size (a missing item: the minimum)."""
         stored = self._stored(table, key)
         return read_units(item_size(stored) if stored else 0, **kind)
+
+
+def index_entry(index: Index, table_keys: tuple[str, ...], item: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the index holds of an item (typed, as stored): None when the item is not in it (a key missing)."""
+    if item is None or any(key not in item for key in index.keys):
+        return None
+    return {name: value for name, value in item.items() if index.holds(table_keys, name)}
+
+
+def index_write_units(
+    index: Index, table_keys: tuple[str, ...], before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> int:
+    """What a write of the item costs the index, by AWS's rules (plain writes of the index's own entries)."""
+    old, new = index_entry(index, table_keys, before), index_entry(index, table_keys, after)
+    if old is None:  # the item entered the index, or is in it neither before nor after
+        return 0 if new is None else write_units(item_size(new))
+    if new is None:  # it left the index
+        return write_units(item_size(old))
+    if old == new:  # nothing the index holds changed
+        return 0
+    if any(old[key] != new[key] for key in index.keys):  # moved within the index: a delete and a put
+        return write_units(item_size(old)) + write_units(item_size(new))
+    return write_units(max(item_size(old), item_size(new)))
 
 
 def _writes(operation: str, params: dict[str, Any]) -> Iterator[_Write]:

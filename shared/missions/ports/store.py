@@ -5,6 +5,7 @@ Every backend runs the same conformance suite (tests/conformance), in memory and
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -31,18 +32,18 @@ class MissionStatus:
 LIFECYCLE = ("created", "planning", "executing", "interrupted", "reflecting", "completed", "failed", "archived")
 
 
-def running_stage(record: MissionRecord, first: str | None = None) -> str | None:
+def running_stage(record: MissionRecord | MissionSummary, first: str | None = None) -> str | None:
     """The stage running now, while the mission runs: `first` (its pipeline's first stage) before any
     stage ran, then where the routing sent it after its last stage."""
     if record.status != MissionStatus.RUNNING:
         return None
-    if not int((record.counters or {}).get("agent_hops") or 0):
+    if not record.agent_hops:
         return first
     upcoming = record.next_stage
     return upcoming if upcoming and not upcoming.startswith("await:") else None
 
 
-def lifecycle_of(record: MissionRecord) -> str:
+def lifecycle_of(record: MissionRecord | MissionSummary) -> str:
     """Seed 004's lifecycle state of a mission (plus 'cancelled', which the user chose)."""
     status = record.status
     if status in (MissionStatus.CREATED, MissionStatus.QUEUED):
@@ -78,6 +79,75 @@ class MissionRecord(Model):
     # same update as `stage`, so followers see a stage begin without a write of its own
     next_stage: str | None = None
     archived_at: str | None = None
+
+    @property
+    def agent_hops(self) -> int:
+        try:
+            return int((self.counters or {}).get("agent_hops") or 0)
+        except (TypeError, ValueError):
+            return 0
+
+    @property
+    def cost_usd(self) -> float:
+        return cost_of(self.counters)
+
+
+def cost_of(counters: dict[str, Any] | None) -> float:
+    """The dollars a mission's counters say it spent (0.0 when they say nothing usable)."""
+    try:
+        return float((counters or {}).get("cost_usd") or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+class MissionSummary(Model):
+    """A mission as listings show it: what the user's list, the inbox, metrics and the nightly evaluation
+    read. The missions table's by_user and by_capability indexes hold exactly this (specs.MISSION_SUMMARY),
+    none of which changes while a mission runs; so a running mission's summary is made from its record
+    (where it is: `stage`, `next_stage`, `phase`, `agent_hops`, its cost so far), and any other's from the
+    index (its last stage and its cost as they were when it stopped running; `next_stage`, `phase` and
+    `agent_hops` only matter while it runs, and are left empty)."""
+
+    mission_id: str
+    user_id: str
+    capability: str
+    goal: str
+    status: str
+    priority: str = "medium"
+    trigger: str = "api"
+    created_at: str
+    completed_at: str | None = None
+    terminal_reason: str | None = None
+    pending_interrupt: str | None = None
+    feedback: dict[str, Any] | None = None
+    stage: str | None = None  # the stage running or, once it stopped running, the last that ran
+    cost_usd: float = 0.0
+    next_stage: str | None = None
+    phase: str | None = None
+    agent_hops: int = 0
+
+    @classmethod
+    def of(cls, record: MissionRecord) -> MissionSummary:
+        running = record.status == MissionStatus.RUNNING
+        return cls(
+            mission_id=record.mission_id,
+            user_id=record.user_id,
+            capability=record.capability,
+            goal=record.goal,
+            status=record.status,
+            priority=record.priority,
+            trigger=record.trigger,
+            created_at=record.created_at,
+            completed_at=record.completed_at,
+            terminal_reason=record.terminal_reason,
+            pending_interrupt=record.pending_interrupt,
+            feedback=record.feedback,
+            stage=record.stage,
+            cost_usd=record.cost_usd,
+            next_stage=record.next_stage if running else None,
+            phase=record.phase if running else None,
+            agent_hops=record.agent_hops if running else 0,
+        )
 
 
 class Checkpoint(Model):
@@ -125,14 +195,15 @@ class MissionStore(Protocol):
     def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
         """Set once (conditional write); ConflictError if feedback exists, NotFound if the mission does not."""
 
-    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]: ...
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionSummary]:
+        """The user's missions, newest first, as listings show them."""
 
     def ended_before(self, status: str, before: str, limit: int = 100) -> list[MissionRecord]:
-        """Missions in `status` whose completed_at is before the time, oldest first."""
+        """Missions in `status` whose completed_at is before the time, oldest first, whole."""
 
 
 class MissionsByCapability(Protocol):
-    def list(self, capability: str, since_iso: str) -> list[MissionRecord]:
+    def list(self, capability: str, since_iso: str) -> list[MissionSummary]:
         """Missions of the capability created at or after `since_iso` (same format as created_at), oldest first."""
 
 
@@ -155,22 +226,40 @@ class CheckpointStore(Protocol):
         """Remove every checkpoint of the thread (retention); returns how many there were."""
 
 
-def event_position(sequence: int) -> str:
-    """An event's place in its mission's timeline, as a cursor: its sequence number, sortable as text."""
-    return f"e{sequence:012d}"
+def event_position(batch: int, index: int = 0) -> str:
+    """An event's place in its mission's timeline, as a cursor: the batch it was appended in (a per-mission
+    sequence) and its index within the batch, sortable as text ("e<batch:012d>.<index:06d>")."""
+    if batch < 1 or not 0 <= index < 1_000_000:
+        raise ValueError(f"no event position for batch {batch}, index {index}")
+    return f"e{batch:012d}.{index:06d}"
+
+
+_POSITION = re.compile(r"e(\d{12})(?:\.(\d{6}))?")
+
+
+def parse_position(position: str) -> tuple[int, int]:
+    """(batch, index) of a cursor; ValueError when it is not one. A cursor without an index is the only
+    event of its batch (a timeline written before batches held several events: one event an item)."""
+    match = _POSITION.fullmatch(position)
+    if match is None:
+        raise ValueError(f"not an event position: {position[:40]!r}")
+    return int(match.group(1)), int(match.group(2) or 0)
 
 
 class EventStore(Protocol):
     """A mission's timeline. The store orders it, not the writers: each batch is placed after every
-    batch appended before it (a per-mission sequence), whoever wrote it."""
+    batch appended before it (a per-mission sequence), whoever wrote it; a batch's events keep their
+    order and are never interleaved with another batch's."""
 
     def append(self, mission_id: str, batch_id: str, events: list[Event]) -> None:
         """Append the events, in order, after everything appended so far. `batch_id` names the write
         so a retry is not a second copy: appending the batch that was appended last, again, rewrites
-        it in place (a stage retried after its events were written)."""
+        it in place (a stage retried after its events were written), whatever it holds this time."""
 
     def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
-        """Events strictly after the cursor, in order; returns (events, cursor of the last one)."""
+        """Events strictly after the cursor (an event's position: `event_position`), in order, at most
+        `limit`; returns (events, cursor of the last one returned), or (no events, `after`). ValueError
+        when `after` is not a position (`parse_position`)."""
 
 
 class InterruptStore(Protocol):

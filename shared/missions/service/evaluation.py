@@ -16,7 +16,14 @@ from typing import Any
 from missions.core.capability import Registry, UnknownCapability
 from missions.core.evaluation import Evaluation, evaluate, summary
 from missions.core.events import Event, EventType
-from missions.ports.store import EventStore, MissionRecord, MissionsByCapability, MissionStatus, MissionStore
+from missions.ports.store import (
+    EventStore,
+    MissionRecord,
+    MissionsByCapability,
+    MissionStatus,
+    MissionStore,
+    MissionSummary,
+)
 
 ENDED = frozenset({MissionStatus.COMPLETED, MissionStatus.FAILED, MissionStatus.CANCELLED})
 PAGE = 500
@@ -35,7 +42,7 @@ class Evaluator:
         self.missions, self.events, self.registry, self.now = missions, events, registry, now
         self.by_capability = by_capability  # the nightly run's index (DynamoDB's by_capability GSI)
 
-    def mission(self, record: MissionRecord) -> Evaluation:
+    def mission(self, record: MissionRecord | MissionSummary) -> Evaluation:
         """One mission, scored from its whole timeline."""
         timeline: list[Event] = []
         cursor: str | None = None
@@ -79,7 +86,7 @@ class Evaluator:
             raise RuntimeError("the nightly evaluation needs the missions-by-capability index")
         for name in self.registry.available():
             for record in self.by_capability.list(name, created_since):
-                if record.status not in ENDED or (record.completed_at or record.updated_at) < since:
+                if record.status not in ENDED or (record.completed_at or record.created_at) < since:
                     continue
                 evaluation = self.mission(record)
                 scored.append(evaluation)

@@ -11,12 +11,19 @@ from typing import Any
 from missions.core.envelope import InterruptResponse, Resume
 from missions.core.errors import AnswerRejected, ConflictError, NotFound, TaskGone
 from missions.core.events import Event, EventType
-from missions.ports.store import EventStore, InterruptRecord, InterruptStore, MissionRecord, MissionStatus
+from missions.ports.store import (
+    EventStore,
+    InterruptRecord,
+    InterruptStore,
+    MissionRecord,
+    MissionStatus,
+    MissionSummary,
+)
 
 Resumer = Callable[[InterruptRecord, str], bool]  # (answered interrupt, Resume JSON) -> handed over now?
 
 
-def waiting_question(interrupts: InterruptStore, record: MissionRecord) -> InterruptRecord | None:
+def waiting_question(interrupts: InterruptStore, record: MissionRecord | MissionSummary) -> InterruptRecord | None:
     """The question a mission waits on, shown once its answer can reach the execution: after the interrupt
     function stored its token and marked the mission interrupted, never before."""
     if record.status != MissionStatus.INTERRUPTED or not record.pending_interrupt:

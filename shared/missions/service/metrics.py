@@ -6,12 +6,12 @@ same numbers; fetching the records is the job of `missions.adapters.dynamodb.mis
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from missions.ports.learnings import Learnings
-from missions.ports.store import MissionRecord, MissionStatus
+from missions.ports.store import MissionRecord, MissionStatus, MissionSummary
 
 COMPLEXITY_LEVELS = (1, 2, 3)
 
@@ -44,11 +44,8 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _cost(mission: MissionRecord) -> float:
-    try:
-        return float(mission.counters.get("cost_usd") or 0.0)
-    except (TypeError, ValueError):
-        return 0.0
+def _cost(mission: MissionRecord | MissionSummary) -> float:
+    return mission.cost_usd
 
 
 def _level(complexity: int) -> int:
@@ -56,7 +53,7 @@ def _level(complexity: int) -> int:
 
 
 def mission_metrics(
-    missions: list[MissionRecord],
+    missions: Sequence[MissionRecord | MissionSummary],
     *,
     learnings: Learnings | None,
     complexity_of: Callable[[str], int],
@@ -75,7 +72,7 @@ def mission_metrics(
         raise ValueError("days must be at least 1")
     until = _aware(now)
     since = until - timedelta(days=days)
-    window: list[MissionRecord] = []
+    window: list[MissionRecord | MissionSummary] = []
     for mission in missions:
         created = _parse(mission.created_at)
         if created is not None and since <= created <= until:

@@ -1,18 +1,21 @@
-"""A capability's recent missions, for metrics: the missions table's by_capability index.
+"""A capability's recent missions, for metrics and the nightly evaluation: the missions table's
+by_capability index.
 
-Kept apart from the MissionStore port because only the metrics endpoint needs it. The DynamoDB
-adapter imports its SDK helpers when constructed, so the in-memory fake stays SDK-free.
+Kept apart from the MissionStore port because only those need it. The DynamoDB adapter imports its
+SDK helpers when constructed, so the in-memory fake stays SDK-free.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from missions.ports.store import MissionRecord
+from missions.ports.store import MissionSummary
 
 
 class DynamoMissionsByCapability:
-    """Queries GSI "by_capability" (capability, created_at), following every page.
+    """Queries GSI "by_capability" (capability, created_at), following every page. Its entries hold the
+    missions' summaries (specs.MISSION_SUMMARY); running missions are read whole, in one batch, for
+    where they are and what they cost so far (missions.adapters.dynamodb.store.mission_summaries).
 
     GSI reads are eventually consistent: a mission created a moment ago may be missing, which
     metrics tolerate.
@@ -27,9 +30,9 @@ class DynamoMissionsByCapability:
 
         self.table_name = table_name
         self._client = client or boto3.client("dynamodb")
-        self._deserialize = dynamodb._deserialize
+        self._summaries = dynamodb.mission_summaries
 
-    def list(self, capability: str, since_iso: str) -> list[MissionRecord]:
+    def list(self, capability: str, since_iso: str) -> list[MissionSummary]:
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
             "IndexName": self.INDEX,
@@ -38,10 +41,10 @@ class DynamoMissionsByCapability:
             "ExpressionAttributeValues": {":c": {"S": capability}, ":since": {"S": since_iso}},
             "ScanIndexForward": True,
         }
-        records: list[MissionRecord] = []
+        entries: list[dict[str, Any]] = []
         while True:
             page = self._client.query(**kwargs)
-            records += [MissionRecord.model_validate(self._deserialize(item)) for item in page.get("Items", [])]
+            entries += page.get("Items", [])
             if not page.get("LastEvaluatedKey"):
-                return records
+                return self._summaries(self._client, self.table_name, entries)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

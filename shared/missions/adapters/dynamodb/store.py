@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+import zlib
 from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -25,8 +26,17 @@ from missions.core.artifacts import Artifact, check_artifact
 from missions.core.envelope import InterruptResponse, utcnow
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event
-from missions.core.specs import BLOB_INLINE_LIMIT, TableSpec
-from missions.ports.store import Checkpoint, InterruptRecord, MissionRecord, event_position
+from missions.core.specs import BLOB_INLINE_LIMIT, MISSION_SUMMARY, TableSpec
+from missions.ports.store import (
+    Checkpoint,
+    InterruptRecord,
+    MissionRecord,
+    MissionStatus,
+    MissionSummary,
+    cost_of,
+    event_position,
+    parse_position,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, WriteRequestTypeDef
@@ -36,6 +46,7 @@ _deserializer = TypeDeserializer()
 
 _CONDITION_FAILED = "ConditionalCheckFailedException"
 _BATCH_SIZE = 25
+_BATCH_GET_SIZE = 100
 _BATCH_ATTEMPTS = 8
 
 
@@ -56,7 +67,8 @@ def table_definition(spec: TableSpec, name: str) -> dict[str, Any]:
                 "IndexName": index.name,
                 "KeySchema": [{"AttributeName": index.partition_key, "KeyType": "HASH"}]
                 + ([{"AttributeName": index.sort_key, "KeyType": "RANGE"}] if index.sort_key else []),
-                "Projection": {"ProjectionType": "ALL"},
+                "Projection": {"ProjectionType": index.projection_type}
+                | ({"NonKeyAttributes": list(index.non_key_attributes)} if index.non_key_attributes else {}),
             }
             for index in spec.indexes
         ]
@@ -168,20 +180,36 @@ def _mission_field_adapter(name: str) -> TypeAdapter[Any]:
 
 
 class DynamoMissionStore:
-    """Missions table: key mission_id; GSIs by_user (user_id, created_at), by_capability, and by_status
-    (status, completed_at). Unset fields are absent, not NULL: an index key may not be NULL."""
+    """Missions table: key mission_id; GSIs by_user (user_id, created_at) and by_capability (capability,
+    created_at), which hold a mission's summary (specs.MISSION_SUMMARY), and by_status (status,
+    completed_at), which holds its keys. Unset fields are absent, not NULL: an index key may not be NULL.
+
+    Nothing an index holds changes while a mission runs, so the update each stage makes (its stage,
+    counters, next stage) writes the table alone. What listings show of a stage and a cost is copied
+    into `listed_stage` and `listed_cost_usd` by the writes that move a mission to a status other than
+    running (and by any plain update of them); listings read a running mission's record itself. The
+    `result` is stored compressed (zlib of its JSON): it is most of a finished mission's item, and every
+    later write of the item (feedback, archiving) costs its size again."""
 
     INDEX = "by_user"
+    STATUS_INDEX = "by_status"
+    LISTED = ("listed_stage", "listed_cost_usd")
 
     def __init__(self, table_name: str, client: Any = None):
         self.table_name = table_name
         self._client = client or boto3.client("dynamodb")
 
     def create(self, record: MissionRecord) -> None:
+        item = record.model_dump(mode="json", exclude_none=True)
+        if record.result is not None:
+            item["result"] = _compressed(record.result)
+        item["listed_cost_usd"] = cost_of(record.counters)
+        if record.stage is not None:
+            item["listed_stage"] = record.stage
         try:
             self._client.put_item(
                 TableName=self.table_name,
-                Item=_serialize(record.model_dump(mode="json", exclude_none=True)),
+                Item=_serialize(item),
                 ConditionExpression="attribute_not_exists(mission_id)",
             )
         except ClientError as exc:
@@ -195,7 +223,7 @@ class DynamoMissionStore:
         )
         if "Item" not in response:
             raise NotFound(f"mission {mission_id}")
-        return MissionRecord.model_validate(_deserialize(response["Item"]))
+        return mission_record(response["Item"])
 
     def update(self, mission_id: str, **fields: Any) -> None:
         if "status" in fields:
@@ -233,12 +261,18 @@ class DynamoMissionStore:
         names = {f"#f{i}": name for i, name in enumerate(values)}
         kept = [i for i, value in enumerate(values.values()) if value is not None]
         removed = [i for i, value in enumerate(values.values()) if value is None]
-        attr_values = {f":v{i}": _value(value) for i, value in enumerate(values.values()) if value is not None}
-        expression = "SET " + ", ".join(f"#f{i} = :v{i}" for i in kept)
+        attr_values = {
+            f":v{i}": _value(_compressed(value) if name == "result" else value)
+            for i, (name, value) in enumerate(values.items())
+            if value is not None
+        }
+        sets = [f"#f{i} = :v{i}" for i in kept]
+        extra_names: dict[str, str] = {"#pk": "mission_id"}
+        self._listed(values, sets, extra_names, attr_values)
+        expression = "SET " + ", ".join(sets)
         if removed:
             expression += " REMOVE " + ", ".join(f"#f{i}" for i in removed)
         condition = "attribute_exists(#pk)"
-        extra_names = {"#pk": "mission_id"}
         if allowed_from is not None:  # the lifecycle's guard: one conditional write, no read first
             froms = sorted(allowed_from)
             condition += f" AND #st IN ({', '.join(f':from{i}' for i in range(len(froms)))})"
@@ -259,6 +293,33 @@ class DynamoMissionStore:
                 raise TransitionRefused(mission_id, current.status, str(fields.get("status"))) from None
             raise
 
+    @staticmethod
+    def _listed(values: dict[str, Any], sets: list[str], names: dict[str, str], attr_values: dict[str, Any]) -> None:
+        """What listings show of the stage and the cost, kept by the writes that can change it for them: a
+        move to any status but running (from this write's values, else from the stored ones), or a plain
+        update of them. A running mission's stage reports write neither, so they write no index."""
+        if values.get("status") == MissionStatus.RUNNING:
+            return
+        moving = "status" in values
+        if "stage" in values or moving:
+            names["#ls"] = "listed_stage"
+            if "stage" in values:
+                sets.append("#ls = :ls")
+                attr_values[":ls"] = _value(values["stage"])  # NULL when it has none
+            else:
+                sets.append("#ls = if_not_exists(#stg, :nostage)")
+                names["#stg"] = "stage"
+                attr_values[":nostage"] = {"NULL": True}
+        if "counters" in values or moving:
+            names["#lc"] = "listed_cost_usd"
+            if "counters" in values:
+                sets.append("#lc = :lc")
+                attr_values[":lc"] = _value(cost_of(values["counters"]))
+            else:
+                sets.append("#lc = if_not_exists(#ctr.#cost, :nocost)")
+                names |= {"#ctr": "counters", "#cost": "cost_usd"}
+                attr_values[":nocost"] = {"N": "0"}
+
     def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
         """Record feedback exactly once, however many requests race to give it."""
         try:
@@ -277,17 +338,23 @@ class DynamoMissionStore:
             raise ConflictError(f"mission {mission_id} already has feedback") from None
 
     def ended_before(self, status: str, before: str, limit: int = 100) -> list[MissionRecord]:
+        """The index holds the keys: the missions it names are read whole (retention archives all of them),
+        and kept if they still are as it says (an index lags its table)."""
+        if limit <= 0:
+            return []
         response = self._client.query(
             TableName=self.table_name,
-            IndexName="by_status",
+            IndexName=self.STATUS_INDEX,
             KeyConditionExpression="#s = :s AND completed_at < :before",
             ExpressionAttributeNames={"#s": "status"},
             ExpressionAttributeValues={":s": {"S": status}, ":before": {"S": before}},
             Limit=limit,
         )
-        return [MissionRecord.model_validate(_deserialize(item)) for item in response.get("Items", [])]
+        keys = [{"mission_id": item["mission_id"]} for item in response.get("Items", [])]
+        records = [mission_record(item) for item in batch_get(self._client, self.table_name, keys)]
+        return [r for r in records if r.status == status and r.completed_at is not None and r.completed_at < before]
 
-    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionSummary]:
         if limit <= 0:
             return []
         kwargs: dict[str, Any] = {
@@ -297,14 +364,82 @@ class DynamoMissionStore:
             "ExpressionAttributeValues": {":u": {"S": user_id}},
             "ScanIndexForward": False,
         }
-        records: list[MissionRecord] = []
-        while len(records) < limit:
-            page = self._client.query(**kwargs, Limit=limit - len(records))
-            records += [MissionRecord.model_validate(_deserialize(item)) for item in page.get("Items", [])]
+        entries: list[dict[str, Any]] = []
+        while len(entries) < limit:
+            page = self._client.query(**kwargs, Limit=limit - len(entries))
+            entries += page.get("Items", [])
             if not page.get("LastEvaluatedKey"):
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        return records
+        return mission_summaries(self._client, self.table_name, entries)
+
+
+def mission_record(raw: dict[str, Any]) -> MissionRecord:
+    """A mission's item, whole, as a record."""
+    item = _deserialize(raw)
+    for name in DynamoMissionStore.LISTED:
+        item.pop(name, None)
+    if isinstance(item.get("result"), bytes):  # compressed (a record written before is a map)
+        item["result"] = json.loads(zlib.decompress(item["result"]))
+    return MissionRecord.model_validate(item)
+
+
+def mission_summaries(client: Any, table_name: str, entries: list[dict[str, Any]]) -> list[MissionSummary]:
+    """Summaries from entries of a summary index (by_user, by_capability), in their order. A running
+    mission's (or one written before the index kept `listed_cost_usd`) is made from its record, read
+    with the others' in one batch; the rest from the entry itself."""
+    whole = [{"mission_id": e["mission_id"]} for e in entries if _needs_record(e)]
+    found = {item["mission_id"]["S"]: item for item in batch_get(client, table_name, whole)} if whole else {}
+    summaries: list[MissionSummary] = []
+    for entry in entries:
+        mission_id = entry["mission_id"]["S"]
+        if not _needs_record(entry):
+            summaries.append(_entry_summary(entry))
+        elif mission_id in found:  # else deleted since the index saw it
+            summaries.append(MissionSummary.of(mission_record(found[mission_id])))
+    return summaries
+
+
+def _needs_record(entry: dict[str, Any]) -> bool:
+    return entry.get("status", {}).get("S") == MissionStatus.RUNNING or "listed_cost_usd" not in entry
+
+
+def _entry_summary(raw: dict[str, Any]) -> MissionSummary:
+    """A summary from an index entry (one that holds more, an index projecting ALL, gives the same)."""
+    item = _deserialize({k: v for k, v in raw.items() if k in _SUMMARY_ENTRY})
+    item["stage"] = item.pop("listed_stage", None)
+    item["cost_usd"] = item.pop("listed_cost_usd", 0.0)
+    return MissionSummary.model_validate(item)
+
+
+_SUMMARY_ENTRY = frozenset({"mission_id", "created_at", *MISSION_SUMMARY})
+
+
+def batch_get(client: Any, table_name: str, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The items with these keys, in their order, missing ones left out: BatchGetItem, 100 keys a request,
+    unprocessed keys retried with backoff. Eventually consistent, as the index reads that name them are."""
+
+    def identity(item: dict[str, Any], names: Any) -> tuple[Any, ...]:
+        return tuple(json.dumps(item[name], sort_keys=True) for name in sorted(names))
+
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for start in range(0, len(keys), _BATCH_GET_SIZE):
+        pending: dict[str, Any] = {table_name: {"Keys": keys[start : start + _BATCH_GET_SIZE]}}
+        for attempt in range(_BATCH_ATTEMPTS):
+            response = client.batch_get_item(RequestItems=pending)
+            for item in response.get("Responses", {}).get(table_name, []):
+                found[identity(item, keys[0])] = item
+            pending = {k: v for k, v in (response.get("UnprocessedKeys") or {}).items() if v.get("Keys")}
+            if not pending:
+                break
+            time.sleep(min(0.05 * 2**attempt, 2.0))
+        else:
+            raise RuntimeError(f"reads of {table_name} still unprocessed after {_BATCH_ATTEMPTS} attempts")
+    return [found[identity(key, key)] for key in keys if identity(key, key) in found]
+
+
+def _compressed(value: Any) -> bytes:
+    return zlib.compress(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(), 6)
 
 
 # --------------------------------------------------------------------------- checkpoints
@@ -391,109 +526,190 @@ class DynamoCheckpointStore:
 
 
 class DynamoEventStore:
-    """Events table: mission_id / position. Positions come from a per-mission sequence kept in the
-    table's own item at position "c" (which sorts before every event, "e<sequence>"): one atomic
-    update allocates a batch's range and remembers the batch, so a retried batch is rewritten in
-    place and concurrent writers never interleave within a batch."""
+    """Events table: mission_id / position. A batch (a stage's events, an answer's, a cancel's) is one
+    item, its events compressed together (zlib of their JSON), at position "e<batch:012d>"; a batch too
+    big for one item (PART_BYTES compressed) goes on in parts "e<batch:012d>+<first event's index:06d>",
+    which sort after it and before the next batch. An event's cursor is its batch and its index in it
+    (`event_position`), whatever part holds it.
 
-    SEQUENCE = "c"
-    FIRST_EVENT = "e"  # every event position sorts after it, the sequence item before it
+    The batch sequence needs no counter: an append reads the mission's last item (one consistent query)
+    and puts its batch at the next number only if that is still free (a conditional put); a writer that
+    lost the race reads again. So appending a stage's events costs the write of one small item and the
+    read of another. When the last item belongs to the same batch id, the batch is rewritten in place
+    (a retry): its parts are put again and parts the retry no longer needs are deleted.
+
+    Items written before batches held several events (one event an item, "e<sequence:012d>", and a
+    counter item "c") are read as batches of one event, and appends go on after them."""
+
+    PART_BYTES = 350 * 1024  # a compressed part, leaving room in a 400 KB item for its keys and attributes
+    FIRST = "e"  # every position of an event item starts with it (the old counter item, "c", sorts before)
+    ATTEMPTS = 20  # conditional puts lost to concurrent writers before giving up
+    PAGE_ITEMS = 10  # items a read queries at a time: enough for a page of events, few read needlessly
 
     def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
         self.table_name = table_name
         self._client = client or boto3.client("dynamodb")
         self.ttl_seconds = ttl_seconds
 
+    # -- writing -----------------------------------------------------------------------------------
+
     def append(self, mission_id: str, batch_id: str, events: list[Event]) -> None:
         if not events:
             return
-        first, stale = self._allocate(mission_id, batch_id, len(events))
-        expires = _expires_at(self.ttl_seconds)
-        requests: list[WriteRequestTypeDef] = []
-        for index, event in enumerate(events):
-            item = event.model_dump(mode="json")
-            item["mission_id"] = mission_id
-            item["position"] = event_position(first + index)
-            if expires is not None:
-                item["expires_at"] = expires
-            requests.append({"PutRequest": {"Item": _serialize(item)}})
-        for sequence in stale:  # a retry wrote fewer events than its first attempt
-            key: dict[str, AttributeValueTypeDef] = {
-                "mission_id": {"S": mission_id},
-                "position": {"S": event_position(sequence)},
-            }
-            requests.append({"DeleteRequest": {"Key": key}})
-        _write_batches(self._client, self.table_name, requests)
+        parts = self.pack(events, self.PART_BYTES)
+        for _ in range(self.ATTEMPTS):
+            last = self._last(mission_id)
+            if last is not None and last[1] == batch_id:  # a retry of the last batch: in place
+                self._rewrite(mission_id, last[0], batch_id, parts)
+                return
+            sequence = last[0] + 1 if last is not None else 1
+            first, *rest = parts
+            if not self._put(mission_id, sequence, batch_id, first, "attribute_not_exists(#p)"):
+                continue  # another writer took that place: read again
+            for part in rest:  # under this batch's number: no other writer puts there
+                self._put(mission_id, sequence, batch_id, part, None)
+            return
+        raise ConflictError(f"events of {mission_id}: too many concurrent writers")
 
-    def _allocate(self, mission_id: str, batch_id: str, count: int) -> tuple[int, range]:
-        """The first sequence number of the batch, and the numbers a previous try of it used beyond its end."""
-        key = {"mission_id": {"S": mission_id}, "position": {"S": self.SEQUENCE}}
-        values: dict[str, Any] = {
-            ":zero": {"N": "0"},
-            ":one": {"N": "1"},
-            ":n": {"N": str(count)},
-            ":b": {"S": batch_id},
-        }
-        update = (
-            "SET top_seq = if_not_exists(top_seq, :zero) + :n, batch_id = :b,"
-            " batch_first = if_not_exists(top_seq, :zero) + :one, batch_count = :n"
+    @staticmethod
+    def pack(events: list[Event], limit: int) -> list[tuple[int, bytes]]:
+        """The batch's parts: (index of its first event, its events compressed), as few as fit `limit`."""
+        docs = [event.model_dump(mode="json", exclude={"mission_id", "position"}) for event in events]
+
+        def parts(start: int, end: int) -> list[tuple[int, bytes]]:
+            text = json.dumps(docs[start:end], separators=(",", ":"), ensure_ascii=False)
+            blob = zlib.compress(text.encode(), 6)
+            if len(blob) <= limit:
+                return [(start, blob)]
+            if end - start == 1:
+                raise ValueError(f"an event of {len(text)} bytes ({len(blob)} compressed) does not fit in an item")
+            middle = (start + end) // 2
+            return parts(start, middle) + parts(middle, end)
+
+        return parts(0, len(docs))
+
+    def _last(self, mission_id: str) -> tuple[int, str | None] | None:
+        """(batch number, batch id) of the mission's last item, or None before its first event."""
+        page = self._client.query(
+            TableName=self.table_name,
+            KeyConditionExpression="mission_id = :m AND begins_with(#p, :e)",
+            ExpressionAttributeNames={"#p": "position", "#b": "batch_id"},
+            ExpressionAttributeValues={":m": {"S": mission_id}, ":e": {"S": self.FIRST}},
+            ProjectionExpression="#p, #b",
+            ScanIndexForward=False,
+            Limit=1,
+            ConsistentRead=True,
         )
+        items = page.get("Items", [])
+        if not items:
+            return None
+        position = items[0]["position"]["S"]
+        return int(position[1:13]), items[0].get("batch_id", {}).get("S")
+
+    def _put(
+        self, mission_id: str, sequence: int, batch_id: str, part: tuple[int, bytes], condition: str | None
+    ) -> bool:
+        """Put one part; False when the condition failed."""
+        first, blob = part
+        item: dict[str, AttributeValueTypeDef] = {
+            "mission_id": {"S": mission_id},
+            "position": {"S": self._key(sequence, first)},
+            "batch_id": {"S": batch_id},
+            "first": {"N": str(first)},
+            "events": {"B": blob},
+        }
         expires = _expires_at(self.ttl_seconds)
         if expires is not None:
-            update += ", expires_at = :e"
-            values[":e"] = {"N": str(expires)}
+            item["expires_at"] = {"N": str(expires)}
+        kwargs: dict[str, Any] = {"TableName": self.table_name, "Item": item}
+        if condition is not None:
+            kwargs |= {"ConditionExpression": condition, "ExpressionAttributeNames": {"#p": "position"}}
         try:
-            result = self._client.update_item(
-                TableName=self.table_name,
-                Key=key,
-                UpdateExpression=update,
-                ConditionExpression="attribute_not_exists(batch_id) OR batch_id <> :b",
-                ExpressionAttributeValues=values,
-                ReturnValues="UPDATED_NEW",
-            )
-            return int(result["Attributes"]["batch_first"]["N"]), range(0)
+            self._client.put_item(**kwargs)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-        # the same batch again (a retry): its range stays, grown if this try wrote more
-        current = self._client.get_item(TableName=self.table_name, Key=key, ConsistentRead=True)["Item"]
-        first, before = int(current["batch_first"]["N"]), int(current["batch_count"]["N"])
-        if count != before:
-            self._client.update_item(
+            if _condition_failed(exc):
+                return False
+            raise
+        return True
+
+    def _rewrite(self, mission_id: str, sequence: int, batch_id: str, parts: list[tuple[int, bytes]]) -> None:
+        """The batch again, in its place: its parts put anew, and any part of the try before that this one
+        no longer has deleted."""
+        before = {
+            item["position"]["S"]
+            for item in _query_all(
+                self._client,
                 TableName=self.table_name,
-                Key=key,
-                UpdateExpression="SET batch_count = :n, top_seq = if_not_exists(top_seq, :zero) + :grow",
-                ConditionExpression="batch_id = :b",
-                ExpressionAttributeValues={
-                    ":n": {"N": str(count)},
-                    ":b": {"S": batch_id},
-                    ":zero": {"N": "0"},
-                    ":grow": {"N": str(max(0, first + count - 1 - int(current["top_seq"]["N"])))},
-                },
+                KeyConditionExpression="mission_id = :m AND begins_with(#p, :b)",
+                ExpressionAttributeNames={"#p": "position"},
+                ExpressionAttributeValues={":m": {"S": mission_id}, ":b": {"S": self._key(sequence, 0)}},
+                ProjectionExpression="#p",
+                ConsistentRead=True,
             )
-        return first, range(first + count, first + before)
+        }
+        for part in parts:
+            self._put(mission_id, sequence, batch_id, part, None)
+        for position in sorted(before - {self._key(sequence, first) for first, _ in parts}):
+            self._client.delete_item(
+                TableName=self.table_name, Key={"mission_id": {"S": mission_id}, "position": {"S": position}}
+            )
+
+    @staticmethod
+    def _key(sequence: int, first: int) -> str:
+        return f"e{sequence:012d}" + (f"+{first:06d}" if first else "")
+
+    # -- reading -----------------------------------------------------------------------------------
 
     def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
+        cursor = parse_position(after) if after is not None else (0, 0)
         if limit <= 0:
             return [], after
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
             "ConsistentRead": True,
-            "KeyConditionExpression": "mission_id = :m AND #p > :after",
+            # from the cursor's batch on (its events after the cursor, and every later batch)
+            "KeyConditionExpression": "mission_id = :m AND #p >= :from",
             "ExpressionAttributeNames": {"#p": "position"},
-            "ExpressionAttributeValues": {":m": {"S": mission_id}, ":after": {"S": max(after or "", self.FIRST_EVENT)}},
+            "ExpressionAttributeValues": {
+                ":m": {"S": mission_id},
+                ":from": {"S": self._key(cursor[0], 0) if after is not None else self.FIRST},
+            },
         }
         events: list[Event] = []
         while len(events) < limit:
-            page = self._client.query(**kwargs, Limit=limit - len(events))
+            page = self._client.query(**kwargs, Limit=min(limit - len(events) + 1, self.PAGE_ITEMS))
             for raw in page.get("Items", []):
-                item = _deserialize(raw)
-                item.pop("expires_at", None)
-                events.append(Event.model_validate(item))
-            if not page.get("LastEvaluatedKey"):
+                for place, event in self._decode(mission_id, raw):
+                    if place > cursor:
+                        events.append(event)
+                if len(events) >= limit:
+                    break
+            if len(events) >= limit or not page.get("LastEvaluatedKey"):
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        events = events[:limit]
         return events, (events[-1].position if events else after)
+
+    @staticmethod
+    def _decode(mission_id: str, raw: dict[str, Any]) -> list[tuple[tuple[int, int], Event]]:
+        """The events an item holds, each with its place (batch, index)."""
+        sequence = int(raw["position"]["S"][1:13])
+        if "events" not in raw:  # written one event an item: a batch of one
+            item = _deserialize(raw)
+            item.pop("expires_at", None)
+            item["position"] = event_position(sequence, 0)
+            return [((sequence, 0), Event.model_validate(item))]
+        first = int(raw["first"]["N"])
+        docs = json.loads(zlib.decompress(bytes(raw["events"]["B"])))
+        return [
+            (
+                (sequence, first + offset),
+                Event.model_validate(
+                    {**doc, "mission_id": mission_id, "position": event_position(sequence, first + offset)}
+                ),
+            )
+            for offset, doc in enumerate(docs)
+        ]
 
 
 # --------------------------------------------------------------------------- interrupts
@@ -604,6 +820,10 @@ class DynamoInterruptStore:
         return [self._decode(item) for item in items]
 
     def overdue(self, asked_before: str, limit: int = 100) -> list[InterruptRecord]:
+        """The index holds the keys of pending questions: the overdue ones (few) are read whole, and kept
+        if they are still pending (an index lags its table)."""
+        if limit <= 0:
+            return []
         response = self._client.query(
             TableName=self.table_name,
             IndexName=self.WAITING_INDEX,
@@ -611,7 +831,9 @@ class DynamoInterruptStore:
             ExpressionAttributeValues={":pending": {"S": "pending"}, ":before": {"S": asked_before}},
             Limit=limit,
         )
-        return [self._decode(item) for item in response.get("Items", [])]
+        keys = [self._key(item["mission_id"]["S"], item["interrupt_id"]["S"]) for item in response.get("Items", [])]
+        records = [self._decode(item) for item in batch_get(self._client, self.table_name, keys)]
+        return [r for r in records if r.status == "pending"]
 
     @staticmethod
     def _key(mission_id: str, interrupt_id: str) -> dict[str, Any]:

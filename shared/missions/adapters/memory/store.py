@@ -15,9 +15,11 @@ from missions.ports.store import (
     Checkpoint,
     InterruptRecord,
     MissionRecord,
+    MissionSummary,
     RepositoryRecord,
     RepositorySnapshot,
     event_position,
+    parse_position,
 )
 
 
@@ -81,9 +83,9 @@ class MemoryMissionStore:
         found = [m for m in self._items.values() if m.status == status and m.completed_at and m.completed_at < before]
         return [m.model_copy(deep=True) for m in sorted(found, key=lambda m: m.completed_at or "")[:limit]]
 
-    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionRecord]:
-        found = [m for m in self._items.values() if m.user_id == user_id]
-        return sorted(found, key=lambda m: m.created_at, reverse=True)[:limit]
+    def list_for_user(self, user_id: str, limit: int = 50) -> list[MissionSummary]:
+        found = [m for m in list(self._items.values()) if m.user_id == user_id]
+        return [MissionSummary.of(m) for m in sorted(found, key=lambda m: m.created_at, reverse=True)[:limit]]
 
 
 class MemoryCheckpointStore:
@@ -126,35 +128,41 @@ class MemoryCheckpointStore:
 
 
 class MemoryEventStore:
-    """The reference timeline: a sequence per mission, the last batch remembered for retries."""
+    """The reference timeline: a mission's batches in order (a per-mission sequence), each holding its
+    events; the last one is rewritten in place when its batch is appended again."""
 
     def __init__(self) -> None:
-        self._items: dict[str, dict[str, Event]] = {}
-        self._last: dict[str, tuple[int, str, int, int]] = {}  # mission -> (top, last batch, its first, its count)
+        self._batches: dict[str, list[tuple[int, str, list[Event]]]] = {}  # mission -> (sequence, batch id, events)
         self._lock = threading.Lock()
 
     def append(self, mission_id: str, batch_id: str, events: list[Event]) -> None:
         if not events:
             return
         with self._lock:
-            top, last_batch, last_first, last_count = self._last.get(mission_id, (0, "", 0, 0))
-            bucket = self._items.setdefault(mission_id, {})
-            if batch_id == last_batch:  # a retry of the last write: in place, nothing left of the first try
-                first = last_first
-                for stale in range(first + len(events), first + last_count):
-                    bucket.pop(event_position(stale), None)
+            batches = self._batches.setdefault(mission_id, [])
+            if batches and batches[-1][1] == batch_id:  # a retry of the last write: in place, nothing left of it
+                sequence = batches.pop()[0]
             else:
-                first = top + 1
-            self._last[mission_id] = (max(top, first + len(events) - 1), batch_id, first, len(events))
-            for index, event in enumerate(events):
-                position = event_position(first + index)
-                bucket[position] = event.model_copy(update={"position": position})
+                sequence = batches[-1][0] + 1 if batches else 1
+            placed = [
+                event.model_copy(update={"mission_id": mission_id, "position": event_position(sequence, index)})
+                for index, event in enumerate(events)
+            ]
+            batches.append((sequence, batch_id, placed))
 
     def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
-        bucket = self._items.get(mission_id, {})
-        keys = sorted(k for k in bucket if after is None or k > after)[:limit]
-        events = [bucket[k] for k in keys]
-        return events, (keys[-1] if keys else after)
+        cursor = parse_position(after) if after is not None else (0, 0)
+        if limit <= 0:
+            return [], after
+        found: list[Event] = []
+        for sequence, _, events in list(self._batches.get(mission_id, [])):
+            if sequence < cursor[0]:
+                continue
+            found += [e for i, e in enumerate(events) if (sequence, i) > cursor]
+            if len(found) >= limit:
+                break
+        found = [e.model_copy() for e in found[:limit]]
+        return found, (found[-1].position if found else after)
 
 
 class MemoryInterruptStore:
@@ -352,10 +360,8 @@ class InMemoryMissionsByCapability:
     def __init__(self, store: MemoryMissionStore):
         self._store = store
 
-    def list(self, capability: str, since_iso: str) -> list[MissionRecord]:
+    def list(self, capability: str, since_iso: str) -> list[MissionSummary]:
         found = [
-            m.model_copy(deep=True)
-            for m in list(self._store._items.values())
-            if m.capability == capability and m.created_at >= since_iso
+            m for m in list(self._store._items.values()) if m.capability == capability and m.created_at >= since_iso
         ]
-        return sorted(found, key=lambda m: m.created_at)
+        return [MissionSummary.of(m) for m in sorted(found, key=lambda m: m.created_at)]

@@ -38,7 +38,7 @@ from missions.core.errors import NotFound
 from missions.core.evaluation import Evaluation
 from missions.core.requests import MissionRequest
 from missions.core.triggers import TriggerSource
-from missions.ports.store import MissionRecord, MissionStatus, lifecycle_of, running_stage
+from missions.ports.store import MissionRecord, MissionStatus, MissionSummary, lifecycle_of, running_stage
 from missions.service.interrupts import waiting_question
 
 _MISSION = "/missions/<mission_id>"
@@ -117,7 +117,7 @@ def _first_stage(capability: str) -> str | None:
         return None
 
 
-def _summary(record: MissionRecord) -> dict[str, Any]:
+def _summary(record: MissionRecord | MissionSummary) -> dict[str, Any]:
     return {
         "mission_id": record.mission_id,
         "capability": record.capability,
@@ -175,7 +175,7 @@ def inbox() -> dict[str, Any]:
     return {"items": items}
 
 
-def _answerable_question(record: MissionRecord) -> dict[str, Any] | None:
+def _answerable_question(record: MissionRecord | MissionSummary) -> dict[str, Any] | None:
     interrupt = waiting_question(runtime().interrupts, record)
     if interrupt is None:
         return None
