@@ -65,6 +65,7 @@ from missions.ports.store import (
     InterruptStore,
     MissionStore,
 )
+from missions.service.checkpoints import state_at
 from missions.service.lifecycle import Lifecycle
 
 MODES = ("run", "join", "branch", "item", "finalize")
@@ -140,6 +141,7 @@ class StageToolJournal:
             kept = self.checkpoints.get(self.mission_id + TOOL_JOURNAL_SUFFIX, f"{self.stage_token}#{key}")
         except NotFound:
             return None
+        assert kept.envelope is not None  # a journal entry keeps its call whole
         return ToolCallRecord.from_json(kept.envelope["call"])
 
     def record(self, key: str, call: ToolCallRecord) -> None:
@@ -768,7 +770,7 @@ class StageRunner:
         self, envelope: Envelope, stage: str, checkpoint_id: str, events: list[Event], status: str
     ) -> dict[str, Any]:
         try:  # an earlier attempt of this very stage committed: its history stands, its events are written
-            return self.services.checkpoints.get(envelope.mission_id, checkpoint_id).envelope
+            return state_at(self.services.checkpoints, envelope.mission_id, checkpoint_id)
         except NotFound:
             pass
         parent = envelope.checkpoint_id
@@ -788,7 +790,7 @@ class StageRunner:
         )
         if stored.envelope != encoded:
             # an earlier attempt of this very stage already committed: keep its history
-            return stored.envelope
+            return state_at(self.services.checkpoints, envelope.mission_id, stored)
         self._update_mission(envelope, stage, status)
         return encoded
 
