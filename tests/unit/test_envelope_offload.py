@@ -83,7 +83,7 @@ def test_envelope_defaults():
         max_iterations=3, max_llm_calls=10, max_agent_hops=21, max_tool_calls=50, max_cost_usd=1.0
     )
     assert (env.next_stage, env.interrupt, env.failure, env.terminal_reason) == (None, None, None, None)
-    assert env.outputs == {} and env.refs == {} and env.history == [] and env.edge_counts == {}
+    assert env.outputs == {} and env.refs == {} and env.edge_counts == {}
 
 
 def test_two_envelopes_get_distinct_ids():
