@@ -1,7 +1,8 @@
 """`make bench`: stage overhead, Step Functions state sizes, import times, peak memory, the runner
-against LangGraph, dispatch, infrastructure cost per mission, package sizes and synth time, the
-dev server under load (missions per second over HTTP, its memory after 1,000 missions), and the chat
-API (first streamed byte against baselines, a conversation's working memory over 20 turns).
+against LangGraph, the runner's cost per stage as a mission grows (hop 10, 100, 1,000), dispatch,
+infrastructure cost per mission, package sizes and synth time, the dev server under load (missions
+per second over HTTP, its memory after 1,000 missions), and the chat API (first streamed byte against
+baselines, a conversation's working memory over 20 turns).
 
 Times are noisy on shared machines, so import times are medians of repeated fresh
 processes and are reported as ratios to `import boto3` measured in the same run. They are measured
@@ -253,10 +254,12 @@ def main() -> None:
         long_mission,
         mission_types,
         repositories,
+        runner_scaling,
         runner_vs_langgraph,
     )
 
     results["runner_vs_langgraph"] = runner_vs_langgraph.run()
+    results["runner_scaling"] = runner_scaling.run()
     results["dispatch"] = dispatch.run()
     results["infra_cost"] = cost.run()
     results["deployment"] = infra.run()
@@ -271,6 +274,7 @@ def main() -> None:
         "largest state (2 MB tool) <= 64 KB": bulky["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
         "non-LLM handler import <= 1.6x boto3": imports["non_llm_import_ratio"] <= TARGETS["non_llm_import_ratio"],
         "peak memory <= 200 MB": results["peak_rss_mb"] <= TARGETS["peak_rss_mb"],
+        **runner_scaling.checks(results["runner_scaling"]),
         **infra.checks(results["deployment"]),
         **devserver.checks(results["devserver"]),
         **chat.checks(results["chat"]),
@@ -332,6 +336,8 @@ def main() -> None:
                 f"max per user {figures.get('max_concurrent_per_user')}",
             )
     for measure, value in runner_vs_langgraph.rows(results["runner_vs_langgraph"]):
+        table.add_row(measure, value)
+    for measure, value in runner_scaling.rows(results["runner_scaling"]):
         table.add_row(measure, value)
     for measure, value in long_mission.rows(results["long_mission"]):
         table.add_row(measure, value)

@@ -216,6 +216,7 @@ def run(
     }
     from missions.core.errors import MissionRequestError
     from missions.local.emulation import LocalCloud
+    from missions.service.checkpoints import stage_history
 
     llm = {} if offline else _llm_settings()
     started = time.perf_counter()
@@ -232,8 +233,9 @@ def run(
         status = _follow(cloud, mission_id, list(answers), timeout, quiet=as_json)
         outcome = cloud.outcome(mission_id)
         record = cloud.runtime.missions.get(mission_id)
+        ran = [r.stage for r in stage_history(cloud.runtime.checkpoints, mission_id)]  # read from its checkpoints
     elapsed = time.perf_counter() - started
-    summary = _summary(outcome, record, elapsed)
+    summary = _summary(outcome, record, elapsed, ran)
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2, default=str) + "\n")
     else:
@@ -1304,9 +1306,10 @@ def _render(event: Event) -> None:
         out.print(f"[bold red]✗ {stage}: {escape(str(p.get('error') or p.get('reason')))}[/] {detail}", highlight=False)
 
 
-def _summary(outcome: Any, record: Any, elapsed: float) -> dict[str, Any]:
+def _summary(outcome: Any, record: Any, elapsed: float, stages: list[str]) -> dict[str, Any]:
+    """What `missions run` reports; `stages`: the stages that ran, in order (the mission's history)."""
     envelope = outcome.envelope
-    final = envelope.output(envelope.history[-1].stage) if envelope and envelope.history else {}
+    final = envelope.output(envelope.current_stage) if envelope and envelope.current_stage else {}
     counters = envelope.counters.model_dump() if envelope else record.counters
     return {
         "mission_id": outcome.mission_id,
@@ -1316,7 +1319,7 @@ def _summary(outcome: Any, record: Any, elapsed: float) -> dict[str, Any]:
         "answer": final.get("answer"),
         "citations": final.get("citations", []),
         "counters": counters,
-        "stages": [h.stage for h in envelope.history] if envelope else [],
+        "stages": stages,
         "errors": [e.model_dump() for e in envelope.errors] if envelope else [],
         "error": outcome.error,
         "cause": outcome.cause,

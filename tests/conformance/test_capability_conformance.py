@@ -54,7 +54,8 @@ def test_it_runs_offline_to_completed_answering_every_question(capability: regis
         return answer(interrupt)
 
     # When it runs offline, its questions answered as they come
-    envelope = DirectDriver(capability).run(capability.example_goal, context=context, answer_with=user)
+    driver = DirectDriver(capability)
+    envelope = driver.run(capability.example_goal, context=context, answer_with=user)
 
     # Then it completes, within its bounds, and counts what it did
     assert envelope.terminal_reason == "completed", (envelope.terminal_reason, envelope.errors, envelope.failure)
@@ -64,6 +65,8 @@ def test_it_runs_offline_to_completed_answering_every_question(capability: regis
     assert counters.llm_calls <= bounds.max_llm_calls and counters.tool_calls <= bounds.max_tool_calls
     assert counters.cost_usd <= bounds.max_cost_usd
     llm_stages = {a.name for a in capability.pipeline.agents if a.has_llm}
-    if llm_stages & {record.stage for record in envelope.history}:
+    if llm_stages & {record.stage for record in driver.history(envelope)}:
         assert counters.llm_calls > 0 and counters.tokens_in > 0 and counters.tokens_out > 0
     assert len(asked) == len(envelope.answers)
+    # and each of its checkpoints gives back (snapshot and deltas folded) the state its stage returned
+    assert driver.checkpointed(envelope) == driver.returned

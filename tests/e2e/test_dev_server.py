@@ -141,9 +141,12 @@ def test_create_follow_answer_result_feedback_learn(server, alice):
     types = [e["type"] for e in events]
     assert types[0] == "orchestrator.started" and types[-1] == "orchestrator.completed"
     assert "interrupt.raised" in types and "interrupt.answered" in types
-    # And checkpoints can be listed
+    # And checkpoints can be listed, each with the stage runs it records: the mission's history
     status, checkpoints = alice.call("GET", f"/missions/{mission_id}/checkpoints")
     assert status == 200 and len(checkpoints["checkpoints"]) >= 7
+    history = [run for checkpoint in checkpoints["checkpoints"] for run in checkpoint["stages"]]
+    assert history[0]["stage"] == "perception" and history[-1]["stage"] == "integration"
+    assert "interrupted" in [run["status"] for run in history] and len(history) == done["counters"]["agent_hops"]
     # When the user rates it and says what they want
     status, rated = alice.call(
         "POST",

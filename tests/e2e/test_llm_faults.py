@@ -18,6 +18,7 @@ from missions.core.requests import MissionRequest
 from missions.local import patches
 from missions.local.emulation import LocalCloud
 from missions.ports.store import InterruptRecord, MissionRecord, MissionStatus
+from missions.service.checkpoints import states
 from tests.support.flaky_model import API_KEY, FALLBACK_MODEL, FAULTS, FlakyModel
 
 pytestmark = pytest.mark.e2e
@@ -122,8 +123,9 @@ def side_effects_twice(cloud: LocalCloud, mission_id: str, events: list[Event], 
         if batch[-1].type is not EventType.FLOW_ERROR or "retryable" not in batch[-1].payload
         if any(e.type is EventType.AGENT_STARTED and "hop" in e.payload for e in batch)
     ]
-    checkpoints = {c.checkpoint_id: c for c in cloud.runtime.checkpoints.list(mission_id)}
-    tool_calls = {i: cloud.runtime.codec.decode(c.envelope).counters.tool_calls for i, c in checkpoints.items()}
+    kept = list(states(cloud.runtime.checkpoints, mission_id))  # each checkpoint, and the whole state at it
+    checkpoints = {c.checkpoint_id: c for c, _ in kept}
+    tool_calls = {c.checkpoint_id: cloud.runtime.codec.decode(state).counters.tool_calls for c, state in kept}
     committed = [
         next(
             f"{e.payload['hop']:04d}-{e.stage}"

@@ -14,6 +14,7 @@ from missions.app import api
 from missions.local.devserver import http_event
 from missions.local.emulation import LocalCloud
 from missions.local.patches import LocalContext
+from missions.service.checkpoints import states
 from tests.support.fake_openai import FakeOpenAI, error_body
 
 pytestmark = pytest.mark.integration
@@ -25,8 +26,9 @@ def everything_stored(cloud: LocalCloud, mission_id: str) -> str:
     runtime = cloud.runtime
     events, _ = runtime.events.read(mission_id, limit=5000)
     parts = [json.dumps([e.model_dump(mode="json") for e in events])]
-    for checkpoint in runtime.checkpoints.list(mission_id):
-        parts.append(runtime.codec.decode(checkpoint.envelope).model_dump_json())
+    for checkpoint, state in states(runtime.checkpoints, mission_id):  # what each keeps, and its whole state
+        parts.append(checkpoint.model_dump_json())
+        parts.append(runtime.codec.decode(state).model_dump_json())
     parts.append(runtime.missions.get(mission_id).model_dump_json())
     return "\n".join(parts)
 

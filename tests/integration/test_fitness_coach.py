@@ -21,6 +21,7 @@ from missions.core.envelope import Envelope, InterruptKind
 from missions.core.llm import LLMRequest, LLMResult
 from missions.local.emulation import LocalCloud
 from missions.ports.store import InterruptRecord
+from missions.service.checkpoints import stage_history
 
 CAPABILITY = "fitness_coach"
 PARALLEL = "parallel.workout+nutrition"
@@ -136,7 +137,7 @@ def test_the_plan_is_made_in_parallel_presented_and_completed_on_acceptance(clou
     assert sorted(branches) == ["nutrition.branch", "workout.branch"]
     ran = [state for state in states if state in ("assess", "synthesize", "present", "complete", "await.agent_review")]
     assert ran == ["assess", "synthesize", "present", "await.agent_review", "present", "complete"]
-    assert sorted(h.stage for h in envelope.history) == sorted(
+    assert sorted(h.stage for h in stage_history(cloud.runtime.checkpoints, mission_id)) == sorted(
         ["assess", "workout", "nutrition", "synthesize", "present", "present", "complete"]
     )
     assert envelope.counters.llm_calls == 3  # assess, workout, nutrition

@@ -19,6 +19,7 @@ from missions.adapters.llm.scripted import ScriptedProvider
 from missions.core.events import EventType
 from missions.core.llm import LLMRequest
 from missions.local.emulation import LocalCloud
+from missions.service.checkpoints import states
 
 pytestmark = pytest.mark.integration
 CANARY = "CANARY-9d41e7-never-read"
@@ -77,8 +78,9 @@ def everything_stored(cloud: LocalCloud, mission_id: str) -> str:
     runtime = cloud.runtime
     events, _ = runtime.events.read(mission_id, limit=5000)
     parts = [json.dumps([e.model_dump(mode="json") for e in events])]
-    for checkpoint in runtime.checkpoints.list(mission_id):
-        parts.append(runtime.codec.decode(checkpoint.envelope).model_dump_json())
+    for checkpoint, state in states(runtime.checkpoints, mission_id):  # what each keeps, and its whole state
+        parts.append(checkpoint.model_dump_json())
+        parts.append(runtime.codec.decode(state).model_dump_json())
     parts.append(runtime.missions.get(mission_id).model_dump_json())
     parts.append(json.dumps(cloud.history(mission_id), default=str))
     return "\n".join(parts)

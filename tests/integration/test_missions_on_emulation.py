@@ -28,6 +28,7 @@ from missions.core.pipeline import AgentConfig, EdgeLimit, FanOut, RoutingRule, 
 from missions.core.tools import ToolCatalog, ToolResult
 from missions.local.emulation import LocalCloud, MissionOutcome
 from missions.service import launcher
+from missions.service.checkpoints import stage_history, state_at
 from tests.integration.conftest import (
     REPO_ROOT,
     chain,
@@ -421,7 +422,7 @@ def test_code_analysis_records_the_mission_and_a_checkpoint_chain(cloud: LocalCl
         assert child.parent_id == parent.checkpoint_id
     assert checkpoints[0].stage == "perception" and checkpoints[-1].stage == "integration"
     assert cloud.runtime.checkpoints.latest(analysis.mission_id).checkpoint_id == ids[-1]
-    last = cloud.runtime.codec.decode(checkpoints[-1].envelope)
+    last = cloud.runtime.codec.decode(state_at(cloud.runtime.checkpoints, analysis.mission_id, checkpoints[-1]))
     assert last.terminal_reason == "completed" and last.checkpoint_id == ids[-1]
 
 
@@ -668,7 +669,7 @@ def test_a_parallel_group_runs_in_a_parallel_state_and_the_join_sees_both(cloud:
 
     # And d saw both outputs
     assert envelope.output("d")["seen"] == {"b": {"from": "b", "value": 11}, "c": {"from": "c", "value": 21}}
-    assert sorted(record.stage for record in envelope.history) == ["a", "b", "c", "d"]
+    assert sorted(r.stage for r in stage_history(cloud.runtime.checkpoints, outcome.mission_id)) == ["a", "b", "c", "d"]
     assert envelope.counters.agent_hops == 4 and envelope.branch_results is None
 
 

@@ -18,6 +18,7 @@ from missions.core.envelope import Envelope, InterruptKind
 from missions.core.events import Event, EventType
 from missions.local.emulation import LocalCloud
 from missions.ports.store import InterruptRecord
+from missions.service.checkpoints import states
 
 WAIT = 60.0
 GOAL = "Plan a 5-day Paris trip for May 2026, budget $3000, 2 travelers"
@@ -303,8 +304,8 @@ def test_a_failing_source_is_retried_then_reported_and_low_confidence_asks_the_t
 
 def checkpoints(cloud: LocalCloud, mission_id: str, stage: str) -> list[Envelope]:
     """The envelope after each run of `stage`, oldest first (its history, as the checkpoints kept it)."""
-    found = [c for c in cloud.runtime.checkpoints.list(mission_id) if c.stage == stage]
-    return [cloud.runtime.codec.decode(c.envelope) for c in found]
+    found = [state for c, state in states(cloud.runtime.checkpoints, mission_id) if c.stage == stage]
+    return [cloud.runtime.codec.decode(state) for state in found]
 
 
 def line(markdown: str, prefix: str) -> str:

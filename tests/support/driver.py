@@ -11,6 +11,7 @@ own targets. It is not a replacement for the moto integration tests.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,13 +30,14 @@ from missions.adapters.memory.store import (
 from missions.adapters.sandbox_local import LocalSandbox
 from missions.core import capability as registry
 from missions.core.capability import Capability
-from missions.core.envelope import Envelope, InterruptKind
+from missions.core.envelope import Envelope, InterruptKind, StageRecord
 from missions.core.llm import LLMProvider
 from missions.core.offload import DEFAULT_THRESHOLD, EnvelopeCodec
 from missions.core.requests import MissionRequest
 from missions.core.roots import AllowedRoots
 from missions.core.triggers import TriggerSource
 from missions.ports.store import MissionRecord
+from missions.service.checkpoints import stage_history, states
 from missions.service.launcher import build_envelope
 from missions.service.repositories.resolver import UserRepositories
 from missions.service.repositories.workspace import RepositoryWorkspaces
@@ -86,10 +88,21 @@ class DirectDriver:
         self.runner = StageRunner(capability, self.services)
         self.steps: list[Step] = []
         self.last_state: dict[str, Any] | None = None  # the last encoded envelope
+        # what each whole stage returned, by the checkpoint it wrote: the state its checkpoint must give back
+        self.returned: dict[str, dict[str, Any]] = {}
 
     @property
     def pipeline(self):
         return self.capability.pipeline
+
+    def history(self, envelope: Envelope) -> list[StageRecord]:
+        """The mission's stages as its checkpoints recorded them (the envelope does not carry them)."""
+        return stage_history(self.stores.checkpoints, envelope.mission_id)
+
+    def checkpointed(self, envelope: Envelope) -> dict[str, dict[str, Any]]:
+        """The state at each of the mission's checkpoints, read back from its snapshots and deltas
+        (to compare with `returned`: what each stage really returned)."""
+        return {c.checkpoint_id: state for c, state in states(self.stores.checkpoints, envelope.mission_id)}
 
     def run(
         self,
@@ -191,6 +204,7 @@ class DirectDriver:
             raise
         step.next_stage = result.get("next_stage")
         self.last_state = result
+        self.returned[result["checkpoint_id"]] = json.loads(json.dumps(result))
         return result
 
     def _partial(self, stage: str, mode: str, state: dict[str, Any], index: int, item: Any = None) -> Any:

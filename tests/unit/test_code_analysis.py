@@ -30,6 +30,7 @@ from missions.core import capability as registry
 from missions.core.capability import Ctx, EvidenceChainViolation
 from missions.core.envelope import Bounds, Citation, Counters, Envelope
 from missions.core.llm import LLMRequest, LLMResult
+from missions.service.checkpoints import states
 from tests.support.driver import DirectDriver
 
 CAPABILITY = registry.load("code_analysis")  # built from capability.toml + the package's code
@@ -270,7 +271,7 @@ def test_a_mission_answers_with_citations_that_point_at_real_lines(repo: Path):
     env = driver.run("How does `Ledger` work, and where is max_balance enforced?", context={"repo": str(repo)})
     # Then the mission completed within its bounds
     assert env.terminal_reason == "completed"
-    assert env.history[-1].stage == "integration"
+    assert driver.history(env)[-1].stage == "integration"
     assert env.counters.agent_hops <= env.bounds.max_agent_hops
     result = env.outputs["integration"]
     assert result["goals"] == ["How does `Ledger` work", "where is max_balance enforced"]
@@ -297,8 +298,8 @@ def test_a_vague_question_is_clarified_then_answered(repo: Path):
     # When the human clarifies
     env = driver.run("help", context={"repo": str(repo)}, answers=[{"text": "where is max_balance checked?"}])
     # Then the mission resumed at intent and answered the clarified question
-    assert [r.stage for r in env.history][:4] == ["perception", "intent", "intent", "planner"]
-    assert env.history[1].status == "interrupted"
+    assert [r.stage for r in driver.history(env)][:4] == ["perception", "intent", "intent", "planner"]
+    assert driver.history(env)[1].status == "interrupted"
     assert env.terminal_reason == "completed"
     assert env.outputs["integration"]["findings"]
     check_claims_against_the_files(repo, env.outputs["integration"]["findings"])
@@ -395,11 +396,11 @@ def test_a_critics_next_stage_without_remaining_goals_completes(repo: Path):
         return verdict.model_copy(update={"decision": "NEXT_STAGE", "remaining_goals": []})
 
     # When the mission runs
-    _, env = run(repo, ONE_GOAL, critic=next_stage)
+    driver, env = run(repo, ONE_GOAL, critic=next_stage)
     # Then the decision became COMPLETE: one round, then the answer (not a loop back to the planner)
     assert env.outputs["critic"]["decision"] == "COMPLETE"
-    assert [r.stage for r in env.history][-2:] == ["critic", "integration"]
-    assert [r.stage for r in env.history].count("planner") == 1
+    assert [r.stage for r in driver.history(env)][-2:] == ["critic", "integration"]
+    assert [r.stage for r in driver.history(env)].count("planner") == 1
     assert env.terminal_reason == "completed"
 
 
@@ -415,9 +416,9 @@ def test_a_critics_legitimate_next_stage_is_kept(repo: Path):
     # When the mission runs
     driver, env = run(repo, TWO_GOALS, critic=next_stage)
     # Then after the first critic the mission went back to the planner for the second goal
-    after_critic = [c.envelope for c in driver.stores.checkpoints.list(env.mission_id) if c.stage == "critic"]
+    after_critic = [state for c, state in states(driver.stores.checkpoints, env.mission_id) if c.stage == "critic"]
     first = driver.codec.decode(after_critic[0])
     assert first.output("critic")["decision"] == "NEXT_STAGE" and first.next_stage == "planner"
-    assert [r.stage for r in env.history].count("planner") == 2
+    assert [r.stage for r in driver.history(env)].count("planner") == 2
     assert env.terminal_reason == "completed"
     assert second in goal_sections(env.outputs["integration"]["answer"])

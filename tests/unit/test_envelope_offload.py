@@ -83,7 +83,7 @@ def test_envelope_defaults():
         max_iterations=3, max_llm_calls=10, max_agent_hops=21, max_tool_calls=50, max_cost_usd=1.0
     )
     assert (env.next_stage, env.interrupt, env.failure, env.terminal_reason) == (None, None, None, None)
-    assert env.outputs == {} and env.refs == {} and env.history == [] and env.edge_counts == {}
+    assert env.outputs == {} and env.refs == {} and env.edge_counts == {}
 
 
 def test_two_envelopes_get_distinct_ids():
@@ -307,3 +307,18 @@ def test_encode_decode_is_identity_and_size_stays_bounded(outputs, nested, thres
     assert decoded.model_dump() == env.model_dump()
     # and stays under the threshold, give or take the references themselves
     assert encoded_size(encoded) <= threshold + 2048
+
+
+def test_an_envelope_that_carried_its_history_still_decodes_without_it():
+    # Given envelopes encoded before the history left the envelope: inline, and offloaded to a blob
+    blobs = MemoryBlobStore()
+    codec = EnvelopeCodec(blobs)
+    record = {"stage": "a", "started_at": "2026-01-01T00:00:00.000+00:00", "duration_ms": 1.0, "status": "ok"}
+    inline = {**codec.encode(envelope(next_stage="b")), "history": [record]}
+    offloaded = {**codec.encode(envelope(next_stage="b")), "history": []}
+    offloaded["refs"] = {"history": "ab" * 32}  # (its blob need not even exist any more)
+    # When an execution in flight hands them to a stage of this version
+    # Then they decode, the history dropped (each checkpoint keeps its stage's record now)
+    for old in (inline, offloaded):
+        decoded = codec.decode(old)
+        assert decoded.next_stage == "b" and "history" not in decoded.model_dump()

@@ -22,12 +22,14 @@ from missions.adapters.memory.store import (
     MemoryInterruptStore,
     MemoryMissionStore,
 )
+from missions.core.checkpoints import diff
 from missions.core.envelope import InterruptKind
 from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.events import EventType
 from missions.core.offload import EnvelopeCodec
 from missions.core.requests import MissionRequest
-from missions.ports.store import InterruptRecord, MissionStatus
+from missions.ports.store import Checkpoint, InterruptRecord, MissionStatus
+from missions.service.checkpoints import state_at
 from missions.service.control import MissionControl
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
@@ -42,7 +44,7 @@ class World:
         self.missions = MemoryMissionStore()
         self.checkpoints = MemoryCheckpointStore()
         self.events = MemoryEventStore()
-        codec = EnvelopeCodec(MemoryBlobStore())
+        self.codec = codec = EnvelopeCodec(MemoryBlobStore())
         self.executions = FakeExecutions(self.checkpoints, codec, next_stage="present")
         self.launcher = Launcher(
             missions=self.missions,
@@ -143,6 +145,32 @@ def test_a_fork_carries_on_from_its_checkpoint_through_the_dispatcher():
     world.end(source)
     assert world.status(fork.mission_id) == MissionStatus.RUNNING
     assert world.executions.started == [source, fork.mission_id]
+
+
+def test_a_fork_from_a_checkpoint_that_kept_a_delta_starts_from_the_whole_state_at_it():
+    # Given a running mission whose second checkpoint kept only what its stage changed
+    world = World()
+    source = world.submit()
+    first = state_at(world.checkpoints, source, "0001-start")
+    second = {
+        **first,
+        "outputs": {**first["outputs"], "present": {"options": ["amazon", "bh"]}},
+        "counters": {**first["counters"], "agent_hops": 2},
+        "next_stage": "complete",
+        "checkpoint_id": "0002-present",
+    }
+    delta = diff(first, second)
+    assert "context" not in delta.get("set", {})  # (what did not change is not in it)
+    world.checkpoints.put(
+        Checkpoint(thread_id=source, checkpoint_id="0002-present", parent_id="0001-start", stage="present", delta=delta)
+    )
+    # When she forks from it
+    fork = world.launcher.fork(source, "0002-present", "ann")
+    # Then the fork starts, as a mission of its own, with everything the source had at that checkpoint
+    started = world.codec.decode(state_at(world.checkpoints, fork.mission_id, "0001-start"))
+    assert started.mission_id == fork.mission_id != source
+    assert started.outputs["present"] == {"options": ["amazon", "bh"]} and started.counters.agent_hops == 2
+    assert started.context == world.codec.decode(first).context
 
 
 def test_cancelling_a_queued_mission_removes_it_from_the_queue_and_says_so():

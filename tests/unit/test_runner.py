@@ -18,6 +18,7 @@ from missions.core.requests import MissionRequest
 from missions.core.stages import StageFunction
 from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
 from missions.ports.store import MissionRecord
+from missions.service.checkpoints import state_at, states
 from missions.service.launcher import build_envelope
 from tests.support.driver import DirectDriver
 from tests.support.stages import Answer, Out, stage_named, thinking, typed_capability
@@ -77,8 +78,9 @@ def make(
     )
 
 
-def stages(envelope: Envelope) -> list[str]:
-    return [record.stage for record in envelope.history]
+def stages(driver: DirectDriver, envelope: Envelope) -> list[str]:
+    """The stages the mission ran, in order, as its checkpoints recorded them."""
+    return [record.stage for record in driver.history(envelope)]
 
 
 def event_types(driver: DirectDriver, envelope: Envelope) -> list[str]:
@@ -121,7 +123,7 @@ def test_counters_follow_the_work_done():
     assert (c.llm_calls, c.tool_calls, c.agent_hops, c.iterations) == (1, 2, 3, 1)
     assert c.tokens_in > 0 and c.tokens_out > 0 and c.cost_usd == 0
     assert ran == ["echo:a", "echo:b"]
-    assert [(r.stage, r.status, r.llm_calls, r.tool_calls) for r in env.history] == [
+    assert [(r.stage, r.status, r.llm_calls, r.tool_calls) for r in driver.history(env)] == [
         ("gather", "ok", 0, 2),
         ("think", "ok", 1, 0),
         ("done", "ok", 0, 0),
@@ -149,9 +151,10 @@ def test_llm_budget_refuses_the_next_llm_stage():
         final(),
     )
     # When
-    env = DirectDriver(cap).run("think twice", bounds={"max_llm_calls": 1})
+    driver = DirectDriver(cap)
+    env = driver.run("think twice", bounds={"max_llm_calls": 1})
     # Then
-    assert stages(env) == ["one", "done"]
+    assert stages(driver, env) == ["one", "done"]
     assert env.terminal_reason == "max_llm_calls"
     assert env.counters.llm_calls == 1
 
@@ -190,9 +193,9 @@ def test_clarification_resumes_at_the_configured_stage_with_the_answer():
     # When the human answers
     env = driver.run("do the thing", answers=[{"text": "the blue one"}])
     # Then the mission resumed at intake, which saw the answer first
-    assert stages(env) == ["intake", "ask", "intake", "ask", "done"]
-    assert [r.status for r in env.history] == ["ok", "interrupted", "ok", "ok", "ok"]
-    assert env.history[1].next_stage == "await:clarification"
+    assert stages(driver, env) == ["intake", "ask", "intake", "ask", "done"]
+    assert [r.status for r in driver.history(env)] == ["ok", "interrupted", "ok", "ok", "ok"]
+    assert driver.history(env)[1].next_stage == "await:clarification"
     assert env.outputs["intake"]["resumed_here"] == "the blue one"
     assert env.outputs["ask"]["heard"] == "the blue one"
     # and the answer is kept in the envelope
@@ -206,8 +209,9 @@ def test_clarification_resumes_at_the_configured_stage_with_the_answer():
 
 
 def test_without_a_resume_stage_the_asking_stage_resumes():
-    env = DirectDriver(clarifying(None)).run("do the thing", answers=[{"text": "red"}])
-    assert stages(env) == ["intake", "ask", "ask", "done"]
+    driver = DirectDriver(clarifying(None))
+    env = driver.run("do the thing", answers=[{"text": "red"}])
+    assert stages(driver, env) == ["intake", "ask", "ask", "done"]
     assert env.outputs["ask"] == {"heard": "red", "resumed_here": "red"}
 
 
@@ -216,7 +220,7 @@ def test_unanswered_interrupt_times_out_through_the_final_stage():
     driver = DirectDriver(clarifying("intake"))
     env = driver.run("do the thing", answers=[])
     # Then the mission ends through finalize with the timeout recorded
-    assert stages(env) == ["intake", "ask", "done"]
+    assert stages(driver, env) == ["intake", "ask", "done"]
     assert env.terminal_reason == "interrupt_timeout"
     assert [e.kind for e in env.errors] == ["States.Timeout", "interrupt"]  # and the interrupt is closed
     assert env.interrupt is None
@@ -259,13 +263,13 @@ def test_write_tool_asks_and_runs_once_approved():
     env = driver.run("write notes", answers=[{"approved": True}])
     # Then the tool ran exactly once, after the approval
     assert ran == ["write:notes.txt"]
-    assert stages(env) == ["prep", "apply", "apply", "done"]
+    assert stages(driver, env) == ["prep", "apply", "apply", "done"]
     assert env.outputs["apply"] == {"status": "success", "error": None}
     assert env.approvals == {call_id("fs.write", {"path": "notes.txt"}): True}
     assert env.answers[0]["kind"] == "confirmation"
     assert env.counters.tool_calls == 1
     # and the interrupt said what would run
-    asked = driver.stores.checkpoints.get(env.mission_id, "0002-apply").envelope["interrupt"]
+    asked = state_at(driver.stores.checkpoints, env.mission_id, "0002-apply")["interrupt"]
     assert asked["kind"] == "confirmation"
     assert asked["data"]["tool_id"] == "fs.write" and asked["data"]["risk"] == "write"
 
@@ -308,25 +312,28 @@ def ping_pong(max_count: int = 1000, on_exceeded: str | None = None) -> Capabili
 @pytest.mark.parametrize("max_hops", [2, 3, 5, 6, 9])
 def test_max_agent_hops_ends_through_the_final_stage(max_hops: int):
     # Given an endless loop
-    env = DirectDriver(ping_pong()).run("loop", bounds={"max_agent_hops": max_hops})
+    driver = DirectDriver(ping_pong())
+    env = driver.run("loop", bounds={"max_agent_hops": max_hops})
     # Then the hop bound ends it through the final stage, within the bound
     assert env.terminal_reason == "max_agent_hops"
     assert env.counters.agent_hops <= max_hops
-    assert env.counters.agent_hops == len(env.history)
-    assert env.history[-1].stage == "end"
+    assert env.counters.agent_hops == len(driver.history(env))
+    assert driver.history(env)[-1].stage == "end"
     assert env.next_stage is None
 
 
 def test_max_agent_hops_uses_every_hop_it_may():
-    env = DirectDriver(ping_pong()).run("loop", bounds={"max_agent_hops": 6})
-    assert stages(env) == ["a", "b", "a", "b", "a", "end"]
+    driver = DirectDriver(ping_pong())
+    env = driver.run("loop", bounds={"max_agent_hops": 6})
+    assert stages(driver, env) == ["a", "b", "a", "b", "a", "end"]
 
 
 def test_edge_limit_ends_the_loop():
-    env = DirectDriver(ping_pong(max_count=2)).run("loop")
+    driver = DirectDriver(ping_pong(max_count=2))
+    env = driver.run("loop")
     assert env.terminal_reason == "edge_limit:b->a"
     assert env.edge_counts["b->a"] == 2
-    assert stages(env) == ["a", "b", "a", "b", "a", "b", "end"]
+    assert stages(driver, env) == ["a", "b", "a", "b", "a", "b", "end"]
 
 
 def test_edge_limit_on_exceeded_sends_the_runner_to_that_stage():
@@ -352,10 +359,11 @@ def test_edge_limit_on_exceeded_sends_the_runner_to_that_stage():
         edge_limits=[EdgeLimit(from_stage="b", to_stage="a", max_count=1, on_exceeded="side")],
     )
     # When
-    env = DirectDriver(cap).run("loop")
+    driver = DirectDriver(cap)
+    env = driver.run("loop")
     # Then the runner follows on_exceeded (the compiled ASL has no route for it: see test_compiler)
-    assert stages(env) == ["a", "b", "a", "b", "side", "end"]
-    assert env.history[3].next_stage == "side"
+    assert stages(driver, env) == ["a", "b", "a", "b", "side", "end"]
+    assert driver.history(env)[3].next_stage == "side"
     assert env.terminal_reason == "completed"
 
 
@@ -390,7 +398,7 @@ def test_a_stage_that_always_raises_ends_through_finalize():
     env = driver.run("fail please")
     # Then
     assert env.terminal_reason == "stage_failed:boom"
-    assert stages(env) == ["ok", "done"]
+    assert stages(driver, env) == ["ok", "done"]
     assert [(s.stage, s.mode) for s in driver.steps] == [("ok", "run"), ("boom", "run"), ("done", "finalize")]
     assert [(e.stage, e.kind, e.message) for e in env.errors] == [("boom", "RuntimeError", "kaboom")]
     assert seen["failure"] == {"reason": "stage_failed", "state": "boom", "error": "RuntimeError", "cause": "kaboom"}
@@ -434,8 +442,16 @@ def test_one_checkpoint_per_stage_chained_to_its_parent():
     assert [c.checkpoint_id for c in checkpoints] == ["0001-gather", "0002-think", "0003-done"]
     assert [c.stage for c in checkpoints] == ["gather", "think", "done"]
     assert [c.parent_id for c in checkpoints] == [None, "0001-gather", "0002-think"]
-    assert [c.envelope["next_stage"] for c in checkpoints] == ["think", "done", None]
+    assert [state["next_stage"] for _, state in states(driver.stores.checkpoints, env.mission_id)] == [
+        "think",
+        "done",
+        None,
+    ]
     assert env.checkpoint_id == "0003-done"
+    # and the first keeps the whole envelope, the others what their stage changed, each its stage's record
+    assert checkpoints[0].envelope is not None and checkpoints[0].delta is None
+    assert all(c.envelope is None and c.delta is not None for c in checkpoints[1:])
+    assert [[r.stage for r in c.records] for c in checkpoints] == [["gather"], ["think"], ["done"]]
 
 
 def test_rerunning_a_stage_with_the_same_input_returns_the_stored_checkpoint():
@@ -447,9 +463,10 @@ def test_rerunning_a_stage_with_the_same_input_returns_the_stored_checkpoint():
     events_before = event_types(driver, env)
     record_before = driver.stores.missions.get(env.mission_id)
     # When 'think' runs again on the very input it had (a retried Lambda)
-    again = driver.runner.handle({"stage": "think", "mode": "run", "envelope": checkpoints[0].envelope})
+    given = state_at(driver.stores.checkpoints, env.mission_id, checkpoints[0])
+    again = driver.runner.handle({"stage": "think", "mode": "run", "envelope": given})
     # Then the stored result comes back: no fork, no extra events, no mission update
-    assert again == checkpoints[1].envelope
+    assert again == state_at(driver.stores.checkpoints, env.mission_id, checkpoints[1]) == driver.returned["0002-think"]
     assert driver.stores.checkpoints.list(env.mission_id) == checkpoints
     assert event_types(driver, env) == events_before
     assert driver.stores.missions.get(env.mission_id) == record_before
@@ -522,7 +539,7 @@ def test_interrupt_is_an_event():
 def started() -> tuple[DirectDriver, dict[str, Any]]:
     driver = DirectDriver(gather_think_done([]))
     env = driver.run("requests")
-    return driver, driver.stores.checkpoints.list(env.mission_id)[0].envelope
+    return driver, state_at(driver.stores.checkpoints, env.mission_id, "0001-gather")
 
 
 @pytest.mark.parametrize(
@@ -597,7 +614,7 @@ def test_a_parallel_group_stays_within_max_agent_hops(max_hops):
     state = driver.runner.handle({"stage": "d", "mode": "run", "envelope": {**state, "branch_results": deltas}})
     env = driver.codec.decode(state)
     # Then with enough hops the group and its join run, within the bound
-    assert [r.stage for r in env.history] == ["a", "b", "c", "d"]
+    assert [r.stage for r in driver.history(env)] == ["a", "b", "c", "d"]
     assert env.counters.agent_hops <= env.bounds.max_agent_hops
 
 

@@ -107,8 +107,8 @@ def test_every_mission_terminates_through_its_final_stage_within_bounds(pipeline
     limit = Bounds(**{**pipeline.bounds.model_dump(), **bounds})
     # Then it ended through the final stage ...
     assert env.next_stage is None
-    assert env.history[-1].stage == pipeline.final
-    assert [r.stage for r in env.history].count(pipeline.final) == 1
+    assert driver.history(env)[-1].stage == pipeline.final
+    assert [r.stage for r in driver.history(env)].count(pipeline.final) == 1
     if pipeline.agent(pipeline.start).has_llm and limit.max_llm_calls == 0:
         # (routing never enters an LLM stage without model budget, but the first stage is entered
         # unrouted: with no budget at all its model call is refused, LLMBudgetExhausted, and the
@@ -125,7 +125,9 @@ def test_every_mission_terminates_through_its_final_stage_within_bounds(pipeline
         assert env.terminal_reason in TERMINAL_REASONS or env.terminal_reason.startswith("edge_limit:")
     # ... within every bound
     assert env.counters.agent_hops <= limit.max_agent_hops
-    assert env.counters.agent_hops == len(env.history)
+    assert env.counters.agent_hops == len(driver.history(env))
+    # ... and every checkpoint gives back, from its snapshot and deltas, the state its stage returned
+    assert driver.checkpointed(env) == driver.returned
     assert env.counters.iterations <= limit.max_iterations
     assert env.counters.llm_calls <= limit.max_llm_calls
     for edge in pipeline.edge_limits:

@@ -118,6 +118,9 @@ class Resume(Model):
 
 
 class StageRecord(Model):
+    """One run of one stage, for the mission's history. Not carried in the envelope (it would grow
+    with every hop): each checkpoint keeps the records of its stage (missions.core.checkpoints)."""
+
     stage: str
     started_at: str
     duration_ms: float
@@ -135,7 +138,9 @@ class ErrorRecord(Model):
 
 
 class Envelope(Model):
-    """The mission's state. Fields listed in `INLINE_FIELDS` must stay inline: the ASL reads them."""
+    """The mission's state: what the next stages need, nothing that grows with every hop (a stage run
+    again replaces its output; its record goes into its checkpoint). Fields listed in `INLINE_FIELDS`
+    must stay inline: the ASL reads them."""
 
     # identity
     mission_id: str = Field(default_factory=lambda: new_id("m_"))
@@ -173,8 +178,7 @@ class Envelope(Model):
     # the capability's own state, if it keeps one (missions.core.stages: `state`, ctx.update_state)
     state: dict[str, Any] | None = None
 
-    # audit
-    history: list[StageRecord] = Field(default_factory=list)
+    # audit (the stages' history is not here: each checkpoint keeps its stage's StageRecord)
     errors: list[ErrorRecord] = Field(default_factory=list)
     failure: dict[str, Any] | None = None  # set by the state machine's Catch or bound guards
     citations: list[Citation] = Field(default_factory=list)

@@ -19,7 +19,10 @@ DEFAULT_THRESHOLD = 24 * 1024
 PACK_THRESHOLD = 1024  # a Parallel or Map result holds one per branch or item: keep each tiny
 REF_KEY = "$ref"
 # top-level fields that may move out besides each agent output, bulkiest first
-MOVABLE_FIELDS = ("context", "state", "branch_results", "history", "citations", "answers", "errors")
+MOVABLE_FIELDS = ("context", "state", "branch_results", "citations", "answers", "errors")
+# fields envelopes encoded by earlier versions carried and this one drops when it decodes them (an
+# execution in flight across a deploy): the stages' history now lives in the checkpoints
+RETIRED_FIELDS = ("history",)
 
 
 class BlobStore(Protocol):
@@ -100,6 +103,10 @@ class EnvelopeCodec:
     def decode(self, data: dict[str, Any]) -> Envelope:
         data = dict(data)
         refs = data.pop("refs", None) or {}
+        for retired in RETIRED_FIELDS:
+            data.pop(retired, None)
+            if retired in refs:
+                refs = {dotted: key for dotted, key in refs.items() if dotted != retired}
         if refs:
             data["outputs"] = dict(data.get("outputs") or {})
         for dotted, key in refs.items():

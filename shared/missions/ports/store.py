@@ -9,10 +9,10 @@ import re
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from missions.core.artifacts import Artifact, Artifacts
-from missions.core.envelope import InterruptKind, InterruptResponse, Model, utcnow
+from missions.core.envelope import InterruptKind, InterruptResponse, Model, StageRecord, utcnow
 from missions.core.events import Event
 
 
@@ -151,12 +151,30 @@ class MissionSummary(Model):
 
 
 class Checkpoint(Model):
+    """One stage's checkpoint: what its stage changed, and the stage's record (missions.core.checkpoints).
+
+    Exactly one of `envelope` (a snapshot: the whole encoded envelope, which may hold blob references)
+    and `delta` (what changed since the parent's state) is set; a delta always has a parent. The state
+    at a checkpoint is read with missions.service.checkpoints.state_at, never from `envelope` alone.
+    Other threads (a mission's tool journal) keep their own payload in `envelope`."""
+
     thread_id: str
     checkpoint_id: str
     parent_id: str | None
     stage: str
     created_at: str = Field(default_factory=utcnow)
-    envelope: dict[str, Any]  # the encoded envelope (may hold blob references)
+    envelope: dict[str, Any] | None = None
+    delta: dict[str, Any] | None = None
+    # the stages this checkpoint records, in the order they ran: a join's parallel branches, then itself
+    records: list[StageRecord] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_state(self) -> Checkpoint:
+        if (self.envelope is None) == (self.delta is None):
+            raise ValueError("a checkpoint keeps either a whole envelope or a delta, not both nor neither")
+        if self.delta is not None and self.parent_id is None:
+            raise ValueError("a delta checkpoint needs the parent it applies to")
+        return self
 
 
 class InterruptRecord(Model):

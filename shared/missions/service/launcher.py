@@ -31,6 +31,7 @@ from missions.core.triggers import TriggerSource
 from missions.ports.conversations import ConversationStore
 from missions.ports.dispatch import DispatchStore, QueueEntry, ResumeTicket
 from missions.ports.store import CheckpointStore, Executions, InterruptRecord, MissionRecord, MissionStore
+from missions.service.checkpoints import state_at
 from missions.service.dispatch import Dispatcher, DispatchResult
 from missions.service.lifecycle import Lifecycle
 
@@ -242,8 +243,8 @@ class Launcher:
         return self.dispatcher.reconcile(before=now() - int(stale_after_seconds * 1e9)).as_dict()
 
     def _carry_on_from(self, source: ForkSource) -> Envelope:
-        checkpoint = self._checkpoints.get(source.mission_id, source.checkpoint_id)
-        envelope = self._codec.decode(checkpoint.envelope)
+        # the whole state at that checkpoint (its snapshot and the deltas since), whichever it is
+        envelope = self._codec.decode(state_at(self._checkpoints, source.mission_id, source.checkpoint_id))
         if envelope.next_stage is None:
             raise MissionRequestError(
                 f"checkpoint {source.checkpoint_id} is the end of the mission; nothing to carry on"

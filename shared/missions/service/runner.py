@@ -9,6 +9,10 @@ Modes:
     item      one item of a fan-out stage's Map: returns a delta
     finalize  the failure path: record why, run the final stage without an LLM, end
 Bounds are never exceptions: a reached bound routes to the final stage with a reason.
+
+A whole stage (run, join, finalize) writes one checkpoint: what it changed in the envelope it was
+given, and its record for the mission's history (missions.core.checkpoints). Nothing it does reads
+or writes more as the mission grows, so a stage costs the same at hop 1,000 as at hop 10.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from missions.core.capability import (
     StageContext,
     StageDefinitionError,
 )
+from missions.core.checkpoints import detached, diff, snapshot_due
 from missions.core.conversation import CONTEXT_KEY as CONVERSATION_KEY
 from missions.core.conversation import MAX_EVIDENCE, MAX_FOCUS, Turn, WorkingMemory, fold
 from missions.core.envelope import (
@@ -65,6 +70,7 @@ from missions.ports.store import (
     InterruptStore,
     MissionStore,
 )
+from missions.service.checkpoints import state_at
 from missions.service.lifecycle import Lifecycle
 
 MODES = ("run", "join", "branch", "item", "finalize")
@@ -140,6 +146,7 @@ class StageToolJournal:
             kept = self.checkpoints.get(self.mission_id + TOOL_JOURNAL_SUFFIX, f"{self.stage_token}#{key}")
         except NotFound:
             return None
+        assert kept.envelope is not None  # a journal entry keeps its call whole
         return ToolCallRecord.from_json(kept.envelope["call"])
 
     def record(self, key: str, call: ToolCallRecord) -> None:
@@ -182,7 +189,13 @@ class StageRunner:
             raise StageRequestError(f"capability '{self.capability.name}' has no stage '{stage}'")
         if not isinstance(request.get("envelope"), dict):
             raise StageRequestError("request has no envelope")
-        envelope = self.services.codec.decode(request["envelope"])
+        given: dict[str, Any] = request["envelope"]
+        if mode in ("run", "join", "finalize"):
+            # the stage gets a copy: values it changes in place must not change `given`, which its
+            # checkpoint's delta is taken against
+            envelope = self.services.codec.decode(detached(given))
+        else:
+            envelope = self.services.codec.decode(given)
         if envelope.capability != self.capability.name:
             raise StageRequestError(f"envelope belongs to '{envelope.capability}', not '{self.capability.name}'")
         envelope.segment_yield = False  # said afresh by each stage (see _commit and the app's segment clock)
@@ -192,10 +205,10 @@ class StageRunner:
                 return self._run_partial(envelope, stage, mode, request)
             hop = request.get("hop")
             if mode == "join":
-                return self._join(envelope, stage, hop)
+                return self._join(envelope, given, stage, hop)
             if mode == "finalize":
-                return self._finalize(envelope, stage, hop)
-            return self._run(envelope, stage, hop)
+                return self._finalize(envelope, given, stage, hop)
+            return self._run(envelope, given, stage, hop)
         finally:
             self.last_timings.total_ms = (self.services.clock() - started) * 1000
             if self.last_report is None:
@@ -205,16 +218,18 @@ class StageRunner:
 
     # -- the three ways a whole stage runs ------------------------------------------------------
 
-    def _run(self, envelope: Envelope, stage: str, asl_hops: Any) -> dict[str, Any]:
+    def _run(self, envelope: Envelope, given: dict[str, Any], stage: str, asl_hops: Any) -> dict[str, Any]:
         """A stage on its own: pre-hook, the model, tools, post-hook, then routing."""
-        return self._whole_stage(envelope, stage, asl_hops, work=lambda ctx, emit: self._work(ctx, emit))
+        return self._whole_stage(envelope, given, stage, asl_hops, work=lambda ctx, emit: self._work(ctx, emit))
 
-    def _join(self, envelope: Envelope, stage: str, asl_hops: Any) -> dict[str, Any]:
+    def _join(self, envelope: Envelope, given: dict[str, Any], stage: str, asl_hops: Any) -> dict[str, Any]:
         """A fan-out stage after its Map: fold its items' outputs (no model call: the items made
         theirs), then route."""
-        return self._whole_stage(envelope, stage, asl_hops, work=lambda ctx, emit: self._work(ctx, emit), fan_out=True)
+        return self._whole_stage(
+            envelope, given, stage, asl_hops, work=lambda ctx, emit: self._work(ctx, emit), fan_out=True
+        )
 
-    def _finalize(self, envelope: Envelope, stage: str, asl_hops: Any) -> dict[str, Any]:
+    def _finalize(self, envelope: Envelope, given: dict[str, Any], stage: str, asl_hops: Any) -> dict[str, Any]:
         """The failure path: record why the mission could not go on, run the final stage's hooks without
         the model, and end the mission failed with whatever it has."""
         failure = self._absorb_failure(envelope) or {
@@ -231,6 +246,7 @@ class StageRunner:
             envelope.interrupt = None
         return self._whole_stage(
             envelope,
+            given,
             stage,
             asl_hops,
             work=lambda ctx, emit: self._finalize_output(ctx, failure),
@@ -240,6 +256,7 @@ class StageRunner:
     def _whole_stage(
         self,
         envelope: Envelope,
+        given: dict[str, Any],
         stage: str,
         asl_hops: Any,
         *,
@@ -260,11 +277,12 @@ class StageRunner:
             event = Event(type=event_type, mission_id=envelope.mission_id, stage=_stage or stage, payload=payload)
             events.append(event)
 
-        if not envelope.history and envelope.counters.agent_hops == 0:
+        if envelope.counters.agent_hops == 0:
             emit(EventType.FLOW_STARTED, capability=envelope.capability, goal=envelope.raw_input[:500])
         if failure is None:
             self._absorb_failure(envelope)  # a failure is only carried to the failure path
-        item_results = self._absorb_branches(envelope, emit, fan_out)
+        records: list[StageRecord] = []  # this checkpoint's: the branches it joins, then itself
+        item_results = self._absorb_branches(envelope, emit, fan_out, records)
         resume, approved_call = self._absorb_resume(envelope, emit)
 
         envelope.current_stage = stage
@@ -314,7 +332,7 @@ class StageRunner:
 
         delta = envelope.counters.model_copy()
         elapsed = (self.services.clock() - t0) * 1000
-        envelope.history.append(
+        records.append(
             StageRecord(
                 stage=stage,
                 started_at=started_at,
@@ -338,7 +356,7 @@ class StageRunner:
         if ended is not None:  # before the end is recorded: a failing write retries this stage, losing nothing
             self._fold_into_conversation(envelope, ended)
         self.last_report = StageReport(self.capability.name, stage, before_stage, envelope.counters.model_copy(), ended)
-        return self._commit(envelope, stage, checkpoint_id, events, status)
+        return self._commit(envelope, given, stage, checkpoint_id, events, status, records, before_stage.agent_hops)
 
     def _fold_into_conversation(self, envelope: Envelope, ended: str) -> None:
         """A mission that is a turn of a conversation folds what it found into its working memory (once,
@@ -648,9 +666,12 @@ class StageRunner:
         envelope.record_error(record["state"] or "?", record["error"], record["cause"] or record["reason"])
         return record
 
-    def _absorb_branches(self, envelope: Envelope, emit: Callable[..., None], fan_out: bool) -> list[Any] | None:
+    def _absorb_branches(
+        self, envelope: Envelope, emit: Callable[..., None], fan_out: bool, records: list[StageRecord]
+    ) -> list[Any] | None:
         """Fold what a Parallel group's branches or a Map's items returned; for a fan-out, the items'
-        outputs (in order) are this stage's to join."""
+        outputs (in order) are this stage's to join. Each branch's record goes into `records` (the
+        joining stage's checkpoint keeps them)."""
         results = envelope.branch_results
         if results is None:
             return None
@@ -664,7 +685,7 @@ class StageRunner:
             for event in delta.get("events", []):
                 emit(EventType(event["type"]), _stage=delta["stage"], **event["payload"])
             if delta.get("history"):
-                envelope.history.append(StageRecord.model_validate(delta["history"]))
+                records.append(StageRecord.model_validate(delta["history"]))
         if fan_out:  # the items belong to this stage
             envelope.work_items = None
             return [d["output"] for d in sorted(deltas, key=lambda d: d.get("index", 0))]
@@ -766,10 +787,22 @@ class StageRunner:
         return Interrupt(kind=asked.kind, stage=stage, question=asked.question, options=asked.options, data=asked.data)
 
     def _commit(
-        self, envelope: Envelope, stage: str, checkpoint_id: str, events: list[Event], status: str
+        self,
+        envelope: Envelope,
+        given: dict[str, Any],
+        stage: str,
+        checkpoint_id: str,
+        events: list[Event],
+        status: str,
+        records: list[StageRecord],
+        hops_before: int,
     ) -> dict[str, Any]:
-        try:  # an earlier attempt of this very stage committed: its history stands, its events are written
-            return self.services.checkpoints.get(envelope.mission_id, checkpoint_id).envelope
+        """Write the stage's events and its checkpoint (write-once), then the mission's progress; return
+        the envelope for the state machine. An earlier attempt of this very stage that committed wins:
+        its state is returned (folded from its checkpoint), so a retried stage returns the same result."""
+        checkpoints = self.services.checkpoints
+        try:  # an earlier attempt of this very stage committed: its state stands, its events are written
+            return state_at(checkpoints, envelope.mission_id, checkpoints.get(envelope.mission_id, checkpoint_id))
         except NotFound:
             pass
         parent = envelope.checkpoint_id
@@ -778,18 +811,20 @@ class StageRunner:
         # an attempt that wrote its events and died before its checkpoint left them as the last batch:
         # this one rewrites them in place
         self.services.events.append(envelope.mission_id, checkpoint_id, events)
-        stored = self.services.checkpoints.put(
-            Checkpoint(
-                thread_id=envelope.mission_id,
-                checkpoint_id=checkpoint_id,
-                parent_id=parent,
-                stage=stage,
-                envelope=encoded,
-            )
+        whole = snapshot_due(parent, hops_before, envelope.counters.agent_hops)
+        checkpoint = Checkpoint(
+            thread_id=envelope.mission_id,
+            checkpoint_id=checkpoint_id,
+            parent_id=parent,
+            stage=stage,
+            envelope=encoded if whole else None,
+            delta=None if whole else diff(given, encoded),
+            records=records,
         )
-        if stored.envelope != encoded:
-            # an earlier attempt of this very stage already committed: keep its history
-            return stored.envelope
+        stored = checkpoints.put(checkpoint)
+        if (stored.envelope, stored.delta) != (checkpoint.envelope, checkpoint.delta):
+            # an earlier attempt of this very stage committed meanwhile: its state stands
+            return state_at(checkpoints, envelope.mission_id, stored)
         if not self._update_mission(envelope, stage, status):
             # the mission ended meanwhile (cancelled): an Express segment cannot be stopped from outside,
             # so it is told to hand back now instead of running the stages after this one

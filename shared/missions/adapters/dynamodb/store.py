@@ -446,7 +446,9 @@ def _compressed(value: Any) -> bytes:
 
 
 class DynamoCheckpointStore:
-    """Checkpoints table: thread_id / checkpoint_id. The envelope is a compact JSON string."""
+    """Checkpoints table: thread_id / checkpoint_id. The whole envelope (a snapshot) or the delta, and
+    the stage records, are compact JSON strings: a number comes back as the very type it was written
+    (DynamoDB's numbers would turn every float and int into a Decimal), and an attribute holds any key."""
 
     def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
         self.table_name = table_name
@@ -454,8 +456,15 @@ class DynamoCheckpointStore:
         self.ttl_seconds = ttl_seconds
 
     def put(self, checkpoint: Checkpoint) -> Checkpoint:
-        item = checkpoint.model_dump(mode="json", exclude={"envelope"})
-        item["envelope"] = json.dumps(checkpoint.envelope, separators=(",", ":"), ensure_ascii=False)
+        item = checkpoint.model_dump(mode="json", exclude=set(_JSON_ATTRIBUTES))
+        for name in _JSON_ATTRIBUTES:
+            value = getattr(checkpoint, name)
+            if value is not None and value != []:
+                item[name] = json.dumps(
+                    value if name != "records" else [r.model_dump(mode="json") for r in value],
+                    separators=(",", ":"),
+                    ensure_ascii=False,
+                )
         expires = _expires_at(self.ttl_seconds)
         if expires is not None:
             item["expires_at"] = expires
@@ -518,8 +527,13 @@ class DynamoCheckpointStore:
     def _decode(raw: dict[str, Any]) -> Checkpoint:
         item = _deserialize(raw)
         item.pop("expires_at", None)
-        item["envelope"] = json.loads(item["envelope"])
+        for name in _JSON_ATTRIBUTES:
+            if name in item:
+                item[name] = json.loads(item[name])
         return Checkpoint.model_validate(item)
+
+
+_JSON_ATTRIBUTES = ("envelope", "delta", "records")  # a checkpoint's attributes kept as JSON text
 
 
 # --------------------------------------------------------------------------- events

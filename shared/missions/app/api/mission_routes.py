@@ -39,6 +39,7 @@ from missions.core.evaluation import Evaluation
 from missions.core.requests import MissionRequest
 from missions.core.triggers import TriggerSource
 from missions.ports.store import MissionRecord, MissionStatus, MissionSummary, lifecycle_of, running_stage
+from missions.service.checkpoints import records_of
 from missions.service.interrupts import waiting_question
 
 _MISSION = "/missions/<mission_id>"
@@ -233,11 +234,19 @@ def _decode_position(cursor: str) -> str:
     responses=responses((200, CheckpointList, "oldest first"), 404),
 )
 def mission_checkpoints(mission_id: str) -> dict[str, Any]:
+    """Each checkpoint (any of them can be forked) with the stage runs it records: the mission's history,
+    read from its checkpoints (the envelope does not carry it)."""
     owned_mission(mission_id, current_user())
     checkpoints = runtime().checkpoints.list(mission_id)
     return {
         "checkpoints": [
-            {"checkpoint_id": c.checkpoint_id, "parent_id": c.parent_id, "stage": c.stage, "created_at": c.created_at}
+            {
+                "checkpoint_id": c.checkpoint_id,
+                "parent_id": c.parent_id,
+                "stage": c.stage,
+                "created_at": c.created_at,
+                "stages": [r.model_dump(mode="json") for r in records_of(c)],
+            }
             for c in checkpoints
         ]
     }

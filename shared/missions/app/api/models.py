@@ -200,11 +200,26 @@ class EventsPage(BaseModel):
     cursor: str | None = Field(description="pass as `after` to read what came next")
 
 
+class StageRun(BaseModel):
+    """One run of one stage: the mission's history, as its checkpoints keep it."""
+
+    stage: str
+    started_at: str
+    duration_ms: float
+    status: str = Field(description="ok | interrupted | error | terminated (unknown: before checkpoints kept it)")
+    next_stage: str | None = None
+    llm_calls: int = 0
+    tool_calls: int = 0
+
+
 class CheckpointView(BaseModel):
     checkpoint_id: str
     parent_id: str | None
     stage: str
     created_at: str
+    stages: list[StageRun] = Field(
+        default_factory=list, description="the stage runs it records: a join's parallel branches, then its own"
+    )
 
 
 class CheckpointList(BaseModel):
