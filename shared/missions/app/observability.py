@@ -76,7 +76,12 @@ def stage_metrics(
 ) -> None:
     """What one stage cost, per capability: its latency, and the model calls, tokens and dollars it spent;
     `ended` is the mission's outcome when this stage was its last."""
-    metrics().add_dimension(name="capability", value=capability)
+    current = metrics().dimension_set.get("capability")
+    if current not in (None, capability):  # another capability's stage is unflushed (in one process): its own
+        metrics().flush_metrics()
+        current = None
+    if current is None:
+        metrics().add_dimension(name="capability", value=capability)
     metrics().add_metric(name="StageLatency", unit=MetricUnit.Milliseconds, value=round(total_ms, 3))
     metrics().add_metric(name="LLMCalls", unit=MetricUnit.Count, value=after.llm_calls - before.llm_calls)
     metrics().add_metric(name="TokensIn", unit=MetricUnit.Count, value=after.tokens_in - before.tokens_in)

@@ -511,8 +511,9 @@ class Runtime:
             raise StageRequestError("stage request without an envelope naming its capability")
         runner = self.runner(envelope["capability"])
         result = runner.handle(event, deadline=_deadline_of(context))
-        if "segment_started" in event and not result.get("segment_yield"):  # has the segment used its time?
-            result["segment_yield"] = segment_spent(event, datetime.now(UTC))
+        if "segment_started" in event:  # a stage of an Express segment: should the segment hand back?
+            # when the mission ended meanwhile (cancelled), or the segment has used its time
+            result["segment_yield"] = runner.mission_ended_meanwhile or segment_spent(event, datetime.now(UTC))
         report = runner.last_report
         if report is not None:
             observability.stage_metrics(

@@ -167,6 +167,8 @@ class StageRunner:
     services: StageServices
     last_timings: StageTimings = field(default_factory=StageTimings)
     last_report: StageReport | None = None
+    # the last stage found its mission ended (cancelled) when it went to record its progress
+    mission_ended_meanwhile: bool = False
     _deadline: float | None = None
 
     @property
@@ -179,6 +181,7 @@ class StageRunner:
         """Run the stage the request names. `deadline` (time.monotonic()) is when its Lambda runs out:
         model calls never run past it, so the stage can still commit what it has."""
         self._deadline = deadline
+        self.mission_ended_meanwhile = False
         started = self.services.clock()
         self.last_timings = StageTimings()
         self.last_report = None
@@ -198,7 +201,7 @@ class StageRunner:
             envelope = self.services.codec.decode(given)
         if envelope.capability != self.capability.name:
             raise StageRequestError(f"envelope belongs to '{envelope.capability}', not '{self.capability.name}'")
-        envelope.segment_yield = False  # said afresh by each stage (see _commit and the app's segment clock)
+        envelope.segment_yield = False  # said afresh by each stage (the app's segment clock)
         before = envelope.counters.model_copy()
         try:
             if mode == "branch" or mode == "item":
@@ -827,8 +830,8 @@ class StageRunner:
             return state_at(checkpoints, envelope.mission_id, stored)
         if not self._update_mission(envelope, stage, status):
             # the mission ended meanwhile (cancelled): an Express segment cannot be stopped from outside,
-            # so it is told to hand back now instead of running the stages after this one
-            return {**encoded, "segment_yield": True}
+            # so the app tells it to hand back now instead of running the stages after this one
+            self.mission_ended_meanwhile = True
         return encoded
 
     def _update_mission(self, envelope: Envelope, stage: str, status: str) -> bool:
