@@ -174,7 +174,9 @@ def run_mission(backend: Backend, hops: int) -> Ran:
     )
     envelope = Envelope(capability=capability.name, raw_input="tick", bounds=capability.pipeline.bounds)
     missions.create(
-        MissionRecord(mission_id=envelope.mission_id, user_id="local", capability=capability.name, goal="tick")
+        MissionRecord(
+            mission_id=envelope.mission_id, user_id="local", capability=capability.name, goal="tick", status="running"
+        )
     )
     state, stage, hop = codec.encode(envelope), "a", 0
     ran = Ran(runner, envelope.mission_id, {}, {})

@@ -23,7 +23,7 @@ from missions.core.checkpoints import (
     same,
     snapshot_due,
 )
-from missions.core.compiler import compile_pipeline
+from missions.core.compiler import compile_mission, compile_pipeline
 from missions.core.envelope import StageRecord
 from missions.ports.store import Checkpoint
 from missions.service.checkpoints import records_of, stage_history, state_at, states
@@ -117,32 +117,32 @@ def test_a_delta_names_only_what_changed_key_by_key_and_always_the_machines_fiel
         "counters": {"agent_hops": 3, "llm_calls": 1},
         "context": {"repo": "."},
         "resume": {"interrupt_id": "i1"},
-        "failure": None,
-        "branch_results": None,
+        **{name: None for name in ("failure", "branch_results", "next_stage", "segment_yield")},
     }
     after = {
         "outputs": {"plan": {"steps": [1, 2]}, "research": {"notes": "x" * 1000}, "draft": {"text": "hi"}},
         "counters": {"agent_hops": 4, "llm_calls": 1},
         "context": {"repo": "."},
         "resume": None,
-        "failure": None,
-        "branch_results": None,
+        **{name: None for name in ("failure", "branch_results", "next_stage", "segment_yield")},
     }
     # When it is diffed
     delta = diff(before, after)
-    # Then the delta holds the new output and the changed counter, not what stayed
+    # Then the delta holds the new output and the changed counter, not what stayed (and the machine's fields)
     assert delta == {
-        "set": {"resume": None, "failure": None, "branch_results": None},
+        "set": dict.fromkeys(MACHINE_FIELDS),
         "keyed": {"outputs": {"set": {"draft": {"text": "hi"}}}, "counters": {"set": {"agent_hops": 4}}},
     }
 
 
 def test_a_field_the_state_machine_writes_is_in_every_delta_even_unchanged():
     # Given the machine's fields, the same before and after (the stage left them as the machine wrote them)
-    state = {"failure": None, "resume": None, "branch_results": None, "next_stage": "b"}
-    # Then the delta still sets them: the parent's state may hold other values there
-    assert diff(state, dict(state)) == {"set": {"failure": None, "resume": None, "branch_results": None}}
-    assert fold({"failure": {"Error": "x"}, "next_stage": "b"}, diff(state, dict(state)))["failure"] is None
+    state = {"failure": None, "resume": None, "branch_results": None, "next_stage": "b", "segment_yield": False}
+    # Then the delta still sets them: the parent's state may hold other values there (an ended failure, the
+    # await state a resumed mission left, a segment told to hand back)
+    assert diff(state, dict(state)) == {"set": state}
+    parent = {"failure": {"Error": "x"}, "next_stage": "await:clarification", "segment_yield": True}
+    assert fold(parent, diff(state, dict(state))) == state
 
 
 def test_removed_fields_and_keys_are_removed_by_the_fold():
@@ -277,8 +277,8 @@ def _result_paths(node: Any) -> Iterator[str]:
 
 @pytest.mark.parametrize("capability", registry.load_all(), ids=lambda c: c.name)
 def test_the_state_machine_writes_into_the_envelope_only_what_every_delta_names(capability):
-    # Given a capability's compiled state machine
-    definition = compile_pipeline(capability.pipeline)
+    # Given a capability's compiled state machines (what it deploys, and the single-level layout)
+    definition = [compile_mission(capability.pipeline).as_dict(), compile_pipeline(capability.pipeline)]
     # When it writes a task's result into the envelope, other than a stage's whole envelope
     written = {path for path in _result_paths(definition) if path.startswith("$.envelope.")}
     # Then it writes one of the fields a checkpoint's delta always names (or inside one): a stage's

@@ -19,8 +19,8 @@ stages before it. Now:
   length; only the total grows, linearly.
 
 Why the delta is taken against the envelope the stage was *given*: that is the parent checkpoint's
-state plus what the state machine wrote into it on the way (`MACHINE_FIELDS`, ResultPaths of the
-compiled ASL), and the runner has it without reading anything. Those fields are put in every delta
+state plus what was written into it on the way (`MACHINE_FIELDS`: ResultPaths of the compiled ASL,
+the handler's segment_yield), and the runner has it without reading anything. Those fields are put in every delta
 whatever their value, so folding the parent's state with the delta is exactly the state the stage
 returned. A new ResultPath into the envelope must be listed there (a test compiles every capability
 and checks it).
@@ -38,9 +38,11 @@ from typing import Any
 
 import pydantic_core
 
-# what the compiled state machine writes into the envelope between two stages (the ResultPaths under
-# $.envelope other than the stage's own result): the stage consumes them, the delta always names them
-MACHINE_FIELDS = ("resume", "failure", "branch_results")
+# what is written into the envelope between two stages, outside the stage: the compiled state machine's
+# ResultPaths under $.envelope other than the stage's own result (an answer, a failure, branch results,
+# the stage a resumed mission goes to) and the stage handler's word to its segment (segment_yield).
+# The delta always names them, so the parent's state with the delta is the stage's, whatever they held.
+MACHINE_FIELDS = ("resume", "failure", "branch_results", "next_stage", "segment_yield")
 # a snapshot at least every this many hops: reading a state folds at most this many - 1 deltas
 SNAPSHOT_EVERY = 32
 
