@@ -424,9 +424,18 @@ def test_code_analysis_records_the_mission_and_a_checkpoint_chain(cloud: LocalCl
     assert cloud.runtime.checkpoints.latest(analysis.mission_id).checkpoint_id == ids[-1]
     last = cloud.runtime.codec.decode(state_at(cloud.runtime.checkpoints, analysis.mission_id, checkpoints[-1]))
     assert last.terminal_reason == "completed" and last.checkpoint_id == ids[-1]
+    assert last.model_dump(exclude={"segment_yield"}) == envelope.model_dump(exclude={"segment_yield"})
 
 
 # =========================================================================== b. interrupts
+
+
+def ended_with(cloud: LocalCloud, mission_id: str) -> dict[str, Any]:
+    """The state at the mission's last checkpoint, decoded (the handler's word to its segment aside)."""
+    last = cloud.runtime.checkpoints.latest(mission_id)
+    assert last is not None
+    state = cloud.runtime.codec.decode(state_at(cloud.runtime.checkpoints, mission_id, last))
+    return state.model_dump(exclude={"segment_yield"})
 
 
 def _wait_for_interrupt(cloud: LocalCloud, mission_id: str):
@@ -486,6 +495,8 @@ def test_a_clarification_answered_through_send_task_success_resumes_at_the_right
     assert cloud.runtime.missions.get(mission_id).status == "completed"
     types = [event.type for event in cloud.events(mission_id)[0]]
     assert types.index(EventType.INTERRUPT_RAISED) < types.index(EventType.INTERRUPT_ANSWERED)
+    # And its checkpoints (what each stage changed, folded from a whole envelope) end in that very envelope
+    assert ended_with(cloud, mission_id) == envelope.model_dump(exclude={"segment_yield"})
 
 
 def test_an_interrupt_takes_one_answer_of_the_right_shape(cloud: LocalCloud) -> None:
