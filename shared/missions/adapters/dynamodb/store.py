@@ -447,8 +447,11 @@ def _compressed(value: Any) -> bytes:
 
 class DynamoCheckpointStore:
     """Checkpoints table: thread_id / checkpoint_id. The whole envelope (a snapshot) or the delta, and
-    the stage records, are compact JSON strings: a number comes back as the very type it was written
-    (DynamoDB's numbers would turn every float and int into a Decimal), and an attribute holds any key."""
+    the stage records, are compact JSON: a number comes back as the very type it was written
+    (DynamoDB's numbers would turn every float and int into a Decimal), and an attribute holds any key.
+    Each is stored compressed (zlib, as binary): a checkpoint is written at every stage, and JSON of
+    tool outputs compresses several times, so most of a stage's write units went to its checkpoint.
+    Checkpoints written before as text still read."""
 
     def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
         self.table_name = table_name
@@ -460,11 +463,7 @@ class DynamoCheckpointStore:
         for name in _JSON_ATTRIBUTES:
             value = getattr(checkpoint, name)
             if value is not None and value != []:
-                item[name] = json.dumps(
-                    value if name != "records" else [r.model_dump(mode="json") for r in value],
-                    separators=(",", ":"),
-                    ensure_ascii=False,
-                )
+                item[name] = _compressed(value if name != "records" else [r.model_dump(mode="json") for r in value])
         expires = _expires_at(self.ttl_seconds)
         if expires is not None:
             item["expires_at"] = expires
@@ -529,7 +528,8 @@ class DynamoCheckpointStore:
         item.pop("expires_at", None)
         for name in _JSON_ATTRIBUTES:
             if name in item:
-                item[name] = json.loads(item[name])
+                stored = item[name]
+                item[name] = json.loads(zlib.decompress(stored) if isinstance(stored, bytes) else stored)
         return Checkpoint.model_validate(item)
 
 
