@@ -136,7 +136,7 @@ def test_ctrl_c_stops_following_a_reply_and_the_next_message_gets_its_result(ser
         process.stdin.write("take your time\n")
         process.stdin.flush()
         _read_until(process, "--conversation conv_")  # the reply began (its headers came)
-        time.sleep(1)
+        time.sleep(3)  # and the CLI follows its stream (a mission's first segment starts first)
         # When the user presses Ctrl-C
         process.send_signal(signal.SIGINT)
         time.sleep(0.5)
