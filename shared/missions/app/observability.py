@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import warnings
 from typing import TYPE_CHECKING, Any
 
@@ -71,11 +72,21 @@ def bind_mission(mission_id: str) -> None:
     logger().set_correlation_id(mission_id)
 
 
+_stage_metrics_lock = threading.Lock()
+
+
 def stage_metrics(
     capability: str, stage: str, total_ms: float, before: Counters, after: Counters, ended: str | None
 ) -> None:
     """What one stage cost, per capability: its latency, and the model calls, tokens and dollars it spent;
     `ended` is the mission's outcome when this stage was its last."""
+    with _stage_metrics_lock:  # the emulation runs stages in threads of one process; Lambda runs one at a time
+        _add_stage_metrics(capability, stage, total_ms, before, after, ended)
+
+
+def _add_stage_metrics(
+    capability: str, stage: str, total_ms: float, before: Counters, after: Counters, ended: str | None
+) -> None:
     current = metrics().dimension_set.get("capability")
     if current not in (None, capability):  # another capability's stage is unflushed (in one process): its own
         metrics().flush_metrics()
