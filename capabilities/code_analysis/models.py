@@ -68,11 +68,20 @@ class ToolRun(_Out):
     citations: list[str]
 
 
+class TermSearch(_Out):
+    """A word of the goal that no tool result held, searched for again over every text file."""
+
+    term: str
+    mentions: int
+    searched: str  # what was searched, as a gap says it
+
+
 class Traversal(_Out):
     goal: str
     results: list[ToolRun]
     succeeded: int
     failed: int
+    term_searches: list[TermSearch] = Field(default_factory=list)
 
 
 class Finding(_Out):
@@ -101,6 +110,7 @@ class Synthesis(SynthesisOutput):
 
     goal: str
     stages: list[GoalFindings]
+    dropped: list[str] = Field(default_factory=list, description="findings or gaps the code refused, and why")
 
 
 class CriticOutput(_Out):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from capabilities.code_analysis.evidence import read_definition, read_digest
+from capabilities.code_analysis.evidence import DEFINED, Line, read_call, read_definition, read_digest
 from capabilities.code_analysis.models import (
     CriticOutput,
     Finding,
@@ -21,157 +21,241 @@ from capabilities.code_analysis.models import (
     PlanStep,
     SynthesisOutput,
 )
+from capabilities.code_analysis.questions import Question, classify, identifiers, keywords, stem
 from missions.core.llm import LLMRequest
 
-STOPWORDS = frozenset(
-    """
-a about after all also an and any are as at be been by can code could do does doing done each
-explain find for from get has have how i if in into is it its me my of on or our repo repository
-should show so tell that the their them then there these this those to use used uses using was what
-when where which who why will with work works would you your project file files function functions
-class classes method methods defined define implemented implement happen happens handle handled
-handles help please something anything stuff thing things look need want know question
-""".split()
-)
-IDENTIFIER = re.compile(
-    r"`([^`]+)`|\b([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+)\b|"
-    r"\b([a-z]+_[a-z0-9_]+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]*)\b"
-)
-GOAL_SPLIT = re.compile(r"\?|;|,\s*and\s+|\band also\b|\bas well as\b")
+GOAL_SPLIT = re.compile(r"\?|;|,\s*and\s+|\band also\b|\bas well as\b|\band (?=(?:who|what|where|how|which)\b)")
+PRONOUN = re.compile(r"\b(it|this|that|them|its)\b", re.IGNORECASE)
 MAX_FINDINGS = 8
-
-
-def identifiers(text: str) -> list[str]:
-    found = [next(g for g in m.groups() if g) for m in IDENTIFIER.finditer(text)]
-    return list(dict.fromkeys(f.strip("()") for f in found if f))
-
-
-def keywords(text: str) -> list[str]:
-    idents = {i.lower() for i in identifiers(text)}
-    words = re.findall(r"[A-Za-z][A-Za-z0-9_-]{2,}", text)
-    return list(dict.fromkeys(w.lower() for w in words if w.lower() not in STOPWORDS and w.lower() not in idents))
-
-
-def stem(word: str) -> str:
-    """A crude English stem, enough to match 'answered' with answer_interrupt."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
+INTENT_TYPES: dict[str, IntentType] = {
+    "definition": "locate",
+    "callers": "locate",
+    "setting": "locate",
+    "event": "locate",
+    "path": "trace",
+    "explain": "explain",
+    "search": "explain",
+}
 
 
 def _intent(request: LLMRequest) -> IntentOutput:
     text = str(request.facts.get("question") or "")
     earlier = [str(name) for name in request.facts.get("in_focus_earlier") or [] if identifiers(str(name))]
-    if earlier and not identifiers(text):  # a follow-up: "it" is what the conversation was about
-        referred = re.sub(r"\b(it|this|that)\b", earlier[0], text, count=1)
-        text = referred if referred != text else f"{text} ({earlier[0]})"
     parts = [p.strip(" .,") for p in GOAL_SPLIT.split(text) if p and p.strip(" .,")]
-    goals = [p for p in parts if identifiers(p) or keywords(p)][:3]
-    terms = (identifiers(text) + keywords(text))[:12]
-    if not terms:
+    goals: list[str] = []
+    focus = earlier[0] if earlier else None
+    for part in parts:
+        subjects = classify(part).subjects
+        if not subjects and focus and PRONOUN.search(part):  # "it": what the question or conversation was about
+            part = PRONOUN.sub(focus, part, count=1)
+        elif not subjects and focus and not keywords(part):
+            part = f"{part} ({focus})"
+        asked = classify(part)
+        focus = asked.subjects[0] if asked.subjects else focus
+        if asked.subjects or asked.terms:
+            goals.append(part)
+    goals = goals[:3]
+    terms = list(dict.fromkeys(t for g in goals for q in [classify(g)] for t in (*q.subjects, *q.terms)))[:12]
+    if not goals:
         return IntentOutput(
             goals=[text or "?"],
             clarification_needed=True,
             clarification_question="Which function, class, file or behaviour should I look into?",
         )
-    lowered = text.lower()
-    kind: IntentType = (
-        "locate"
-        if lowered.startswith(("where", "which file", "find"))
-        else ("trace" if "flow" in lowered or "call" in lowered else "explain")
-    )
-    return IntentOutput(intent_type=kind, goals=goals or [text], search_terms=terms)
+    return IntentOutput(intent_type=INTENT_TYPES[classify(goals[0]).kind], goals=goals, search_terms=terms)
+
+
+def _step(tool: str, why: str, **params: object) -> PlanStep:
+    return PlanStep(tool=tool, params=dict(params), why=why)
 
 
 def _plan(request: LLMRequest) -> PlanOutput:
+    """Tools chosen by what the goal asks: definitions from the index, callers from call sites, a path
+    from the call graph; text search only for words (stems, case-insensitive), never question words."""
     goal = str(request.facts.get("current_goal") or "")
     broaden = int(request.facts.get("attempt") or 1) > 1  # an earlier plan for this goal found nothing
-    idents, words = identifiers(goal), keywords(goal)
-    steps: list[PlanStep] = []
-    for ident in idents[:3]:
+    asked = classify(goal)
+    subjects, steps = asked.subjects[:2], []
+    for subject in subjects:
+        if asked.kind == "definition":
+            steps.append(_step("code.find_symbol", f"find where {subject} is defined", name=subject))
+            if broaden:
+                steps.append(_step("code.find_references", f"find {subject} named anywhere", name=subject))
+        elif asked.kind == "callers":
+            tool = "code.find_references" if broaden else "code.find_callers"
+            steps.append(_step(tool, f"find the code that calls {subject}", name=subject))
+            steps.append(_step("code.find_symbol", f"find where {subject} is defined", name=subject))
+        elif asked.kind == "explain":
+            steps.append(_step("code.find_symbol", f"read the definition of {subject}", name=subject))
+            steps.append(_step("code.callees", f"find what {subject} calls", name=subject))
+            if broaden:
+                steps.append(_step("code.find_references", f"find how {subject} is used", name=subject))
+        elif asked.kind != "path":
+            steps.append(_step("code.find_symbol", f"find where {subject} is defined", name=subject))
+            steps.append(_step("code.find_references", f"find where {subject} is used", name=subject))
+    if asked.kind == "path" and len(asked.subjects) == 2:
+        source, target = asked.subjects
+        depth = 6 if broaden else 4
         steps.append(
-            PlanStep(
-                tool="code.find_symbol",
-                params={"name": ident.split(".")[-1] if "." in ident and ident[0].islower() else ident},
-                why=f"find where {ident} is defined",
+            _step(
+                "code.call_path",
+                f"find how {source} reaches {target}",
+                source=source,
+                target=target,
+                max_depth=depth,
             )
         )
-        steps.append(
-            PlanStep(
-                tool="code.grep",
-                params={"pattern": re.escape(ident.split(".")[-1]), "glob": "*.py", "max_matches": 20},
-                why=f"find where {ident} is used",
-            )
-        )
-    stems = [stem(w) for w in words]
+        steps.append(_step("code.find_symbol", f"find where {source} is defined", name=source))
+        if broaden:
+            steps.append(_step("code.find_callers", f"find what calls {target}", name=target))
+    terms = list(asked.terms)
     if broaden:  # identifier parts too
-        stems += [stem(p) for i in idents for p in re.split(r"[_.]|(?<=[a-z])(?=[A-Z])", i) if len(p) > 3]
-    for word in list(dict.fromkeys(stems))[: 3 if not idents else 2]:
+        terms += [stem(p.lower()) for i in subjects for p in re.split(r"[_.]|(?<=[a-z])(?=[A-Z])", i) if len(p) > 3]
+    for term in list(dict.fromkeys(terms))[: 3 if not subjects else 2]:
+        if asked.kind in ("definition", "callers", "path", "explain") and subjects and not broaden:
+            break  # the index answers these; words would only add lines beside the point
         steps.append(
-            PlanStep(
-                tool="code.grep",
-                params={
-                    "pattern": rf"^\s*(async def|def|class) \w*{re.escape(word)}",
-                    "glob": "*.py",
-                    "ignore_case": True,
-                    "max_matches": 20,
-                },
-                why=f"find definitions named after '{word}'",
+            _step(
+                "code.grep",
+                f"find definitions named after '{term}'",
+                pattern=rf"^\s*(export\s+)?(async\s+)?(def|class|function|func|interface|type)\s+\w*{re.escape(term)}",
+                ignore_case=True,
+                max_matches=20,
             )
         )
         steps.append(
-            PlanStep(
-                tool="code.grep",
-                params={"pattern": re.escape(word), "glob": "*.py", "ignore_case": True, "max_matches": 20},
-                why=f"find code mentioning '{word}'",
+            _step(
+                "code.grep", f"find code mentioning '{term}'", pattern=re.escape(term), ignore_case=True, max_matches=20
             )
         )
     if not steps:
-        steps.append(
-            PlanStep(tool="code.list_files", params={"pattern": "*.py"}, why="nothing specific to search: survey")
-        )
+        steps.append(_step("code.list_files", "nothing specific to search: survey", pattern="*"))
     return PlanOutput(
         goal=goal,
         steps=steps[:8],
-        reasoning=f"search definitions of {idents[:3]} and mentions of {stems[:4]}"
+        reasoning=f"a {asked.kind} question about {subjects or 'no named symbol'}; words searched: {terms[:4]}"
         + (" (broadened after an empty first attempt)" if broaden else ""),
     )
 
 
 def _synthesize(request: LLMRequest) -> SynthesisOutput:
+    """Findings of the kind the goal asks for (a definition, its call sites, a path's hops), each
+    restating one evidence line; gaps only for what the evidence says was searched and not found."""
     goal = str(request.facts.get("current_goal") or "")
-    terms = _terms(goal)
-    scored: list[tuple[float, Finding]] = []
-    for kind, file, line, text in read_digest(request.facts.get("evidence") or []):
-        if kind == "definitions":
-            what, qualname, signature, docstring = read_definition(text)
-            doc = f": {docstring}" if docstring else ""
-            claim = f"`{qualname}` is a {what} defined as `{signature}`{doc}"
-            scored.append((10.0, Finding(claim=claim[:1000], citations=[f"{file}:{line}"])))
-        elif kind == "matches":
-            scored.append(_line_finding(file, line, text, terms, goal))
-        else:
-            score, finding = _line_finding(file, line, text, terms, goal)
-            scored.append((score - 0.25, finding))  # context lines only count when they say something
-    chosen = _pick(scored)
-    hit = " ".join(f.claim.lower() for f in chosen)
-    gaps = [f"nothing found for '{t}'" for t in terms if t not in hit][:3]
+    asked = classify(goal)
+    lines = list(read_digest(request.facts.get("evidence") or []))
+    chosen = _answer(asked, lines) or _pick([_scored(line, _terms(goal), goal, asked.subjects) for line in lines])
+    gaps = [f"nothing found for '{m['term']}': {m['searched']}" for m in request.facts.get("not_found") or []]
+    gaps += [
+        str(section["failed"]).removeprefix("not_found: ")
+        for section in request.facts.get("evidence") or []
+        if str(section.get("failed", "")).startswith("not_found: ") and not chosen
+    ]
     files = sorted({f.citations[0].rsplit(":", 1)[0] for f in chosen})
     summary = (
         f"{len(chosen)} piece(s) of evidence across {len(files)} file(s), chiefly {', '.join(files[:3])}."
         if chosen
         else "The searches found no evidence for this goal."
     )
-    return SynthesisOutput(summary=summary, findings=chosen, gaps=gaps)
+    return SynthesisOutput(summary=summary, findings=chosen, gaps=list(dict.fromkeys(gaps))[:3])
+
+
+def _names(subject: str, qualname: str) -> bool:
+    wanted = subject.split(".")
+    return qualname.split(".")[-len(wanted) :] == wanted
+
+
+def _definition_finding(line: Line) -> Finding:
+    what, qualname, signature, docstring = read_definition(line.text)
+    doc = f": {docstring}" if docstring else ""
+    claim = f"`{qualname}` is a {what} defined at {line.file}:{line.line} as `{signature}`{doc}"
+    return Finding(claim=claim[:1000], citations=[f"{line.file}:{line.line}"])
+
+
+def _call_finding(line: Line, verb: str = "calls") -> Finding:
+    code, name, caller = read_call(line.text)
+    who = caller if caller != "module level" else f"module-level code in {line.file}"  # quoted: only the line's text
+    claim = f"{who} {verb} `{name}` at {line.file}:{line.line}: `{code.strip()[:200]}`"
+    return Finding(claim=claim, citations=[f"{line.file}:{line.line}"])
+
+
+def _answer(asked: Question, lines: list[Line]) -> list[Finding]:
+    """The findings a question of this kind is answered by, or [] to fall back to scored lines."""
+    subjects = asked.subjects
+    definitions = [
+        line
+        for line in lines
+        if line.kind == "definitions" and any(_names(s, read_definition(line.text)[1]) for s in subjects)
+    ]
+    found: list[Finding] = []
+    if asked.kind == "definition":
+        found = [_definition_finding(line) for line in definitions]
+    elif asked.kind == "callers":
+        calls = [
+            line
+            for line in lines
+            if line.kind == "calls" or (line.kind == "references" and line.text.endswith("(call)"))
+        ]
+        calls.sort(key=lambda line: _is_test(line.file))  # the code under test first; tests call it too
+        found = [_call_finding(line) for line in calls] or [_definition_finding(line) for line in definitions[:1]]
+    elif asked.kind == "explain":
+        terms = [t for t in asked.terms if len(t) > 3]
+        members = [line for line in lines if line.kind == "definitions" and line not in definitions]
+        about = [m for m in members if any(t in m.text.lower() for t in terms)] or members[:2]
+        calls = [line for line in lines if line.kind == "callees"]
+        # what it calls of the repository's own code first (builtins say little), words of the goal before that
+        calls.sort(key=lambda line: (-sum(t in line.text.lower() for t in terms), DEFINED not in line.text))
+        found = [_definition_finding(line) for line in [*definitions[:1], *about[:3]]]
+        found += [_call_finding(line) for line in calls][: MAX_FINDINGS - len(found)]
+    elif asked.kind == "path":
+        hops = [_call_finding(line) for line in lines if line.kind == "path"]
+        if hops:
+            source = [
+                _definition_finding(line) for line in definitions if _names(subjects[0], read_definition(line.text)[1])
+            ]
+            found = source[:1] + hops
+    return _unique(found)[:MAX_FINDINGS]
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    seen: set[str] = set()
+    kept = []
+    for finding in findings:
+        if finding.citations[0] not in seen:
+            seen.add(finding.citations[0])
+            kept.append(finding)
+    return kept
+
+
+def _is_test(file: str) -> bool:
+    name = file.rsplit("/", 1)[-1]
+    return (
+        file.startswith(("tests/", "test/"))
+        or "/tests/" in file
+        or "/test/" in file
+        or name.startswith("test_")
+        or "_test." in name
+        or ".test." in name
+        or ".spec." in name
+    )
+
+
+def _scored(line: Line, terms: list[str], goal: str, subjects: list[str]) -> tuple[float, Finding]:
+    if line.kind == "definitions":
+        return 10.0 if any(t in line.text.lower() for t in terms) else 1.0, _definition_finding(line)
+    calls = ("calls", "callees", "path", "references")
+    text = read_call(line.text)[0] if line.kind in calls and "  # " in line.text else line.text
+    score, finding = _line_finding(line.file, line.line, text, terms, goal)
+    if subjects and not any(s.split(".")[-1].lower() in text.lower() for s in subjects):
+        score -= 3  # a question about a name is answered by lines that name it
+    return (score - 0.25 if line.kind == "code_read" else score), finding  # context lines count when they say something
 
 
 def _terms(goal: str) -> list[str]:
-    """Lower-cased identifiers, their parts, and keywords (with a crude stem) of a goal."""
-    idents = identifiers(goal)
-    parts = [p for i in idents for p in re.split(r"[_.]|(?<=[a-z])(?=[A-Z])", i) if len(p) > 3]
-    words = [stem(w) for w in keywords(goal)]
-    return list(dict.fromkeys(t.lower() for t in idents + parts + words))
+    """Lower-cased subjects, their parts, and the goal's other words (stemmed) of a goal."""
+    asked = classify(goal)
+    parts = [p for i in asked.subjects for p in re.split(r"[_.]|(?<=[a-z])(?=[A-Z])", i) if len(p) > 3]
+    return list(dict.fromkeys(t.lower() for t in [*asked.subjects, *parts, *asked.terms]))
 
 
 def _line_finding(file: str, line: int, text: str, terms: list[str], goal: str) -> tuple[float, Finding]:
@@ -217,6 +301,13 @@ def _critique(request: LLMRequest) -> CriticOutput:
     done: list[str] = facts.get("answered_so_far") or []
     current: dict[str, Any] = facts.get("current") or {}
     goal = current.get("goal")
+    check: dict[str, Any] = facts.get("evidence_check") or {}
+    if check.get("answers") is False and int(facts.get("attempt") or 1) < 2:
+        return CriticOutput(
+            decision="REPLAN",
+            verdict=f"the evidence does not answer '{goal}': {check.get('why')}",
+            remaining_goals=[g for g in goals if g not in done],
+        )
     if not current.get("findings") and int(facts.get("attempt") or 1) < 2:
         return CriticOutput(
             decision="REPLAN",

@@ -9,6 +9,7 @@ critic may judge the goals but never add one.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -16,6 +17,7 @@ from capabilities.code_analysis import evidence
 from capabilities.code_analysis.models import (
     Answer,
     CriticOutput,
+    Finding,
     GoalFindings,
     IntentOutput,
     Plan,
@@ -23,10 +25,12 @@ from capabilities.code_analysis.models import (
     Survey,
     Synthesis,
     SynthesisOutput,
+    TermSearch,
     ToolRun,
     Traversal,
 )
-from capabilities.code_analysis.repo_tools import CATALOG
+from capabilities.code_analysis.questions import classify
+from capabilities.code_analysis.repo_tools import CATALOG, count_mentions
 from missions.core.capability import Ctx, EvidenceChainViolation, stage
 from missions.core.envelope import InterruptKind
 from missions.core.tools import ToolResult
@@ -85,7 +89,16 @@ def next_goal(intent: IntentOutput, planner: Plan | None, critic: CriticOutput |
 def planner(ctx: Ctx, intent: IntentOutput, planner: Plan | None, critic: CriticOutput | None) -> Plan:
     """Plans the tool calls for one goal: the first, the same again after a REPLAN, the next after NEXT_STAGE."""
     goal, attempt = next_goal(intent, planner, critic)
-    said = ctx.think(PlanOutput, current_goal=goal, attempt=attempt, search_terms=intent.search_terms, tools=tools())
+    asked = classify(goal)
+    said = ctx.think(
+        PlanOutput,
+        current_goal=goal,
+        attempt=attempt,
+        question_kind=asked.kind,
+        subjects=asked.subjects,
+        search_terms=asked.terms or intent.search_terms,
+        tools=tools(),
+    )
     return Plan(goal=goal, steps=said.steps, reasoning=said.reasoning, attempt=attempt)
 
 
@@ -117,14 +130,33 @@ def traverser(ctx: Ctx, planner: Plan) -> Traversal:
 
     for step in planner.steps:
         run(step.tool, dict(step.params), step.why)
-    for follow in _follow_ups(runs):
-        run("code.read_lines", follow, "read the code around what the search found")
+    asked = classify(planner.goal)
+    if asked.kind in ("search", "setting", "event"):  # the index's kinds answer from call sites, not from lines read
+        for follow in _follow_ups(runs):
+            run("code.read_lines", follow, "read the code around what the search found")
     return Traversal(
         goal=planner.goal,
         results=runs,
         succeeded=sum(1 for r in runs if r.status == "success"),
         failed=sum(1 for r in runs if r.status != "success"),
+        term_searches=_search_unfound(repo, [*asked.subjects, *asked.terms], runs),
     )
+
+
+def _search_unfound(repo: str, terms: list[str], runs: list[ToolRun]) -> list[TermSearch]:
+    """Each word no tool result mentions, searched case-insensitively over every text file: a gap may
+    say a word is not in the repository only on this evidence."""
+    said = " ".join(json.dumps(r.data).lower() for r in runs if r.status == "success")
+    searches = []
+    for term in terms:
+        if term.lower() in said:
+            continue
+        mentions, files = count_mentions(repo, term)
+        how = (
+            f"no case-insensitive match in any of the {files} text files" if not mentions else f"{mentions} mention(s)"
+        )
+        searches.append(TermSearch(term=term, mentions=mentions, searched=how))
+    return searches
 
 
 def _follow_ups(runs: list[ToolRun]) -> list[dict[str, Any]]:
@@ -149,25 +181,72 @@ def _follow_ups(runs: list[ToolRun]) -> list[dict[str, Any]]:
 def synthesizer(ctx: Ctx, traverser: Traversal, synthesizer: Synthesis | None) -> Synthesis:
     """Turns the evidence into findings, each citing lines a tool returned, and keeps every goal's so far."""
     shown, truncated = evidence.digest(traverser.results)
-    facts: dict[str, Any] = {"current_goal": traverser.goal, "evidence": shown}
+    asked = classify(traverser.goal)
+    not_found = [{"term": t.term, "searched": t.searched} for t in traverser.term_searches if not t.mentions]
+    facts: dict[str, Any] = {
+        "current_goal": traverser.goal,
+        "question_kind": asked.kind,
+        "evidence": shown,
+        "not_found": not_found,
+    }
     if truncated:
         facts["evidence_truncated"] = f"only the first {evidence.EVIDENCE_CHARS} characters of evidence are shown"
     said = ctx.think(SynthesisOutput, **facts)
     evidence.check([ref for finding in said.findings for ref in finding.citations], ctx.citations, "the synthesizer")
-    current = GoalFindings(goal=traverser.goal, summary=said.summary, findings=said.findings, gaps=said.gaps)
+    findings, gaps, dropped = _on_point(ctx, asked.kind, asked.subjects, said, traverser)
+    current = GoalFindings(goal=traverser.goal, summary=said.summary, findings=findings, gaps=gaps)
     earlier = [part for part in (synthesizer.stages if synthesizer else []) if part.goal != traverser.goal]
     return Synthesis(
-        summary=said.summary, findings=said.findings, gaps=said.gaps, goal=traverser.goal, stages=[*earlier, current]
+        summary=said.summary,
+        findings=findings,
+        gaps=gaps,
+        goal=traverser.goal,
+        stages=[*earlier, current],
+        dropped=dropped,
     )
 
 
+GAP_TERM = re.compile(r"nothing found for '([^']+)'")
+
+
+def _on_point(
+    ctx: Ctx, kind: str, subjects: list[str], said: SynthesisOutput, traverser: Traversal
+) -> tuple[list[Finding], list[str], list[str]]:
+    """The model's findings and gaps, less what is beside the point: a finding citing a line that is
+    neither the subject's definition nor a call of it (for questions about those), and a gap naming a
+    word the repository does contain."""
+    found = evidence.relevant(kind, subjects, traverser.results)
+    findings, dropped = [], []
+    for finding in said.findings:
+        if kind in ("callers", "definition", "path", "explain") and (found.calls or found.definitions):
+            stray = [ref for ref in finding.citations if not found.holds(ref)]
+            if stray:
+                dropped.append(f"finding citing {stray}: not a definition or call of {' / '.join(subjects)}")
+                continue
+        findings.append(finding)
+    gaps = []
+    for gap in said.gaps:
+        named = GAP_TERM.search(gap)
+        mentions = count_mentions(ctx.repository_root(), named[1])[0] if named else 0
+        if mentions:
+            dropped.append(f"gap '{gap}': the repository mentions '{named[1] if named else ''}' {mentions} time(s)")
+        else:
+            gaps.append(gap)
+    return findings, gaps, dropped
+
+
 @stage
-def critic(ctx: Ctx, intent: IntentOutput, planner: Plan, synthesizer: Synthesis) -> CriticOutput:
+def critic(ctx: Ctx, intent: IntentOutput, planner: Plan, traverser: Traversal, synthesizer: Synthesis) -> CriticOutput:
     """Judges this goal's findings against the goals; it may name only goals the intent stage set."""
+    asked = classify(synthesizer.goal)
+    cited = [ref for finding in synthesizer.findings for ref in finding.citations]
+    ok, why = evidence.answers(asked.kind, asked.subjects, cited, traverser.results)
     said = ctx.think(
         CriticOutput,
         goals=intent.goals,
         attempt=planner.attempt,
+        question_kind=asked.kind,
+        evidence_check={"answers": ok, "why": why},
         answered_so_far=[part.goal for part in synthesizer.stages if part.findings],
         searched_without_findings=[part.goal for part in synthesizer.stages if not part.findings],
         current={
@@ -180,6 +259,12 @@ def critic(ctx: Ctx, intent: IntentOutput, planner: Plan, synthesizer: Synthesis
     invented = [goal for goal in said.remaining_goals if goal not in intent.goals]
     if invented:
         raise EvidenceChainViolation(f"the critic added goals {invented}; it may only judge")
+    if not ok and said.decision != "REPLAN" and planner.attempt == 1:  # once: the plan is sent back, broader
+        remaining = said.remaining_goals or [g for g in intent.goals if g != synthesizer.goal]
+        verdict = f"sent back: {why}"
+        return CriticOutput(
+            decision="REPLAN", verdict=verdict, remaining_goals=[g for g in remaining if g in intent.goals]
+        )
     if said.decision == "NEXT_STAGE" and not said.remaining_goals:
         return said.model_copy(update={"decision": "COMPLETE"})  # nothing left to move on to
     return said

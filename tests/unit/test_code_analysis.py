@@ -129,9 +129,14 @@ def synthesize(ctx: Ctx, goal: str, earlier: Synthesis | None = None) -> Synthes
 
 def critique(said: CriticOutput, goals: list[str]) -> CriticOutput:
     plan = Plan(goal=goals[0], steps=[PlanStep(tool="code.grep")], attempt=1)
-    synthesis = Synthesis(summary="s", goal=goals[0], stages=[])
+    found = [Finding(claim="`x` reads it", citations=["a.py:1"])]
+    synthesis = Synthesis(summary="s", goal=goals[0], stages=[], findings=found)
     return critic.func(
-        ctx=context("critic", said), intent=IntentOutput(goals=goals), planner=plan, synthesizer=synthesis
+        ctx=context("critic", said),
+        intent=IntentOutput(goals=goals),
+        planner=plan,
+        traverser=Traversal(goal=goals[0], results=[], succeeded=0, failed=0),
+        synthesizer=synthesis,
     )
 
 
@@ -231,7 +236,9 @@ class Ledger:
 RULES = """def check_limit(balance, max_balance) -> bool:
     return balance <= max_balance
 """
-DEFINITION = re.compile(r"^`(?P<qualname>[^`]+)` is a (?:function|class) defined as `(?P<signature>[^`]+)`")
+DEFINITION = re.compile(
+    r"^`(?P<qualname>[^`]+)` is a (?:function|method|class|interface|type) defined at \S+ as `(?P<signature>[^`]+)`"
+)
 
 
 @pytest.fixture

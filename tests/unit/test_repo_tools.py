@@ -89,8 +89,19 @@ def repo(tmp_path: Path, outside: Path) -> Path:
 def test_all_tools_are_registered_read_only_without_retries():
     # Given the module catalog / When its specs are listed
     ids = {spec.id for spec in CATALOG.list()}
-    # Then the four tools are there, read-only and never retried
-    assert ids == {"code.list_files", "code.grep", "code.read_lines", "code.find_symbol"}
+    # Then the text tools and the index's tools are there, read-only and never retried
+    assert ids == {
+        "code.list_files",
+        "code.grep",
+        "code.read_lines",
+        "code.find_symbol",
+        "code.find_callers",
+        "code.find_references",
+        "code.callees",
+        "code.call_path",
+        "code.imports",
+        "code.dependents",
+    }
     for spec in CATALOG.list():
         assert spec.risk is RiskLevel.READ_ONLY and spec.max_retries == 0
         assert "repo" in spec.parameters.model_json_schema()["properties"]
@@ -285,7 +296,7 @@ def test_find_symbol_method_by_name_or_qualified_name(repo, name):
     # Given the repo / When looking for a method plainly or as Class.method
     [symbol] = call("code.find_symbol", repo=str(repo), name=name).data["symbols"]
     # Then the method is found with its qualified name and def line
-    assert symbol["qualname"] == "Greeter.greet" and symbol["kind"] == "function"
+    assert symbol["qualname"] == "Greeter.greet" and symbol["kind"] == "method"
     assert line_of(repo, symbol["file"], symbol["line"]).strip() == "def greet(self, name):"
 
 
