@@ -1,8 +1,9 @@
 """`make bench`: stage overhead, Step Functions state sizes, import times, peak memory, the runner
 against LangGraph, the runner's cost per stage as a mission grows (hop 10, 100, 1,000), dispatch,
 infrastructure cost per mission, package sizes and synth time, the dev server under load (missions
-per second over HTTP, its memory after 1,000 missions), and the chat API (first streamed byte against
-baselines, a conversation's working memory over 20 turns).
+per second over HTTP, its memory after 1,000 missions), the chat API (first streamed byte against
+baselines, a conversation's working memory over 20 turns), and code_analysis's accuracy on pinned
+third-party packages in three languages (bench/code_qa.py).
 
 Times are noisy on shared machines, so import times are medians of repeated fresh
 processes and are reported as ratios to `import boto3` measured in the same run. They are measured
@@ -247,6 +248,7 @@ def main() -> None:
     results["peak_rss_mb"] = peak_memory_mb()
     from bench import (
         chat,
+        code_qa,
         cost,
         devserver,
         dispatch,
@@ -268,6 +270,7 @@ def main() -> None:
     results["repositories"] = repositories.run()
     results["devserver"] = devserver.run()
     results["chat"] = chat.run()
+    results["code_qa"] = code_qa.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -280,6 +283,7 @@ def main() -> None:
         **chat.checks(results["chat"]),
         **cost.checks(results["infra_cost"]),
         **long_mission.checks(results["long_mission"]),
+        **code_qa.checks(results["code_qa"]),
         **{
             f"{name}: LLM calls within level {r['complexity']} budget ({r['llm_budget']})": r["within_budget"]
             for name, r in results["mission_types"].items()
@@ -350,6 +354,8 @@ def main() -> None:
     for measure, value in devserver.rows(results["devserver"]):
         table.add_row(measure, value)
     for measure, value in chat.rows(results["chat"]):
+        table.add_row(measure, value)
+    for measure, value in code_qa.rows(results["code_qa"]):
         table.add_row(measure, value)
     for name, ok in checks.items():
         table.add_row(name, "[green]yes[/]" if ok else "[red]NO[/]")
