@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-INDEX_VERSION = 1  # bump when the stored shape changes: old cache files are then rebuilt
+INDEX_VERSION = 2  # bump when the stored shape changes: old cache files are then rebuilt
 MAX_FILE_BYTES = 1_000_000
 MAX_LINE_CHARS = 300
 # generated or vendored trees: answers cite the sources, not copies of them (e.g. the built Lambda layer)
@@ -543,12 +543,12 @@ def _tree_sitter(language: str) -> Callable[[str, bytes], Parsed]:
                     walk(child, inner_scope, function if is_type else definition)
                     continue
                 if child.type in _CALLS:
-                    called = _ts_called(child, text)
-                    if called:
-                        line = child.start_point[0] + 1
+                    called = _ts_called(child)
+                    if called is not None:
+                        line = called.start_point[0] + 1  # the name's line: a chained call spans several
                         calls.append(
                             CallSite(
-                                called,
+                                text(called),
                                 file,
                                 line,
                                 _line_text(lines, line),
@@ -630,24 +630,23 @@ def _comment_above(lines: list[bytes], line: int) -> str | None:
     return None
 
 
-def _ts_called(node: Any, text: Callable[[Any], str]) -> str | None:
-    """The name a call calls: f(), obj.f(), new F(), obj.<T>f(), Java's obj.f() and new F()."""
+def _ts_called(node: Any) -> Any | None:
+    """The name node a call calls: f(), obj.f(), new F(), obj.<T>f(), Java's obj.f() and new F()."""
     if node.type == "method_invocation":
-        name = node.child_by_field_name("name")
-        return text(name) if name is not None else None
+        return node.child_by_field_name("name")
     if node.type == "object_creation_expression":
         target = node.child_by_field_name("type")
     else:
         target = node.child_by_field_name("function") or node.child_by_field_name("constructor")
     while target is not None:
         if target.type in ("identifier", "type_identifier", "field_identifier", "property_identifier"):
-            return text(target)
+            return target
         if target.type in ("member_expression", "selector_expression"):
             target = target.child_by_field_name("property") or target.child_by_field_name("field")
         elif target.type in ("generic_type", "scoped_type_identifier"):
             named = target.named_children
             target = named[-1] if target.type == "scoped_type_identifier" and named else (named[0] if named else None)
-        elif target.type == "parenthesized_expression" or target.type == "non_null_expression":
+        elif target.type in ("parenthesized_expression", "non_null_expression"):
             target = target.named_children[0] if target.named_children else None
         else:
             return None

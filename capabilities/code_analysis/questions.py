@@ -100,9 +100,11 @@ def stem(word: str) -> str:
 def _plain_subject(text: str) -> str | None:
     """`Where is compute defined?`: a lower-case single word named where a symbol goes."""
     match = PLAIN_SUBJECT.search(text.strip())
-    if match and match.group(1).lower() not in STOPWORDS:
-        return match.group(1)
-    return None
+    if not match:
+        return None
+    named = match.group(1)
+    # `File` mid-sentence names a symbol even when `file` is a word of asking; `file` does not
+    return named if named.lower() not in STOPWORDS or named[0].isupper() else None
 
 
 def classify(goal: str) -> Question:

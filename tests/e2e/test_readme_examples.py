@@ -229,6 +229,20 @@ def test_the_cli_blocks_run_as_written(server: DevServer, shop: Path, tmp_path: 
     assert "safety violation(s)" in run_cli(remote[5], values, tmp_path, env)  # evaluate: the ended ones scored
 
 
+# -- "Code questions in any language" ---------------------------------------------------------------
+
+
+def test_the_typescript_questions_run_as_written_and_cite_what_the_readme_says(tmp_path: Path):
+    defined_and_called, path = sh_blocks("## Code questions in any language")[0]
+    env = environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config"))
+    answer = run_cli(defined_and_called, {}, ROOT, env)
+    assert "[src/uploads.ts:10]" in answer and "[src/uploads.ts:20]" in answer, answer
+    assert "Uploads.create calls `toFile`" in answer and "(gap:" not in answer
+    chain = run_cli(path, {}, ROOT, env)
+    cited = [ref for ref in ("src/index.ts:7", "src/uploads.ts:20", "src/uploads.ts:11") if f"[{ref}]" in chain]
+    assert len(cited) == 3, chain  # createUpload -> Uploads.create -> toFile -> readBytes, a call per line
+
+
 # -- "Chat in the terminal" -------------------------------------------------------------------------
 
 

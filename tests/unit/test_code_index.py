@@ -254,3 +254,17 @@ def test_a_file_that_does_not_parse_is_skipped_with_why(tmp_path: Path):
     assert [d.name for d in built.definitions] == ["fine"]
     assert built.skipped and built.skipped[0].startswith("broken.py: SyntaxError")
     assert built.stats["files"] == 2 and built.stats["bytes"] > 0
+
+
+def test_rg_is_found_under_the_layers_bin_when_it_is_not_on_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # Given a layer laid out as pip --target lays it out (/opt/python/bin/rg), and no rg on PATH
+    layer = tmp_path / "python"
+    (layer / "bin").mkdir(parents=True)
+    rg = layer / "bin" / "rg"
+    rg.write_text("#!/bin/sh\n")
+    rg.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(code_index.sys, "executable", str(tmp_path / "no-venv" / "python"))
+    monkeypatch.setattr(code_index.sys, "path", [str(tmp_path / "elsewhere"), str(layer)])
+    # Then the index's rg is the layer's
+    assert code_index.ripgrep() == str(rg)
