@@ -13,6 +13,7 @@ import pytest
 from functions.stage.handler import lambda_handler as stage_handler
 from functions.status.handler import lambda_handler as status_handler
 from missions.app import observability
+from missions.core.envelope import Counters
 from missions.core.requests import MissionRequest
 from missions.local.patches import LocalContext
 from missions.ports.store import MissionRecord
@@ -73,6 +74,16 @@ def test_a_stage_publishes_what_it_cost_per_capability(fresh, capsys):
     assert {"StageLatency", "LLMCalls", "TokensIn", "TokensOut", "CostUSD"} <= names
     [latency] = document["StageLatency"] if isinstance(document["StageLatency"], list) else [document["StageLatency"]]
     assert latency > 0
+
+
+def test_disabled_metrics_print_nothing_even_past_powertools_batch_of_100(fresh, capsys, monkeypatch):
+    # Given metrics disabled, as the emulation disables them (stdout is the CLI's output there)
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    # When more stages end than Powertools batches before it flushes by itself
+    for _ in range(150):
+        observability.stage_metrics("shopping", "execute", 1.0, Counters(), Counters(), None)
+    # Then nothing was printed
+    assert capsys.readouterr().out == ""
 
 
 def test_the_tracer_is_not_made_unless_the_settings_ask(fresh):

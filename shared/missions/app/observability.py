@@ -80,6 +80,10 @@ def stage_metrics(
 ) -> None:
     """What one stage cost, per capability: its latency, and the model calls, tokens and dollars it spent;
     `ended` is the mission's outcome when this stage was its last."""
+    from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+
+    if is_metrics_disabled():  # Powertools' flush at 100 values prints even when disabled (the emulation's stdout)
+        return
     with _stage_metrics_lock:  # the emulation runs stages in threads of one process; Lambda runs one at a time
         _add_stage_metrics(capability, stage, total_ms, before, after, ended)
 
