@@ -51,6 +51,7 @@ QUESTIONS = 15  # per kind and language in `make bench`
 MAX_CALLERS = 15
 MAX_PATH = 4  # calls on a path that still counts as "a real path from A to B"
 SCALE_FILES = 10_000
+SCALE_MARGIN = 100
 SCALE_QUESTIONS = 5
 QUESTION_TIMEOUT = 120.0
 GOALS = {"definitions": 100.0, "callers": 95.0, "false_gaps": 0, "index_10k_s": 60.0, "seconds_per_question": 10.0}
@@ -350,10 +351,11 @@ def _site_packages() -> Path:
 
 def assemble_scale(packages: Sequence[Package], files: int = SCALE_FILES) -> tuple[Path, int]:
     """.bench/code_qa/scale: the packages under pkgs/, then the venv's Python sources (sorted) under
-    site-packages/, hard-linked (copied across file systems), until `files` source files."""
+    libs/ (not site-packages/: the index skips installed dependencies, as it should in a repository),
+    hard-linked (copied across file systems), until `files` source files."""
     root = CACHE / "scale"
     marker = root / ".complete"
-    if marker.exists() and marker.read_text().strip() == str(files):
+    if marker.exists() and marker.read_text().strip() == f"{files} libs":
         return root, sum(1 for p in root.rglob("*") if p.is_file() and p.suffix in SOURCE_SUFFIXES)
     if root.exists():
         import shutil
@@ -371,7 +373,7 @@ def assemble_scale(packages: Sequence[Package], files: int = SCALE_FILES) -> tup
         if count >= files:
             break
         if "__pycache__" not in path.parts:
-            sources.append((path, root / "site-packages" / path.relative_to(site)))
+            sources.append((path, root / "libs" / path.relative_to(site)))
             count += 1
     for source, target in sources:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -379,12 +381,13 @@ def assemble_scale(packages: Sequence[Package], files: int = SCALE_FILES) -> tup
             os.link(source, target)
         except OSError:
             target.write_bytes(source.read_bytes())
-    marker.write_text(f"{files}\n")
+    marker.write_text(f"{files} libs\n")
     return root, count
 
 
 def run_scale(asker: Asker, truths: dict[Package, GroundTruth], questions: int, seed: int) -> dict[str, Any]:
-    root, count = assemble_scale(list(truths), SCALE_FILES)
+    # a few files are hidden or .gitignore'd inside the packages copied in: assemble a margin over 10,000
+    root, count = assemble_scale(list(truths), SCALE_FILES + SCALE_MARGIN)
     result: dict[str, Any] = {"source_files": count, "index": index_stats(root)}
     rng = random.Random(seed)
     records = []
@@ -503,8 +506,10 @@ def checks(results: dict[str, Any]) -> dict[str, bool]:
     scale = results.get("scale")
     if scale:
         index = scale["index"]
-        out["code QA: 10k-file index <= 60 s"] = bool(index.get("available")) and (
-            index.get("wall_s", GOALS["index_10k_s"] + 1) <= GOALS["index_10k_s"]
+        out["code QA: 10k-file index <= 60 s"] = (
+            bool(index.get("available"))
+            and index.get("files", 0) >= SCALE_FILES  # every file was indexed, none skipped as vendored
+            and index.get("wall_s", GOALS["index_10k_s"] + 1) <= GOALS["index_10k_s"]
         )
         out["code QA: <= 10 s per question on 10k files"] = (scale["seconds_max"] or 0) <= GOALS["seconds_per_question"]
     return out

@@ -27,13 +27,14 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 INDEX_VERSION = 2  # bump when the stored shape changes: old cache files are then rebuilt
 MAX_FILE_BYTES = 1_000_000
 MAX_LINE_CHARS = 300
-# generated or vendored trees: answers cite the sources, not copies of them (e.g. the built Lambda layer)
-SKIP_DIRS = ("node_modules", "__pycache__", "cdk.out", "build", "dist", "site-packages", ".venv", "vendor")
+# installed dependencies and caches: answers cite the repository's code, not copies of others'. Build
+# output (build/, dist/) is left to the repository's .gitignore: a package may well be named `build`.
+SKIP_DIRS = ("node_modules", "__pycache__", "site-packages", ".venv", "cdk.out")
 LANGUAGES = {
     ".py": "python",
     ".pyi": "python",
@@ -50,8 +51,7 @@ LANGUAGES = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Definition:
+class Definition(NamedTuple):
     name: str
     qualname: str  # Outer.method, func.inner; a Go method is Receiver.method
     kind: str  # function | method | class | interface | type
@@ -63,8 +63,7 @@ class Definition:
     docstring: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CallSite:
+class CallSite(NamedTuple):
     """`name` (the called identifier, without its receiver) is called at file:line inside `caller`
     (the enclosing function's qualname; None at module level)."""
 
@@ -76,8 +75,7 @@ class CallSite:
     caller_line: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class Import:
+class Import(NamedTuple):
     file: str
     line: int
     module: str  # as written: a dotted module, a relative path, a Go import path, a Java class
@@ -759,13 +757,13 @@ def _store(index: CodeIndex) -> int:
         "snapshot": index.snapshot,
         "files": index.files,
         "languages": index.languages,
-        "definitions": [_row(d) for d in index.definitions],
-        "calls": [_row(c) for c in index.calls],
-        "imports": [_row(i) for i in index.imports],
+        "definitions": index.definitions,  # tuples: JSON arrays
+        "calls": index.calls,
+        "imports": index.imports,
         "skipped": index.skipped,
         "stats": index.stats,
     }
-    data = zlib.compress(json.dumps(payload, separators=(",", ":")).encode(), 6)
+    data = zlib.compress(json.dumps(payload, separators=(",", ":")).encode(), 1)  # fast: it is a cache
     try:
         target = _path(index.snapshot)
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -775,10 +773,6 @@ def _store(index: CodeIndex) -> int:
     except OSError:
         pass  # a read-only or full disk: the index still serves this process from memory
     return len(data)
-
-
-def _row(item: Definition | CallSite | Import) -> list[Any]:
-    return [getattr(item, name) for name in item.__slots__]
 
 
 def _load(key: str) -> CodeIndex | None:
