@@ -135,6 +135,21 @@ def _version_key(agent: str, version: int) -> str:
     return f"version#{agent}#{version:06d}"
 
 
+# attribute names of a totals item (several are DynamoDB reserved words: always named through placeholders)
+_TOTAL_NAMES = {
+    "calls": "calls",
+    "errors": "errors",
+    "ti": "tokens_in",
+    "to": "tokens_out",
+    "cost": "cost_usd",
+    "lat": "latency_ms",
+    "cap": "capability",
+    "agent": "agent",
+    "version": "version",
+    "model": "model",
+}
+
+
 class DynamoUsageStore:
     def __init__(self, table_name: str, client: Any = None, ttl_days: int = USAGE_TTL_DAYS):
         self.table_name, self.ttl_days = table_name, ttl_days
@@ -155,15 +170,16 @@ class DynamoUsageStore:
             self._client.update_item(
                 TableName=self.table_name,
                 Key={"pk": {"S": f"totals#{owner}"}, "sk": {"S": sk}},
-                UpdateExpression="ADD calls :one, errors :err, tokens_in :ti, tokens_out :to, cost_usd :c, "
-                "latency_ms :l SET capability = :cap, agent = :agent, version = :v, model = :m",
+                UpdateExpression="ADD #calls :one, #errors :err, #ti :ti, #to :to, #cost :c, #lat :l "
+                "SET #cap = :cap, #agent = :agent, #version = :v, #model = :m",
+                ExpressionAttributeNames={f"#{short}": name for short, name in _TOTAL_NAMES.items()},
                 ExpressionAttributeValues={
                     ":one": {"N": "1"},
                     ":err": {"N": "0" if record.outcome == "ok" else "1"},
                     ":ti": {"N": str(record.tokens_in)},
                     ":to": {"N": str(record.tokens_out)},
-                    ":c": {"N": repr(round(record.cost_usd, 8))},
-                    ":l": {"N": repr(round(record.latency_ms, 3))},
+                    ":c": {"N": f"{record.cost_usd:.8f}"},  # fixed-point: no exponent a parser may trip on
+                    ":l": {"N": f"{record.latency_ms:.3f}"},
                     ":cap": {"S": record.capability},
                     ":agent": {"S": record.agent},
                     ":v": {"S": json.dumps(record.version)},
@@ -172,7 +188,9 @@ class DynamoUsageStore:
             )
 
     def for_mission(self, mission_id: str) -> list[UsageRecord]:
-        return [UsageRecord.model_validate_json(item["body"]["S"]) for item in self._query(f"mission#{mission_id}")]
+        return [
+            UsageRecord.model_validate_json(item["body"]["S"]) for item in self._query(f"mission#{mission_id}", "call#")
+        ]
 
     def totals(self, capability: str, user_id: str | None = None) -> list[UsageTotal]:
         items = self._query(f"totals#{user_id if user_id is not None else EVERYONE}", f"{capability}#")
@@ -192,7 +210,7 @@ class DynamoUsageStore:
             for item in items
         ]
 
-    def _query(self, pk: str, prefix: str = "") -> list[Any]:
+    def _query(self, pk: str, prefix: str) -> list[Any]:
         items: list[Any] = []
         kwargs: dict[str, Any] = {
             "TableName": self.table_name,
