@@ -25,6 +25,10 @@ from missions.core.agents import AgentState, AgentVersion, AuditEntry
 from missions.core.errors import ConflictError
 from missions.core.usage import UsageRecord, UsageTotal
 
+# totals are summed as integers (ADD of decimals drifts, and moto re-reads a zero decimal as "0E-8"):
+# dollars in units of 1e-8 (costs are rounded so), milliseconds in microseconds
+COST_UNITS = 10**8
+LATENCY_UNITS = 1000
 USAGE_TTL_DAYS = 400  # a year of calls to compare, then the records go (their totals stay)
 EVERYONE = "*"
 
@@ -141,8 +145,8 @@ _TOTAL_NAMES = {
     "errors": "errors",
     "ti": "tokens_in",
     "to": "tokens_out",
-    "cost": "cost_usd",
-    "lat": "latency_ms",
+    "cost": "cost_units",
+    "lat": "latency_units",
     "cap": "capability",
     "agent": "agent",
     "version": "version",
@@ -178,8 +182,8 @@ class DynamoUsageStore:
                     ":err": {"N": "0" if record.outcome == "ok" else "1"},
                     ":ti": {"N": str(record.tokens_in)},
                     ":to": {"N": str(record.tokens_out)},
-                    ":c": {"N": f"{record.cost_usd:.8f}"},  # fixed-point: no exponent a parser may trip on
-                    ":l": {"N": f"{record.latency_ms:.3f}"},
+                    ":c": {"N": str(round(record.cost_usd * COST_UNITS))},
+                    ":l": {"N": str(round(record.latency_ms * LATENCY_UNITS))},
                     ":cap": {"S": record.capability},
                     ":agent": {"S": record.agent},
                     ":v": {"S": json.dumps(record.version)},
@@ -204,8 +208,8 @@ class DynamoUsageStore:
                 errors=int(item["errors"]["N"]),
                 tokens_in=int(item["tokens_in"]["N"]),
                 tokens_out=int(item["tokens_out"]["N"]),
-                cost_usd=round(float(item["cost_usd"]["N"]), 8),
-                latency_ms=round(float(item["latency_ms"]["N"]), 3),
+                cost_usd=round(int(item["cost_units"]["N"]) / COST_UNITS, 8),
+                latency_ms=round(int(item["latency_units"]["N"]) / LATENCY_UNITS, 3),
             )
             for item in items
         ]
