@@ -50,7 +50,7 @@ def _operator() -> str:
 @app.get(
     "/agents/<capability>",
     summary="A capability's agents: the version each runs, and the models a mission may name",
-    responses=responses((200, AgentList, "every agent of its pipeline"), 404, 503),
+    responses=responses((200, AgentList, "every agent of its pipeline"), 404, 422, 503),
 )
 def list_agents(capability: Name) -> dict[str, Any]:
     current_user()
@@ -61,7 +61,7 @@ def list_agents(capability: Name) -> dict[str, Any]:
 @app.get(
     _AGENT,
     summary="An agent: its state and every version",
-    responses=responses((200, AgentDetail, "state and versions, oldest first"), 404, 503),
+    responses=responses((200, AgentDetail, "state and versions, oldest first"), 404, 422, 503),
 )
 def get_agent(capability: Name, agent: Name) -> dict[str, Any]:
     current_user()
@@ -71,7 +71,7 @@ def get_agent(capability: Name, agent: Name) -> dict[str, Any]:
 @app.get(
     f"{_AGENT}/versions/<version>",
     summary="One version of an agent",
-    responses=responses((200, AgentVersionView, "the version"), 404, 503),
+    responses=responses((200, AgentVersionView, "the version"), 404, 422, 503),
 )
 def get_version(capability: Name, agent: Name, version: Version) -> dict[str, Any]:
     current_user()
@@ -81,7 +81,7 @@ def get_version(capability: Name, agent: Name, version: Version) -> dict[str, An
 @app.post(
     f"{_AGENT}/versions",
     summary="Create a version (operators): checked against the capability, not active until promoted",
-    responses=responses((201, AgentVersionView, "the new version"), 403, 404, 409, 503, body=True),
+    responses=responses((201, AgentVersionView, "the new version"), 403, 404, 409, 422, 503, body=True),
 )
 def create_version(capability: Name, agent: Name, body: AgentVersionCreate) -> Response[dict[str, Any]]:
     actor = _operator()
@@ -95,7 +95,7 @@ def create_version(capability: Name, agent: Name, body: AgentVersionCreate) -> R
 @app.post(
     f"{_AGENT}/versions/<version>/clone",
     summary="Clone a version into a new one (operators)",
-    responses=responses((201, AgentVersionView, "the new version"), 403, 404, 409, 503, body=True),
+    responses=responses((201, AgentVersionView, "the new version"), 403, 404, 409, 422, 503, body=True),
 )
 def clone_version(capability: Name, agent: Name, version: Version, body: AgentClone) -> Response[dict[str, Any]]:
     actor = _operator()
@@ -106,7 +106,7 @@ def clone_version(capability: Name, agent: Name, version: Version, body: AgentCl
 @app.post(
     f"{_AGENT}/promote",
     summary="Make a version the one new missions run (operators); no deploy",
-    responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 503, body=True),
+    responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 422, 503, body=True),
 )
 def promote(capability: Name, agent: Name, body: AgentPromote) -> dict[str, Any]:
     actor = _operator()
@@ -118,7 +118,7 @@ def promote(capability: Name, agent: Name, body: AgentPromote) -> dict[str, Any]
 @app.post(
     f"{_AGENT}/rollback",
     summary="Restore the version active before the current one (operators)",
-    responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 503),
+    responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 422, 503),
 )
 def rollback(capability: Name, agent: Name) -> dict[str, Any]:
     actor = _operator()
@@ -130,7 +130,7 @@ def rollback(capability: Name, agent: Name) -> dict[str, Any]:
 @app.post(
     f"{_AGENT}/enable",
     summary="Let new missions of the capability start again (operators)",
-    responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 503),
+    responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 422, 503),
 )
 def enable(capability: Name, agent: Name) -> dict[str, Any]:
     actor = _operator()
@@ -142,7 +142,7 @@ def enable(capability: Name, agent: Name) -> dict[str, Any]:
 @app.post(
     f"{_AGENT}/disable",
     summary="Stop new missions of the capability from starting (operators); running ones go on",
-    responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 503),
+    responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 422, 503),
 )
 def disable(capability: Name, agent: Name) -> dict[str, Any]:
     actor = _operator()
@@ -180,7 +180,7 @@ def audit(capability: Name, agent: Name, limit: Annotated[int, Query(ge=1, le=50
 @app.get(
     "/missions/<mission_id>/usage",
     summary="Every model call of your mission: stage, agent, version, provider, model, tokens, cost, latency",
-    responses=responses((200, MissionUsage, "in the order they were made"), 404, 503),
+    responses=responses((200, MissionUsage, "in the order they were made"), 404, 422, 503),
 )
 def mission_usage(mission_id: Annotated[str, Path(min_length=1, max_length=80)]) -> dict[str, Any]:
     owned_mission(mission_id, current_user())
