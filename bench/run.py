@@ -247,6 +247,7 @@ def main() -> None:
     results["imports"] = import_times()
     results["peak_rss_mb"] = peak_memory_mb()
     from bench import (
+        agent_config,
         chat,
         code_qa,
         cost,
@@ -271,6 +272,7 @@ def main() -> None:
     results["devserver"] = devserver.run()
     results["chat"] = chat.run()
     results["code_qa"] = code_qa.run()
+    results["agent_config"] = agent_config.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -281,6 +283,7 @@ def main() -> None:
         **infra.checks(results["deployment"]),
         **devserver.checks(results["devserver"]),
         **chat.checks(results["chat"]),
+        **agent_config.checks(results["agent_config"]),
         **cost.checks(results["infra_cost"]),
         **long_mission.checks(results["long_mission"]),
         **code_qa.checks(results["code_qa"]),
@@ -340,6 +343,8 @@ def main() -> None:
                 f"max per user {figures.get('max_concurrent_per_user')}",
             )
     for measure, value in runner_vs_langgraph.rows(results["runner_vs_langgraph"]):
+        table.add_row(measure, value)
+    for measure, value in agent_config.rows(results["agent_config"]):
         table.add_row(measure, value)
     for measure, value in runner_scaling.rows(results["runner_scaling"]):
         table.add_row(measure, value)

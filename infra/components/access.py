@@ -69,6 +69,7 @@ _DRAINS = {
     "checkpoints": TableAccess((GET, PUT)),
     "dispatch": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, CONDITION_CHECK)),
     "repositories": TableAccess((GET,)),  # a mission's repository is checked again when it starts
+    "agents": TableAccess((QUERY,)),  # a starting mission pins its capability's active agent versions
 }
 # Submitting a mission: the record (deleted again if its queue entry or its own start fails, so
 # nothing is half-made), the drain, and the user's stored preferences read into its context.
@@ -97,6 +98,8 @@ ACCESS: dict[str, Access] = {
             "memory": TableAccess((GET, PUT, QUERY)),
             # a mission that is a turn of a conversation folds its turn into the working memory (final stage)
             "conversations": TableAccess((GET, PUT)),
+            "agents": TableAccess((GET,)),  # the agent version its mission pinned (never a write)
+            "usage": TableAccess((PUT, UPDATE)),  # each model call, and its totals (ADD)
         },
         blobs=_BLOBS_RW,
     ),
@@ -122,6 +125,9 @@ ACCESS: dict[str, Access] = {
             "repositories": TableAccess((GET, PUT, UPDATE, DELETE, QUERY), indexes=("by_owner",)),
             "idempotency": TableAccess((GET, PUT, UPDATE, DELETE)),  # Powertools Idempotency's records
             "conversations": TableAccess((GET, QUERY, DELETE)),  # a turn starts from it; users list and forget
+            # operators' versions (a transaction: the version, the state on its revision, the audit entry)
+            "agents": TableAccess((GET, PUT, QUERY)),
+            "usage": TableAccess((QUERY,)),  # a mission's calls, and the totals the metrics read
         },
         blobs=_BLOBS_RW,
         # presigning an upload needs PutObject on it; deleting a repository removes its objects

@@ -256,6 +256,12 @@ def dev(
         "--repo-root",
         help="A directory whose repositories missions may read by path (repeatable; default: the current directory).",
     ),
+    operators: list[str] = typer.Option(
+        [],
+        "--operator",
+        help="A user who may change agent configurations and share repositories (repeatable; "
+        "default: MISSIONS_OPERATORS, a JSON list).",
+    ),
 ) -> None:
     """Serve the HTTP API on 127.0.0.1 over the embedded emulation (dev tokens: 'Bearer dev:<user>')."""
     from missions.local.devserver import DEV_TOKEN_PREFIX, DevServer
@@ -270,7 +276,9 @@ def dev(
     sources = {t.source: {"secret": webhook_secret} for c in capabilities for t in c.triggers.webhooks}
     llm = _llm_settings()
     roots = _repo_roots(repo_roots or [os.getcwd()])
-    with LocalCloud(settings={**llm, "webhook_sources": sources, "repo_roots": roots}) as cloud:
+    named = operators or _operators_from_env()
+    settings = {**llm, "webhook_sources": sources, "repo_roots": roots, "operators": named}
+    with LocalCloud(settings=settings) as cloud:
         try:
             server = DevServer(cloud, port=port).start()
         except OSError as exc:
@@ -291,6 +299,9 @@ def dev(
         )
         out.print(f'  schedules: POST {server.url}/_dev/clock {{"advance_seconds": 3600}}', highlight=False)
         out.print(f"  repositories readable by path: {', '.join(roots)}", highlight=False)
+        out.print(
+            f"  operators (agent configurations): {', '.join(named) or 'none (--operator USER)'}", highlight=False
+        )
         out.print(f"  OpenAPI: {server.url}/openapi.json · Ctrl-C stops", highlight=False)
         try:
             while True:
@@ -543,6 +554,263 @@ def repos_rm(
     with _one_line():
         _api(ctx, env, api_url, token, region).call("DELETE", _path("repositories", repository_id), ok=(204,))
     out.print(f"deleted {repository_id}")
+
+
+# -- agents as data: versioned agent configurations -----------------------------------------------
+
+agents_app = typer.Typer(
+    no_args_is_help=True,
+    help="Versioned agent configurations: list, show, create, promote, roll back (operators write).",
+)
+app.add_typer(agents_app, name="agents")
+
+
+def _agent_line(agent: dict[str, Any]) -> str:
+    state = "enabled" if agent["enabled"] else "DISABLED"
+    return (
+        f"{agent['agent']:<14} v{agent['active']} active (latest v{agent['latest']})  {state}  by {agent['updated_by']}"
+    )
+
+
+@agents_app.command("list")
+def agents_list(
+    ctx: typer.Context,
+    capability: str = typer.Argument(..., help="The capability."),
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Each agent of a capability with the version new missions run, and the models a mission may name."""
+    with _one_line():
+        found = _api(ctx, env, api_url, token, region).call("GET", _path("agents", capability))
+    if as_json:
+        out.print_json(data=found)
+        return
+    for agent in found["agents"]:
+        out.print(escape(_agent_line(agent)), highlight=False)
+    out.print(f"models a mission may name: {', '.join(found['models']) or 'none'}", highlight=False)
+
+
+@agents_app.command("show")
+def agents_show(
+    ctx: typer.Context,
+    capability: str = typer.Argument(..., help="The capability."),
+    agent: str = typer.Argument(..., help="The agent (a stage of its pipeline)."),
+    version: int | None = typer.Option(None, "--version", min=1, help="One version, whole (default: all, listed)."),
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """An agent's versions (or one version whole, with its prompt)."""
+    api = _api(ctx, env, api_url, token, region)
+    with _one_line():
+        if version is not None:
+            found = api.call("GET", _path("agents", capability, agent, "versions", str(version)))
+        else:
+            found = api.call("GET", _path("agents", capability, agent))
+    if as_json or version is not None:
+        out.print_json(data=found)
+        return
+    out.print(escape(_agent_line(found)), highlight=False)
+    for entry in found["versions"]:
+        mark = "*" if entry["version"] == found["active"] else " "
+        line = f"{mark} v{entry['version']}  {entry['created_at'][:19]}  {entry['created_by']}  {entry['source']}"
+        out.print(escape(f"{line}  {entry['note']}".rstrip()), highlight=False)
+
+
+@agents_app.command("create")
+def agents_create(
+    ctx: typer.Context,
+    capability: str = typer.Argument(..., help="The capability."),
+    agent: str = typer.Argument(..., help="The agent."),
+    prompt: str | None = typer.Option(None, "--prompt", help="The prompt template ({{agent}}, {{capability}}...)."),
+    prompt_file: str | None = typer.Option(None, "--prompt-file", help="Read the prompt template from a file."),
+    model: str | None = typer.Option(None, "--model", help="A model with a known price."),
+    fallback_model: str | None = typer.Option(None, "--fallback-model", help="Asked when the model keeps failing."),
+    temperature: float | None = typer.Option(None, "--temperature", min=0.0, max=2.0),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", min=1),
+    tools: str | None = typer.Option(None, "--tools", help="Enabled tools, comma-separated (within the stage's)."),
+    based_on: int | None = typer.Option(None, "--based-on", min=1, help="The version to change (default: active)."),
+    note: str = typer.Option("", "--note", help="Why (kept with the version and in the audit trail)."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Create a version (operators): the given settings over the active version; promote it to use it."""
+    if prompt is not None and prompt_file is not None:
+        fail("--prompt and --prompt-file: give one")
+    if prompt_file is not None:
+        try:
+            with open(prompt_file, encoding="utf-8") as handle:
+                prompt = handle.read()
+        except OSError as exc:
+            fail(f"--prompt-file: {exc.strerror}: {prompt_file}")
+    given = {
+        "prompt": prompt,
+        "model": model,
+        "fallback_model": fallback_model,
+        "temperature": temperature,
+        "max_tokens": max_tokens,
+        "tools": [t.strip() for t in tools.split(",") if t.strip()] if tools is not None else None,
+        "based_on": based_on,
+    }
+    body: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    if note:
+        body["note"] = note
+    with _one_line():
+        created = _api(ctx, env, api_url, token, region).call(
+            "POST", _path("agents", capability, agent, "versions"), body, ok=(201,)
+        )
+    out.print(f"created {capability}/{agent} v{created['version']} (promote it: missions agents promote "
+              f"{capability} {agent} {created['version']})", highlight=False)  # fmt: skip
+
+
+def _agent_write(ctx: typer.Context, api_args: tuple[Any, ...], path: list[str], body: Any = None) -> dict[str, Any]:
+    with _one_line():
+        return _api(ctx, *api_args).call("POST", _path("agents", *path), body)  # type: ignore[no-any-return]
+
+
+@agents_app.command("promote")
+def agents_promote(
+    ctx: typer.Context,
+    capability: str = typer.Argument(..., help="The capability."),
+    agent: str = typer.Argument(..., help="The agent."),
+    version: int = typer.Argument(..., min=1, help="The version new missions run from now on."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Make a version the one new missions run (operators); no deploy."""
+    state = _agent_write(ctx, (env, api_url, token, region), [capability, agent, "promote"], {"version": version})
+    out.print(escape(_agent_line(state)), highlight=False)
+
+
+@agents_app.command("rollback")
+def agents_rollback(
+    ctx: typer.Context,
+    capability: str = typer.Argument(..., help="The capability."),
+    agent: str = typer.Argument(..., help="The agent."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Restore the version that was active before the current one (operators)."""
+    state = _agent_write(ctx, (env, api_url, token, region), [capability, agent, "rollback"])
+    out.print(escape(_agent_line(state)), highlight=False)
+
+
+@agents_app.command("clone")
+def agents_clone(
+    ctx: typer.Context,
+    capability: str = typer.Argument(..., help="The capability."),
+    agent: str = typer.Argument(..., help="The agent."),
+    version: int = typer.Argument(..., min=1, help="The version to copy into a new one."),
+    note: str = typer.Option("", "--note", help="Why."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Copy a version into a new one (operators)."""
+    path = [capability, agent, "versions", str(version), "clone"]
+    created = _agent_write(ctx, (env, api_url, token, region), path, {"note": note})
+    out.print(f"created {capability}/{agent} v{created['version']} ({created['source']})", highlight=False)
+
+
+@agents_app.command("enable")
+def agents_enable(
+    ctx: typer.Context,
+    capability: str = typer.Argument(..., help="The capability."),
+    agent: str = typer.Argument(..., help="The agent."),
+    disable: bool = typer.Option(False, "--disable", help="Disable it instead: no new mission starts."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Enable an agent (or --disable it: new missions of the capability are refused) (operators)."""
+    action = "disable" if disable else "enable"
+    state = _agent_write(ctx, (env, api_url, token, region), [capability, agent, action])
+    out.print(escape(_agent_line(state)), highlight=False)
+
+
+@agents_app.command("diff")
+def agents_diff(
+    ctx: typer.Context,
+    capability: str = typer.Argument(..., help="The capability."),
+    agent: str = typer.Argument(..., help="The agent."),
+    older: int = typer.Argument(..., min=1, help="One version."),
+    newer: int = typer.Argument(..., min=1, help="The other."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """What changed between two versions, field by field."""
+    with _one_line():
+        found = _api(ctx, env, api_url, token, region).call(
+            "GET", _path("agents", capability, agent, "diff"), query={"from": older, "to": newer}
+        )
+    if not found["changes"]:
+        out.print(f"v{older} and v{newer} are the same", highlight=False)
+    for name, change in found["changes"].items():
+        out.print(escape(f"{name}: {change['from']!r} -> {change['to']!r}"), highlight=False, soft_wrap=True)
+
+
+@agents_app.command("audit")
+def agents_audit(
+    ctx: typer.Context,
+    capability: str = typer.Argument(..., help="The capability."),
+    agent: str = typer.Argument(..., help="The agent."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Who changed the agent, when, and what (newest first)."""
+    with _one_line():
+        found = _api(ctx, env, api_url, token, region).call("GET", _path("agents", capability, agent, "audit"))
+    for entry in found["entries"]:
+        detail = json.dumps(entry["detail"], sort_keys=True) if entry["detail"] else ""
+        out.print(
+            escape(f"{entry['at'][:19]}  {entry['actor']}  {entry['action']}  {detail}".rstrip()),
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+@app.command("usage")
+def usage(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Every model call of a mission: stage, agent version, provider, model, tokens, cost, latency, outcome."""
+    with _one_line():
+        found = _api(ctx, env, api_url, token, region).call("GET", _path("missions", mission_id, "usage"))
+    if as_json:
+        out.print_json(data=found)
+        return
+    for call in found["calls"]:
+        line = (
+            f"{call['stage']:<12} v{call['version'] or 1}  {call['provider']}/{call['model']}  "
+            f"{call['tokens_in']}+{call['tokens_out']} tokens  ${call['cost_usd']:.6f}  {call['latency_ms']:.0f} ms  "
+            f"{call['outcome']}"
+        )
+        out.print(escape(line), highlight=False)
+    total = found["total"]
+    out.print(f"{total['calls']:.0f} calls, ${total['cost_usd']:.6f}", highlight=False)
 
 
 # -- missions on an API ----------------------------------------------------------------------------
@@ -1198,6 +1466,19 @@ def _parse_context(text: str | None) -> dict[str, Any]:
         fail(f"--context is not valid JSON: {exc.msg}")
     if not isinstance(value, dict):
         fail("--context must be a JSON object")
+    return value
+
+
+def _operators_from_env() -> list[str]:
+    text = os.environ.get("MISSIONS_OPERATORS", "").strip()
+    if not text:
+        return []
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        fail("MISSIONS_OPERATORS must be a JSON list of user names")
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        fail("MISSIONS_OPERATORS must be a JSON list of user names")
     return value
 
 

@@ -1036,7 +1036,9 @@ def test_each_stack_fits_cloudformation_limits(assembly: Assembly, env):
         assert len(template["Resources"]) <= 500
         assert len(template.get("Parameters", {})) <= 200 and len(template.get("Outputs", {})) <= 200
         assert len(json.dumps(template)) < 1_000_000
-    assert len(stack["Resources"]) < 300  # what the runtime itself takes (250 in prod now), leaving room to grow
+    # what the runtime itself takes (311 in staging now: each API route is a resource, and agents as data added
+    # 13 routes and 2 tables), leaving room to grow
+    assert len(stack["Resources"]) < 330
     assert all(len(template["Resources"]) < 150 for template in capabilities)
 
 
@@ -1075,3 +1077,27 @@ def test_email_notices_go_through_one_encrypted_topic_only_the_right_functions_t
         "Apiapi": {"sns:GetSubscriptionAttributes", "sns:Subscribe", "sns:Unsubscribe"},
         "Triggersstatus": {"sns:Publish"},
     }, grants
+
+
+def test_only_the_api_writes_agent_versions_and_only_stages_write_usage(assembly: Assembly):
+    # Given every function's grants on the agents and usage tables (moto enforces no IAM: the template does)
+    policies = assembly.resources("dev", "AWS::IAM::Policy")
+    writes = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
+    on: dict[str, dict[str, set[str]]] = {"agents": {}, "usage": {}}
+    for function in assembly.resources("dev", "AWS::Lambda::Function").values():
+        service = _function_service(function).removeprefix("missions-")
+        role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        for policy in policies.values():
+            if {"Ref": role} not in policy["Properties"]["Roles"]:
+                continue
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                for table in _tables_referenced(statement) & set(on):
+                    on[table].setdefault(service, set()).update(_actions(statement))
+    # Then a stage reads only the version its mission pinned, and a starting mission only queries the states
+    assert on["agents"]["stage"] == {"dynamodb:GetItem"}
+    assert {service for service, actions in on["agents"].items() if actions & writes} == {"api"}
+    assert on["agents"]["interrupt"] == {"dynamodb:Query"}  # drains start queued missions: they pin
+    # and only stages record model calls; the api reads them, nobody else touches them, nobody scans
+    assert {service for service, actions in on["usage"].items() if actions & writes} == {"stage"}
+    assert on["usage"] == {"stage": {"dynamodb:PutItem", "dynamodb:UpdateItem"}, "api": {"dynamodb:Query"}}
+    assert not any("dynamodb:Scan" in a for table in on.values() for a in table.values())

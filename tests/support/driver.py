@@ -36,7 +36,9 @@ from missions.core.offload import DEFAULT_THRESHOLD, EnvelopeCodec
 from missions.core.requests import MissionRequest
 from missions.core.roots import AllowedRoots
 from missions.core.triggers import TriggerSource
+from missions.ports.agents import UsageStore
 from missions.ports.store import MissionRecord
+from missions.service.agents import AgentConfigs
 from missions.service.checkpoints import stage_history, states
 from missions.service.launcher import build_envelope
 from missions.service.repositories.resolver import UserRepositories
@@ -68,7 +70,14 @@ class Step:
 
 
 class DirectDriver:
-    def __init__(self, capability: Capability, llm: LLMProvider | None = None, threshold: int | None = None):
+    def __init__(
+        self,
+        capability: Capability,
+        llm: LLMProvider | None = None,
+        threshold: int | None = None,
+        agents: AgentConfigs | None = None,
+        usage: UsageStore | None = None,
+    ):
         self.capability = capability
         self.registry = registry.Registry().including(capability)  # the installed ones, and this one
         self.workspace_dir = Path(tempfile.gettempdir()) / "missions-driver-workspaces"
@@ -84,7 +93,10 @@ class DirectDriver:
             memory=lambda: self.stores.memory,
             sandbox=LocalSandbox,
             secrets=self.stores.secrets.__getitem__,
+            agents=agents.pinned if agents is not None else None,
+            usage=(lambda: usage) if usage is not None else None,
         )
+        self.agents = agents
         self.runner = StageRunner(capability, self.services)
         self.steps: list[Step] = []
         self.last_state: dict[str, Any] | None = None  # the last encoded envelope
@@ -112,6 +124,7 @@ class DirectDriver:
         answers: list[dict[str, Any]] | None = None,
         answer_with: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         user_id: str = "local",
+        model: str | None = None,
     ) -> Envelope:
         """Run to the end; questions take `answers` in order, else `answer_with(interrupt)`, else time out."""
         # like `missions run --repo` on one's own machine: the repository named is the one root
@@ -125,9 +138,11 @@ class DirectDriver:
                 bounds=bounds or {},
                 trigger=TriggerSource.CLI,  # a developer's own run: its bounds may pass the capability's
                 user_id=user_id,
+                model=model,
             ),
             UserRepositories(roots),
             self.registry,
+            self.agents,
         )
         self.stores.missions.create(
             MissionRecord(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from missions.adapters.memory.agents import InMemoryAgentStore, InMemoryUsageStore
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
 from missions.adapters.memory.idempotency import MemoryIdempotencyLayer
 from missions.adapters.memory.learnings import InMemoryLearningsStore
@@ -86,6 +87,8 @@ def memory_runtime(
         **{f"{name}_table": f"mem-{name}" for name in ("memory", "dispatch", "learnings", "deliveries", "artifacts")},
         "idempotency_table": "mem-idempotency",
         "repositories_table": "mem-repositories",
+        "agents_table": "mem-agents",
+        "usage_table": "mem-usage",
         "blob_bucket": "mem-blobs",
         "snapshot_bucket": "mem-snapshots",
         "event_bus": "mem-bus",
@@ -115,6 +118,8 @@ def memory_runtime(
         "repository_store": MemoryRepositoryStore(),
         "snapshot_store": MemorySnapshotStore(),
         "idempotency": MemoryIdempotencyLayer(),
+        "agent_store": InMemoryAgentStore(),
+        "usage": InMemoryUsageStore(),
     }
     for name, port in ports.items():  # the composition root's cached ports, bound before first use
         setattr(runtime, name, port)

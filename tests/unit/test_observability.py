@@ -66,7 +66,8 @@ def test_a_stage_publishes_what_it_cost_per_capability(fresh, capsys):
     # When the stage function runs it
     stage_handler(request, LocalContext("missions-stage-execute"), runtime=runtime)
     # Then one EMF document carries the stage's latency and model use, by capability
-    [document] = [d for d in _json_lines(capsys.readouterr().out) if "_aws" in d]
+    documents = [d for d in _json_lines(capsys.readouterr().out) if "_aws" in d]
+    [document] = [d for d in documents if "StageLatency" in d]
     [directive] = document["_aws"]["CloudWatchMetrics"]
     assert directive["Namespace"] == "Missions" and "capability" in directive["Dimensions"][0]
     assert document["capability"] == "shopping"
@@ -74,6 +75,10 @@ def test_a_stage_publishes_what_it_cost_per_capability(fresh, capsys):
     assert {"StageLatency", "LLMCalls", "TokensIn", "TokensOut", "CostUSD"} <= names
     [latency] = document["StageLatency"] if isinstance(document["StageLatency"], list) else [document["StageLatency"]]
     assert latency > 0
+    # and each model call one of its own, by agent, configuration version and model
+    calls = [d for d in documents if "ModelCalls" in d]
+    assert len(calls) == 1 and calls[0]["agent"] == "execute" and calls[0]["model"] == "scripted"
+    assert {"capability", "agent", "version", "model"} <= set(calls[0]["_aws"]["CloudWatchMetrics"][0]["Dimensions"][0])
 
 
 def test_disabled_metrics_print_nothing_even_past_powertools_batch_of_100(fresh, capsys, monkeypatch):

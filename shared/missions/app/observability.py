@@ -17,6 +17,7 @@ import logging
 import sys
 import threading
 import warnings
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -24,6 +25,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from missions.core.envelope import Counters
+from missions.core.usage import UsageRecord
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer
@@ -107,4 +109,25 @@ def _add_stage_metrics(
     metrics().add_metadata(key="stage", value=stage)
 
 
-__all__ = ["NAMESPACE", "bind_mission", "logger", "metrics", "stage_metrics", "tracer"]
+def usage_metrics(records: Iterable[UsageRecord]) -> None:
+    """Each model call as one EMF document of its own, by capability, agent, configuration version and model
+    (not the stage's document: its dimensions are the call's), so a prompt change compares with the version
+    before it in CloudWatch as in GET /metrics/usage."""
+    from aws_lambda_powertools.metrics import EphemeralMetrics
+
+    for record in records:
+        call = EphemeralMetrics(namespace=NAMESPACE)
+        call.add_dimension(name="capability", value=record.capability)
+        call.add_dimension(name="agent", value=record.agent)
+        call.add_dimension(name="version", value=str(record.version or 1))
+        call.add_dimension(name="model", value=record.model)
+        call.add_metric(name="ModelCalls", unit=MetricUnit.Count, value=1)
+        call.add_metric(name="ModelErrors", unit=MetricUnit.Count, value=0 if record.outcome == "ok" else 1)
+        call.add_metric(name="ModelLatency", unit=MetricUnit.Milliseconds, value=record.latency_ms)
+        call.add_metric(name="ModelTokens", unit=MetricUnit.Count, value=record.tokens_in + record.tokens_out)
+        call.add_metric(name="ModelCostUSD", unit=MetricUnit.NoUnit, value=record.cost_usd)
+        call.add_metadata(key="mission_id", value=record.mission_id)
+        call.flush_metrics()
+
+
+__all__ = ["NAMESPACE", "bind_mission", "logger", "metrics", "stage_metrics", "tracer", "usage_metrics"]

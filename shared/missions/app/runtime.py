@@ -35,11 +35,13 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
 
     from missions.adapters.sandbox_local import LocalSandbox
+    from missions.core.agents import AgentVersion
     from missions.core.capability import Capability
     from missions.core.envelope import InterruptResponse
     from missions.core.llm import LLMProvider
     from missions.core.refs import RepositoryResolver, Workspaces
     from missions.core.settings import RuntimeSettings
+    from missions.ports.agents import AgentStore, UsageStore
     from missions.ports.bus import EventBus
     from missions.ports.conversations import ConversationStore
     from missions.ports.dispatch import DispatchStore
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
         SnapshotStore,
     )
     from missions.ports.webhooks import DeliveryStore, WebhookSources
+    from missions.service.agents import AgentConfigs
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
     from missions.service.evaluation import Evaluator
@@ -177,6 +180,34 @@ class Runtime:
         from missions.adapters.dynamodb.conversations import DynamoConversationStore
 
         return DynamoConversationStore(self._table("conversations"), client=self._client("dynamodb"))
+
+    @cached_property
+    def agent_store(self) -> AgentStore:
+        from missions.adapters.dynamodb.agents import DynamoAgentStore
+
+        return DynamoAgentStore(self._table("agents"), client=self._client("dynamodb"))
+
+    @cached_property
+    def usage(self) -> UsageStore:
+        from missions.adapters.dynamodb.agents import DynamoUsageStore
+
+        return DynamoUsageStore(self._table("usage"), client=self._client("dynamodb"))
+
+    @cached_property
+    def agents(self) -> AgentConfigs | None:
+        """Agent configuration versions (missions.service.agents), cached per process; None without the table
+        (missions then run their capabilities as shipped)."""
+        if not self.settings.agents_table:
+            return None
+        from missions.service.agents import AgentConfigs
+
+        return AgentConfigs(
+            self.agent_store,
+            self.capabilities,
+            prices=self.settings.openai_prices,
+            environment_models=self.settings.mission_models(),
+            cache_seconds=self.settings.agents_cache_seconds,
+        )
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -355,6 +386,7 @@ class Runtime:
             conversations=(lambda: self.conversations) if self.settings.conversations_table else None,
             limit=self.settings.concurrency_limit,
             capabilities=self.capabilities,
+            agents=self.agents,
         )
 
     @cached_property
@@ -501,9 +533,15 @@ class Runtime:
                 memory=(lambda: self.memory) if self.settings.memory_table else None,
                 sandbox=lambda: self.sandbox,
                 conversations=(lambda: self.conversations) if self.settings.conversations_table else None,
+                agents=self._pinned_version if self.settings.agents_table else None,
+                usage=(lambda: self.usage) if self.settings.usage_table else None,
             )
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]
+
+    def _pinned_version(self, capability: str, agent: str, version: int) -> AgentVersion:
+        assert self.agents is not None, "stages read versions only when the agents table is set"
+        return self.agents.pinned(capability, agent, version)
 
     def handle_stage(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         envelope = event.get("envelope")
@@ -519,6 +557,7 @@ class Runtime:
             observability.stage_metrics(
                 report.capability, report.stage, runner.last_timings.total_ms, report.before, report.after, report.ended
             )
+        observability.usage_metrics(runner.last_usage)
         return result
 
     def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:

@@ -104,6 +104,7 @@ class Capability:
     prepare_context: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     complexity: int = 1  # 1 simple, 2 coordinated, 3 complex
     prompts: dict[str, str] = field(default_factory=dict)  # stage -> system prompt
+    models: tuple[str, ...] = ()  # models a mission may name (capability.toml `models`; none: the environment's)
     default_context: dict[str, Any] = field(default_factory=dict)
     repository: str = "none"  # none | optional | required (capability.toml): see missions.repositories
 
@@ -156,6 +157,7 @@ class Capability:
                 prepare_context=prepare_context,
                 complexity=config.complexity,
                 prompts=dict(config.prompts),
+                models=tuple(config.models),
                 default_context=dict(config.defaults.context),
                 repository=config.repository,
             )

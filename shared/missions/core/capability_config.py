@@ -44,6 +44,9 @@ class CapabilityConfig(BaseModel):
     # and the stack gives the stages that use tools read access to snapshots and room to unpack them
     repository: Literal["none", "optional", "required"] = "none"
     prompts: dict[str, str] = Field(default_factory=dict)  # stage -> system prompt
+    # models a mission of this capability may name (within the environment's allowed_models); none: the
+    # environment's list
+    models: list[str] = Field(default_factory=list, max_length=50)
     defaults: Defaults = Field(default_factory=Defaults)
     triggers: Triggers = Field(default_factory=Triggers)
     # the offline model's canned answers: stage -> field -> value (missions.core.offline)

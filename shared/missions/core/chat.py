@@ -94,6 +94,8 @@ class ChatRequest(BaseModel):
     context: dict[str, Any] | None = None  # the mission's context (a repository, say); kept by the conversation
     wait_seconds: float | None = Field(None, ge=0, le=840)  # how long the client waits, within the server's bound
     user: str | None = Field(None, max_length=256)  # OpenAI's end-user tag: recorded, never an identity
+    # `model` names the capability; this names the LLM its mission's every stage asks (an allowed model)
+    mission_model: str | None = Field(None, min_length=1, max_length=100)
 
     @field_validator("messages")
     @classmethod

@@ -153,6 +153,12 @@ class Envelope(Model):
     raw_input: str = Field(max_length=100_000)
     context: dict[str, Any] = Field(default_factory=dict)
 
+    # what it runs with, fixed when it starts: the configuration version of each agent (missions.core.agents;
+    # empty: the capability as shipped) and the model the request named (None: each version's, else the
+    # environment's for the agent's role)
+    agents: dict[str, int] = Field(default_factory=dict)
+    model: str | None = None
+
     # per-agent outputs (stage name -> output), possibly offloaded references
     outputs: dict[str, Any] = Field(default_factory=dict)
 

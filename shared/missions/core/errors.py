@@ -53,6 +53,15 @@ class RepositoryConflict(RuntimeError):
     """The repository is not in a state that allows this, e.g. an import is already running."""
 
 
+class AgentConfigError(ValueError):
+    """An agent configuration version its capability cannot run (a tool it does not declare, an unpriced
+    model, an unknown template variable) or a model a mission may not name: nothing was stored."""
+
+
+class AgentDisabled(ConflictError):
+    """An operator disabled an agent of the capability: no new mission of it starts until it is enabled."""
+
+
 class DependencyUnavailable(RuntimeError):
     """A service the request needs (the event bus, the embedding model) refused it; nothing was stored."""
 
@@ -78,6 +87,8 @@ NON_RETRYABLE_ERRORS: list[str] = [error.__name__ for error in NON_RETRYABLE]
 __all__ = [
     "NON_RETRYABLE",
     "NON_RETRYABLE_ERRORS",
+    "AgentConfigError",
+    "AgentDisabled",
     "AnswerRejected",
     "ConflictError",
     "DependencyUnavailable",

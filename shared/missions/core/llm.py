@@ -38,6 +38,9 @@ class LLMRequest:
     # time.monotonic() by which the stage must be done (its Lambda's remaining time): no call or
     # retry may run past it, so a hung model cannot outlive its mission's stage
     deadline: float | None = None
+    # the model to ask (the mission's, else its agent configuration's); None: the provider's for the role
+    model: str | None = None
+    fallback_model: str | None = None  # the agent configuration's; None: the provider's own
 
 
 @dataclass

@@ -33,6 +33,8 @@ class MissionRequest(Model):
     fork_of: ForkSource | None = None  # set by MissionService.fork only: the start uses that checkpoint
     # the user's conversation this mission is a turn of: its working memory joins the context
     conversation_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
+    # the model every stage and delegation of the mission asks (one of its capability's allowed models)
+    model: str | None = Field(None, min_length=1, max_length=100)
 
     @field_validator("goal")
     @classmethod

@@ -38,6 +38,7 @@ JSON_FIELDS = (
     "repo_roots",
     "operators",
     "sandbox_functions",
+    "allowed_models",
 )
 
 
@@ -59,6 +60,8 @@ class RuntimeSettings(BaseModel):
     repositories_table: str | None = None
     idempotency_table: str | None = None  # Idempotency-Key records of the HTTP API
     conversations_table: str | None = None  # conversations' working memories (missions.core.conversation)
+    agents_table: str | None = None  # agent configuration versions (missions.core.agents)
+    usage_table: str | None = None  # every model call (missions.core.usage)
     snapshot_bucket: str | None = None  # repository snapshots and uploads
     # dev and tests only: git imports from file URLs under repo_roots and from loopback hosts
     local_git_sources: bool = False
@@ -77,6 +80,11 @@ class RuntimeSettings(BaseModel):
     openai_default_model: str = "gpt-4o-mini"
     openai_fallback_model: str | None = None
     openai_models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
+    # the models a mission may name (POST /missions `model`), within each capability's own list; default: the
+    # models this environment names (openai_default_model, openai_fallback_model, openai_models)
+    allowed_models: list[str] = Field(default_factory=list, max_length=100)
+    # how long a warm function keeps the active agent versions it read (a promotion reaches new missions within)
+    agents_cache_seconds: float = Field(60.0, ge=0, le=3600)
     # model -> (input, output) USD per million tokens, over the list in missions.core.pricing
     openai_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     offload_threshold: int = Field(DEFAULT_THRESHOLD, ge=4096, le=200_000)
@@ -114,10 +122,20 @@ class RuntimeSettings(BaseModel):
                     f"no price for model(s) {missing}: give each in openai_prices as "
                     '{"<model>": [input, output]} in USD per million tokens'
                 )
+        missing = unpriced(self.allowed_models, self.openai_prices)
+        if missing:
+            raise ValueError(f"allowed_models: no price for model(s) {missing}: give each in openai_prices")
         for model, (price_in, price_out) in self.openai_prices.items():
             if price_in < 0 or price_out < 0:
                 raise ValueError(f"the price of {model} is negative")
         return self
+
+    def mission_models(self) -> list[str]:
+        """The models this environment lets a mission name (see `allowed_models`)."""
+        if self.allowed_models:
+            return list(self.allowed_models)
+        named = [self.openai_default_model, self.openai_fallback_model, *self.openai_models.values()]
+        return list(dict.fromkeys(model for model in named if model))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:

@@ -155,6 +155,11 @@ CONVERSATIONS = TableSpec(
     "conversations", partition_key="owner", sort_key="conversation_id", ttl_attribute="expires_at"
 )
 
+# agents as data (missions.core.agents): per capability, each agent's state, versions and audit trail
+AGENTS = TableSpec("agents", partition_key="capability", sort_key="sk")
+# every model call (missions.core.usage): per mission (expiring), and totals per user and for everyone
+USAGE = TableSpec("usage", partition_key="pk", sort_key="sk", ttl_attribute="expires_at")
+
 TABLES: tuple[TableSpec, ...] = (
     MISSIONS,
     CHECKPOINTS,
@@ -168,6 +173,8 @@ TABLES: tuple[TableSpec, ...] = (
     REPOSITORIES,
     IDEMPOTENCY,
     CONVERSATIONS,
+    AGENTS,
+    USAGE,
 )
 
 # Blobs of offloaded envelope fields: compressed blobs up to this size live in the

@@ -259,6 +259,7 @@ class ChatService:
             context=context,
             trigger=TriggerSource.CHAT,
             conversation_id=turn.conversation_id,
+            model=request.mission_model,
         )
         mission_id = str(self._submit(mission).mission_id)
         self._update(

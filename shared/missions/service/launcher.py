@@ -31,6 +31,7 @@ from missions.core.triggers import TriggerSource
 from missions.ports.conversations import ConversationStore
 from missions.ports.dispatch import DispatchStore, QueueEntry, ResumeTicket
 from missions.ports.store import CheckpointStore, Executions, InterruptRecord, MissionRecord, MissionStore
+from missions.service.agents import AgentConfigs
 from missions.service.checkpoints import state_at
 from missions.service.dispatch import Dispatcher, DispatchResult
 from missions.service.lifecycle import Lifecycle
@@ -42,12 +43,16 @@ def build_envelope(
     request: MissionRequest,
     repositories: RepositoryResolver | None = None,
     capabilities: registry.Registry | None = None,
+    agents: AgentConfigs | None = None,
 ) -> Envelope:
     """The first envelope of a mission; MissionRequestError when the request cannot start one.
 
     `repositories` checks any repository the request names (and supplies a required one's
     default); without it, a request naming a repository is refused rather than trusted.
     `capabilities`: the registry to find the capability in (default: the installed ones).
+    `agents`: pins the active configuration versions and checks the model the request names (AgentDisabled
+    when an operator disabled an agent); without it the mission runs the capability as shipped and may
+    name no model.
     """
     try:
         capability = (capabilities or registry.default_registry()).load(request.capability)
@@ -79,6 +84,9 @@ def build_envelope(
             context = capability.prepare_context(context)
         except ValueError as exc:
             raise MissionRequestError(str(exc)) from None
+    if request.model is not None and agents is None:
+        raise MissionRequestError("a model cannot be chosen here (no agent configurations)")
+    model = agents.check_model(capability.name, request.model) if agents and request.model else None
     return Envelope(
         mission_id=request.mission_id or new_id("m_"),
         capability=capability.name,
@@ -86,6 +94,8 @@ def build_envelope(
         raw_input=request.goal.strip(),
         context=context,
         bounds=bounds,
+        agents=agents.pins(capability.name) if agents is not None else {},
+        model=model,
     )
 
 
@@ -106,8 +116,10 @@ class Launcher:
         limit: int | Callable[[str], int] = 3,
         capabilities: registry.Registry | None = None,
         conversations: Callable[[], ConversationStore] | None = None,
+        agents: AgentConfigs | None = None,
     ):
         self.capabilities = capabilities or registry.default_registry()
+        self._agents = agents
         self._missions = missions
         self._checkpoints = checkpoints
         self._codec = codec
@@ -138,7 +150,7 @@ class Launcher:
         if request.conversation_id is not None:
             remembered = {**request.context, CONVERSATION_KEY: self._memory_of(request)}
             request = request.model_copy(update={"context": remembered})
-        envelope = build_envelope(request, self._repositories, self.capabilities)
+        envelope = build_envelope(request, self._repositories, self.capabilities, self._agents)
         return self.dispatcher.submit(request.model_copy(update={"context": envelope.context}))
 
     def _memory_of(self, request: MissionRequest) -> dict[str, Any]:
@@ -206,9 +218,8 @@ class Launcher:
                 update={"mission_id": request.mission_id, "user_id": request.user_id, "checkpoint_id": None}
             )
         else:
-            envelope = build_envelope(
-                request, self._repositories, self.capabilities
-            )  # checked again: the repository may be gone
+            # checked again (the repository may be gone); the versions active now are the mission's
+            envelope = build_envelope(request, self._repositories, self.capabilities, self._agents)
         state = initial_state(self._codec.encode(envelope), envelope.bounds.max_agent_hops)
         arn = self._executions.start(
             self._state_machine_arn(envelope.capability), envelope.mission_id, json.dumps(state)

@@ -27,6 +27,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from missions.core import agents as agents_rules
+from missions.core.agents import AgentVersion
 from missions.core.capability import (
     Capability,
     InterruptRequested,
@@ -48,7 +50,7 @@ from missions.core.envelope import (
 )
 from missions.core.errors import NON_RETRYABLE, NotFound, StageRequestError, TransitionRefused
 from missions.core.events import Event, EventType
-from missions.core.llm import LLMBudgetExhausted, LLMProvider, LLMRequest
+from missions.core.llm import LLMBudgetExhausted, LLMError, LLMProvider, LLMRequest, LLMResult, TransientLLMError
 from missions.core.offload import EnvelopeCodec
 from missions.core.pipeline import AgentConfig, PipelineConfig
 from missions.core.redaction import redact
@@ -58,6 +60,8 @@ from missions.core.routing import Decision, apply, decide
 from missions.core.sandbox import SandboxRequest, SandboxResult
 from missions.core.stages import Ctx, Replay, StageFunction
 from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolEnv, ToolExecutor, call_id
+from missions.core.usage import Outcome, UsageRecord
+from missions.ports.agents import UsageStore
 from missions.ports.conversations import ConversationStore, VersionConflict
 from missions.ports.memory import LongTermMemory
 from missions.ports.sandbox import Sandbox
@@ -127,6 +131,9 @@ class StageServices:
     memory: Callable[[], LongTermMemory] | None = None  # the users' long-term memory, made when a stage remembers
     sandbox: Callable[[], Sandbox] | None = None  # where analysis scripts run, made when a stage runs one
     conversations: Callable[[], ConversationStore] | None = None  # working memories of conversations
+    # the configuration version a mission pinned for an agent: (capability, agent, version) -> it
+    agents: Callable[[str, str, int], AgentVersion] | None = None
+    usage: Callable[[], UsageStore] | None = None  # where every model call is recorded
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 
@@ -169,6 +176,7 @@ class StageRunner:
     last_report: StageReport | None = None
     # the last stage found its mission ended (cancelled) when it went to record its progress
     mission_ended_meanwhile: bool = False
+    last_usage: list[UsageRecord] = field(default_factory=list)  # the model calls of the last invocation
     _deadline: float | None = None
 
     @property
@@ -185,6 +193,7 @@ class StageRunner:
         started = self.services.clock()
         self.last_timings = StageTimings()
         self.last_report = None
+        self.last_usage = []
         stage, mode = request.get("stage"), request.get("mode", "run")
         if mode not in MODES:
             raise StageRequestError(f"unknown mode '{mode}'")
@@ -267,7 +276,7 @@ class StageRunner:
         failure: dict[str, Any] | None = None,
         fan_out: bool = False,
     ) -> dict[str, Any]:
-        agent = self.pipeline.agent(stage)
+        agent, prompt, version = self._configured(envelope, stage)
         final = stage == self.pipeline.final
         events: list[Event] = []
         # the state machine's own count names the checkpoint: a stage cannot corrupt it
@@ -292,7 +301,7 @@ class StageRunner:
         envelope.counters.agent_hops += 1
         if agent.counts_iteration:
             envelope.counters.iterations += 1
-        emit(EventType.AGENT_STARTED, hop=hop, iteration=envelope.counters.iterations)
+        emit(EventType.AGENT_STARTED, hop=hop, iteration=envelope.counters.iterations, **_pinned(version, envelope))
         before = envelope.counters.model_copy()
         started_at = utcnow()
         t0 = self.services.clock()
@@ -304,7 +313,7 @@ class StageRunner:
             resume=resume,
             approved_call=approved_call,
             item_results=item_results,
-            system_prompt=self.capability.prompts.get(agent.name),
+            system_prompt=prompt,
             artifacts=self.services.artifacts,
             write_token=f"{stage}@{hop}",
             workspaces=self.services.workspaces,
@@ -575,6 +584,7 @@ class StageRunner:
         envelope, agent = ctx.envelope, ctx.agent
         if envelope.counters.llm_calls >= envelope.bounds.max_llm_calls:
             raise LLMBudgetExhausted(f"stage '{agent.name}': max_llm_calls ({envelope.bounds.max_llm_calls}) reached")
+        version = self._version(envelope, agent.name)
         request = LLMRequest(
             stage=agent.name,
             role=agent.model_role or agent.name,
@@ -585,13 +595,26 @@ class StageRunner:
             envelope=envelope,
             deadline=self._deadline,
             facts=facts or {},
+            # the mission's model (its request's), else the version's; None: the environment's for the role
+            model=envelope.model or (version.model if version is not None else None),
+            fallback_model=version.fallback_model if version is not None else None,
         )
         provider = self.services.llm(self.capability)
         t0 = self.services.clock()
         try:
             result = provider.complete(request)
-        finally:
+        except LLMError as exc:
+            elapsed = (self.services.clock() - t0) * 1000
+            self.last_timings.llm_ms += elapsed
+            outcome: Outcome = "transient_error" if isinstance(exc, TransientLLMError) else "error"
+            self._record_usage(envelope, agent.name, provider, request, None, elapsed, outcome, str(exc))
+            raise
+        except BaseException:
             self.last_timings.llm_ms += (self.services.clock() - t0) * 1000
+            raise
+        elapsed = (self.services.clock() - t0) * 1000
+        self.last_timings.llm_ms += elapsed
+        self._record_usage(envelope, agent.name, provider, request, result, result.latency_ms or elapsed, "ok")
         counters = envelope.counters
         counters.llm_calls += 1
         counters.tokens_in += result.tokens_in
@@ -599,6 +622,64 @@ class StageRunner:
         counters.cost_usd = round(counters.cost_usd + result.cost_usd, 8)
         ctx.scratch["llm_model"] = result.model
         return result.output
+
+    def _record_usage(
+        self,
+        envelope: Envelope,
+        stage: str,
+        provider: LLMProvider,
+        request: LLMRequest,
+        result: LLMResult | None,
+        latency_ms: float,
+        outcome: Outcome,
+        error: str | None = None,
+    ) -> None:
+        """Keep one model call (missions.core.usage). A store that fails is logged, not raised: the call was
+        made and paid for, and a retried stage would only make it again."""
+        asked = request.model or _model_for(provider, request.role)
+        record = UsageRecord(
+            mission_id=envelope.mission_id,
+            user_id=envelope.user_id,
+            capability=self.capability.name,
+            stage=request.stage,
+            agent=stage,
+            version=envelope.agents.get(stage),
+            provider=provider.name,
+            model=result.model if result is not None else asked,
+            tokens_in=result.tokens_in if result is not None else 0,
+            tokens_out=result.tokens_out if result is not None else 0,
+            cost_usd=result.cost_usd if result is not None else 0.0,
+            latency_ms=round(max(0.0, latency_ms), 3),
+            outcome=outcome,
+            error=redact(error)[:500] if error else None,
+        )
+        self.last_usage.append(record)
+        if self.services.usage is None:
+            return
+        try:
+            self.services.usage().record(record)
+        except Exception:
+            log.exception("usage of a model call of mission %s (stage %s) not recorded", envelope.mission_id, stage)
+
+    def _configured(self, envelope: Envelope, stage: str) -> tuple[AgentConfig, str | None, AgentVersion | None]:
+        """The stage's agent config, its rendered prompt and the version they come from: the version the
+        mission pinned (missions.core.agents), else the capability as shipped."""
+        agent = self.pipeline.agent(stage)
+        version = self._version(envelope, stage)
+        if version is None:
+            return agent, self.capability.prompts.get(agent.name), None
+        configured = agents_rules.applied(agent, version)
+        template = version.prompt if version.prompt is not None else self.capability.prompts.get(agent.name)
+        prompt = (
+            agents_rules.render(template, agents_rules.variables_for(self.capability, configured)) if template else None
+        )
+        return configured, prompt, version
+
+    def _version(self, envelope: Envelope, stage: str) -> AgentVersion | None:
+        number = envelope.agents.get(stage)
+        if number is None or self.services.agents is None:
+            return None
+        return self.services.agents(self.capability.name, stage, number)
 
     def _executor(
         self, ctx: StageContext, emit: Callable[..., None], replay: dict[str, Any] | None = None
@@ -874,6 +955,9 @@ class StageRunner:
             "citations": cited if isinstance(cited, list) else [c.ref for c in envelope.citations][:200],
             "evidence": [c.model_dump() for c in envelope.citations][:200],  # everything the tools returned
             "terminal_reason": envelope.terminal_reason,
+            # which configuration produced the answer: each agent's version, and the model the mission named
+            "agent_versions": dict(envelope.agents),
+            "model": envelope.model,
         }
 
     def _fail(self, envelope: Envelope, stage: str, checkpoint_id: str, exc: Exception, events: list[Event]) -> None:
@@ -898,7 +982,7 @@ class StageRunner:
     # -- partial runs inside Parallel and Map ------------------------------------------
 
     def _run_partial(self, envelope: Envelope, stage: str, mode: str, request: dict[str, Any]) -> dict[str, Any]:
-        agent = self.pipeline.agent(stage)
+        agent, prompt, version = self._configured(envelope, stage)
         events: list[Event] = []
 
         def emit(event_type: EventType, /, **payload: Any) -> None:
@@ -907,7 +991,6 @@ class StageRunner:
         before = envelope.counters.model_copy()
         citations_before = len(envelope.citations)
         errors_before = len(envelope.errors)
-        prompt = self.capability.prompts.get(agent.name)
         ctx = StageContext(
             envelope,
             agent,
@@ -917,7 +1000,7 @@ class StageRunner:
             artifacts=self.services.artifacts,
             write_token=f"{stage}@{request.get('hop')}:{mode}{request.get('index')}",
         )
-        emit(EventType.AGENT_STARTED, mode=mode, index=request.get("index"))
+        emit(EventType.AGENT_STARTED, mode=mode, index=request.get("index"), **_pinned(version, envelope))
         started_at, t0 = utcnow(), self.services.clock()
         try:
             output = self._work(ctx, emit, partial=True)
@@ -950,6 +1033,22 @@ class StageRunner:
             else None,
         }
         return self.services.codec.pack(delta)
+
+
+def _pinned(version: AgentVersion | None, envelope: Envelope) -> dict[str, Any]:
+    """What an agent.started event says about the configuration the stage runs."""
+    shown: dict[str, Any] = {}
+    if version is not None:
+        shown["config_version"] = version.version
+    if envelope.model is not None:
+        shown["model"] = envelope.model
+    return shown
+
+
+def _model_for(provider: LLMProvider, role: str) -> str:
+    """The model a provider gives a role when the request names none (the environment's), if it says."""
+    model_for = getattr(provider, "model_for", None)
+    return str(model_for(role)) if callable(model_for) else provider.name
 
 
 def _preview(value: Any, limit: int = 300) -> Any:

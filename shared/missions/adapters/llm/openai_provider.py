@@ -116,12 +116,12 @@ class OpenAIProvider:
     def _complete(self, request: LLMRequest) -> LLMResult:
         self._enter_breaker()
         started = time.perf_counter()
-        primary = self.model_for(request.role)
+        primary = request.model or self.model_for(request.role)  # the mission's or its agent version's first
         try:
             try:
                 result = self._complete_with(primary, request)
             except TransientLLMError as primary_exc:
-                fallback = self._fallback_model
+                fallback = request.fallback_model or self._fallback_model
                 if not fallback or fallback == primary:
                     raise
                 try:

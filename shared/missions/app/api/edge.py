@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from missions.app.api.models import ErrorBody
 from missions.app.observability import bind_mission
 from missions.core.errors import (
+    AgentConfigError,
     AnswerRejected,
     ConflictError,
     DependencyUnavailable,
@@ -179,6 +180,7 @@ ERROR_STATUS: dict[type[Exception], int] = {
     ConflictError: 409,
     RepositoryConflict: 409,
     MissionRequestError: 422,
+    AgentConfigError: 422,
     AnswerRejected: 422,
     RepositoryRequestError: 422,
     MemoryValidationError: 422,

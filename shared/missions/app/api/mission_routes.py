@@ -69,6 +69,7 @@ def create_mission(body: MissionCreate) -> Response[dict[str, Any]]:
             bounds={"max_cost_usd": body.max_cost_usd} if body.max_cost_usd is not None else {},
             trigger=TriggerSource.API,
             conversation_id=body.conversation_id,
+            model=body.model,
         )
         active.service.remember_user(user)  # before the mission: nothing half-made if this fails
         result = active.launcher.submit(request)  # checks everything (a repository, say) before writing

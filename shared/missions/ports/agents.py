@@ -1,0 +1,49 @@
+"""Where agent configuration versions (missions.core.agents) and per-call usage records live."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from missions.core.agents import AgentState, AgentVersion, AuditEntry
+from missions.core.usage import UsageRecord, UsageTotal
+
+
+class AgentStore(Protocol):
+    """Versions, the state (active version, enabled) and the audit trail of each agent of a capability.
+
+    Every write is one atomic step that also appends its audit entry; a write names the state revision it
+    read, and ConflictError means another write came first (nothing was changed)."""
+
+    def states(self, capability: str) -> list[AgentState]:
+        """Every stored agent state of the capability (one read: new missions pin them)."""
+
+    def state(self, capability: str, agent: str) -> AgentState | None: ...
+
+    def version(self, capability: str, agent: str, version: int) -> AgentVersion | None: ...
+
+    def versions(self, capability: str, agent: str) -> list[AgentVersion]:
+        """Oldest first."""
+
+    def add_version(self, version: AgentVersion, state: AgentState, audit: AuditEntry) -> None:
+        """Store a new version (ConflictError if that number exists) with the agent's state after it
+        (`state.revision - 1` is the revision it replaces; 0: the agent had none)."""
+
+    def put_state(self, state: AgentState, audit: AuditEntry) -> None:
+        """Replace the state whose revision is `state.revision - 1` (ConflictError otherwise)."""
+
+    def audit(self, capability: str, agent: str, limit: int = 100) -> list[AuditEntry]:
+        """Newest first."""
+
+
+class UsageStore(Protocol):
+    """Every model call (missions.core.usage): per mission, and totals per user, capability, agent,
+    version and model."""
+
+    def record(self, record: UsageRecord) -> None:
+        """Keep the call and count it in its user's totals and everyone's."""
+
+    def for_mission(self, mission_id: str) -> list[UsageRecord]:
+        """The mission's calls, in the order they were made."""
+
+    def totals(self, capability: str, user_id: str | None = None) -> list[UsageTotal]:
+        """The capability's totals per (agent, version, model): the user's, or everyone's (None)."""

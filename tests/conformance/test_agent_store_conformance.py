@@ -1,0 +1,112 @@
+"""One conformance suite for the agent and usage stores: in memory (the reference) and DynamoDB in moto."""
+
+from __future__ import annotations
+
+import pytest
+
+from missions.adapters.memory.agents import InMemoryAgentStore, InMemoryUsageStore
+from missions.core.agents import AgentState, AgentVersion, AuditEntry
+from missions.core.errors import ConflictError
+from missions.core.specs import AGENTS, USAGE
+from missions.core.usage import UsageRecord
+
+REGION = "us-east-1"
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def stores(request, monkeypatch):
+    if request.param == "memory":
+        yield InMemoryAgentStore(), InMemoryUsageStore()
+        return
+    import boto3
+    from moto import mock_aws
+
+    from missions.adapters.dynamodb.agents import DynamoAgentStore, DynamoUsageStore
+    from missions.adapters.dynamodb.store import table_definition
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        ddb.create_table(**table_definition(AGENTS, "t-agents"))
+        ddb.create_table(**table_definition(USAGE, "t-usage"))
+        yield DynamoAgentStore("t-agents", client=ddb), DynamoUsageStore("t-usage", client=ddb)
+
+
+def version(n: int, agent: str = "assess", prompt: str = "p") -> AgentVersion:
+    return AgentVersion(
+        capability="cap",
+        agent=agent,
+        version=n,
+        prompt=prompt,
+        created_by="op",
+        created_at="2026-11-01T00:00:00.000+00:00",
+    )
+
+
+def audit(action: str = "create", agent: str = "assess", actor: str = "op") -> AuditEntry:
+    return AuditEntry(capability="cap", agent=agent, actor=actor, action=action)  # type: ignore[arg-type]
+
+
+def test_versions_and_states_read_back_as_written(stores):
+    # Given version 1 and 2 of assess, and version 1 of plan
+    agents, _ = stores
+    agents.add_version(version(1), AgentState(capability="cap", agent="assess", revision=1), audit("seed"))
+    state = AgentState(capability="cap", agent="assess", latest=2, revision=2)
+    agents.add_version(version(2, prompt="second"), state, audit())
+    agents.add_version(
+        version(1, "plan"), AgentState(capability="cap", agent="plan", revision=1), audit("seed", "plan")
+    )
+    # When they are read / Then each comes back as written, states in one read, versions oldest first
+    assert agents.version("cap", "assess", 2) == version(2, prompt="second")
+    assert agents.version("cap", "assess", 3) is None and agents.state("cap", "none") is None
+    assert [v.version for v in agents.versions("cap", "assess")] == [1, 2]
+    assert [(s.agent, s.latest) for s in agents.states("cap")] == [("assess", 2), ("plan", 1)]
+    assert [e.action for e in agents.audit("cap", "assess")] == ["create", "seed"]
+
+
+def test_a_write_on_a_stale_revision_or_an_existing_version_changes_nothing(stores):
+    # Given assess at revision 1 with version 1
+    agents, _ = stores
+    agents.add_version(version(1), AgentState(capability="cap", agent="assess", revision=1), audit("seed"))
+    # When version 1 is stored again, or a state written over a revision it did not read
+    with pytest.raises(ConflictError):
+        agents.add_version(version(1, prompt="x"), AgentState(capability="cap", agent="assess", revision=2), audit())
+    with pytest.raises(ConflictError):
+        agents.put_state(AgentState(capability="cap", agent="assess", enabled=False, revision=3), audit("disable"))
+    # Then nothing of either was stored, not even their audit entries
+    assert agents.version("cap", "assess", 1) == version(1)
+    state = agents.state("cap", "assess")
+    assert state is not None and (state.revision, state.enabled) == (1, True)
+    assert [e.action for e in agents.audit("cap", "assess")] == ["seed"]
+    # and a write over the revision it read lands
+    agents.put_state(AgentState(capability="cap", agent="assess", enabled=False, revision=2), audit("disable"))
+    assert agents.state("cap", "assess").enabled is False  # type: ignore[union-attr]
+
+
+def test_usage_is_listed_per_mission_and_summed_per_user_and_for_everyone(stores):
+    # Given three calls: two of alice's mission (one failed), one of bob's
+    _, usage = stores
+    calls = [
+        UsageRecord(mission_id="m1", user_id="alice", capability="cap", stage="assess", agent="assess", version=2,
+                    provider="openai", model="gpt-4o-mini", tokens_in=100, tokens_out=20, cost_usd=0.0001,
+                    latency_ms=12.5, at="2026-11-01T00:00:00.001+00:00"),
+        UsageRecord(mission_id="m1", user_id="alice", capability="cap", stage="assess", agent="assess", version=2,
+                    provider="openai", model="gpt-4o-mini", outcome="transient_error", error="HTTP 503",
+                    latency_ms=7.5, at="2026-11-01T00:00:01.001+00:00"),
+        UsageRecord(mission_id="m2", user_id="bob", capability="cap", stage="assess", agent="assess", version=1,
+                    provider="bedrock", model="gpt-4.1", tokens_in=10, tokens_out=5, cost_usd=0.00006, latency_ms=3),
+    ]  # fmt: skip
+    for call in calls:
+        usage.record(call)
+    # When they are read / Then a mission's calls come back in order, whole
+    assert usage.for_mission("m1") == calls[:2]
+    # and the totals are per (agent, version, model): the user's own, or everyone's
+    mine = usage.totals("cap", "alice")
+    assert [(t.version, t.calls, t.errors, t.tokens_in, t.cost_usd, t.latency_ms) for t in mine] == [
+        (2, 2, 1, 100, 0.0001, 20.0)
+    ]
+    everyone = {(t.version, t.model): t.calls for t in usage.totals("cap")}
+    assert everyone == {(2, "gpt-4o-mini"): 2, (1, "gpt-4.1"): 1}
+    assert usage.totals("other") == []
