@@ -32,9 +32,10 @@ from typing import Any, NamedTuple
 INDEX_VERSION = 2  # bump when the stored shape changes: old cache files are then rebuilt
 MAX_FILE_BYTES = 1_000_000
 MAX_LINE_CHARS = 300
-# installed dependencies and caches: answers cite the repository's code, not copies of others'. Build
-# output (build/, dist/) is left to the repository's .gitignore: a package may well be named `build`.
+# installed dependencies and caches, anywhere: answers cite the repository's code, not copies of others'
 SKIP_DIRS = ("node_modules", "__pycache__", "site-packages", ".venv", "cdk.out")
+# build output at the root (e.g. the built Lambda layer); deeper, a package may well be named `build`
+SKIP_ROOT_DIRS = ("build", "dist")
 LANGUAGES = {
     ".py": "python",
     ".pyi": "python",
@@ -209,6 +210,7 @@ def rg_command(*args: str) -> list[str]:
     """rg with the repository's ignore rules (.gitignore, also outside a git checkout) and vendored
     trees skipped; hidden files are skipped too, as rg does by default."""
     skips = [arg for name in SKIP_DIRS for arg in ("--glob", f"!**/{name}/**")]
+    skips += [arg for name in SKIP_ROOT_DIRS for arg in ("--glob", f"!/{name}/")]
     return [ripgrep(), "--no-require-git", "--no-config", "--no-messages", *skips, *args]
 
 

@@ -324,7 +324,9 @@ def _states_after(states: list[str], state: str) -> list[str]:
 
 QUESTION = "How does EnvelopeCodec offload large fields?"
 READS = re.compile(r"^\S+ line \d+ reads `(?P<text>.*)`$", re.S)
-SYMBOL = re.compile(r"^`(?P<qualname>[^`]+)` is a (?:class|function) defined as `(?P<signature>[^`]*)`")
+SYMBOL = re.compile(
+    r"^`(?P<qualname>[^`]+)` is a (?:class|function|method|interface|type) defined at \S+ as `(?P<signature>[^`]*)`"
+)
 
 
 def _claimed_texts(claim: str) -> list[str]:
