@@ -102,8 +102,14 @@ ACCESS: dict[str, Access] = {
     ),
     # a mission waiting for a human gives its running slot to the next one: the interrupt function drains
     # tells the user their mission needs them (if they opted in: read from their memory)
+    # a paused mission's wait is kept on its record, and its timeline says it paused (mission.paused)
     "interrupt": Access(
-        tables={**_DRAINS, "interrupts": TableAccess((PUT,)), "memory": TableAccess((GET,))},
+        tables={
+            **_DRAINS,
+            "interrupts": TableAccess((PUT,)),
+            "memory": TableAccess((GET,)),
+            "events": TableAccess(_APPEND_EVENTS),
+        },
         blobs=_BLOBS_RW,
         start_missions=True,
         notices=("sns:Publish",),

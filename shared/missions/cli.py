@@ -791,10 +791,59 @@ def cancel(
     token: TokenOption = None,
     region: RegionOption = None,
 ) -> None:
-    """Cancel a mission that is queued, running or waiting for you."""
+    """Cancel a mission that is queued, running, waiting for you or paused."""
     with _one_line():
         _api(ctx, env, api_url, token, region).call("POST", _path("missions", mission_id, "cancel"))
     out.print(f"cancelled {mission_id}")
+
+
+@app.command("pause")
+def pause(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Pause a running mission: its stage in flight ends, then it waits (holding none of your running slots)."""
+    with _one_line():
+        _api(ctx, env, api_url, token, region).call("POST", _path("missions", mission_id, "pause"), ok=(202,))
+    out.print(f"pausing {mission_id} (paused once its stage in flight ends)")
+
+
+@app.command("resume")
+def resume(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Resume a paused mission from where it stopped, with the notes you sent meanwhile."""
+    with _one_line():
+        body = _api(ctx, env, api_url, token, region).call("POST", _path("missions", mission_id, "resume"))
+    how = "queued for one of your running slots" if body.get("status") == "queued" else "running"
+    out.print(f"resumed {mission_id} ({how})")
+
+
+@app.command("note")
+def note(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    text: str = typer.Argument(..., help="What the mission should know, e.g. 'the budget is 500'."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Steer a mission that has not ended: its next stage receives the note."""
+    with _one_line():
+        body = _api(ctx, env, api_url, token, region).call(
+            "POST", _path("missions", mission_id, "notes"), {"text": text}, ok=(202,)
+        )
+    out.print(f"noted {body.get('note_id')} for {mission_id}")
 
 
 @app.command("answer")

@@ -808,6 +808,26 @@ def test_the_stream_role_starts_follows_and_answers_missions_and_nothing_more(as
     assert "dynamodb:Scan" not in actions
 
 
+def test_the_interrupt_role_keeps_a_paused_missions_wait_and_appends_to_its_timeline_only(assembly: Assembly):
+    # Given the interrupt function's role in dev (it waits for answers, and for a paused mission's resume)
+    (function,) = [
+        f
+        for f in assembly.resources("dev", "AWS::Lambda::Function").values()
+        if _function_service(f) == "missions-interrupt"
+    ]
+    statements = _role_statements(assembly, "dev", function["Properties"]["Role"]["Fn::GetAtt"][0])
+
+    def granted(table: str) -> set[str]:
+        return set().union(*(_actions(s) for s in statements if table in _tables_referenced(s)))
+
+    # Then it records the pause on the mission (an update, no put or delete) and appends `mission.paused`
+    assert granted("missions") == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    assert granted("events") == {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}
+    # and it neither stops executions nor fails tasks (a cancel does that, from the API)
+    actions = set().union(*(_actions(s) for s in statements))
+    assert not actions & {"states:StopExecution", "states:SendTaskFailure", "dynamodb:Scan"}
+
+
 def test_the_stream_function_follows_the_environments_auth(variants: Assembly):
     # Given an environment with its own identity provider, and one with IAM auth
     _, function = _stream_function(variants, "sso")

@@ -512,8 +512,10 @@ class Runtime:
         runner = self.runner(envelope["capability"])
         result = runner.handle(event, deadline=_deadline_of(context))
         if "segment_started" in event:  # a stage of an Express segment: should the segment hand back?
-            # when the mission ended meanwhile (cancelled), or the segment has used its time
-            result["segment_yield"] = runner.mission_ended_meanwhile or segment_spent(event, datetime.now(UTC))
+            # when the mission ended meanwhile (cancelled), its user paused it, or the segment has used its time
+            result["segment_yield"] = (
+                runner.mission_ended_meanwhile or runner.pausing or segment_spent(event, datetime.now(UTC))
+            )
         report = runner.last_report
         if report is not None:
             observability.stage_metrics(
@@ -523,6 +525,9 @@ class Runtime:
 
     def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:
         from missions.service.interrupts import record_interrupt
+
+        if event.get("mode") == "pause":
+            return self._handle_pause(event)
 
         record = record_interrupt(event, self.interrupts)
         # only now can an answer reach the execution: only now is the mission waiting for one
@@ -534,6 +539,29 @@ class Runtime:
             self.launcher.waiting(record.mission_id)  # waiting for a human holds no running slot
             self.notifications.mission_waiting(self.missions.get(record.mission_id), record)
         return {"interrupt_id": record.interrupt_id, "status": record.status}
+
+    def _handle_pause(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The execution waits for its user's resume: keep the token on the mission, now paused, and give
+        its running slot to the next one. A mission cancelled while it was pausing refuses (this task
+        fails, so the execution ends through its final stage, which finds it cancelled)."""
+        from missions.core.events import Event, EventType
+
+        envelope = event.get("envelope") or {}
+        token, mission_id = event.get("task_token"), envelope.get("mission_id")
+        if not token or not isinstance(mission_id, str):
+            raise StageRequestError("a pause request needs envelope.mission_id and task_token")
+        hops = int((envelope.get("counters") or {}).get("agent_hops") or 0)
+        pause_id = f"pause-{hops:04d}"
+        self.lifecycle.paused(mission_id, pause_id, str(token))
+        self.launcher.waiting(mission_id)  # a paused mission holds no running slot
+        paused = Event(
+            type=EventType.MISSION_PAUSED,
+            mission_id=mission_id,
+            stage=envelope.get("next_stage"),
+            payload={"pause_id": pause_id, "next_stage": envelope.get("next_stage")},
+        )
+        self.events.append(mission_id, pause_id, [paused])
+        return {"pause_id": pause_id, "status": "paused"}
 
     def answer(
         self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]
