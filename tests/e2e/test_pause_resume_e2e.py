@@ -110,3 +110,42 @@ def test_a_paused_mission_is_cancelled_from_the_cli(server: DevServer, gate: Gat
     result = missions(server, "cancel", mission_id)
     assert result.returncode == 0, result.stderr
     assert wait_for(alice, mission_id, {"cancelled"})["terminal_reason"] == "cancelled"
+
+
+def test_the_readme_pause_blocks_run_as_written(server: DevServer, gate: Gate, tmp_path):
+    """README "Pause, resume and steer a mission": its curl block, then its CLI block, as written."""
+    import subprocess
+
+    from tests.e2e.test_readme_examples import MISSIONS, environment, sh_blocks
+
+    (http_block,) = sh_blocks("## The HTTP API locally")
+    setup = http_block[0]  # H and J, "from above"
+    curls, cli = sh_blocks("## Pause, resume and steer a mission")
+    assert len(curls) == 4 and len(cli) == 3, (curls, cli)
+    alice = Client(server, "alice")
+    here = server.url.removeprefix("http://")
+
+    def run(line: str, mission_id: str) -> str:
+        line = line.replace("<mission id>", mission_id).replace("localhost:8787", here)
+        line = line.replace(".venv/bin/missions", MISSIONS)
+        env = environment(MISSIONS_API_URL=server.url, MISSIONS_CONFIG_DIR=str(tmp_path / "config"))
+        result = subprocess.run(
+            ["bash", "-c", f"{setup}; {line}"], env=env, capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 0 and "Traceback" not in result.stderr, (line, result.stdout, result.stderr)
+        return result.stdout
+
+    for block, note in ((curls, "skip the museums"), (cli, "the budget is 500")):
+        mission_id = started(alice, gate)
+        assert "pausing" in run(block[0], mission_id)
+        gate.open()
+        wait_for(alice, mission_id, {"paused"})
+        rest = block[1:]
+        if block is curls:
+            assert '"paused"' in run(rest[0], mission_id)
+            rest = rest[1:]
+        assert "noted" in run(rest[0], mission_id)
+        assert "running" in run(rest[1], mission_id)
+        done = wait_for(alice, mission_id, {"completed", "failed"})
+        assert done["status"] == "completed" and [n["text"] for n in done["notes"]] == [note]
+        gate.close()
