@@ -486,6 +486,7 @@ class ConversationTurn(BaseModel):
     goal: str
     answer: str
     status: str
+    notes: list[str] = Field(default_factory=list, description="what you told that turn's mission while it ran")
     at: str
 
 
