@@ -545,6 +545,56 @@ def repos_rm(
     out.print(f"deleted {repository_id}")
 
 
+# -- your data ---------------------------------------------------------------------------------------
+
+me = typer.Typer(no_args_is_help=True, help="Your data: export everything stored about you, or erase it.")
+app.add_typer(me, name="me")
+
+
+@me.command("export")
+def me_export(
+    ctx: typer.Context,
+    output: str = typer.Option(
+        "missions-export.jsonl", "--output", "-o", help="Where to write the JSON lines ('-': standard output)."
+    ),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Download everything stored about you (GET /me/export) as JSON lines."""
+    with _one_line():
+        data = _api(ctx, env, api_url, token, region).download("/me/export")
+    if output == "-":
+        sys.stdout.write(data.decode())
+        return
+    try:
+        with open(output, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        fail(f"{output}: {exc.strerror or exc}")
+    records = max(data.count(b"\n") - 1, 0)
+    out.print(f"exported {records} records to {output}", highlight=False)
+
+
+@me.command("erase")
+def me_erase(
+    ctx: typer.Context,
+    yes: bool = typer.Option(False, "--yes", help="Erase without asking: it cannot be undone."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Erase everything stored about you (DELETE /me): missions, memory, conversations, repositories, schedules."""
+    if not yes:
+        fail("erasing everything stored about you cannot be undone: pass --yes")
+    with _one_line():
+        report = _api(ctx, env, api_url, token, region).call("DELETE", "/me")
+    erased = ", ".join(f"{n} {store}" for store, n in sorted(report["erased"].items()) if n) or "nothing was stored"
+    out.print(f"erased {report['user_id']}: {erased}", highlight=False, soft_wrap=True)
+
+
 # -- missions on an API ----------------------------------------------------------------------------
 
 

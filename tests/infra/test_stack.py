@@ -264,9 +264,11 @@ def test_only_the_importer_writes_snapshots_and_only_stages_that_read_code_read_
             writers.add(name)
         if "s3:GetObject" in grants.get("repositories/*", set()):
             readers.add(label)
-        if name == "missions-api":  # presigns uploads and deletes what a repository leaves
-            assert grants["uploads/*"] == {"s3:PutObject", "s3:GetObject", "s3:DeleteObject"}
-            assert grants["repositories/*"] == {"s3:DeleteObject"} and grants["bucket"] == {"s3:ListBucket"}
+        if name == "missions-api":  # presigns uploads, deletes what a repository leaves, and erases users
+            # (every version of their snapshots and uploads: DELETE /me), listing only under those prefixes
+            assert grants["uploads/*"] == {"s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:DeleteObjectVersion"}
+            assert grants["repositories/*"] == {"s3:DeleteObject", "s3:DeleteObjectVersion"}
+            assert grants["bucket"] == {"s3:ListBucket", "s3:ListBucketVersions"}
     assert writers == {"missions-repository-import"}
     code_analysis = registry.load("code_analysis")
     expected = {f"code_analysis:code_analysis: {a.name} stage" for a in code_analysis.pipeline.agents if a.has_tools}
@@ -1095,3 +1097,25 @@ def test_email_notices_go_through_one_encrypted_topic_only_the_right_functions_t
         "Apiapi": {"sns:GetSubscriptionAttributes", "sns:Subscribe", "sns:Unsubscribe"},
         "Triggersstatus": {"sns:Publish"},
     }, grants
+
+
+def test_only_the_api_erases_users_and_only_their_prefixes(assembly: Assembly):
+    # Given the synthesized dev stack
+    listings: dict[str, list[dict[str, Any]]] = {}
+    for function in assembly.resources("dev", "AWS::Lambda::Function").values():
+        role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        for policy in assembly.resources("dev", "AWS::IAM::Policy").values():
+            if {"Ref": role} not in policy["Properties"]["Roles"]:
+                continue
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                if {"s3:ListBucketVersions", "s3:DeleteObjectVersion"} & set(actions) or (
+                    "s3:ListBucket" in actions and "blobs/*" in json.dumps(statement.get("Condition"))
+                ):
+                    listings.setdefault(_function_service(function), []).append(statement)
+    # Then only the API (DELETE /me) may list blobs and snapshot versions or delete versions
+    assert set(listings) == {"missions-api"}
+    for statement in listings["missions-api"]:
+        if "Condition" in statement:  # listing: only under the prefixes a user's data lives in
+            prefixes = statement["Condition"]["StringLike"]["s3:prefix"]
+            assert set(prefixes) <= {"blobs/*", "repositories/*", "uploads/*"}, statement

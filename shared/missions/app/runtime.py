@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from missions.core.llm import LLMProvider
     from missions.core.refs import RepositoryResolver, Workspaces
     from missions.core.settings import RuntimeSettings
+    from missions.ports.accounts import PersonalStore
     from missions.ports.bus import EventBus
     from missions.ports.conversations import ConversationStore
     from missions.ports.dispatch import DispatchStore
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
         SnapshotStore,
     )
     from missions.ports.webhooks import DeliveryStore, WebhookSources
+    from missions.service.accounts import AccountService
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
     from missions.service.evaluation import Evaluator
@@ -214,11 +216,12 @@ class Runtime:
 
     @cached_property
     def idempotency(self) -> BasePersistenceLayer:
-        """Where the HTTP API keeps Idempotency-Key records (Powertools Idempotency's DynamoDB layer)."""
-        from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+        """Where the HTTP API keeps Idempotency-Key records (Powertools Idempotency's DynamoDB layer, one
+        partition per user)."""
+        from missions.adapters.dynamodb.idempotency import UserIdempotencyLayer
 
         client: DynamoDBClient = self._client("dynamodb")  # type: ignore[assignment]  # a dynamodb client
-        return DynamoDBPersistenceLayer(table_name=self._table("idempotency"), boto3_client=client)
+        return UserIdempotencyLayer(self._table("idempotency"), boto3_client=client)
 
     @cached_property
     def webhook_sources(self) -> WebhookSources:
@@ -380,6 +383,40 @@ class Runtime:
 
             topic = SnsNotifications(self.settings.notifications_topic, self._client("sns"))
         return NotificationService(topic, self.memory)
+
+    @cached_property
+    def accounts(self) -> AccountService:
+        """A user's own data: export and erasure of everything stored about them, in every table and bucket."""
+        from missions.adapters.dynamodb import personal
+        from missions.service.accounts import AccountService
+
+        dynamodb, s3 = self._client("dynamodb"), self._lazy("s3")
+        per_user: list[PersonalStore] = [personal.UserDispatch(self._table("dispatch"), dynamodb)]
+        if self.settings.conversations_table:
+            per_user.append(personal.UserConversations(self.settings.conversations_table, dynamodb))
+        if self.settings.memory_table:
+            per_user.append(personal.UserMemory(self.settings.memory_table, dynamodb))
+        if self.settings.repositories_table:
+            per_user.append(
+                personal.UserRepositories(self.settings.repositories_table, dynamodb, self.settings.snapshot_bucket, s3)
+            )
+        if self.settings.idempotency_table:
+            per_user.append(personal.UserIdempotencyRecords(self.settings.idempotency_table, dynamodb))
+        per_mission: list[PersonalStore] = [
+            personal.MissionEvents(self.settings.events_table, dynamodb),
+            personal.MissionInterrupts(self.settings.interrupts_table, dynamodb),
+            personal.MissionCheckpoints(self.settings.checkpoints_table, dynamodb, self.settings.blob_bucket, s3),
+        ]
+        if self.settings.artifacts_table:
+            per_mission.append(personal.MissionArtifacts(self.settings.artifacts_table, dynamodb))
+        return AccountService(
+            index=personal.MissionRecords(self.settings.missions_table, dynamodb),
+            missions=self.missions,
+            cancel=self.control.cancel,
+            per_mission=per_mission,
+            per_user=per_user,
+            stop_notices=self.notifications.opt_out if self.settings.memory_table else None,
+        )
 
     @cached_property
     def chat(self) -> ChatService:

@@ -975,7 +975,7 @@ class StageRunner:
             if mode == "branch"
             else None,
         }
-        return self.services.codec.pack(delta)
+        return self.services.codec.pack(delta, scope=envelope.mission_id)
 
 
 def _preview(value: Any, limit: int = 300) -> Any:

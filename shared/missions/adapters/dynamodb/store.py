@@ -26,6 +26,7 @@ from missions.core.artifacts import Artifact, check_artifact
 from missions.core.envelope import InterruptResponse, utcnow
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event
+from missions.core.offload import blob_scope
 from missions.core.specs import BLOB_INLINE_LIMIT, MISSION_SUMMARY, TableSpec
 from missions.ports.store import (
     Checkpoint,
@@ -992,13 +993,22 @@ class DynamoArtifactStore:
 
 # --------------------------------------------------------------------------- blobs
 
+BLOB_PREFIX = "blobs/"  # a mission's big blobs: blobs/<mission id>/<sha256>
+
+
+def blob_thread(mission_id: str) -> str:
+    """The checkpoints table's partition of a mission's blobs."""
+    return f"blob#{mission_id}"
+
 
 class DynamoBlobStore:
-    """Content-addressed blobs: small ones inline in the checkpoints table, big ones in S3.
+    """Content-addressed blobs of a mission: small ones inline in the checkpoints table, big ones in S3.
 
-    Items live under thread_id f"blob#{key}", checkpoint_id "blob". A blob bigger than
-    `inline_limit` goes to s3://{bucket}/blobs/{key[:2]}/{key} first, then a pointer item is
-    written, so a pointer never leads nowhere.
+    A key is "<mission id>/<sha256>" (missions.core.offload.blob_key): its item lives under thread_id
+    f"blob#{mission id}", checkpoint_id the hash, so a mission's blobs are one partition; a blob bigger
+    than `inline_limit` goes to s3://{bucket}/blobs/{mission id}/{sha256} first, then a pointer item is
+    written, so a pointer never leads nowhere. Keys written before blobs were scoped (a bare hash) live
+    under thread_id f"blob#{key}", checkpoint_id "blob", and in S3 under blobs/{key[:2]}/{key}.
     """
 
     def __init__(
@@ -1017,11 +1027,17 @@ class DynamoBlobStore:
 
     @staticmethod
     def s3_key(key: str) -> str:
-        return f"blobs/{key[:2]}/{key}"
+        scope = blob_scope(key)
+        if scope is None:
+            return f"blobs/{key[:2]}/{key}"
+        return f"{BLOB_PREFIX}{scope}/{key.rpartition('/')[2]}"
 
     @staticmethod
     def _item_key(key: str) -> dict[str, Any]:
-        return {"thread_id": {"S": f"blob#{key}"}, "checkpoint_id": {"S": "blob"}}
+        scope = blob_scope(key)
+        if scope is None:
+            return {"thread_id": {"S": f"blob#{key}"}, "checkpoint_id": {"S": "blob"}}
+        return {"thread_id": {"S": blob_thread(scope)}, "checkpoint_id": {"S": key.rpartition("/")[2]}}
 
     def put(self, key: str, data: bytes) -> None:
         item = self._item_key(key)

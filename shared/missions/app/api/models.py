@@ -364,6 +364,14 @@ class Me(BaseModel):
     operator: bool
 
 
+class Erasure(BaseModel):
+    """What `DELETE /me` erased: items (and objects) per store. An erasure that could not finish answers 503
+    instead, its message saying what it erased and what it did not; running it again finishes it."""
+
+    user_id: str
+    erased: dict[str, int] = Field(description="per store (missions, events, memory, repositories, ...): how many")
+
+
 class NotificationSettings(BaseModel):
     """Whether you are told by email when a mission needs you or finishes."""
 
