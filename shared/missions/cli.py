@@ -586,7 +586,7 @@ def me_erase(
     token: TokenOption = None,
     region: RegionOption = None,
 ) -> None:
-    """Erase everything stored about you (DELETE /me): missions, memory, conversations, repositories, schedules."""
+    """Erase everything stored about you (DELETE /me): missions, memory, conversations, repositories."""
     if not yes:
         fail("erasing everything stored about you cannot be undone: pass --yes")
     with _one_line():
