@@ -8,7 +8,7 @@ Between capabilities: each capability's state machine role invokes only its own 
 (and the interrupt function all pipelines share), and a stage role names no state machine, no
 function and no log group but its own. The data stores are shared by every capability's stages:
 missions, checkpoints, events, interrupts and artifacts are keyed by mission id (`m_<hex>`) and
-offloaded blobs by content hash (`blobs/<hh>/<sha256>`), so no IAM condition (dynamodb:LeadingKeys,
+offloaded blobs by mission and content hash (`blobs/<mission id>/<sha256>`), so no IAM condition (dynamodb:LeadingKeys,
 an object-key prefix) can tell one capability's items from another's; the OpenAI key is one
 secret per environment. Scoping those needs the capability in the keys, a runtime change.
 """
@@ -55,6 +55,8 @@ class Access:
     snapshots: dict[str, tuple[str, ...]] = field(default_factory=dict)
     list_snapshots: bool = False  # s3:ListBucket, to delete every snapshot of a repository
     notices: tuple[str, ...] = ()  # sns actions on the email notices' topic (and its subscriptions)
+    # erasing a user (DELETE /me): list their missions' blobs, and every version of their snapshots
+    erase_users: bool = False
 
 
 # Appending to a mission's timeline: a query reads its last item, a conditional put places the batch (its
@@ -105,8 +107,14 @@ ACCESS: dict[str, Access] = {
     ),
     # a mission waiting for a human gives its running slot to the next one: the interrupt function drains
     # tells the user their mission needs them (if they opted in: read from their memory)
+    # a paused mission's wait is kept on its record, and its timeline says it paused (mission.paused)
     "interrupt": Access(
-        tables={**_DRAINS, "interrupts": TableAccess((PUT,)), "memory": TableAccess((GET,))},
+        tables={
+            **_DRAINS,
+            "interrupts": TableAccess((PUT,)),
+            "memory": TableAccess((GET,)),
+            "events": TableAccess(_APPEND_EVENTS),
+        },
         blobs=_BLOBS_RW,
         start_missions=True,
         notices=("sns:Publish",),
@@ -114,24 +122,36 @@ ACCESS: dict[str, Access] = {
     "api": Access(
         tables={
             **_STARTS,
-            # listings query the summary indexes and read running missions whole (a batch get)
-            "missions": TableAccess((GET, PUT, UPDATE, QUERY, BATCH_GET), indexes=("by_user", "by_capability")),
-            "checkpoints": TableAccess((GET, PUT, QUERY)),
-            "interrupts": TableAccess((GET, UPDATE, QUERY)),
-            "events": TableAccess((*_APPEND_EVENTS, QUERY)),
-            "memory": TableAccess((GET, PUT, DELETE, QUERY), indexes=("by_namespace_head",)),
+            # listings query the summary indexes and read running missions whole (a batch get); a user's
+            # export reads, and their erasure deletes (BatchWriteItem), what every table keeps of them
+            "missions": TableAccess(
+                (GET, PUT, UPDATE, QUERY, BATCH_GET, BATCH_WRITE), indexes=("by_user", "by_capability")
+            ),
+            "checkpoints": TableAccess((GET, PUT, QUERY, BATCH_WRITE)),
+            "interrupts": TableAccess((GET, UPDATE, QUERY, BATCH_WRITE)),
+            "events": TableAccess((*_APPEND_EVENTS, QUERY, BATCH_WRITE)),
+            "memory": TableAccess(
+                (GET, PUT, DELETE, QUERY, BATCH_GET, BATCH_WRITE), indexes=("by_namespace_head", "memory_by_user")
+            ),
             "learnings": TableAccess((GET, UPDATE)),
-            "artifacts": TableAccess((GET, QUERY)),
-            "repositories": TableAccess((GET, PUT, UPDATE, DELETE, QUERY), indexes=("by_owner",)),
-            "idempotency": TableAccess((GET, PUT, UPDATE, DELETE)),  # Powertools Idempotency's records
-            "conversations": TableAccess((GET, QUERY, DELETE)),  # a turn starts from it; users list and forget
+            "artifacts": TableAccess((GET, QUERY, BATCH_WRITE)),
+            "repositories": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, BATCH_WRITE), indexes=("by_owner",)),
+            # Powertools Idempotency's records, a partition per user
+            "idempotency": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, BATCH_WRITE)),
+            "conversations": TableAccess((GET, QUERY, DELETE, BATCH_WRITE)),  # users list, forget, erase them
+            "dispatch": TableAccess((*_DRAINS["dispatch"].actions, BATCH_WRITE)),
             # operators' versions (a transaction: the version, the state on its revision, the audit entry)
             "agents": TableAccess((GET, PUT, QUERY)),
             "usage": TableAccess((QUERY,)),  # a mission's calls, and the totals the metrics read
         },
-        blobs=_BLOBS_RW,
+        blobs=(*_BLOBS_RW, "s3:DeleteObject"),
+        erase_users=True,
         # presigning an upload needs PutObject on it; deleting a repository removes its objects
-        snapshots={UPLOADS: ("s3:PutObject", "s3:GetObject", "s3:DeleteObject"), SNAPSHOTS: ("s3:DeleteObject",)},
+        # (every version of them when a user is erased: the bucket is versioned)
+        snapshots={
+            UPLOADS: ("s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:DeleteObjectVersion"),
+            SNAPSHOTS: ("s3:DeleteObject", "s3:DeleteObjectVersion"),
+        },
         list_snapshots=True,
         publish_events=True,  # repository import requests
         start_missions=True,
@@ -233,6 +253,8 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         )
     if (access.snapshots or access.list_snapshots) and resources.snapshots_bucket is not None:
         _grant_snapshots(role, access, resources.snapshots_bucket)
+    if access.erase_users:
+        _grant_erasure(role, resources)
     if access.start_missions and resources.state_machine_arns:
         role.add_to_principal_policy(
             iam.PolicyStatement(
@@ -298,13 +320,27 @@ def _grant_snapshots(role: iam.IRole, access: Access, bucket: s3.IBucket) -> Non
             "separates what this function may touch (stages read snapshots, only the importer writes them).",
         )
     if access.list_snapshots:
+        # an erasure lists every version (the bucket is versioned), under the same prefixes
+        listing = ["s3:ListBucket", "s3:ListBucketVersions"] if access.erase_users else ["s3:ListBucket"]
         role.add_to_principal_policy(
             iam.PolicyStatement(
-                actions=["s3:ListBucket"],
+                actions=listing,
                 resources=[bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": ["repositories/*", "uploads/*"]}},
             )
         )
+
+
+def _grant_erasure(role: iam.IRole, resources: Resources) -> None:
+    """A user's erasure finds their missions' blobs by listing blobs/<mission id>/ (listing only there); the
+    versions of their snapshots and uploads are listed and deleted through the snapshot grants."""
+    role.add_to_principal_policy(
+        iam.PolicyStatement(
+            actions=["s3:ListBucket"],
+            resources=[resources.bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": ["blobs/*"]}},
+        )
+    )
 
 
 def _arn_hint(role: iam.IRole, bucket: s3.IBucket) -> str:

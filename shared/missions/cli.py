@@ -556,6 +556,57 @@ def repos_rm(
     out.print(f"deleted {repository_id}")
 
 
+# -- your data ---------------------------------------------------------------------------------------
+
+me = typer.Typer(no_args_is_help=True, help="Your data: export everything stored about you, or erase it.")
+app.add_typer(me, name="me")
+
+
+@me.command("export")
+def me_export(
+    ctx: typer.Context,
+    output: str = typer.Option(
+        "missions-export.jsonl", "--output", "-o", help="Where to write the JSON lines ('-': standard output)."
+    ),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Download everything stored about you (GET /me/export) as JSON lines."""
+    with _one_line():
+        data = _api(ctx, env, api_url, token, region).download("/me/export")
+    if output == "-":
+        sys.stdout.write(data.decode())
+        return
+    try:
+        with open(output, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        fail(f"{output}: {exc.strerror or exc}")
+    records = max(data.count(b"\n") - 1, 0)
+    out.print(f"exported {records} records to {output}", highlight=False)
+
+
+@me.command("erase")
+def me_erase(
+    ctx: typer.Context,
+    yes: bool = typer.Option(False, "--yes", help="Erase without asking: it cannot be undone."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Erase everything stored about you (DELETE /me): missions, memory, conversations, repositories."""
+    if not yes:
+        fail("erasing everything stored about you cannot be undone: pass --yes")
+    with _one_line():
+        report = _api(ctx, env, api_url, token, region).call("DELETE", "/me")
+    erased = ", ".join(f"{n} {store}" for store, n in sorted(report["erased"].items()) if n) or "nothing was stored"
+    out.print(f"erased {report['user_id']}: {erased}", highlight=False, soft_wrap=True)
+
+
+
 # -- agents as data: versioned agent configurations -----------------------------------------------
 
 agents_app = typer.Typer(
@@ -1059,10 +1110,59 @@ def cancel(
     token: TokenOption = None,
     region: RegionOption = None,
 ) -> None:
-    """Cancel a mission that is queued, running or waiting for you."""
+    """Cancel a mission that is queued, running, waiting for you or paused."""
     with _one_line():
         _api(ctx, env, api_url, token, region).call("POST", _path("missions", mission_id, "cancel"))
     out.print(f"cancelled {mission_id}")
+
+
+@app.command("pause")
+def pause(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Pause a running mission: its stage in flight ends, then it waits (holding none of your running slots)."""
+    with _one_line():
+        _api(ctx, env, api_url, token, region).call("POST", _path("missions", mission_id, "pause"), ok=(202,))
+    out.print(f"pausing {mission_id} (paused once its stage in flight ends)")
+
+
+@app.command("resume")
+def resume(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Resume a paused mission from where it stopped, with the notes you sent meanwhile."""
+    with _one_line():
+        body = _api(ctx, env, api_url, token, region).call("POST", _path("missions", mission_id, "resume"))
+    how = "queued for one of your running slots" if body.get("status") == "queued" else "running"
+    out.print(f"resumed {mission_id} ({how})")
+
+
+@app.command("note")
+def note(
+    ctx: typer.Context,
+    mission_id: str = typer.Argument(..., help="The mission's id."),
+    text: str = typer.Argument(..., help="What the mission should know, e.g. 'the budget is 500'."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Steer a mission that has not ended: its next stage receives the note."""
+    with _one_line():
+        body = _api(ctx, env, api_url, token, region).call(
+            "POST", _path("missions", mission_id, "notes"), {"text": text}, ok=(202,)
+        )
+    out.print(f"noted {body.get('note_id')} for {mission_id}")
 
 
 @app.command("answer")

@@ -218,6 +218,19 @@ class ApiClient:
             self.sleep(wait)
         raise AssertionError("unreachable")
 
+    def download(self, path: str) -> bytes:
+        """The body of a successful GET as it is (an export is not JSON); ClientError otherwise."""
+        sent = {"Accept": "*/*", **({"Authorization": f"Bearer {self.token}"} if self.token else {})}
+        for attempt in range(1, RETRIES + 1):
+            reply = self.transport("GET", self.base_url.rstrip("/") + path, sent, None)
+            if reply.status == 200:
+                return reply.body
+            wait = _retry_after(reply)
+            if wait is None or attempt == RETRIES:
+                raise ClientError(error_line(reply.status, reply.json(), self.sign_in_hint))
+            self.sleep(wait)
+        raise AssertionError("unreachable")
+
     def upload(self, url: str, data: bytes) -> None:
         """PUT to a presigned URL (it carries its own authorization)."""
         reply = self.transport("PUT", url, {}, data)

@@ -31,16 +31,16 @@ def store(request, monkeypatch):
         yield MemoryIdempotencyLayer()
         return
     import boto3
-    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
     from moto import mock_aws
 
+    from missions.adapters.dynamodb.idempotency import UserIdempotencyLayer
     from missions.adapters.dynamodb.store import table_definition
 
     use_fake_aws(monkeypatch)
     with mock_aws():
         client = boto3.client("dynamodb", region_name=REGION)
         client.create_table(**table_definition(IDEMPOTENCY, "test-idempotency"))
-        yield DynamoDBPersistenceLayer(table_name="test-idempotency", boto3_client=client)
+        yield UserIdempotencyLayer("test-idempotency", boto3_client=client)
 
 
 def once(store: Any, work: Any, expires: int = 3600) -> Any:
@@ -52,7 +52,7 @@ def once(store: Any, work: Any, expires: int = 3600) -> Any:
         raise_on_no_idempotency_key=True,
     )
 
-    @idempotent_function(data_keyword_argument="request", persistence_store=store, config=config, key_prefix="op")
+    @idempotent_function(data_keyword_argument="request", persistence_store=store, config=config, key_prefix="op#u1")
     def run(request: dict[str, Any]) -> dict[str, Any]:
         return work(request)
 

@@ -227,6 +227,39 @@ def test_a_transition_the_current_status_does_not_allow_is_refused_and_changes_n
         backend.missions.transition("nope", "running", frozenset({"created"}))
 
 
+def test_a_transition_returns_the_record_as_written(backend):
+    # Given a mission with a note its user sent
+    backend.missions.create(mission("m1"))
+    backend.missions.add_note("m1", {"note_id": "note_1", "text": "skip the museums", "at": "t"}, ALLOWED, 20)
+    # When a stage records its progress
+    written = backend.missions.transition("m1", "running", frozenset({"created"}), stage="plan")
+    # Then the write itself returns the whole record, the notes with it
+    assert written == backend.missions.get("m1")
+    assert (written.status, written.stage, written.notes[0]["text"]) == ("running", "plan", "skip the museums")
+
+
+def test_notes_are_appended_while_the_status_allows_and_up_to_the_limit(backend):
+    backend.missions.create(mission("m1"))
+    for index in range(3):
+        backend.missions.add_note("m1", {"note_id": f"note_{index}", "text": f"n{index}", "at": "t"}, ALLOWED, 3)
+    assert [n["text"] for n in backend.missions.get("m1").notes] == ["n0", "n1", "n2"]
+    # a fourth is over the limit: a conflict, nothing added
+    with pytest.raises(ConflictError, match="3 notes"):
+        backend.missions.add_note("m1", {"note_id": "note_3", "text": "n3", "at": "t"}, ALLOWED, 3)
+    # a mission in a status that takes none (it ended) refuses with its status, nothing added
+    backend.missions.create(mission("m2"))
+    backend.missions.transition("m2", "cancelled", frozenset({"created"}))
+    with pytest.raises(TransitionRefused) as refused:
+        backend.missions.add_note("m2", {"note_id": "note_x", "text": "late", "at": "t"}, ALLOWED, 3)
+    assert refused.value.current == "cancelled" and backend.missions.get("m2").notes == []
+    assert len(backend.missions.get("m1").notes) == 3
+    with pytest.raises(NotFound):
+        backend.missions.add_note("nope", {"note_id": "n", "text": "t", "at": "t"}, ALLOWED, 3)
+
+
+ALLOWED = frozenset({"created", "queued", "running", "interrupted", "pausing", "paused"})
+
+
 def test_plain_updates_cannot_change_a_status(backend):
     backend.missions.create(mission("m1"))
     with pytest.raises(ValueError, match="lifecycle"):

@@ -264,9 +264,11 @@ def test_only_the_importer_writes_snapshots_and_only_stages_that_read_code_read_
             writers.add(name)
         if "s3:GetObject" in grants.get("repositories/*", set()):
             readers.add(label)
-        if name == "missions-api":  # presigns uploads and deletes what a repository leaves
-            assert grants["uploads/*"] == {"s3:PutObject", "s3:GetObject", "s3:DeleteObject"}
-            assert grants["repositories/*"] == {"s3:DeleteObject"} and grants["bucket"] == {"s3:ListBucket"}
+        if name == "missions-api":  # presigns uploads, deletes what a repository leaves, and erases users
+            # (every version of their snapshots and uploads: DELETE /me), listing only under those prefixes
+            assert grants["uploads/*"] == {"s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:DeleteObjectVersion"}
+            assert grants["repositories/*"] == {"s3:DeleteObject", "s3:DeleteObjectVersion"}
+            assert grants["bucket"] == {"s3:ListBucket", "s3:ListBucketVersions"}
     assert writers == {"missions-repository-import"}
     code_analysis = registry.load("code_analysis")
     expected = {f"code_analysis:code_analysis: {a.name} stage" for a in code_analysis.pipeline.agents if a.has_tools}
@@ -808,6 +810,26 @@ def test_the_stream_role_starts_follows_and_answers_missions_and_nothing_more(as
     assert "dynamodb:Scan" not in actions
 
 
+def test_the_interrupt_role_keeps_a_paused_missions_wait_and_appends_to_its_timeline_only(assembly: Assembly):
+    # Given the interrupt function's role in dev (it waits for answers, and for a paused mission's resume)
+    (function,) = [
+        f
+        for f in assembly.resources("dev", "AWS::Lambda::Function").values()
+        if _function_service(f) == "missions-interrupt"
+    ]
+    statements = _role_statements(assembly, "dev", function["Properties"]["Role"]["Fn::GetAtt"][0])
+
+    def granted(table: str) -> set[str]:
+        return set().union(*(_actions(s) for s in statements if table in _tables_referenced(s)))
+
+    # Then it records the pause on the mission (an update, no put or delete) and appends `mission.paused`
+    assert granted("missions") == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    assert granted("events") == {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}
+    # and it neither stops executions nor fails tasks (a cancel does that, from the API)
+    actions = set().union(*(_actions(s) for s in statements))
+    assert not actions & {"states:StopExecution", "states:SendTaskFailure", "dynamodb:Scan"}
+
+
 def test_the_stream_function_follows_the_environments_auth(variants: Assembly):
     # Given an environment with its own identity provider, and one with IAM auth
     _, function = _stream_function(variants, "sso")
@@ -1101,3 +1123,25 @@ def test_only_the_api_writes_agent_versions_and_only_stages_write_usage(assembly
     assert {service for service, actions in on["usage"].items() if actions & writes} == {"stage"}
     assert on["usage"] == {"stage": {"dynamodb:PutItem", "dynamodb:UpdateItem"}, "api": {"dynamodb:Query"}}
     assert not any("dynamodb:Scan" in a for table in on.values() for a in table.values())
+
+
+def test_only_the_api_erases_users_and_only_their_prefixes(assembly: Assembly):
+    # Given the synthesized dev stack
+    listings: dict[str, list[dict[str, Any]]] = {}
+    for function in assembly.resources("dev", "AWS::Lambda::Function").values():
+        role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        for policy in assembly.resources("dev", "AWS::IAM::Policy").values():
+            if {"Ref": role} not in policy["Properties"]["Roles"]:
+                continue
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                if {"s3:ListBucketVersions", "s3:DeleteObjectVersion"} & set(actions) or (
+                    "s3:ListBucket" in actions and "blobs/*" in json.dumps(statement.get("Condition"))
+                ):
+                    listings.setdefault(_function_service(function), []).append(statement)
+    # Then only the API (DELETE /me) may list blobs and snapshot versions or delete versions
+    assert set(listings) == {"missions-api"}
+    for statement in listings["missions-api"]:
+        if "Condition" in statement:  # listing: only under the prefixes a user's data lives in
+            prefixes = statement["Condition"]["StringLike"]["s3:prefix"]
+            assert set(prefixes) <= {"blobs/*", "repositories/*", "uploads/*"}, statement

@@ -85,6 +85,12 @@ class Contract:
                 raise ContractViolation(f"{method} {operation.template} {status}: an empty body, a schema documented")
             return
         if schema is None:
+            media = headers.get("content-type", "").split(";")[0].strip()
+            if media == "application/x-ndjson" and media in content:  # JSON lines: each line a JSON object
+                for number, line in enumerate(body.splitlines(), 1):
+                    if not isinstance(json.loads(line), dict):
+                        raise ContractViolation(f"{method} {operation.template} {status}: line {number} is no object")
+                return
             if content:
                 raise ContractViolation(f"{method} {operation.template} {status}: no schema for the body sent")
             return

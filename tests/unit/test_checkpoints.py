@@ -117,14 +117,14 @@ def test_a_delta_names_only_what_changed_key_by_key_and_always_the_machines_fiel
         "counters": {"agent_hops": 3, "llm_calls": 1},
         "context": {"repo": "."},
         "resume": {"interrupt_id": "i1"},
-        **{name: None for name in ("failure", "branch_results", "next_stage", "segment_yield")},
+        **{name: None for name in ("failure", "branch_results", "next_stage", "segment_yield", "pause", "notes")},
     }
     after = {
         "outputs": {"plan": {"steps": [1, 2]}, "research": {"notes": "x" * 1000}, "draft": {"text": "hi"}},
         "counters": {"agent_hops": 4, "llm_calls": 1},
         "context": {"repo": "."},
         "resume": None,
-        **{name: None for name in ("failure", "branch_results", "next_stage", "segment_yield")},
+        **{name: None for name in ("failure", "branch_results", "next_stage", "segment_yield", "pause", "notes")},
     }
     # When it is diffed
     delta = diff(before, after)
@@ -137,11 +137,25 @@ def test_a_delta_names_only_what_changed_key_by_key_and_always_the_machines_fiel
 
 def test_a_field_the_state_machine_writes_is_in_every_delta_even_unchanged():
     # Given the machine's fields, the same before and after (the stage left them as the machine wrote them)
-    state = {"failure": None, "resume": None, "branch_results": None, "next_stage": "b", "segment_yield": False}
+    state = {
+        "failure": None,
+        "resume": None,
+        "branch_results": None,
+        "next_stage": "b",
+        "segment_yield": False,
+        "pause": False,
+        "notes": None,
+    }
     # Then the delta still sets them: the parent's state may hold other values there (an ended failure, the
     # await state a resumed mission left, a segment told to hand back)
     assert diff(state, dict(state)) == {"set": state}
-    parent = {"failure": {"Error": "x"}, "next_stage": "await:clarification", "segment_yield": True}
+    parent = {
+        "failure": {"Error": "x"},
+        "next_stage": "await:clarification",
+        "segment_yield": True,
+        "pause": True,
+        "notes": [{"note_id": "note_1", "text": "t", "at": "x"}],
+    }
     assert fold(parent, diff(state, dict(state))) == state
 
 

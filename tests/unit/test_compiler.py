@@ -232,7 +232,7 @@ def test_finalize_runs_the_final_stage_in_finalize_mode_and_ends(compiled):
     assert states[pipeline.final]["Parameters"]["mode"] == "run"
 
 
-def test_route_choice_order_final_then_guards_then_awaits_then_targets(compiled):
+def test_route_choice_order_final_then_guards_then_awaits_then_pause_then_targets(compiled):
     pipeline, definition = compiled
     states = definition["States"]
     for agent in stage_agents(pipeline):
@@ -264,8 +264,16 @@ def test_route_choice_order_final_then_guards_then_awaits_then_targets(compiled)
         assert [(a["StringEquals"], a["Next"]) for a in awaits] == [
             (f"await:{k.value}", f"await.{k.value}") for k in InterruptKind
         ]
+        # ... then the user's pause, before any stage the routing may choose ...
+        if [t for t in agent.targets() if t != pipeline.final]:
+            paused = choices[2 + len(COUNTER_GUARDS) + len(InterruptKind)]
+            assert paused["Next"] == "await.pause"
+            assert paused["And"][:2] == [
+                {"Variable": "$.envelope.pause", "IsPresent": True},
+                {"Variable": "$.envelope.pause", "BooleanEquals": True},
+            ]
         # ... and every routing target is reachable
-        chosen = {c["StringEquals"]: c["Next"] for c in choices if c["Variable"] == "$.envelope.next_stage"}
+        chosen = {c["StringEquals"]: c["Next"] for c in choices if c.get("Variable") == "$.envelope.next_stage"}
         for target in agent.targets():
             assert target in chosen, (agent.name, target)
         assert states[f"{agent.name}.route"]["Default"] == UNROUTABLE

@@ -174,9 +174,11 @@ def test_the_mission_runs_segments_and_takes_each_back_by_its_exit(machines):
     assert task["Parameters"]["StateMachineArn"] == "${segment}"
     assert "$.asl.hops" in task["Parameters"]["Name.$"] and "$.asl.restarts" in task["Parameters"]["Name.$"]
     assert task["ResultSelector"] == {"envelope.$": "$.Output.envelope", "asl.$": "$.Output.asl"}
-    # Then done ends the mission, continue starts the next, await waits for the question of that kind
+    # Then done ends the mission, continue starts the next (unless its user paused it: then it waits for
+    # the resume first), await waits for the question of that kind
     exits = {json.dumps(c, sort_keys=True): c["Next"] for c in states[SEGMENT_EXIT]["Choices"]}
-    assert list(exits.values())[:2] == [DONE, SEGMENT_BEGIN]
+    assert list(exits.values())[:3] == [DONE, "await.pause", SEGMENT_BEGIN]
+    assert states["await.pause.resume"]["Next"] == SEGMENT_BEGIN
     for kind in InterruptKind:
         assert f"await.{kind.value}" in exits.values()
     assert states[SEGMENT_EXIT]["Default"] == UNROUTABLE

@@ -28,6 +28,7 @@ from missions.core.offload import (
     REF_KEY,
     BlobMissing,
     EnvelopeCodec,
+    blob_scope,
     encoded_size,
 )
 
@@ -243,10 +244,10 @@ def test_a_codec_that_read_a_blob_does_not_write_it_back():
 def test_pack_keeps_small_values_and_unpack_restores_big_ones():
     codec = EnvelopeCodec(MemoryBlobStore())
     small = {"stage": "b", "output": {"x": 1}}
-    assert codec.pack(small) is small
+    assert codec.pack(small, scope="m1") is small
     assert codec.unpack(small) is small
     big = {"stage": "b", "output": {"text": noise(PACK_THRESHOLD * 4)}}
-    packed = codec.pack(big)
+    packed = codec.pack(big, scope="m1")
     assert set(packed) == {REF_KEY, "bytes"}
     assert encoded_size(packed) < PACK_THRESHOLD
     assert codec.unpack(packed) == big
@@ -262,7 +263,7 @@ def test_missing_blob_raises_blob_missing_naming_the_field():
 
 
 def test_missing_packed_blob_raises_blob_missing():
-    packed = EnvelopeCodec(MemoryBlobStore()).pack({"text": noise(5000)})
+    packed = EnvelopeCodec(MemoryBlobStore()).pack({"text": noise(5000)}, scope="m1")
     with pytest.raises(BlobMissing, match="packed value"):
         EnvelopeCodec(MemoryBlobStore()).unpack(packed)
 
@@ -322,3 +323,26 @@ def test_an_envelope_that_carried_its_history_still_decodes_without_it():
     for old in (inline, offloaded):
         decoded = codec.decode(old)
         assert decoded.next_stage == "b" and "history" not in decoded.model_dump()
+
+
+def test_blobs_belong_to_their_mission_and_legacy_refs_still_resolve():
+    # Given two missions offloading the very same bulky output
+    blobs = MemoryBlobStore()
+    codec = EnvelopeCodec(blobs, threshold=2048)
+    first, second = big_envelope(), big_envelope()
+    second.mission_id = "m-other"
+    # When both are encoded
+    refs = [codec.encode(env)["refs"] for env in (first, second)]
+    # Then each mission's blob is its own, named by its mission (an erasure of one never touches the other)
+    assert all(
+        key.startswith(f"{env.mission_id}/") for env, r in zip((first, second), refs, strict=True) for key in r.values()
+    )
+    assert {blob_scope(k) for k in blobs.items} == {first.mission_id, "m-other"}
+    # And a reference written before blobs were scoped (a bare hash) still resolves
+    legacy = {dotted: key.rpartition("/")[2] for dotted, key in refs[0].items()}
+    for key in refs[0].values():
+        blobs.items[key.rpartition("/")[2]] = blobs.items[key]
+    encoded = codec.encode(first)
+    encoded["refs"] = legacy
+    assert blob_scope(next(iter(legacy.values()))) is None
+    assert EnvelopeCodec(blobs).decode(encoded).model_dump() == first.model_dump()

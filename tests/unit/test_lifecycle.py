@@ -1,9 +1,14 @@
 """The lifecycle users see (seed 004) from a mission's status and its running stage's phase."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from missions.adapters.memory.store import MemoryMissionStore
 from missions.core import capability as registry
-from missions.ports.store import LIFECYCLE, MissionRecord, lifecycle_of
+from missions.core.errors import TransitionRefused
+from missions.ports.store import LIFECYCLE, MissionRecord, MissionStatus, lifecycle_of
+from missions.service.lifecycle import ALLOWED_FROM, Lifecycle
 
 
 @pytest.mark.parametrize(
@@ -16,6 +21,8 @@ from missions.ports.store import LIFECYCLE, MissionRecord, lifecycle_of
         ("running", "traverser", "executing", "executing"),
         ("running", "critic", "reflecting", "reflecting"),
         ("interrupted", "critic", "reflecting", "interrupted"),
+        ("pausing", "critic", "reflecting", "paused"),
+        ("paused", "critic", "reflecting", "paused"),
         ("completed", "integration", "executing", "completed"),
         ("failed", "planner", "planning", "failed"),
         ("archived", "integration", "executing", "archived"),
@@ -26,10 +33,52 @@ def test_lifecycle_of(status, stage, phase, expected):
         mission_id="m", user_id="u", capability="c", goal="g", status=status, stage=stage, phase=phase
     )
     assert lifecycle_of(record) == expected
-    assert expected in LIFECYCLE
+    assert expected in LIFECYCLE or expected == "paused"
 
 
 def test_code_analysis_stages_name_the_phases_users_see():
     phases = {agent.name: agent.phase for agent in registry.load("code_analysis").pipeline.agents}
     assert phases["planner"] == "planning" and phases["critic"] == "reflecting"
     assert phases["traverser"] in (None, "executing")
+
+
+STATUSES = sorted({s for allowed in ALLOWED_FROM.values() for s in allowed} | set(ALLOWED_FROM))
+PAUSE_STEPS = ("pause", "progress", "paused", "unpaused", "end", "cancel")
+
+
+def _step(lifecycle: Lifecycle, step: str) -> None:
+    actions = {
+        "pause": lambda: lifecycle.pause("m"),
+        "progress": lambda: lifecycle.progress_while_pausing("m", stage="s"),
+        "paused": lambda: lifecycle.paused("m", "pause-0001", "token"),
+        "unpaused": lambda: lifecycle.unpaused("m"),
+        "end": lambda: lifecycle.end("m", "completed"),
+        "cancel": lambda: lifecycle.cancelled("m"),
+    }
+    actions[step]()
+
+
+@given(st.sampled_from(STATUSES), st.lists(st.sampled_from(PAUSE_STEPS), max_size=8))
+def test_pausing_never_leaves_an_ended_mission_and_a_resume_token_only_lives_while_paused(start, steps):
+    # Given a mission in any status, and any sequence of pause-related transitions (each refused or made)
+    store = MemoryMissionStore()
+    token = "token" if start == MissionStatus.PAUSED else None  # a paused mission waits on one
+    store.create(MissionRecord(mission_id="m", user_id="u", capability="c", goal="g", status=start, pause_token=token))
+    lifecycle = Lifecycle(store)
+    for step in steps:
+        before = store.get("m").status
+        try:
+            _step(lifecycle, step)
+            made = True
+        except TransitionRefused:
+            assert store.get("m").status == before  # refused: nothing changed
+            made = False
+        record = store.get("m")
+        # Then an ended mission never moves again
+        if before in MissionStatus.TERMINAL:
+            assert record.status == before
+        # and only a paused mission holds a resume token
+        assert (record.pause_token is not None) == (record.status == MissionStatus.PAUSED)
+        # and only a running mission can be paused
+        if step == "pause" and made:
+            assert before == MissionStatus.RUNNING

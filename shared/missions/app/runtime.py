@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from missions.core.refs import RepositoryResolver, Workspaces
     from missions.core.settings import RuntimeSettings
     from missions.ports.agents import AgentStore, UsageStore
+    from missions.ports.accounts import PersonalStore
     from missions.ports.bus import EventBus
     from missions.ports.conversations import ConversationStore
     from missions.ports.dispatch import DispatchStore
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     )
     from missions.ports.webhooks import DeliveryStore, WebhookSources
     from missions.service.agents import AgentConfigs
+    from missions.service.accounts import AccountService
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
     from missions.service.evaluation import Evaluator
@@ -245,11 +247,12 @@ class Runtime:
 
     @cached_property
     def idempotency(self) -> BasePersistenceLayer:
-        """Where the HTTP API keeps Idempotency-Key records (Powertools Idempotency's DynamoDB layer)."""
-        from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+        """Where the HTTP API keeps Idempotency-Key records (Powertools Idempotency's DynamoDB layer, one
+        partition per user)."""
+        from missions.adapters.dynamodb.idempotency import UserIdempotencyLayer
 
         client: DynamoDBClient = self._client("dynamodb")  # type: ignore[assignment]  # a dynamodb client
-        return DynamoDBPersistenceLayer(table_name=self._table("idempotency"), boto3_client=client)
+        return UserIdempotencyLayer(self._table("idempotency"), boto3_client=client)
 
     @cached_property
     def webhook_sources(self) -> WebhookSources:
@@ -414,6 +417,40 @@ class Runtime:
         return NotificationService(topic, self.memory)
 
     @cached_property
+    def accounts(self) -> AccountService:
+        """A user's own data: export and erasure of everything stored about them, in every table and bucket."""
+        from missions.adapters.dynamodb import personal
+        from missions.service.accounts import AccountService
+
+        dynamodb, s3 = self._client("dynamodb"), self._lazy("s3")
+        per_user: list[PersonalStore] = [personal.UserDispatch(self._table("dispatch"), dynamodb)]
+        if self.settings.conversations_table:
+            per_user.append(personal.UserConversations(self.settings.conversations_table, dynamodb))
+        if self.settings.memory_table:
+            per_user.append(personal.UserMemory(self.settings.memory_table, dynamodb))
+        if self.settings.repositories_table:
+            per_user.append(
+                personal.UserRepositories(self.settings.repositories_table, dynamodb, self.settings.snapshot_bucket, s3)
+            )
+        if self.settings.idempotency_table:
+            per_user.append(personal.UserIdempotencyRecords(self.settings.idempotency_table, dynamodb))
+        per_mission: list[PersonalStore] = [
+            personal.MissionEvents(self.settings.events_table, dynamodb),
+            personal.MissionInterrupts(self.settings.interrupts_table, dynamodb),
+            personal.MissionCheckpoints(self.settings.checkpoints_table, dynamodb, self.settings.blob_bucket, s3),
+        ]
+        if self.settings.artifacts_table:
+            per_mission.append(personal.MissionArtifacts(self.settings.artifacts_table, dynamodb))
+        return AccountService(
+            index=personal.MissionRecords(self.settings.missions_table, dynamodb),
+            missions=self.missions,
+            cancel=self.control.cancel,
+            per_mission=per_mission,
+            per_user=per_user,
+            stop_notices=self.notifications.opt_out if self.settings.memory_table else None,
+        )
+
+    @cached_property
     def chat(self) -> ChatService:
         """The chat entry (POST /v1/chat/completions): messages as turns of conversations."""
         from missions.service.chat import ChatService
@@ -550,8 +587,10 @@ class Runtime:
         runner = self.runner(envelope["capability"])
         result = runner.handle(event, deadline=_deadline_of(context))
         if "segment_started" in event:  # a stage of an Express segment: should the segment hand back?
-            # when the mission ended meanwhile (cancelled), or the segment has used its time
-            result["segment_yield"] = runner.mission_ended_meanwhile or segment_spent(event, datetime.now(UTC))
+            # when the mission ended meanwhile (cancelled), its user paused it, or the segment has used its time
+            result["segment_yield"] = (
+                runner.mission_ended_meanwhile or runner.pausing or segment_spent(event, datetime.now(UTC))
+            )
         report = runner.last_report
         if report is not None:
             observability.stage_metrics(
@@ -563,6 +602,9 @@ class Runtime:
     def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:
         from missions.service.interrupts import record_interrupt
 
+        if event.get("mode") == "pause":
+            return self._handle_pause(event)
+
         record = record_interrupt(event, self.interrupts)
         # only now can an answer reach the execution: only now is the mission waiting for one
         try:
@@ -573,6 +615,29 @@ class Runtime:
             self.launcher.waiting(record.mission_id)  # waiting for a human holds no running slot
             self.notifications.mission_waiting(self.missions.get(record.mission_id), record)
         return {"interrupt_id": record.interrupt_id, "status": record.status}
+
+    def _handle_pause(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The execution waits for its user's resume: keep the token on the mission, now paused, and give
+        its running slot to the next one. A mission cancelled while it was pausing refuses (this task
+        fails, so the execution ends through its final stage, which finds it cancelled)."""
+        from missions.core.events import Event, EventType
+
+        envelope = event.get("envelope") or {}
+        token, mission_id = event.get("task_token"), envelope.get("mission_id")
+        if not token or not isinstance(mission_id, str):
+            raise StageRequestError("a pause request needs envelope.mission_id and task_token")
+        hops = int((envelope.get("counters") or {}).get("agent_hops") or 0)
+        pause_id = f"pause-{hops:04d}"
+        self.lifecycle.paused(mission_id, pause_id, str(token))
+        self.launcher.waiting(mission_id)  # a paused mission holds no running slot
+        paused = Event(
+            type=EventType.MISSION_PAUSED,
+            mission_id=mission_id,
+            stage=envelope.get("next_stage"),
+            payload={"pause_id": pause_id, "next_stage": envelope.get("next_stage")},
+        )
+        self.events.append(mission_id, pause_id, [paused])
+        return {"pause_id": pause_id, "status": "paused"}
 
     def answer(
         self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]

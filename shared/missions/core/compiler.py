@@ -12,6 +12,14 @@ the stages in between as Express **segments** (`states:startExecution.sync:2`):
                            |               |  await -> await.<kind> (task token, days) -> resume
                            +---------------+  failed -> segment.retry (from the same hop) or finalize
 
+A stage that finds its user paused the mission says so (`envelope.pause`, with `segment_yield`): its
+segment hands back ("continue") and the mission's machine, before starting the next segment, waits in
+`await.pause` on a task token exactly as for a question (no compute, no running slot) until the
+resume hands it back, with the notes the user sent meanwhile; the next segment starts where the
+routing had sent the mission. (Single level: the stage's route goes to `await.pause`, whose resume
+routes on `next_stage`.) A pause that outlives the capability's interrupt timeout ends the mission
+through its final stage (`pause_expired`).
+
 A segment hands back control ("continue") when it has run `segment_hops` stages (500) (the history
 stays small) or when a stage reports that the segment is older than its time budget
 (`segment_seconds`: what is left of Express's 5 minutes after the longest stage could start), and
@@ -61,6 +69,8 @@ SEGMENT_BEGIN = "segment.begin"
 SEGMENT_EXIT = "segment.exit"
 SEGMENT_END = "segment.end"
 SEGMENT_PLACEHOLDER = "${segment}"
+AWAIT_PAUSE = "await.pause"
+PAUSE_ROUTE = "pause.route"
 # Express runs 5 minutes at most; a segment hands back this long before, whatever a stage may take
 EXPRESS_SECONDS = 300
 SEGMENT_MARGIN_SECONDS = 30
@@ -222,6 +232,16 @@ class _Compiler:
         if not self.segmented:
             for kind in InterruptKind:
                 _await(self.states, self.p, kind)
+            _await_pause(self.states, self.p, next_state=PAUSE_ROUTE)
+            stages = [a.name for a in self.p.agents if not self.p.group_of(a.name)] + self.p.group_names()
+            self.states[PAUSE_ROUTE] = {
+                "Type": "Choice",
+                "Choices": [
+                    {"Variable": "$.envelope.next_stage", "StringEquals": stage, "Next": self.entry(stage)}
+                    for stage in stages
+                ],
+                "Default": UNROUTABLE,
+            }
         _guards(self.states)
         self._finalize()
         start = self._start()
@@ -341,6 +361,14 @@ class _Compiler:
                 }
             )
         routable = [target for target in targets if target != final]
+        if not self.segmented and routable:  # the user paused it: wait before the stage the routing chose
+            chosen = [{"Variable": "$.envelope.next_stage", "StringEquals": target} for target in routable]
+            choices.append(
+                {
+                    "And": [*_PAUSED, chosen[0] if len(chosen) == 1 else {"Or": chosen}],
+                    "Next": AWAIT_PAUSE,
+                }
+            )
         if self.segmented and routable:
             # only a route the stage may take hands back; anything else still meets guard.unroutable
             chosen = [{"Variable": "$.envelope.next_stage", "StringEquals": target} for target in routable]
@@ -481,6 +509,7 @@ class _MissionCompiler:
         self._segment()
         for kind in InterruptKind:
             _await(self.states, self.p, kind, next_state=SEGMENT_BEGIN)
+        _await_pause(self.states, self.p, next_state=SEGMENT_BEGIN)
         _guards(self.states)
         final = self.p.agent(self.p.final)
         self.states[FINALIZE] = {
@@ -546,6 +575,10 @@ class _MissionCompiler:
             "Type": "Choice",
             "Choices": [
                 {"Variable": "$.asl.exit", "StringEquals": "done", "Next": DONE},
+                {
+                    "And": [{"Variable": "$.asl.exit", "StringEquals": "continue"}, *_PAUSED],
+                    "Next": AWAIT_PAUSE,
+                },
                 {"Variable": "$.asl.exit", "StringEquals": "continue", "Next": SEGMENT_BEGIN},
                 *(
                     {
@@ -641,21 +674,22 @@ def _failed_pass(states: dict[str, Any], state: str, reason: str, next_state: st
     }
 
 
-def _await(states: dict[str, Any], p: PipelineConfig, kind: InterruptKind, *, next_state: str | None = None) -> None:
-    """A question to a human: the execution waits for its task token (for days, at no compute cost).
-
-    `next_state` set (two levels): the answer names where the next segment starts (the segment's
-    first state routes on `next_stage`); otherwise the answer enters the resume stage directly."""
-    name = f"await.{kind.value}"
+def _wait_for_token(
+    states: dict[str, Any], p: PipelineConfig, name: str, *, mode: str, result_path: str, reason: str
+) -> None:
+    """A task that waits for a task token the interrupt function keeps (`mode`), as long as a question may
+    wait; what the token is handed back with goes to `result_path`, then `<name>.resume`. A wait that
+    times out, or fails, ends the mission through its final stage (`<reason>_timeout`, `<reason>_failed`;
+    a pause's timeout is `pause_expired`)."""
     states[name] = {
         "Type": "Task",
         "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
         "Parameters": {
             "FunctionName": INTERRUPT_FUNCTION,
-            "Payload": {"mode": "interrupt", "envelope.$": "$.envelope", "task_token.$": "$$.Task.Token"},
+            "Payload": {"mode": mode, "envelope.$": "$.envelope", "task_token.$": "$$.Task.Token"},
         },
         "TimeoutSeconds": p.interrupt_timeout_seconds,
-        "ResultPath": "$.envelope.resume",
+        "ResultPath": result_path,
         "Retry": [
             {
                 "ErrorEquals": TRANSIENT_LAMBDA_ERRORS,
@@ -672,11 +706,20 @@ def _await(states: dict[str, Any], p: PipelineConfig, kind: InterruptKind, *, ne
     }
     states[f"{name}.timeout"] = {
         "Type": "Pass",
-        "Result": {"state": name, "reason": "interrupt_timeout"},
+        "Result": {"state": name, "reason": "pause_expired" if reason == "pause" else f"{reason}_timeout"},
         "ResultPath": "$.envelope.failure.at",
         "Next": FINALIZE,
     }
-    _failed_pass(states, name, "interrupt_failed")
+    _failed_pass(states, name, f"{reason}_failed")
+
+
+def _await(states: dict[str, Any], p: PipelineConfig, kind: InterruptKind, *, next_state: str | None = None) -> None:
+    """A question to a human: the execution waits for its task token (for days, at no compute cost).
+
+    `next_state` set (two levels): the answer names where the next segment starts (the segment's
+    first state routes on `next_stage`); otherwise the answer enters the resume stage directly."""
+    name = f"await.{kind.value}"
+    _wait_for_token(states, p, name, mode="interrupt", result_path="$.envelope.resume", reason="interrupt")
     configured = p.resume_stage(kind)
     if next_state is not None:
         states[f"{name}.resume"] = {"Type": "Pass", "ResultPath": "$.envelope.next_stage", "Next": next_state}
@@ -697,6 +740,27 @@ def _await(states: dict[str, Any], p: PipelineConfig, kind: InterruptKind, *, ne
             if not p.group_of(stage)
         ],
         "Default": UNROUTABLE,
+    }
+
+
+# the last stage found its user paused the mission
+_PAUSED = (
+    {"Variable": "$.envelope.pause", "IsPresent": True},
+    {"Variable": "$.envelope.pause", "BooleanEquals": True},
+)
+
+
+def _await_pause(states: dict[str, Any], p: PipelineConfig, *, next_state: str) -> None:
+    """The user paused the mission: wait for their resume on a task token (the interrupt function keeps
+    it on the mission's record), at no compute cost, as long as a question may wait. The resume hands
+    back the notes the user sent (into `notes`, which the next stage reads); then on where the routing
+    had sent the mission."""
+    _wait_for_token(states, p, AWAIT_PAUSE, mode="pause", result_path="$.envelope.notes", reason="pause")
+    states[f"{AWAIT_PAUSE}.resume"] = {
+        "Type": "Pass",
+        "Result": False,
+        "ResultPath": "$.envelope.pause",
+        "Next": next_state,
     }
 
 

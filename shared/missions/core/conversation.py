@@ -45,6 +45,7 @@ class Turn(Model):
     goal: str
     answer: str = ""
     status: str = "completed"
+    notes: list[str] = Field(default_factory=list)  # what the user told the mission while it ran
     at: str = Field(default_factory=utcnow)
 
 
@@ -70,12 +71,25 @@ class WorkingMemory(Model):
         """What a mission's first stage gets (context["conversation"])."""
         return {
             "id": self.conversation_id,
-            "turns": [{"goal": t.goal, "answer": t.answer, "capability": t.capability} for t in self.turns],
+            "turns": [
+                {
+                    "goal": t.goal,
+                    "answer": t.answer,
+                    "capability": t.capability,
+                    **({"notes": t.notes} if t.notes else {}),
+                }
+                for t in self.turns
+            ],
             "earlier": list(self.summary),
             "focus": list(self.focus),
             "evidence": list(self.evidence),
             "open_questions": list(self.open_questions),
         }
+
+
+def _turn_context(turn: Turn) -> dict[str, Any]:
+    told = {"notes": list(turn.notes)} if turn.notes else {}  # what the user told that turn's mission
+    return {"goal": turn.goal, "answer": turn.answer, "capability": turn.capability, **told}
 
 
 def focus_of(*texts: str) -> list[str]:

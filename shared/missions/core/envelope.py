@@ -172,6 +172,12 @@ class Envelope(Model):
     # set by a stage of an Express segment that has used its time: the segment hands back to the
     # mission's machine, which starts the next one at next_stage (missions.core.compiler)
     segment_yield: bool = False
+    # set by a stage that found its user paused the mission: the mission's machine waits for the resume
+    # after it (missions.core.compiler, `await.pause`); said afresh by each stage
+    pause: bool = False
+    # the user's notes the mission's record held when the last stage recorded its progress (or that the
+    # resume handed over): the next stage receives those it has not seen (missions.core.notes)
+    notes: list[dict[str, Any]] | None = None
 
     # human in the loop
     interrupt: Interrupt | None = None
@@ -227,5 +233,6 @@ INLINE_FIELDS = frozenset(
         "interrupt",
         "work_items",
         "segment_yield",
+        "pause",
     }
 )

@@ -30,6 +30,11 @@ class EventType(StrEnum):
     INTERRUPT_EXPIRED = "interrupt.expired"  # timed out, or the mission ended before its answer arrived
     MISSION_QUEUED = "mission.queued"
     MISSION_CANCELLED = "mission.cancelled"
+    MISSION_PAUSING = "mission.pausing"  # the user paused it: the stage in flight finishes first
+    MISSION_PAUSED = "mission.paused"  # it waits for the resume, holding no running slot
+    MISSION_RESUMED = "mission.resumed"
+    NOTE_RECEIVED = "note.received"  # the user sent a note
+    NOTE_DELIVERED = "note.delivered"  # a stage received it in its context
     FEEDBACK_RECEIVED = "feedback.received"
     FEEDBACK_COMPLAINT = "feedback.complaint"
     ANALYSIS_COMPLETED = "analysis.completed"  # a script ran in the sandbox (missions.core.sandbox)

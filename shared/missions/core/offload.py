@@ -2,8 +2,12 @@
 
 Step Functions state is capped at 256 KB and missions can hold megabytes. When an encoded
 envelope passes `threshold` bytes, its bulkiest fields are compressed into a blob store
-(content-addressed, so unchanged fields are written once) and replaced by references.
-`decode` resolves them again, so stages never see the difference.
+(content-addressed within their mission, so unchanged fields are written once) and replaced by
+references. `decode` resolves them again, so stages never see the difference.
+
+A blob's key is "<mission id>/<sha256 of its content>" (`blob_key`): it belongs to one mission, so
+erasing a user's missions finds every blob they wrote (missions.service.accounts), and never one another
+mission shares. References written before blobs were scoped are a bare hash; they still resolve.
 """
 
 from __future__ import annotations
@@ -29,6 +33,17 @@ class BlobStore(Protocol):
     def put(self, key: str, data: bytes) -> None: ...
 
     def get(self, key: str) -> bytes: ...
+
+
+def blob_key(scope: str, raw: bytes) -> str:
+    """The key of a blob of `raw` written for the mission `scope`: "<mission id>/<sha256>"."""
+    return f"{scope}/{hashlib.sha256(raw).hexdigest()}"
+
+
+def blob_scope(key: str) -> str | None:
+    """The mission a blob key belongs to; None for a key written before blobs were scoped."""
+    scope, separator, _ = key.rpartition("/")
+    return scope if separator else None
 
 
 class BlobMissing(LookupError):
@@ -66,7 +81,7 @@ class EnvelopeCodec:
                 continue
             value = _get(data, path)
             raw = _dumps(value).encode()
-            key = hashlib.sha256(raw).hexdigest()
+            key = blob_key(envelope.mission_id, raw)
             if key not in self._known:
                 self.blobs.put(key, zlib.compress(raw, 6))
                 self._known.add(key)
@@ -76,12 +91,13 @@ class EnvelopeCodec:
             size -= field_size - len(_dumps(ref))
         return data
 
-    def pack(self, value: dict[str, Any]) -> dict[str, Any]:
-        """Store a whole value (a branch's delta) as one blob when it is too big to travel."""
+    def pack(self, value: dict[str, Any], scope: str) -> dict[str, Any]:
+        """Store a whole value (a branch's delta) as one blob of the mission `scope` when it is too big
+        to travel."""
         raw = _dumps(value).encode()
         if len(raw) <= PACK_THRESHOLD:
             return value
-        key = hashlib.sha256(raw).hexdigest()
+        key = blob_key(scope, raw)
         if key not in self._known:
             self.blobs.put(key, zlib.compress(raw, 6))
             self._known.add(key)

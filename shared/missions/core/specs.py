@@ -130,7 +130,10 @@ MEMORY = TableSpec(
     partition_key="owner",
     sort_key="key",
     stream=True,
-    indexes=(Index("by_namespace_head", "namespace_head", "owner"),),  # schedules find opted-in users (owners)
+    indexes=(
+        Index("by_namespace_head", "namespace_head", "owner"),  # schedules find opted-in users (owners)
+        Index("memory_by_user", "user_id"),  # every item of a user, whatever its namespace: export and erasure
+    ),
 )
 # the dispatcher: per-user running slots, per-user priority queues
 DISPATCH = TableSpec("dispatch", partition_key="pk", sort_key="sk")
@@ -147,8 +150,10 @@ REPOSITORIES = TableSpec(
     "repositories", partition_key="repository_id", indexes=(Index("by_owner", "owner", "created_at", projection=ALL),)
 )
 
-# Idempotency-Key records of the HTTP API (Powertools Idempotency's DynamoDB layer: its attribute names)
-IDEMPOTENCY = TableSpec("idempotency", partition_key="id", ttl_attribute="expiration")
+# Idempotency-Key records of the HTTP API (Powertools Idempotency's DynamoDB layer: its attribute names):
+# one partition per user ("user#<user>"), the hashed key its sort key, so a user's records are found
+# (missions.adapters.dynamodb.idempotency)
+IDEMPOTENCY = TableSpec("idempotency", partition_key="id", sort_key="sk", ttl_attribute="expiration")
 
 # conversations' working memories (missions.core.conversation), per user, forgotten when not continued
 CONVERSATIONS = TableSpec(

@@ -12,11 +12,19 @@ NO_DEADLINE = "9999-12-31T23:59:59.999999Z"  # sorts after every real deadline
 
 
 class ResumeTicket(Model):
-    """An answered question waiting for a running slot: what to hand the execution when it gets one."""
+    """An answered question (or a paused mission's resume) waiting for a running slot: what to hand the
+    execution when it gets one."""
 
-    interrupt_id: str
+    interrupt_id: str  # the question answered, or the pause (`pause_id`) resumed
     task_token: str
-    output: str  # the Resume document, as JSON
+    output: str  # the Resume document (an answer), or the notes (a resume), as JSON
+    kind: Literal["answer", "unpause"] = "answer"
+
+    def awaited_by(self, status: str, pending_interrupt: str | None, pause_id: str | None) -> bool:
+        """Whether a mission in this state still waits for this very ticket."""
+        if self.kind == "unpause":
+            return status == "paused" and pause_id == self.interrupt_id
+        return status == "interrupted" and pending_interrupt == self.interrupt_id
 
 
 class QueueEntry(Model):

@@ -22,6 +22,8 @@ class MissionStatus:
     RUNNING = "running"
     INTERRUPTED = "interrupted"
     CANCELLING = "cancelling"  # the user cancelled; its execution is being stopped
+    PAUSING = "pausing"  # the user paused it; the stage in flight finishes, then it waits
+    PAUSED = "paused"  # waiting for the user's resume at no compute cost, holding no running slot
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -50,9 +52,11 @@ def lifecycle_of(record: MissionRecord | MissionSummary) -> str:
         return "created"
     if status == MissionStatus.CANCELLING:
         return "cancelled"
+    if status == MissionStatus.PAUSING:
+        return "paused"
     if status == MissionStatus.RUNNING:
         return record.phase or ("planning" if record.stage is None else "executing")
-    return status  # interrupted, completed, failed, cancelled, archived
+    return status  # interrupted, paused, completed, failed, cancelled, archived
 
 
 class MissionRecord(Model):
@@ -79,6 +83,14 @@ class MissionRecord(Model):
     # same update as `stage`, so followers see a stage begin without a write of its own
     next_stage: str | None = None
     archived_at: str | None = None
+    # a paused mission's wait (set by the interrupt function once the execution waits): the id a resume
+    # names and the task token it hands back (never shown over the API)
+    pause_id: str | None = None
+    pause_token: str | None = None
+    paused_at: str | None = None
+    # what the user told the mission while it ran (missions.core.notes), oldest first: each stage that
+    # records its progress gets them back, and the next stage receives the ones it has not seen
+    notes: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def agent_hops(self) -> int:
@@ -202,9 +214,16 @@ class MissionStore(Protocol):
     def update(self, mission_id: str, **fields: Any) -> None:
         """Set fields other than `status` on an existing mission (NotFound if missing)."""
 
-    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
+    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> MissionRecord:
         """Set `status` (and fields) only if the current status is in `allowed_from`, in one conditional
-        write; TransitionRefused otherwise, NotFound if missing. Only missions.service.lifecycle calls it."""
+        write; TransitionRefused otherwise, NotFound if missing. Only missions.service.lifecycle calls it.
+        Returns the record as written (what the write returns, no read of its own): a stage learns the
+        notes its user sent with the write that records its progress."""
+
+    def add_note(self, mission_id: str, note: dict[str, Any], allowed_from: frozenset[str], limit: int) -> None:
+        """Append a note, in one conditional write, only while the status is in `allowed_from` (else
+        TransitionRefused) and the mission has fewer than `limit` notes (else ConflictError); NotFound if
+        missing."""
 
     def discard(self, mission_id: str) -> bool:
         """Delete a mission that never had an execution (the dispatcher undoing a submit whose enqueue or

@@ -1,5 +1,5 @@
 """What a user and the platform do to a mission under way: cancel it (in any state that is not over),
-and record how it ended when its execution stops.
+pause and resume it, send it a note, and record how it ended when its execution stops.
 
 Every status change goes through the lifecycle (missions.service.lifecycle), whose conditional
 writes make the order of racing writers irrelevant: once a mission is cancelling, a stage that
@@ -9,14 +9,17 @@ never started by it.
 
 from __future__ import annotations
 
+import json
 import logging
 
-from missions.core.envelope import utcnow
-from missions.core.errors import NotFound, TaskGone, TransitionRefused
+from missions.core.envelope import new_id, utcnow
+from missions.core.errors import ConflictError, NotFound, TaskGone, TransitionRefused
 from missions.core.events import Event, EventType
+from missions.core.notes import MAX_NOTES, Note
+from missions.ports.dispatch import ResumeTicket
 from missions.ports.store import EventStore, Executions, InterruptStore, MissionRecord, MissionStatus, MissionStore
 from missions.service.launcher import Launcher
-from missions.service.lifecycle import NOT_STARTED, Lifecycle
+from missions.service.lifecycle import NOT_STARTED, NOTEABLE, Lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,11 @@ class MissionControl:
         current = self._missions.get(record.mission_id)
         if current.execution_arn:
             self._executions.stop(current.execution_arn, reason)
+        if current.pause_token:  # paused: as for a question, an emulator may still be waiting on its token
+            try:
+                self._executions.send_failure(current.pause_token, "MissionCancelled", reason)
+            except TaskGone:
+                pass
         for interrupt in self._interrupts.pending(record.mission_id):
             self._interrupts.expire(record.mission_id, interrupt.interrupt_id)
             try:  # in AWS the stop already freed the token; an emulator may still be waiting on it
@@ -71,6 +79,48 @@ class MissionControl:
                 raise
         self._announce(record.mission_id, reason)
         self._launcher.finished(record.mission_id)
+
+    def pause(self, record: MissionRecord) -> None:
+        """Pause a running mission: its stage in flight finishes (and checkpoints), then its execution waits
+        for the resume at no compute cost, holding no running slot (missions.service.lifecycle).
+        ConflictError (nothing changed) when it is not running."""
+        if record.status != MissionStatus.RUNNING:
+            raise ConflictError(_why_not("paused", record.status))
+        self._lifecycle.pause(record.mission_id)  # TransitionRefused when it moved on meanwhile
+        self._announce_event(record.mission_id, EventType.MISSION_PAUSING, stage=record.next_stage or record.stage)
+
+    def resume(self, record: MissionRecord) -> bool:
+        """Resume a paused mission where it stopped, with the notes sent meanwhile: at once when its user
+        has a running slot free (True), else queued for one. ConflictError when it is not paused (a
+        pausing one is still finishing its stage) or its wait is over."""
+        if record.status != MissionStatus.PAUSED or not record.pause_id or not record.pause_token:
+            if record.status == MissionStatus.PAUSING:
+                raise ConflictError(f"mission {record.mission_id} is still pausing (its stage in flight ends first)")
+            raise ConflictError(_why_not("resumed", record.status))
+        ticket = ResumeTicket(
+            interrupt_id=record.pause_id, task_token=record.pause_token, output=json.dumps(record.notes), kind="unpause"
+        )
+        try:
+            now = self._launcher.unpause(record.mission_id, ticket)
+        except TaskGone as gone:
+            raise ConflictError(f"mission {record.mission_id} can no longer be resumed ({gone})") from gone
+        self._announce_event(record.mission_id, EventType.MISSION_RESUMED, queued=not now)
+        return now
+
+    def note(self, record: MissionRecord, text: str) -> Note:
+        """A note for a mission that has not ended: the next stage that starts receives it (missions.core.notes).
+        ConflictError when it ended (or has MAX_NOTES already); ValueError when the text is empty or long."""
+        if record.status not in NOTEABLE:
+            raise ConflictError(f"mission {record.mission_id} already {record.status}: a note would reach no stage")
+        note = Note(text=text)
+        try:
+            self._missions.add_note(record.mission_id, note.model_dump(), NOTEABLE, MAX_NOTES)
+        except TransitionRefused as refused:
+            raise ConflictError(
+                f"mission {record.mission_id} already {refused.current}: a note would reach no stage"
+            ) from None
+        self._announce_event(record.mission_id, EventType.NOTE_RECEIVED, note_id=note.note_id, text=note.text)
+        return note
 
     def execution_ended(self, execution_arn: str, status: str) -> None:
         """Step Functions says an execution ended: record what the stages could not, free its slot."""
@@ -100,9 +150,19 @@ class MissionControl:
             self._missions.update(mission_id, completed_at=utcnow())
         self._launcher.finished(mission_id)
 
+    def _announce_event(self, mission_id: str, kind: EventType, stage: str | None = None, **payload: object) -> None:
+        event = Event(type=kind, mission_id=mission_id, stage=stage, payload=payload)
+        self._events.append(mission_id, f"{kind.value}-{new_id()}", [event])
+
     def _announce(self, mission_id: str, reason: str) -> None:
         event = Event(type=EventType.MISSION_CANCELLED, mission_id=mission_id, payload={"reason": reason})
         self._events.append(mission_id, "cancelled", [event])
+
+
+def _why_not(wanted: str, status: str) -> str:
+    if status in MissionStatus.TERMINAL or status == MissionStatus.CANCELLING:
+        return f"the mission already {status}; it cannot be {wanted}"
+    return f"the mission is {status}; only a {'running' if wanted == 'paused' else 'paused'} mission can be {wanted}"
 
 
 __all__ = ["MissionControl"]

@@ -367,10 +367,8 @@ class Dispatcher:
         if entry.resume is None:
             waits = record is not None and record.status == QUEUED
         else:
-            waits = (
-                record is not None
-                and record.status == MissionStatus.INTERRUPTED
-                and record.pending_interrupt == entry.resume.interrupt_id
+            waits = record is not None and entry.resume.awaited_by(
+                record.status, record.pending_interrupt, record.pause_id
             )
         if waits and not self._store.placed(entry):
             self._store.enqueue(entry)
@@ -398,10 +396,8 @@ class Dispatcher:
         elif entry.resume is None and record.status == MissionStatus.RUNNING and not record.execution_arn:
             self._start(entry.request)  # idempotent by name: an execution that did start is kept
             report.started.append(entry.mission_id)
-        elif (
-            entry.resume is not None
-            and record.status == MissionStatus.INTERRUPTED
-            and record.pending_interrupt == entry.resume.interrupt_id
+        elif entry.resume is not None and entry.resume.awaited_by(
+            record.status, record.pending_interrupt, record.pause_id
         ):
             try:
                 if self._hand_over(entry, own=False):

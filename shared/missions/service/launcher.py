@@ -192,6 +192,11 @@ class Launcher:
         ticket = ResumeTicket(interrupt_id=interrupt.interrupt_id, task_token=interrupt.task_token, output=output)
         return self.dispatcher.resume(interrupt.mission_id, ticket).status == "started"
 
+    def unpause(self, mission_id: str, ticket: ResumeTicket) -> bool:
+        """A paused mission's resume: handed to its execution when the user has a running slot for it,
+        like an answer (True when now); TaskGone when the execution no longer waits for it."""
+        return self.dispatcher.resume(mission_id, ticket).status == "started"
+
     def queue_place(self, record: MissionRecord) -> dict[str, Any] | None:
         """Where a queued mission (or a queued answer) stands in its user's queue, and why it waits."""
         queue = self.dispatcher.queued(record.user_id)
@@ -233,11 +238,18 @@ class Launcher:
         """The dispatcher gave an answered mission a slot: running again, then the answer handed over
         (refused with TransitionRefused once it was cancelled, which skips it)."""
         assert entry.resume is not None
-        self._lifecycle.resumed(entry.mission_id)
+        ticket = entry.resume
+        if ticket.kind == "unpause":
+            self._lifecycle.unpaused(entry.mission_id)
+        else:
+            self._lifecycle.resumed(entry.mission_id)
         try:
-            self._executions.send_success(entry.resume.task_token, entry.resume.output)
-        except Exception:
-            self._lifecycle.waiting(entry.mission_id, entry.resume.interrupt_id)  # still waiting for it
+            self._executions.send_success(ticket.task_token, ticket.output)
+        except Exception:  # still waiting for it
+            if ticket.kind == "unpause":
+                self._lifecycle.pause_kept(entry.mission_id, ticket.interrupt_id, ticket.task_token)
+            else:
+                self._lifecycle.waiting(entry.mission_id, ticket.interrupt_id)
             raise
 
     def _redeliver(self, entry: QueueEntry) -> None:

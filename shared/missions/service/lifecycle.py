@@ -12,6 +12,14 @@ never start. Pure: it speaks only to the MissionStore port.
           |                      |    cancelling ---> cancelled
           +------cancel----------+--------------------^
     running/interrupted --end--> completed | failed;  completed/failed/cancelled --> archived
+    running --pause--> pausing --(its stage in flight ended; the execution waits)--> paused --resume--> running
+          pausing/paused --cancel--> cancelling;  pausing --a question--> interrupted;  pausing --end-->
+
+Pausing is the user's; the stage in flight finishes (its progress keeps the mission pausing), its
+segment hands back and the mission's machine waits on a task token, as for a question: `paused`
+then holds no running slot. A question asked by that last stage, or its end, wins over the pause
+(a mission waiting for an answer holds no slot either). A paused mission whose wait times out ends
+through its final stage (`pause_expired`).
 """
 
 from __future__ import annotations
@@ -21,21 +29,26 @@ from typing import Any
 from missions.core.envelope import utcnow
 from missions.core.errors import TransitionRefused
 from missions.core.redaction import redact
+from missions.ports.store import MissionRecord, MissionStore
 from missions.ports.store import MissionStatus as S
-from missions.ports.store import MissionStore
 
 ACTIVE = frozenset({S.RUNNING, S.INTERRUPTED})
 NOT_STARTED = frozenset({S.CREATED, S.QUEUED})
+HELD = frozenset({S.PAUSING, S.PAUSED})  # the user paused it
+# a note reaches a mission that has not ended: the next stage that starts receives it
+NOTEABLE = NOT_STARTED | ACTIVE | HELD
 
 # the statuses a mission may be in to move to each status
 ALLOWED_FROM: dict[str, frozenset[str]] = {
     S.QUEUED: frozenset({S.CREATED}),
     S.RUNNING: NOT_STARTED | ACTIVE,  # started, or a stage's progress, or resumed after an answer
-    S.INTERRUPTED: ACTIVE,
-    S.CANCELLING: NOT_STARTED | ACTIVE,
-    S.CANCELLED: NOT_STARTED | ACTIVE | {S.CANCELLING},
-    S.COMPLETED: ACTIVE,
-    S.FAILED: NOT_STARTED | ACTIVE,
+    S.INTERRUPTED: ACTIVE | {S.PAUSING},  # a question the stage in flight asked wins over the pause
+    S.PAUSING: frozenset({S.RUNNING}),
+    S.PAUSED: frozenset({S.PAUSING, S.RUNNING}),  # waits; or a resume that could not be handed over
+    S.CANCELLING: NOT_STARTED | ACTIVE | HELD,
+    S.CANCELLED: NOT_STARTED | ACTIVE | HELD | {S.CANCELLING},
+    S.COMPLETED: ACTIVE | HELD,
+    S.FAILED: NOT_STARTED | ACTIVE | HELD,
     S.ARCHIVED: frozenset({S.COMPLETED, S.FAILED, S.CANCELLED}),
 }
 
@@ -44,15 +57,15 @@ class Lifecycle:
     def __init__(self, missions: MissionStore):
         self.missions = missions
 
-    def move(self, mission_id: str, status: str, **fields: Any) -> None:
+    def move(self, mission_id: str, status: str, **fields: Any) -> MissionRecord:
         """TransitionRefused when the mission's status does not allow it; nothing is written then."""
-        self._transition(mission_id, status, ALLOWED_FROM[status], **fields)
+        return self._transition(mission_id, status, ALLOWED_FROM[status], **fields)
 
-    def _transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
+    def _transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> MissionRecord:
         """Every write of a status: a terminal reason may quote an exception, so it loses its credentials here."""
         if isinstance(fields.get("terminal_reason"), str):
             fields["terminal_reason"] = redact(fields["terminal_reason"])
-        self.missions.transition(mission_id, status, allowed_from, **fields)
+        return self.missions.transition(mission_id, status, allowed_from, **fields)
 
     # the named transitions, as their writers think of them -----------------------------------------
 
@@ -60,9 +73,38 @@ class Lifecycle:
         """The dispatcher claimed it (only from created or queued: a cancelled one never starts)."""
         self._transition(mission_id, S.RUNNING, NOT_STARTED, **fields)
 
-    def progress(self, mission_id: str, **fields: Any) -> None:
+    def progress(self, mission_id: str, **fields: Any) -> MissionRecord:
         """A stage ran (or an answer resumed it): only while the mission is active."""
-        self._transition(mission_id, S.RUNNING, ACTIVE, **fields)
+        return self._transition(mission_id, S.RUNNING, ACTIVE, **fields)
+
+    def progress_while_pausing(self, mission_id: str, **fields: Any) -> MissionRecord:
+        """The stage in flight when the user paused ran: its progress is recorded, the mission stays pausing."""
+        return self._transition(mission_id, S.PAUSING, frozenset({S.PAUSING}), **fields)
+
+    def pause(self, mission_id: str) -> MissionRecord:
+        """The user paused it (only a running mission): its stage in flight finishes, then it waits."""
+        return self.move(mission_id, S.PAUSING)
+
+    def paused(self, mission_id: str, pause_id: str, task_token: str) -> MissionRecord:
+        """The execution waits for the resume (the interrupt function stored its token): paused."""
+        return self._transition(
+            mission_id,
+            S.PAUSED,
+            frozenset({S.PAUSING}),
+            pause_id=pause_id,
+            pause_token=task_token,
+            paused_at=utcnow(),
+        )
+
+    def unpaused(self, mission_id: str) -> MissionRecord:
+        """The resume is handed to the execution (it holds a running slot): running again."""
+        return self._transition(
+            mission_id, S.RUNNING, frozenset({S.PAUSED}), pause_id=None, pause_token=None, paused_at=None
+        )
+
+    def pause_kept(self, mission_id: str, pause_id: str, task_token: str) -> MissionRecord:
+        """A resume that could not be handed over (an outage): paused again, the same wait."""
+        return self._transition(mission_id, S.PAUSED, frozenset({S.RUNNING}), pause_id=pause_id, pause_token=task_token)
 
     def waiting(self, mission_id: str, interrupt_id: str) -> None:
         """Its question can be answered now (the interrupt function stored the token)."""
@@ -75,12 +117,24 @@ class Lifecycle:
     def end(self, mission_id: str, status: str, **fields: Any) -> None:
         if status not in (S.COMPLETED, S.FAILED):
             raise ValueError(f"a mission ends completed or failed, not {status}")
-        self.move(mission_id, status, completed_at=fields.pop("completed_at", None) or utcnow(), **fields)
+        self.move(
+            mission_id,
+            status,
+            completed_at=fields.pop("completed_at", None) or utcnow(),
+            **{"pause_id": None, "pause_token": None, **fields},
+        )
 
     def cancelled(self, mission_id: str, reason: str = "cancelled") -> None:
         self.move(
-            mission_id, S.CANCELLED, terminal_reason=reason, pending_interrupt=None, asking=None, completed_at=utcnow()
+            mission_id,
+            S.CANCELLED,
+            terminal_reason=reason,
+            pending_interrupt=None,
+            asking=None,
+            pause_id=None,
+            pause_token=None,
+            completed_at=utcnow(),
         )
 
 
-__all__ = ["ACTIVE", "ALLOWED_FROM", "NOT_STARTED", "Lifecycle", "TransitionRefused"]
+__all__ = ["ACTIVE", "ALLOWED_FROM", "HELD", "NOTEABLE", "NOT_STARTED", "Lifecycle", "TransitionRefused"]

@@ -51,6 +51,8 @@ from missions.core.envelope import (
 from missions.core.errors import NON_RETRYABLE, NotFound, StageRequestError, TransitionRefused
 from missions.core.events import Event, EventType
 from missions.core.llm import LLMBudgetExhausted, LLMError, LLMProvider, LLMRequest, LLMResult, TransientLLMError
+from missions.core.notes import deliver as deliver_notes
+from missions.core.notes import texts as note_texts
 from missions.core.offload import EnvelopeCodec
 from missions.core.pipeline import AgentConfig, PipelineConfig
 from missions.core.redaction import redact
@@ -72,6 +74,7 @@ from missions.ports.store import (
     CheckpointStore,
     EventStore,
     InterruptStore,
+    MissionStatus,
     MissionStore,
 )
 from missions.service.checkpoints import state_at
@@ -177,6 +180,8 @@ class StageRunner:
     # the last stage found its mission ended (cancelled) when it went to record its progress
     mission_ended_meanwhile: bool = False
     last_usage: list[UsageRecord] = field(default_factory=list)  # the model calls of the last invocation
+    # the last stage found its user paused the mission: the mission's machine waits after it
+    pausing: bool = False
     _deadline: float | None = None
 
     @property
@@ -190,6 +195,7 @@ class StageRunner:
         model calls never run past it, so the stage can still commit what it has."""
         self._deadline = deadline
         self.mission_ended_meanwhile = False
+        self.pausing = False
         started = self.services.clock()
         self.last_timings = StageTimings()
         self.last_report = None
@@ -211,6 +217,7 @@ class StageRunner:
         if envelope.capability != self.capability.name:
             raise StageRequestError(f"envelope belongs to '{envelope.capability}', not '{self.capability.name}'")
         envelope.segment_yield = False  # said afresh by each stage (the app's segment clock)
+        envelope.pause = False  # likewise: only the stage that finds its mission pausing says it
         before = envelope.counters.model_copy()
         try:
             if mode == "branch" or mode == "item":
@@ -296,6 +303,10 @@ class StageRunner:
         records: list[StageRecord] = []  # this checkpoint's: the branches it joins, then itself
         item_results = self._absorb_branches(envelope, emit, fan_out, records)
         resume, approved_call = self._absorb_resume(envelope, emit)
+        received = deliver_notes(envelope.context, envelope.notes)  # what the user said since the last stage
+        envelope.notes = None
+        if received:
+            emit(EventType.NOTE_DELIVERED, note_ids=[n.note_id for n in received], texts=[n.text for n in received])
 
         envelope.current_stage = stage
         envelope.counters.agent_hops += 1
@@ -385,6 +396,7 @@ class StageRunner:
             goal=envelope.raw_input,
             answer=answer or "",
             status=ended,
+            notes=note_texts(envelope.context),
         )
         cited = [str(ref) for ref in result.get("citations") or []][:MAX_EVIDENCE]
         # a capability shapes what the conversation keeps in focus: its final output's `focus` (entities, files)
@@ -909,16 +921,24 @@ class StageRunner:
         if (stored.envelope, stored.delta) != (checkpoint.envelope, checkpoint.delta):
             # an earlier attempt of this very stage committed meanwhile: its state stands
             return state_at(checkpoints, envelope.mission_id, stored)
-        if not self._update_mission(envelope, stage, status):
+        notes = self._update_mission(envelope, stage, status)
+        if notes is None:
             # the mission ended meanwhile (cancelled): an Express segment cannot be stopped from outside,
             # so the app tells it to hand back now instead of running the stages after this one
             self.mission_ended_meanwhile = True
+        # written between two stages, like the machine's own fields (missions.core.checkpoints): the
+        # user's notes for the next stage, and whether the machine waits for the user's resume first
+        if notes:
+            encoded["notes"] = notes
+        encoded["pause"] = self.pausing
         return encoded
 
-    def _update_mission(self, envelope: Envelope, stage: str, status: str) -> bool:
-        """Record the stage on the mission; False when the lifecycle refused (the mission ended meanwhile)."""
+    def _update_mission(self, envelope: Envelope, stage: str, status: str) -> list[dict[str, Any]] | None:
+        """Record the stage on the mission: the notes its record holds (the write returns them), None when
+        the lifecycle refused (the mission ended meanwhile). A mission its user is pausing stays pausing,
+        and this stage says so (`pausing`)."""
         if self.services.missions is None:
-            return True
+            return []
         fields: dict[str, Any] = {
             "stage": stage,
             "next_stage": envelope.next_stage,
@@ -938,13 +958,19 @@ class StageRunner:
                     result=self._result(envelope),
                     **fields,
                 )
-            else:
-                lifecycle.progress(envelope.mission_id, **fields)
+                return []
+            try:
+                return lifecycle.progress(envelope.mission_id, **fields).notes
+            except TransitionRefused as refused:
+                if refused.current != MissionStatus.PAUSING:
+                    raise
+                recorded = lifecycle.progress_while_pausing(envelope.mission_id, **fields)
+                self.pausing = True
+                return recorded.notes
         except TransitionRefused as refused:
             # cancelled while this stage ran: its execution is being stopped; the user's choice stands
             log.info("stage %s of %s did not record its progress: %s", stage, envelope.mission_id, refused)
-            return False
-        return True
+            return None
 
     def _result(self, envelope: Envelope) -> dict[str, Any]:
         output = envelope.output(self.pipeline.final)
@@ -1032,7 +1058,7 @@ class StageRunner:
             if mode == "branch"
             else None,
         }
-        return self.services.codec.pack(delta)
+        return self.services.codec.pack(delta, scope=envelope.mission_id)
 
 
 def _pinned(version: AgentVersion | None, envelope: Envelope) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 // mission, newest first, filterable by status and capability, kept current by polling.
 
 import { clear, h, notice, uid, when } from "./dom.js";
-import { feedbackForm, lifecycleBadge, progress, questionForm, resultSummary } from "./widgets.js";
+import { feedbackForm, lifecycleBadge, missionControls, progress, questionForm, resultSummary } from "./widgets.js";
 
 const STATUSES = ["queued", "running", "interrupted", "paused", "completed", "failed", "cancelled"];
 const LEVELS = { 1: "simple", 2: "coordinated", 3: "complex" };
@@ -18,6 +18,8 @@ function missionCard(app, mission, refresh) {
     progress(mission, stages));
   if (mission.pending_interrupt) card.append(questionForm(app.api, mission.mission_id, mission.pending_interrupt, refresh));
   if (mission.queue) card.append(h("p", { className: "queue" }, `Queued (#${mission.queue.position}): ${mission.queue.reason}`));
+  const controls = missionControls(app.api, mission, refresh);
+  if (controls) card.append(controls);
   if (mission.result) card.append(resultSummary(mission.result));
   if (["completed", "failed"].includes(mission.status)) card.append(feedbackForm(app.api, mission, refresh));
   return card;

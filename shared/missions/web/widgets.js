@@ -18,7 +18,7 @@ export function progress(mission, stages) {
     ? `${mission.status}`
     : mission.running_stage
       ? `stage ${at} of ${total}: ${current} (running)`
-      : current ? `stage ${at} of ${total}: ${current}` : "not started";
+      : current ? `stage ${at} of ${total}: ${current}${mission.status === "paused" ? " (paused)" : ""}` : "not started";
   return h("div", { className: "progress" },
     h("progress", { max: total, value: at, "aria-label": `Progress: ${text}` }),
     h("span", { className: "progress-text" }, text));
@@ -160,4 +160,62 @@ export function resultSummary(result) {
   const answer = result.answer ?? result.output?.answer ?? result.summary;
   const text = typeof answer === "string" ? answer : JSON.stringify(result.output ?? result).slice(0, 400);
   return h("div", { className: "result-summary" }, h("p", {}, text.split("\n").slice(0, 4).join("\n")));
+}
+
+const STEERABLE = ["queued", "running", "interrupted", "pausing", "paused"];
+
+/**
+ * What the user can do to a mission that has not ended: pause a running one ("Pause for now"), resume a
+ * paused one, and send a note its next stage receives ("skip the museums"); the notes sent so far.
+ */
+export function missionControls(api, mission, onChanged) {
+  if (!STEERABLE.includes(mission.status)) return null;
+  const path = `/missions/${encodeURIComponent(mission.mission_id)}`;
+  const status = h("div", { className: "control-status", "aria-live": "polite" });
+  const act = async (button, call, done) => {
+    button.disabled = true;
+    try {
+      await call();
+      status.replaceChildren(notice(done, "ok"));
+      onChanged();
+    } catch (error) {
+      status.replaceChildren(notice(error.message, "error"));
+      button.disabled = false;
+    }
+  };
+  const buttons = [];
+  if (mission.status === "running") {
+    const pause = h("button", { type: "button", className: "pause" }, "Pause for now");
+    pause.onclick = () => act(pause, () => api.post(`${path}/pause`, {}), "Pausing: its stage in flight ends first.");
+    buttons.push(pause);
+  }
+  if (mission.status === "paused") {
+    const resume = h("button", { type: "button", className: "resume" }, "Resume");
+    resume.onclick = () => act(resume, () => api.post(`${path}/resume`, {}), "Resumed.");
+    buttons.push(resume);
+  }
+  const id = uid("note");
+  const text = h("input", { id, type: "text", name: "note", maxlength: 2000, required: true, autocomplete: "off",
+    placeholder: "skip the museums" });
+  const send = h("button", { type: "submit" }, "Send note");
+  const form = h("form", { className: "note-form row", "aria-label": "Steer this mission" },
+    h("label", { for: id }, "Tell the mission"), text, send);
+  // the notes sent so far; one sent here is listed once the API took it (a note changes no status to reload on)
+  const notes = h("ul", { className: "notes", "aria-label": "Your notes" },
+    (mission.notes || []).map((n) => h("li", {}, n.text)));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const said = text.value;
+    act(send, async () => {
+      await api.post(`${path}/notes`, { text: said });
+      notes.append(h("li", {}, said));
+      text.value = "";
+      send.disabled = false;
+    }, "Noted: its next stage receives it.");
+  });
+  return h("div", { className: "controls" },
+    buttons.length ? h("div", { className: "actions" }, buttons) : null,
+    form,
+    notes,
+    status);
 }

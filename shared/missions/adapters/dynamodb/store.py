@@ -26,6 +26,7 @@ from missions.core.artifacts import Artifact, check_artifact
 from missions.core.envelope import InterruptResponse, utcnow
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event
+from missions.core.offload import blob_scope
 from missions.core.specs import BLOB_INLINE_LIMIT, MISSION_SUMMARY, TableSpec
 from missions.ports.store import (
     Checkpoint,
@@ -230,8 +231,36 @@ class DynamoMissionStore:
             raise ValueError("a mission's status changes only through missions.service.lifecycle (transition)")
         self._write(mission_id, fields, allowed_from=None)
 
-    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
-        self._write(mission_id, {**fields, "status": status}, allowed_from=allowed_from)
+    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> MissionRecord:
+        written = self._write(mission_id, {**fields, "status": status}, allowed_from=allowed_from)
+        assert written is not None
+        return written
+
+    def add_note(self, mission_id: str, note: dict[str, Any], allowed_from: frozenset[str], limit: int) -> None:
+        """One conditional list_append: the status allows it and the list is shorter than `limit`."""
+        froms = sorted(allowed_from)
+        values: dict[str, Any] = {f":from{i}": {"S": value} for i, value in enumerate(froms)}
+        values |= {":note": {"L": [_value(note)]}, ":empty": {"L": []}, ":limit": {"N": str(limit)}}
+        values[":now"] = {"S": utcnow()}
+        try:
+            self._client.update_item(
+                TableName=self.table_name,
+                Key={"mission_id": {"S": mission_id}},
+                UpdateExpression="SET #n = list_append(if_not_exists(#n, :empty), :note), updated_at = :now",
+                ConditionExpression=(
+                    f"attribute_exists(mission_id) AND #st IN ({', '.join(f':from{i}' for i in range(len(froms)))})"
+                    " AND (attribute_not_exists(#n) OR size(#n) < :limit)"
+                ),
+                ExpressionAttributeNames={"#n": "notes", "#st": "status"},
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as exc:
+            if not _condition_failed(exc):
+                raise
+            current = self.get(mission_id)  # NotFound when missing
+            if current.status not in allowed_from:
+                raise TransitionRefused(mission_id, current.status, "noted") from None
+            raise ConflictError(f"mission {mission_id} already has {limit} notes") from None
 
     def discard(self, mission_id: str) -> bool:
         try:
@@ -248,7 +277,11 @@ class DynamoMissionStore:
             raise
         return True
 
-    def _write(self, mission_id: str, fields: dict[str, Any], allowed_from: frozenset[str] | None) -> None:
+    def _write(
+        self, mission_id: str, fields: dict[str, Any], allowed_from: frozenset[str] | None
+    ) -> MissionRecord | None:
+        """The update; with `allowed_from` (a transition) the record as written, returned by the write
+        itself (ReturnValues ALL_NEW costs no read unit)."""
         fields.pop("updated_at", None)
         unknown = set(fields) - set(MissionRecord.model_fields)
         if unknown:
@@ -279,19 +312,21 @@ class DynamoMissionStore:
             extra_names["#st"] = "status"
             attr_values.update({f":from{i}": {"S": value} for i, value in enumerate(froms)})
         try:
-            self._client.update_item(
+            response = self._client.update_item(
                 TableName=self.table_name,
                 Key={"mission_id": {"S": mission_id}},
                 UpdateExpression=expression,
                 ConditionExpression=condition,
                 ExpressionAttributeNames={**names, **extra_names},
                 ExpressionAttributeValues=attr_values,
+                ReturnValues="ALL_NEW" if allowed_from is not None else "NONE",
             )
         except ClientError as exc:
             if _condition_failed(exc):
                 current = self.get(mission_id)  # NotFound when missing; else the status refused it
                 raise TransitionRefused(mission_id, current.status, str(fields.get("status"))) from None
             raise
+        return mission_record(response["Attributes"]) if allowed_from is not None else None
 
     @staticmethod
     def _listed(values: dict[str, Any], sets: list[str], names: dict[str, str], attr_values: dict[str, Any]) -> None:
@@ -958,13 +993,22 @@ class DynamoArtifactStore:
 
 # --------------------------------------------------------------------------- blobs
 
+BLOB_PREFIX = "blobs/"  # a mission's big blobs: blobs/<mission id>/<sha256>
+
+
+def blob_thread(mission_id: str) -> str:
+    """The checkpoints table's partition of a mission's blobs."""
+    return f"blob#{mission_id}"
+
 
 class DynamoBlobStore:
-    """Content-addressed blobs: small ones inline in the checkpoints table, big ones in S3.
+    """Content-addressed blobs of a mission: small ones inline in the checkpoints table, big ones in S3.
 
-    Items live under thread_id f"blob#{key}", checkpoint_id "blob". A blob bigger than
-    `inline_limit` goes to s3://{bucket}/blobs/{key[:2]}/{key} first, then a pointer item is
-    written, so a pointer never leads nowhere.
+    A key is "<mission id>/<sha256>" (missions.core.offload.blob_key): its item lives under thread_id
+    f"blob#{mission id}", checkpoint_id the hash, so a mission's blobs are one partition; a blob bigger
+    than `inline_limit` goes to s3://{bucket}/blobs/{mission id}/{sha256} first, then a pointer item is
+    written, so a pointer never leads nowhere. Keys written before blobs were scoped (a bare hash) live
+    under thread_id f"blob#{key}", checkpoint_id "blob", and in S3 under blobs/{key[:2]}/{key}.
     """
 
     def __init__(
@@ -983,11 +1027,17 @@ class DynamoBlobStore:
 
     @staticmethod
     def s3_key(key: str) -> str:
-        return f"blobs/{key[:2]}/{key}"
+        scope = blob_scope(key)
+        if scope is None:
+            return f"blobs/{key[:2]}/{key}"
+        return f"{BLOB_PREFIX}{scope}/{key.rpartition('/')[2]}"
 
     @staticmethod
     def _item_key(key: str) -> dict[str, Any]:
-        return {"thread_id": {"S": f"blob#{key}"}, "checkpoint_id": {"S": "blob"}}
+        scope = blob_scope(key)
+        if scope is None:
+            return {"thread_id": {"S": f"blob#{key}"}, "checkpoint_id": {"S": "blob"}}
+        return {"thread_id": {"S": blob_thread(scope)}, "checkpoint_id": {"S": key.rpartition("/")[2]}}
 
     def put(self, key: str, data: bytes) -> None:
         item = self._item_key(key)

@@ -54,7 +54,7 @@ class MemoryMissionStore:
         with self._lock:
             self._set(mission_id, fields)
 
-    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> None:
+    def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> MissionRecord:
         with self._lock:
             if mission_id not in self._items:
                 raise NotFound(f"mission {mission_id}")
@@ -62,6 +62,18 @@ class MemoryMissionStore:
             if current not in allowed_from:
                 raise TransitionRefused(mission_id, current, status)
             self._set(mission_id, {**fields, "status": status})
+            return self._items[mission_id].model_copy(deep=True)
+
+    def add_note(self, mission_id: str, note: dict[str, Any], allowed_from: frozenset[str], limit: int) -> None:
+        with self._lock:
+            record = self._items.get(mission_id)
+            if record is None:
+                raise NotFound(f"mission {mission_id}")
+            if record.status not in allowed_from:
+                raise TransitionRefused(mission_id, record.status, "noted")
+            if len(record.notes) >= limit:
+                raise ConflictError(f"mission {mission_id} already has {limit} notes")
+            self._set(mission_id, {"notes": [*record.notes, dict(note)]})
 
     def _set(self, mission_id: str, fields: dict[str, Any]) -> None:
         if mission_id not in self._items:

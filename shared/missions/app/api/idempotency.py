@@ -26,6 +26,7 @@ from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePer
 from aws_lambda_powertools.utilities.idempotency.persistence.datarecord import DataRecord
 
 from missions.app.api.edge import app, error
+from missions.core.accounts import idempotency_prefix
 
 HEADER = "idempotency-key"
 EXPIRY_SECONDS = 24 * 3600
@@ -63,7 +64,10 @@ def once(
         config.register_lambda_context(app.lambda_context)  # an in-flight record expires with the invocation
 
     @idempotent_function(  # type: ignore[untyped-decorator]  # Powertools leaves it unannotated
-        data_keyword_argument="request", persistence_store=store, config=config, key_prefix=operation
+        data_keyword_argument="request",
+        persistence_store=store,
+        config=config,
+        key_prefix=idempotency_prefix(operation, user),
     )
     def run(request: dict[str, Any]) -> dict[str, Any]:
         status, body = produce()

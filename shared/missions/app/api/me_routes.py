@@ -1,4 +1,4 @@
-"""You: who you are to the service, and how you are told about your missions."""
+"""You: who you are to the service, how you are told about your missions, and your data (export, erasure)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,18 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
-from missions.app.api.edge import app, current_user, is_operator, responses, runtime
-from missions.app.api.models import Me, NotificationOptIn, NotificationSettings
+from missions.app.api.edge import (
+    RETRY_AFTER_SECONDS,
+    app,
+    correlation_id,
+    current_user,
+    error_body,
+    is_operator,
+    responses,
+    runtime,
+)
+from missions.app.api.models import Erasure, Me, NotificationOptIn, NotificationSettings
+from missions.core.accounts import EXPORT_FILENAME, EXPORT_MEDIA_TYPE
 from missions.service.feedback import preferences_namespace
 
 _NOTIFICATIONS = "/me/notifications"
@@ -46,3 +56,51 @@ def opt_out() -> Response[None]:
     if not runtime().notifications.opt_out(current_user()):
         raise NotFoundError("you receive no email notices")
     return Response(status_code=204)
+
+
+def _export_responses() -> dict[int, Any]:
+    documented = responses((200, None, "everything stored about you"), 503)
+    documented[200] = {
+        "description": (
+            f"JSON lines ({EXPORT_FILENAME}): a first line naming you and the format, then one "
+            '`{"kind", "data"}` per record: mission (with its notes, feedback and result), event, interrupt '
+            "(question and answer), artifact, queued, conversation, memory (preferences, learnings, summaries, "
+            "your namespaces), repository, idempotency_record"
+        ),
+        "content": {EXPORT_MEDIA_TYPE: {"schema": {"type": "string"}}},
+    }
+    return documented
+
+
+@app.get("/me/export", summary="Everything stored about you, as JSON lines", responses=_export_responses())
+def export_me() -> Response[str]:
+    user = current_user()
+    body = "".join(runtime().accounts.export(user))  # whole before anything is sent: no half an export
+    disposition = f'attachment; filename="{EXPORT_FILENAME}"'
+    return Response(200, EXPORT_MEDIA_TYPE, body=body, headers={"Content-Disposition": disposition})
+
+
+@app.delete(
+    "/me",
+    summary="Erase everything stored about you",
+    responses=responses((200, Erasure, "erased: what, per store"), 503),
+)
+def erase_me() -> Response[dict[str, Any]]:
+    """Cancels your missions that have not ended, stops your email notices, and erases your missions and
+    everything of them (events, questions and answers, checkpoints, artifacts, offloaded data), your queue,
+    conversations, long-term memory, repositories with every snapshot, and Idempotency-Key records.
+    When a store fails, 503: the message says what was erased and what was not, and `detail` names each store
+    not erased with its reason; running it again erases what is left."""
+    report = runtime().accounts.erase(current_user())
+    if report.complete:
+        return Response(200, "application/json", body={"user_id": report.user_id, "erased": report.erased})
+    detail = [
+        {"loc": ["not_erased", store], "type": "erasure_incomplete", "message": why}
+        for store, why in sorted(report.not_erased.items())
+    ]
+    return Response(
+        503,
+        "application/json",
+        body=error_body(503, report.summary(), detail, correlation_id()),
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+    )

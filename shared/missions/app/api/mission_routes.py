@@ -1,4 +1,4 @@
-"""Missions: start, list, read, follow, fork, answer, cancel and rate them."""
+"""Missions: start, list, read, follow, fork, answer, pause, resume, steer, cancel and rate them."""
 
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ from missions.app.api.models import (
     MissionCreate,
     MissionList,
     MissionView,
+    NoteBody,
+    NoteTaken,
+    Pausing,
+    Resumed,
 )
 from missions.app.cursors import BadCursor, decode_position, encode_position
 from missions.core.artifacts import ARTIFACT_PATH_PATTERN
@@ -43,7 +47,8 @@ from missions.service.checkpoints import records_of
 from missions.service.interrupts import waiting_question
 
 _MISSION = "/missions/<mission_id>"
-_MAY_WAIT_IN_LINE = (MissionStatus.QUEUED, MissionStatus.INTERRUPTED)  # to start, or to resume after an answer
+# to start, or to resume after an answer or the user's resume
+_MAY_WAIT_IN_LINE = (MissionStatus.QUEUED, MissionStatus.INTERRUPTED, MissionStatus.PAUSED)
 
 
 @app.post(
@@ -153,6 +158,8 @@ def get_mission(mission_id: str) -> dict[str, Any]:
         "counters": counters,
         "cost_usd": counters.get("cost_usd", 0.0),
         "feedback": record.feedback,
+        "paused_at": record.paused_at,
+        "notes": record.notes,
     }
 
 
@@ -345,12 +352,52 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, An
     responses=responses((200, Cancelled, "cancelled"), 404, 409),
 )
 def cancel(mission_id: str) -> dict[str, Any] | Response[dict[str, Any]]:
-    """Works while it is queued, running or waiting for you; a mission that ended is 409."""
+    """Works while it is queued, running, waiting for you or paused; a mission that ended is 409."""
     record = owned_mission(mission_id, current_user())
     if record.status in MissionStatus.TERMINAL or record.status == MissionStatus.CANCELLING:
         return error(409, f"mission {mission_id} already {record.status}")
     runtime().control.cancel(record)  # a ConflictError (409) when it ended while the cancel was on its way
     return {"mission_id": mission_id, "status": "cancelled"}
+
+
+@app.post(
+    f"{_MISSION}/pause",
+    summary="Pause a running mission",
+    responses=responses((202, Pausing, "pausing"), 404, 409),
+)
+def pause(mission_id: str) -> Response[dict[str, Any]]:
+    """Its stage in flight ends and checkpoints; then it waits, at no compute cost and holding none of your
+    running slots, until you resume it (or cancel it). Only a running mission pauses (409 otherwise)."""
+    record = owned_mission(mission_id, current_user())
+    runtime().control.pause(record)
+    return Response(202, "application/json", {"mission_id": mission_id, "status": "pausing"})
+
+
+@app.post(
+    f"{_MISSION}/resume",
+    summary="Resume a paused mission",
+    responses=responses((200, Resumed, "resumed, or queued for a running slot"), 404, 409, 503),
+)
+def resume(mission_id: str) -> dict[str, Any]:
+    """It goes on from its checkpoint with its whole context and the notes you sent meanwhile. Only a
+    paused mission resumes (409 otherwise, also while it is still pausing)."""
+    record = owned_mission(mission_id, current_user())
+    now = runtime().control.resume(record)
+    return {"mission_id": mission_id, "status": "running" if now else "queued"}
+
+
+@app.post(
+    f"{_MISSION}/notes",
+    summary="Steer a mission: send it a note",
+    responses=responses((202, NoteTaken, "noted"), 404, 409, body=True),
+)
+def note(mission_id: str, body: NoteBody) -> Response[dict[str, Any]]:
+    """While it is queued, running, waiting or paused: the next stage that starts receives the note in its
+    context (and a conversation's turn in its working memory); its timeline records it. A mission that
+    ended is 409, as is one with 20 notes already."""
+    record = owned_mission(mission_id, current_user())
+    taken = runtime().control.note(record, body.text)
+    return Response(202, "application/json", {"mission_id": mission_id, "note_id": taken.note_id, "status": "noted"})
 
 
 @app.post(

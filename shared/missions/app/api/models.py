@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictInt, StrictStr, field_validator
 
+from missions.core.notes import MAX_NOTE_CHARS
 from missions.core.triggers import Priority
 
 CONTEXT_LIMIT_BYTES = 64 * 1024  # a mission's context travels in its envelope and its first checkpoint
@@ -81,6 +82,17 @@ class AnswerBody(Body):
     @classmethod
     def _small_data(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
         return _bounded(value, DATA_LIMIT_BYTES, "data") if value is not None else None
+
+
+class NoteBody(Body):
+    text: StrictStr = Field(min_length=1, max_length=MAX_NOTE_CHARS, description="what the mission should know")
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a note needs some text")
+        return value
 
 
 class FeedbackBody(Body):
@@ -181,6 +193,12 @@ class QueuePlace(BaseModel):
     reason: str
 
 
+class MissionNote(BaseModel):
+    note_id: str
+    text: str
+    at: str
+
+
 class MissionView(MissionSummary):
     updated_at: str
     completed_at: str | None
@@ -191,6 +209,8 @@ class MissionView(MissionSummary):
     counters: dict[str, Any]
     cost_usd: float
     feedback: dict[str, Any] | None
+    paused_at: str | None = Field(None, description="when it paused, while it is paused")
+    notes: list[MissionNote] = Field(default_factory=list, description="what you told it while it ran")
 
 
 class EventView(BaseModel):
@@ -268,6 +288,26 @@ class Cancelled(BaseModel):
     status: Literal["cancelled"]
 
 
+class Pausing(BaseModel):
+    mission_id: str
+    status: Literal["pausing"] = Field(
+        description="its stage in flight ends and checkpoints, then it waits as `paused`, holding no running slot"
+    )
+
+
+class Resumed(BaseModel):
+    mission_id: str
+    status: Literal["running", "queued"] = Field(
+        description="running: it goes on now; queued: it goes on when one of the user's running slots frees"
+    )
+
+
+class NoteTaken(BaseModel):
+    mission_id: str
+    note_id: str
+    status: Literal["noted"] = Field(description="the next stage that starts receives it in its context")
+
+
 class FeedbackTaken(BaseModel):
     mission_id: str
     preferences_written: list[str]
@@ -329,6 +369,14 @@ class Me(BaseModel):
     user_id: str
     preferences_namespace: str = Field(description="where feedback's learned preferences live: GET /memory/<it>")
     operator: bool
+
+
+class Erasure(BaseModel):
+    """What `DELETE /me` erased: items (and objects) per store. An erasure that could not finish answers 503
+    instead, its message saying what it erased and what it did not; running it again finishes it."""
+
+    user_id: str
+    erased: dict[str, int] = Field(description="per store (missions, events, memory, repositories, ...): how many")
 
 
 class NotificationSettings(BaseModel):
@@ -453,6 +501,7 @@ class ConversationTurn(BaseModel):
     goal: str
     answer: str
     status: str
+    notes: list[str] = Field(default_factory=list, description="what you told that turn's mission while it ran")
     at: str
 
 

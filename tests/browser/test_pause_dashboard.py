@@ -1,0 +1,59 @@
+"""The dashboard's mission card in control: "Pause for now" on a running mission, a note while it is
+paused, "Resume", and the mission to its result; in a real browser, checked with axe-core."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from missions.local.devserver import DevServer
+from missions.local.emulation import LocalCloud
+from tests.browser.conftest import assert_accessible, screenshot
+from tests.e2e.test_dev_server import Client, wait_for
+from tests.integration.conftest import with_capabilities
+from tests.integration.test_lifecycle_cancel_fork import GATE, Gate
+from tests.integration.test_pause_resume_notes import PAUSABLE
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[DevServer]:
+    """A dev server of a capability whose first stage is held in flight until the gate opens."""
+    names, known = with_capabilities(PAUSABLE)
+    with LocalCloud(names, registry=known) as cloud, DevServer(cloud, port=0) as dev:
+        yield dev
+
+
+@pytest.fixture()
+def gate() -> Iterator[Gate]:
+    GATE.close()
+    yield GATE
+    GATE.open()
+
+
+def test_pause_steer_and_resume_a_mission_from_its_card(server: DevServer, visit, gate: Gate):
+    page = visit(server.url, "pat").page
+    # Given a mission of pat's whose first stage is in flight
+    status, created = Client(server, "pat").call("POST", "/missions", {"capability": PAUSABLE.name, "goal": "trip"})
+    assert status == 202, created
+    gate.until_entered(1)
+    card = page.locator(".mission-card").first
+    # When pat pauses it from its card, and its stage in flight ends
+    card.get_by_role("button", name="Pause for now").click()
+    gate.open()
+    # Then the card shows it paused and offers to resume it
+    resume = page.locator(".mission-card").first.get_by_role("button", name="Resume")
+    resume.wait_for()
+    assert "paused" in page.locator(".mission-card .badge").first.inner_text()
+    screenshot(page, "mission-paused")
+    assert_accessible(page, "missions page with a paused mission")
+    # When pat tells it something, then resumes it
+    card = page.locator(".mission-card").first
+    card.get_by_label("Tell the mission").fill("skip the museums")
+    card.get_by_role("button", name="Send note").click()
+    page.locator(".mission-card .notes li", has_text="skip the museums").wait_for()
+    page.locator(".mission-card").first.get_by_role("button", name="Resume").click()
+    # Then it completes, and the stage after the pause received the note
+    done = wait_for(Client(server, "pat"), created["mission_id"], {"completed", "failed"})
+    assert done["status"] == "completed" and [n["text"] for n in done["notes"]] == ["skip the museums"]
+    page.locator(".mission-card .badge", has_text="completed").wait_for()
