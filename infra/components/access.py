@@ -142,7 +142,7 @@ ACCESS: dict[str, Access] = {
             "dispatch": TableAccess((*_DRAINS["dispatch"].actions, BATCH_WRITE)),
             # operators' versions (a transaction: the version, the state on its revision, the audit entry)
             "agents": TableAccess((GET, PUT, QUERY)),
-            "usage": TableAccess((QUERY,)),  # a mission's calls, and the totals the metrics read
+            "usage": TableAccess((QUERY, BATCH_WRITE)),  # a mission's calls, the totals; DELETE /me erases them
         },
         blobs=(*_BLOBS_RW, "s3:DeleteObject"),
         erase_users=True,
@@ -236,11 +236,16 @@ class Resources:
 
 
 def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool | None = None) -> None:
-    """Add `access` to the role's policy, one statement per table and service."""
+    """Add `access` to the role's policy: one statement per set of table actions (naming every table, and
+    its indexes, that gets exactly those: the same grants as a statement per table, in a policy small
+    enough to stay inline under IAM's 10 KB), and one per service."""
+    by_actions: dict[tuple[str, ...], list[str]] = {}
     for table_id, table_access in sorted(access.tables.items()):
         table = resources.tables[table_id]
         arns = [table.table_arn] + [f"{table.table_arn}/index/{name}" for name in table_access.indexes]
-        role.add_to_principal_policy(iam.PolicyStatement(actions=sorted(table_access.actions), resources=arns))
+        by_actions.setdefault(tuple(sorted(table_access.actions)), []).extend(arns)
+    for actions, arns in by_actions.items():
+        role.add_to_principal_policy(iam.PolicyStatement(actions=list(actions), resources=arns))
     if access.blobs:
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=list(access.blobs), resources=[resources.bucket.arn_for_objects("blobs/*")])

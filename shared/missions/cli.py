@@ -606,7 +606,6 @@ def me_erase(
     out.print(f"erased {report['user_id']}: {erased}", highlight=False, soft_wrap=True)
 
 
-
 # -- agents as data: versioned agent configurations -----------------------------------------------
 
 agents_app = typer.Typer(

@@ -1119,9 +1119,11 @@ def test_only_the_api_writes_agent_versions_and_only_stages_write_usage(assembly
     assert on["agents"]["stage"] == {"dynamodb:GetItem"}
     assert {service for service, actions in on["agents"].items() if actions & writes} == {"api"}
     assert on["agents"]["interrupt"] == {"dynamodb:Query"}  # drains start queued missions: they pin
-    # and only stages record model calls; the api reads them, nobody else touches them, nobody scans
-    assert {service for service, actions in on["usage"].items() if actions & writes} == {"stage"}
-    assert on["usage"] == {"stage": {"dynamodb:PutItem", "dynamodb:UpdateItem"}, "api": {"dynamodb:Query"}}
+    # and only stages record model calls; the api reads them and erases a user's (DELETE /me), nobody scans
+    assert on["usage"] == {
+        "stage": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "api": {"dynamodb:Query", "dynamodb:BatchWriteItem"},
+    }
     assert not any("dynamodb:Scan" in a for table in on.values() for a in table.values())
 
 

@@ -41,8 +41,8 @@ if TYPE_CHECKING:
     from missions.core.llm import LLMProvider
     from missions.core.refs import RepositoryResolver, Workspaces
     from missions.core.settings import RuntimeSettings
-    from missions.ports.agents import AgentStore, UsageStore
     from missions.ports.accounts import PersonalStore
+    from missions.ports.agents import AgentStore, UsageStore
     from missions.ports.bus import EventBus
     from missions.ports.conversations import ConversationStore
     from missions.ports.dispatch import DispatchStore
@@ -64,8 +64,8 @@ if TYPE_CHECKING:
         SnapshotStore,
     )
     from missions.ports.webhooks import DeliveryStore, WebhookSources
-    from missions.service.agents import AgentConfigs
     from missions.service.accounts import AccountService
+    from missions.service.agents import AgentConfigs
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
     from missions.service.evaluation import Evaluator
@@ -441,6 +441,8 @@ class Runtime:
         ]
         if self.settings.artifacts_table:
             per_mission.append(personal.MissionArtifacts(self.settings.artifacts_table, dynamodb))
+        if self.settings.usage_table:
+            per_mission.append(personal.MissionUsage(self.settings.usage_table, dynamodb))
         return AccountService(
             index=personal.MissionRecords(self.settings.missions_table, dynamodb),
             missions=self.missions,

@@ -13,9 +13,13 @@ Each store is found from the user's id or their mission ids by the layout its ow
   repositories   by_owner index; each one's snapshots and upload under the owner's prefixes in the
                  snapshot bucket, every version (the bucket is versioned)
   idempotency    partition user#<user> (missions.adapters.dynamodb.idempotency)
+  usage          mission#<mission> (each model call) and totals#<user> (the user's sums)
+                 (missions.adapters.dynamodb.agents)
 
 Not per user, so neither exported nor erased: per-capability learnings (counts and averages over every
-user's feedback, no user id in them) and webhook delivery ids (per source).
+user's feedback, no user id in them), webhook delivery ids (per source), everyone's usage totals
+(totals#*: sums with no user in them), and agent configuration versions with their audit trail (the
+operators' record of who changed a prompt; an operator's name there is kept as the service's record).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from missions.adapters.dynamodb.store import (
     mission_record,
 )
 from missions.core.refs import SNAPSHOT_PREFIX, UPLOAD_PREFIX, owner_segment
-from missions.core.specs import CHECKPOINTS, DISPATCH, EVENTS, INTERRUPTS, MEMORY, REPOSITORIES, TableSpec
+from missions.core.specs import CHECKPOINTS, DISPATCH, EVENTS, INTERRUPTS, MEMORY, REPOSITORIES, USAGE, TableSpec
 from missions.ports.store import TOOL_JOURNAL_SUFFIX
 
 Record = tuple[str, dict[str, Any]]
@@ -207,6 +211,25 @@ class MissionCheckpoints:
                 (mission_id, mission_id + TOOL_JOURNAL_SUFFIX, blob_thread(mission_id))
             )
         return erased
+
+
+class MissionUsage:
+    """Every model call of the user's missions (mission#<id>), and the user's own totals (totals#<user>)."""
+
+    name = "usage"
+
+    def __init__(self, table_name: str, client: Any):
+        self._table = _Table(USAGE, table_name, client)
+
+    def export(self, user_id: str, mission_ids: Sequence[str]) -> Iterator[Record]:
+        for mission_id in mission_ids:
+            for raw in self._table.partition(f"mission#{mission_id}"):
+                yield "model_call", json.loads(raw["body"]["S"])
+        for raw in self._table.partition(f"totals#{user_id}"):
+            yield "usage_total", {k: v for k, v in _deserialize(raw).items() if k not in ("pk",)}
+
+    def erase(self, user_id: str, mission_ids: Sequence[str]) -> int:
+        return self._table.delete_partitions([*(f"mission#{m}" for m in mission_ids), f"totals#{user_id}"])
 
 
 class UserDispatch:
