@@ -6,7 +6,8 @@ function reads one from DynamoDB once and then from memory; a starting mission r
 active versions (`pins`), cached for agents_cache_seconds. Figures, measured in one run, each a median:
 
 - `stage_overhead_ms`: the runner's overhead per stage (StageTimings.overhead_ms: a stage's wall time less
-  its model and tool time) over fitness_coach missions on the offline model and in-memory stores, with pins:
+  its model and tool time) over the first stage of the first capability that starts with a model (by name),
+  on the offline model and in-memory stores, with pins:
   the baseline every ratio divides by.
 - `resolve_cached_ms`: resolving one stage's configuration with the version in the process's cache.
 - `resolve_uncached_ms`: the same with the cache dropped before each: one GetItem on the agents table (moto).
@@ -37,20 +38,31 @@ from missions.service.agents import AgentConfigs
 from missions.service.launcher import build_envelope
 from missions.service.runner import StageRunner, StageServices, StageTimings
 
-CAPABILITY = "fitness_coach"
+
+def _subject() -> tuple[str, str]:
+    """(capability, stage): the first capability, by name, whose first stage asks a model. Found, not named:
+    only a capability's own folder names it."""
+    for name in sorted(registry.available()):
+        pipeline = registry.load(name).pipeline
+        if pipeline.agent(pipeline.start).has_llm:
+            return name, pipeline.start
+    raise LookupError("no capability starts with a model stage")
+
+
+CAPABILITY, STAGE = _subject()
 MISSIONS = 20
 RESOLUTIONS = 2000
 
 
 def _configs(store: Any) -> AgentConfigs:
     configs = AgentConfigs(store, registry.default_registry(), environment_models=["gpt-4o-mini"])
-    version = configs.create(CAPABILITY, "assess", AgentSettings(prompt="Intake for {{capability}} on {{date}}."), "b")
-    configs.promote(CAPABILITY, "assess", version.version, "bench")
+    version = configs.create(CAPABILITY, STAGE, AgentSettings(prompt="Intake for {{capability}} on {{date}}."), "b")
+    configs.promote(CAPABILITY, STAGE, version.version, "bench")
     return configs
 
 
 def _stage_overhead(configs: AgentConfigs) -> float:
-    """The runner's overhead per stage (ms, median) over whole stages of fitness_coach's first two stages."""
+    """The runner's overhead per stage (ms, median) over whole first stages of CAPABILITY's missions."""
     capability = registry.load(CAPABILITY)
     overheads: list[float] = []
 
@@ -69,7 +81,8 @@ def _stage_overhead(configs: AgentConfigs) -> float:
     )
     runner = StageRunner(capability, services)
     for _ in range(MISSIONS):
-        request = MissionRequest(capability=CAPABILITY, goal="Help me get stronger", trigger=TriggerSource.CLI)
+        goal = registry.load(CAPABILITY).example_goal or "help"
+        request = MissionRequest(capability=CAPABILITY, goal=goal, trigger=TriggerSource.CLI)
         envelope = build_envelope(request, agents=configs)
         missions.create(
             MissionRecord(
@@ -77,7 +90,7 @@ def _stage_overhead(configs: AgentConfigs) -> float:
             )
         )
         state = services.codec.encode(envelope)
-        runner.handle({"stage": "assess", "mode": "run", "envelope": state, "hop": 0})
+        runner.handle({"stage": STAGE, "mode": "run", "envelope": state, "hop": 0})
     return statistics.median(overheads)
 
 
@@ -120,7 +133,7 @@ def run() -> dict[str, Any]:
                     agents=configs.pinned,
                 ),
             )
-            resolve = lambda: runner._configured(envelope, "assess")  # noqa: E731  what each stage does
+            resolve = lambda: runner._configured(envelope, STAGE)  # noqa: E731  what each stage does
             resolve()
             cached = _median_ms(resolve)
             uncached = _median_ms(resolve, before=configs._pinned.clear, runs=RESOLUTIONS // 10)

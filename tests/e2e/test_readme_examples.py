@@ -339,28 +339,3 @@ def test_the_chat_example_and_the_event_stream_block_run_as_written(server: DevS
         streamed.append([line for line in run.stdout.splitlines() if line.startswith("id: ")])
     # the whole stream, then what came after the third event: the same ids, the first three left out
     assert len(streamed[0]) > 3 and streamed[1] == streamed[0][3:]
-
-
-# -- "Agents as data" ----------------------------------------------------------------------------------
-
-
-def test_the_agents_block_runs_as_written(tmp_path: Path):
-    (block,) = sh_blocks("## Agents as data")
-    assert [shlex.split(line)[1] for line in block] == ["agents"] * 4 + ["run", "usage", "agents", "agents"]
-    cloud = LocalCloud(["fitness_coach"], settings={"operators": ["ops"]})  # as `missions dev --operator ops`
-    with cloud, DevServer(cloud, port=0) as server:
-        env = environment(MISSIONS_API_URL=server.url, MISSIONS_TOKEN="dev:ops", MISSIONS_CONFIG_DIR=str(tmp_path))
-        values: dict[str, str] = {}
-        assert "assess" in run_cli(block[0], values, tmp_path, env)
-        assert "created fitness_coach/assess v2" in run_cli(block[1], values, tmp_path, env)
-        assert "prompt:" in run_cli(block[2], values, tmp_path, env)
-        assert "v2 active" in run_cli(block[3], values, tmp_path, env)
-        values["http://127.0.0.1:8787"] = server.url  # the port: the test server's
-        ran = run_cli(block[4] + " --json", values, tmp_path, env)
-        mission_id = json.loads(ran)["mission_id"]
-        assert json.loads(ran)["status"] == "completed"
-        values["<mission id>"] = mission_id
-        usage = run_cli(block[5], values, tmp_path, env)
-        assert "assess" in usage and "v2" in usage and "calls" in usage
-        assert "v1 active" in run_cli(block[6], values, tmp_path, env)
-        assert run_cli(block[7], values, tmp_path, env).split()[2] == "rollback"

@@ -357,19 +357,20 @@ def test_an_index_pays_for_a_projected_change_and_twice_for_a_moved_key(cloud: L
 
 
 def test_a_keys_only_index_costs_its_small_entry_whatever_the_item(cloud: LocalCloud) -> None:
-    # Given a 5 KB memory item under a namespace head (by_namespace_head holds its keys only)
+    # Given a 5 KB memory item of a user under a namespace head (both its indexes hold keys only)
     item = {
         "owner": {"S": "u#preferences"},
         "key": {"S": "k"},
         "namespace_head": {"S": "preferences"},
+        "user_id": {"S": "u"},
         "value": {"S": "v" * 5000},
     }
     with Meter(cloud) as meter, meter.billed():
         # When it is put, then its value alone is rewritten
         cloud.dynamodb.put_item(TableName=cloud.settings.memory_table, Item=item)
         cloud.dynamodb.put_item(TableName=cloud.settings.memory_table, Item={**item, "value": {"S": "w" * 5000}})
-    # Then the table bills 5 units twice, the index one unit for the put and nothing for the rewrite
-    assert meter.write_units_by_table()["memory"] == {"table": 10, "by_namespace_head": 1}
+    # Then the table bills 5 units twice, each index one unit for the put and nothing for the rewrite
+    assert meter.write_units_by_table()["memory"] == {"table": 10, "by_namespace_head": 1, "memory_by_user": 1}
 
 
 def test_s3_requests_and_published_events_are_counted(cloud: LocalCloud) -> None:
