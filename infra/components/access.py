@@ -32,6 +32,7 @@ DELETE = "dynamodb:DeleteItem"
 BATCH_WRITE = "dynamodb:BatchWriteItem"
 BATCH_GET = "dynamodb:BatchGetItem"
 CONDITION_CHECK = "dynamodb:ConditionCheckItem"
+DESCRIBE = "dynamodb:DescribeTable"  # metadata only: GET /ready
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class Access:
     snapshots: dict[str, tuple[str, ...]] = field(default_factory=dict)
     list_snapshots: bool = False  # s3:ListBucket, to delete every snapshot of a repository
     notices: tuple[str, ...] = ()  # sns actions on the email notices' topic (and its subscriptions)
+    # GET /ready: DescribeTable on every table and DescribeEventBus on the bus (metadata only, no item)
+    readiness: bool = False
 
 
 # Appending to a mission's timeline: a query reads its last item, a conditional put places the batch (its
@@ -139,6 +142,7 @@ ACCESS: dict[str, Access] = {
         openai_secret=True,  # capability choice, preference extraction and embeddings use the model
         # users opt in to email notices, see whether their address confirmed, and opt out
         notices=("sns:GetSubscriptionAttributes", "sns:Subscribe", "sns:Unsubscribe"),
+        readiness=True,
     ),
     # the stream function (SSE of a mission's events, the OpenAI-compatible chat API): starts a mission as a
     # turn of its user's conversation, follows its events, answers its questions with the next message
@@ -221,6 +225,8 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         table = resources.tables[table_id]
         arns = [table.table_arn] + [f"{table.table_arn}/index/{name}" for name in table_access.indexes]
         role.add_to_principal_policy(iam.PolicyStatement(actions=sorted(table_access.actions), resources=arns))
+        if access.readiness:  # on the table itself, beside its other actions: the role's policy stays small
+            role.add_to_principal_policy(iam.PolicyStatement(actions=[DESCRIBE], resources=[table.table_arn]))
     if access.blobs:
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=list(access.blobs), resources=[resources.bucket.arn_for_objects("blobs/*")])
@@ -252,6 +258,14 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         )
     if access.publish_events and resources.bus_arn:
         role.add_to_principal_policy(iam.PolicyStatement(actions=["events:PutEvents"], resources=[resources.bus_arn]))
+    if access.readiness:
+        others = [table.table_arn for name, table in sorted(resources.tables.items()) if name not in access.tables]
+        if others:
+            role.add_to_principal_policy(iam.PolicyStatement(actions=[DESCRIBE], resources=others))
+        if resources.bus_arn:
+            role.add_to_principal_policy(
+                iam.PolicyStatement(actions=["events:DescribeEventBus"], resources=[resources.bus_arn])
+            )
     wants_openai = access.openai_secret if openai is None else openai
     if wants_openai and resources.openai_secret_arn:
         role.add_to_principal_policy(

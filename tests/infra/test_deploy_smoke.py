@@ -196,6 +196,17 @@ def test_a_code_analysis_mission_runs_through_the_deployed_state_machine(deploye
     assert "offload" in json.dumps(result).lower()
 
 
+def test_health_and_readiness_answer_without_a_token_from_the_deployed_api(deployed):
+    deployment, session = deployed
+    # When an uptime check with no token asks the deployed api function
+    assert _api(session, deployment, "GET", "/health", user=None) == (200, {"status": "ok"})
+    status, ready = _api(session, deployment, "GET", "/ready", user=None)
+    # Then every table of the stack and its bus answered the api's role (checked below by the role test)
+    assert status == 200 and ready["ready"] is True, ready
+    tables = {name for name in ready["checks"] if name.startswith("table:")}
+    assert len(tables) >= 12 and ready["checks"]["bus"]["ok"], ready
+
+
 def test_a_chat_turn_runs_through_the_deployed_stream_function_with_its_role(deployed):
     deployment, session = deployed
     # When a user asks through the chat API of the deployed stream function (its own role and environment)

@@ -389,6 +389,9 @@ def test_each_function_role_reaches_only_the_tables_and_actions_of_its_access_en
                     granted.setdefault(table, set()).update(a for a in actions if a.startswith("dynamodb:"))
         # the memory-stream function also reads its table's stream (granted by the event source)
         expected = {table: set(entry.actions) for table, entry in access.tables.items()}
+        if access.readiness:  # GET /ready: the metadata of every table, nothing of its items
+            for table in {spec.id for spec in TABLES}:
+                expected.setdefault(table, set()).add("dynamodb:DescribeTable")
         if _function_service(function) == "missions-memory-stream":
             granted.pop("memory", None)
         assert granted == expected, _function_service(function)
@@ -553,14 +556,16 @@ def test_asynchronous_functions_and_the_stream_have_dead_letter_queues(assembly:
 # --------------------------------------------------------------------------- API
 
 
-def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_without(assembly: Assembly):
+def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_and_health_without(assembly: Assembly):
     routes = {
         r["Properties"]["RouteKey"]: r["Properties"]
         for r in assembly.resources("dev", "AWS::ApiGatewayV2::Route").values()
     }
     assert set(routes) == {f"{m} {p}" for m, p in api_routes()} | {f"POST {WEBHOOK_ROUTE}"}
+    public = {f"{m} {p}" for m, p in api_routes(public=True)}
+    assert public == {"GET /health", "GET /ready", "GET /openapi.json"}  # uptime checks hold no token
     for key, props in routes.items():
-        expected = "NONE" if key == f"POST {WEBHOOK_ROUTE}" else "JWT"
+        expected = "NONE" if key == f"POST {WEBHOOK_ROUTE}" or key in public else "JWT"
         assert props.get("AuthorizationType", "NONE") == expected, key
     (authorizer,) = assembly.resources("dev", "AWS::ApiGatewayV2::Authorizer").values()
     assert authorizer["Properties"]["AuthorizerType"] == "JWT"

@@ -181,6 +181,8 @@ def needs(call: Call) -> list[Need]:
         return [Need(f"states:{call.operation}", None)]
     if call.service == "events" and call.operation == "PutEvents":
         return [Need("events:PutEvents", _bus_arn(entry.get("EventBusName", "default"))) for entry in p["Entries"]]
+    if call.service == "events" and call.operation == "DescribeEventBus":
+        return [Need("events:DescribeEventBus", _bus_arn(p.get("Name", "default")))]
     if call.service == "secretsmanager":
         return [Need(f"secretsmanager:{call.operation}", None)]
     return [Need(f"{call.service}:{call.operation}", None)]

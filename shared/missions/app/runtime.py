@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
     from missions.service.evaluation import Evaluator
+    from missions.service.health import Readiness
     from missions.service.launcher import Launcher
     from missions.service.lifecycle import Lifecycle
     from missions.service.missions import MissionService
@@ -454,6 +455,30 @@ class Runtime:
             classifier_llm=self.classifier_llm,
             capabilities=self.capabilities,
         )
+
+    @cached_property
+    def readiness(self) -> Readiness:
+        """GET /ready: every table this function's settings name, the bus, and the model provider (not the
+        offline one, which has nothing to reach); the answer is kept `ready_cache_seconds`."""
+        from missions.adapters.readiness import bus_check, table_check
+        from missions.core.llm import Probed
+        from missions.service.health import Check, Readiness
+
+        checks: dict[str, Check] = {}
+        for name, value in sorted(self.settings.model_dump().items()):
+            if name.endswith("_table") and value:
+                checks[f"table:{name.removesuffix('_table')}"] = table_check(self._client("dynamodb"), value)
+        if self.settings.event_bus:
+            checks["bus"] = bus_check(self._client("events"), self.settings.event_bus)
+        if self._llm is not None or self.settings.llm_provider != "scripted":
+            provider = self._llm or self._openai
+
+            def model() -> None:
+                if isinstance(provider, Probed):
+                    provider.probe()
+
+            checks[f"model:{provider.name}"] = model
+        return Readiness(checks, ttl_seconds=self.settings.ready_cache_seconds)
 
     def state_machine_arn(self, capability: str) -> str:
         try:

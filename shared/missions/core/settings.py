@@ -104,6 +104,8 @@ class RuntimeSettings(BaseModel):
     # local child process; a sandbox function itself names the one tier it serves
     sandbox_functions: dict[str, str] = Field(default_factory=dict)
     sandbox_tier: Literal["quick", "standard", "deep"] | None = None
+    # how long GET /ready keeps its answer: a burst of probes asks the tables, bus and model once
+    ready_cache_seconds: float = Field(10.0, ge=0, le=300)
     # the streaming routes (chat, event streams): how long a chat reply waits for its mission (a longer
     # one answers with its status), how often a follower reads the tables, how long one stream stays open
     # (a client reconnects with Last-Event-ID; a function URL's invocation ends at 900 s)
