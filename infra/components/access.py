@@ -224,9 +224,10 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
     for table_id, table_access in sorted(access.tables.items()):
         table = resources.tables[table_id]
         arns = [table.table_arn] + [f"{table.table_arn}/index/{name}" for name in table_access.indexes]
-        role.add_to_principal_policy(iam.PolicyStatement(actions=sorted(table_access.actions), resources=arns))
-        if access.readiness:  # on the table itself, beside its other actions: the role's policy stays small
-            role.add_to_principal_policy(iam.PolicyStatement(actions=[DESCRIBE], resources=[table.table_arn]))
+        # GET /ready's DescribeTable goes beside the table's other actions: one more statement per table would
+        # push the role's inline policy past its size limit (CDK would split it into a managed policy)
+        actions = sorted({*table_access.actions, *([DESCRIBE] if access.readiness else [])})
+        role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=arns))
     if access.blobs:
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=list(access.blobs), resources=[resources.bucket.arn_for_objects("blobs/*")])

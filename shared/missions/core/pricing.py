@@ -22,8 +22,22 @@ PRICES_PER_MILLION: dict[str, Price] = {
     "gpt-5": (1.25, 10.00),
     "gpt-5-mini": (0.25, 2.00),
     "gpt-5-nano": (0.05, 0.40),
+    # Anthropic's API (https://docs.anthropic.com/en/docs/about-claude/pricing)
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-opus-4-1": (15.00, 75.00),
+    "claude-3-5-haiku": (0.80, 4.00),
+    # Amazon Bedrock, on-demand in us-east-1 (a model id prefixed by an inference profile's region group,
+    # us.anthropic.claude-..., is priced as the model)
+    "anthropic.claude-haiku-4-5": (1.00, 5.00),
+    "anthropic.claude-sonnet-4-5": (3.00, 15.00),
+    "anthropic.claude-3-5-haiku": (0.80, 4.00),
+    "amazon.nova-micro-v1": (0.035, 0.14),
+    "amazon.nova-lite-v1": (0.06, 0.24),
+    "amazon.nova-pro-v1": (0.80, 3.20),
     "scripted": (0.0, 0.0),
 }
+_PROFILE_GROUPS = ("us.", "eu.", "apac.", "us-gov.", "global.", "jp.", "au.", "ca.")
 
 
 def price_of(model: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
@@ -31,6 +45,9 @@ def price_of(model: str, overrides: Mapping[str, Price] | None = None) -> Price 
     table = {**PRICES_PER_MILLION, **(overrides or {})}
     if model in table:
         return table[model]
+    group = next((prefix for prefix in _PROFILE_GROUPS if model.startswith(prefix)), None)
+    if group is not None and price_of(model[len(group) :], overrides) is not None:
+        return price_of(model[len(group) :], overrides)
     family = max((name for name in table if model.startswith(name)), key=len, default=None)
     return table[family] if family is not None else None
 
