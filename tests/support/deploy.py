@@ -121,8 +121,11 @@ def deploy(session: Any, assembly: Path, stack_name: str) -> Deployment:
     return Deployment(stack_name, outputs, functions, machines, segments)
 
 
-def run_in_process(deployment: Deployment, session_factory: Any, clients: dict[str, Any] | None = None) -> None:
-    """Register every deployed function's real handler, each with a Runtime of its own environment."""
+def run_in_process(
+    deployment: Deployment, session_factory: Any, clients: dict[str, Any] | None = None, stage_llm: Any = None
+) -> None:
+    """Register every deployed function's real handler, each with a Runtime of its own environment;
+    `stage_llm`: the model the stage functions ask (a test's recording of the offline model)."""
     for name, configuration in deployment.functions.items():
         environment = _environment(configuration)
         spec = SPECS[environment["POWERTOOLS_SERVICE_NAME"]]
@@ -132,6 +135,7 @@ def run_in_process(deployment: Deployment, session_factory: Any, clients: dict[s
             RuntimeSettings.from_env(environment),
             clients={name: session.client(name) for name in ("dynamodb", "s3", "stepfunctions", "events")},
             secrets=_SessionSecrets(session),
+            llm=stage_llm if environment.get("MISSIONS_CAPABILITY") else None,
         )
         deployment.runtimes[name] = runtime
         patches.register(name, functools.partial(_call, spec, runtime=runtime))

@@ -40,14 +40,20 @@ PRICES_PER_MILLION: dict[str, Price] = {
 _PROFILE_GROUPS = ("us.", "eu.", "apac.", "us-gov.", "global.", "jp.", "au.", "ca.")
 
 
+def foundation_model_id(model: str) -> str:
+    """The Bedrock foundation model an inference profile id names (us.anthropic.claude-... -> anthropic.claude-...);
+    any other model id as it is."""
+    group = next((prefix for prefix in _PROFILE_GROUPS if model.startswith(prefix)), None)
+    return model[len(group) :] if group is not None else model
+
+
 def price_of(model: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
     """The model's price: an override, the list, or its family's (the longest listed prefix); None if unknown."""
     table = {**PRICES_PER_MILLION, **(overrides or {})}
     if model in table:
         return table[model]
-    group = next((prefix for prefix in _PROFILE_GROUPS if model.startswith(prefix)), None)
-    if group is not None and price_of(model[len(group) :], overrides) is not None:
-        return price_of(model[len(group) :], overrides)
+    if foundation_model_id(model) != model:
+        return price_of(foundation_model_id(model), overrides)
     family = max((name for name in table if model.startswith(name)), key=len, default=None)
     return table[family] if family is not None else None
 
@@ -69,4 +75,4 @@ def cost_usd(
     return round(tokens_in * price[0] / 1e6 + tokens_out * price[1] / 1e6, 8)
 
 
-__all__ = ["PRICES_PER_MILLION", "Price", "cost_usd", "price_of", "unpriced"]
+__all__ = ["PRICES_PER_MILLION", "Price", "cost_usd", "foundation_model_id", "price_of", "unpriced"]

@@ -19,6 +19,7 @@ from typing import Any
 
 from missions.adapters.llm.resilient import Answer, ResilientProvider, RetryableCall, schema_name
 from missions.core.llm import LLMError, LLMRequest
+from missions.core.pricing import foundation_model_id
 
 DEFAULT_MAX_TOKENS = 4096
 # worth retrying: Bedrock is busy, throttles, or the model is loading (https://docs.aws.amazon.com/bedrock/
@@ -34,7 +35,6 @@ TRANSIENT_CODES = frozenset(
         "ModelStreamErrorException",
     }
 )
-INFERENCE_PROFILE_PREFIXES = ("us.", "eu.", "apac.", "us-gov.", "global.", "jp.", "au.", "ca.")
 
 
 class BedrockConverse:
@@ -139,14 +139,6 @@ def converse_params(model: str, request: LLMRequest) -> dict[str, Any]:
     return params
 
 
-def foundation_model_id(model: str) -> str:
-    """The foundation model an inference profile id names (us.anthropic.claude-... -> anthropic.claude-...)."""
-    for prefix in INFERENCE_PROFILE_PREFIXES:
-        if model.startswith(prefix):
-            return model[len(prefix) :]
-    return model
-
-
 def _answer(model: str, request: LLMRequest, content: Any, usage: Mapping[str, Any]) -> Answer:
     if content in (None, "", {}):
         raise LLMError(f"{model} returned no answer for stage '{request.stage}'")
@@ -198,4 +190,4 @@ def _client(service: str, region: str | None, timeout: float) -> Any:
     return boto3.client(service, region_name=region, config=config)  # type: ignore[call-overload]
 
 
-__all__ = ["BedrockConverse", "BedrockProvider", "converse_params", "foundation_model_id"]
+__all__ = ["BedrockConverse", "BedrockProvider", "converse_params"]
