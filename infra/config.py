@@ -70,9 +70,10 @@ class LLMConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    provider: Literal["scripted", "openai"] = "openai"
-    base_url: str | None = Field(None, pattern=r"^https?://")
-    default_model: str = Field("gpt-4o-mini", min_length=1, max_length=128)
+    provider: Literal["scripted", "openai", "bedrock", "anthropic"] = "openai"
+    base_url: str | None = Field(None, pattern=r"^https?://")  # OpenAI-compatible or Anthropic endpoint
+    # None: the runtime's default for the provider (missions.core.settings: <provider>_default_model)
+    default_model: str | None = Field(None, min_length=1, max_length=128)
     models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
     fallback_model: str | None = Field(None, min_length=1, max_length=128)
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)  # model -> USD per million in/out
@@ -81,8 +82,8 @@ class LLMConfig(BaseModel):
     def _every_model_is_priced(self) -> LLMConfig:
         from missions.core.pricing import unpriced
 
-        if self.provider == "openai":
-            missing = unpriced([self.default_model, self.fallback_model, *self.models.values()], self.prices)
+        if self.provider != "scripted":
+            missing = unpriced([self.model, self.fallback_model, *self.models.values()], self.prices)
             if missing:
                 raise ValueError(
                     f"no price for model(s) {missing}: add them to llm.prices as [input, output] USD per million tokens"
@@ -91,16 +92,33 @@ class LLMConfig(BaseModel):
             raise ValueError("a price in llm.prices is negative")
         return self
 
+    @property
+    def model(self) -> str:
+        """The default model: the one named, else the runtime's default for the provider."""
+        from missions.core.settings import RuntimeSettings
+
+        named = "openai" if self.provider == "scripted" else self.provider
+        default: str = RuntimeSettings.model_fields[f"{named}_default_model"].default
+        return self.default_model or default
+
+    def named_models(self) -> list[str]:
+        """Every model this environment's functions may call (Bedrock: what their roles may invoke)."""
+        return sorted({self.model, *self.models.values(), *([self.fallback_model] if self.fallback_model else [])})
+
     def settings(self) -> dict[str, Any]:
-        """These as the runtime's settings (missions.core.settings.RuntimeSettings field names)."""
-        return {
+        """These as the runtime's settings (missions.core.settings.RuntimeSettings field names): the models go
+        to the provider's own settings (`bedrock_default_model`, ...); prices are every provider's overrides."""
+        named = "openai" if self.provider == "scripted" else self.provider
+        values: dict[str, Any] = {
             "llm_provider": self.provider,
-            "openai_base_url": self.base_url,
-            "openai_default_model": self.default_model,
-            "openai_models": self.models or None,
-            "openai_fallback_model": self.fallback_model,
+            f"{named}_default_model": self.model,
+            f"{named}_models": self.models or None,
+            f"{named}_fallback_model": self.fallback_model,
             "openai_prices": {model: list(price) for model, price in self.prices.items()} or None,
         }
+        if named in ("openai", "anthropic"):
+            values[f"{named}_base_url"] = self.base_url
+        return values
 
 
 class Connection(BaseModel):

@@ -11,7 +11,7 @@ from aws_cdk import ArnFormat, CfnOutput, Stack
 from aws_cdk import aws_events as events
 from constructs import Construct
 
-from infra.components.access import ACCESS, Resources, grant
+from infra.components.access import ACCESS, Resources, bedrock_model_arns, grant
 from infra.components.api import Api
 from infra.components.functions import FunctionFactory, RuntimeLayer
 from infra.components.housekeeping import Housekeeping
@@ -49,12 +49,15 @@ class MissionsStack(Stack):
         layer = RuntimeLayer(self, "Runtime", layer_dir=layer_dir, config=config).layer
         bus = events.EventBus(self, "Bus", event_bus_name=f"{config.prefix}-bus")
         notices = Notices(self, "Notices", config=config)
+        on_bedrock = config.llm.provider == "bedrock"
         resources = Resources(
             tables=storage.tables,
             bucket=storage.bucket,
             snapshots_bucket=storage.snapshots,
             bus_arn=bus.event_bus_arn,
-            openai_secret_arn=secrets.openai_key_arn_pattern,
+            # the provider's key (OpenAI's or Anthropic's); on Bedrock, the models the roles may invoke instead
+            openai_secret_arn=None if on_bedrock else secrets.model_key_arn_pattern,
+            bedrock_model_arns=bedrock_model_arns(config.llm.named_models()) if on_bedrock else [],
             webhook_secrets_arn_pattern=secrets.webhook_arn_pattern,
             notices_topic=notices.topic,
         )
@@ -68,6 +71,7 @@ class MissionsStack(Stack):
                 notifications_topic=notices.topic.topic_arn,
                 **config.llm.settings(),
                 openai_secret=secrets.openai_key_name,
+                anthropic_secret=secrets.anthropic_key_name,
                 webhook_secrets_prefix=secrets.webhook_prefix,
                 concurrency_limit=config.concurrency_limit,
                 interrupt_sla_hours=config.interrupt_sla_hours,

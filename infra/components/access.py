@@ -22,7 +22,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 
-from infra.components.nag import acknowledge
+from infra.components.nag import acknowledge, rendered
+from missions.core.pricing import foundation_model_id
 
 GET = "dynamodb:GetItem"
 QUERY = "dynamodb:Query"
@@ -32,6 +33,7 @@ DELETE = "dynamodb:DeleteItem"
 BATCH_WRITE = "dynamodb:BatchWriteItem"
 BATCH_GET = "dynamodb:BatchGetItem"
 CONDITION_CHECK = "dynamodb:ConditionCheckItem"
+DESCRIBE = "dynamodb:DescribeTable"  # metadata only: GET /ready
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class Access:
     notices: tuple[str, ...] = ()  # sns actions on the email notices' topic (and its subscriptions)
     # erasing a user (DELETE /me): list their missions' blobs, and every version of their snapshots
     erase_users: bool = False
+    # GET /ready: DescribeTable on every table and DescribeEventBus on the bus (metadata only, no item)
+    readiness: bool = False
 
 
 # Appending to a mission's timeline: a query reads its last item, a conditional put places the batch (its
@@ -159,6 +163,7 @@ ACCESS: dict[str, Access] = {
         openai_secret=True,  # capability choice, preference extraction and embeddings use the model
         # users opt in to email notices, see whether their address confirmed, and opt out
         notices=("sns:GetSubscriptionAttributes", "sns:Subscribe", "sns:Unsubscribe"),
+        readiness=True,
     ),
     # the stream function (SSE of a mission's events, the OpenAI-compatible chat API): starts a mission as a
     # turn of its user's conversation, follows its events, answers its questions with the next message
@@ -229,7 +234,9 @@ class Resources:
     snapshots_bucket: s3.IBucket | None = None
     state_machine_arns: list[str] = field(default_factory=list)
     bus_arn: str | None = None
-    openai_secret_arn: str | None = None
+    openai_secret_arn: str | None = None  # the model provider's key (OpenAI's or Anthropic's)
+    # Bedrock: ARN templates (`bedrock_model_arns`) of the models functions that call a model may invoke
+    bedrock_model_arns: list[str] = field(default_factory=list)
     webhook_secrets_arn_pattern: str | None = None
     execution_arn_patterns: list[str] = field(default_factory=list)
     notices_topic: sns.ITopic | None = None
@@ -243,7 +250,9 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
     for table_id, table_access in sorted(access.tables.items()):
         table = resources.tables[table_id]
         arns = [table.table_arn] + [f"{table.table_arn}/index/{name}" for name in table_access.indexes]
-        by_actions.setdefault(tuple(sorted(table_access.actions)), []).extend(arns)
+        # GET /ready's DescribeTable goes beside the table's other actions (no statement of its own)
+        actions = tuple(sorted({*table_access.actions, *([DESCRIBE] if access.readiness else [])}))
+        by_actions.setdefault(actions, []).extend(arns)
     for actions, arns in by_actions.items():
         role.add_to_principal_policy(iam.PolicyStatement(actions=list(actions), resources=arns))
     if access.blobs:
@@ -279,11 +288,21 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         )
     if access.publish_events and resources.bus_arn:
         role.add_to_principal_policy(iam.PolicyStatement(actions=["events:PutEvents"], resources=[resources.bus_arn]))
+    if access.readiness:
+        others = [table.table_arn for name, table in sorted(resources.tables.items()) if name not in access.tables]
+        if others:
+            role.add_to_principal_policy(iam.PolicyStatement(actions=[DESCRIBE], resources=others))
+        if resources.bus_arn:
+            role.add_to_principal_policy(
+                iam.PolicyStatement(actions=["events:DescribeEventBus"], resources=[resources.bus_arn])
+            )
     wants_openai = access.openai_secret if openai is None else openai
     if wants_openai and resources.openai_secret_arn:
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[resources.openai_secret_arn])
         )
+    if resources.bedrock_model_arns and (wants_openai or access.readiness):
+        _grant_bedrock(role, resources.bedrock_model_arns, readiness=access.readiness, invoke=wants_openai)
     if access.notices and resources.notices_topic is not None:
         _grant_notices(role, access.notices, resources.notices_topic)
     if access.webhook_secrets and resources.webhook_secrets_arn_pattern:
@@ -292,6 +311,44 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
                 actions=["secretsmanager:GetSecretValue"], resources=[resources.webhook_secrets_arn_pattern]
             )
         )
+
+
+def bedrock_model_arns(models: list[str]) -> list[str]:
+    """ARN templates ({partition}, {region}, {account}: see `grant`) of what a role must name to invoke these
+    Bedrock models: a foundation model in the stack's region; an inference profile (us.anthropic.claude-..., a
+    region group's prefix) and its foundation model in every region the profile may route to."""
+    arns = []
+    for model in models:
+        base = foundation_model_id(model)
+        if base == model:
+            arns.append(f"arn:{{partition}}:bedrock:{{region}}::foundation-model/{model}")
+        else:
+            arns.append(f"arn:{{partition}}:bedrock:{{region}}:{{account}}:inference-profile/{model}")
+            arns.append(f"arn:{{partition}}:bedrock:*::foundation-model/{base}")
+    return arns
+
+
+def _grant_bedrock(role: iam.IRole, templates: list[str], *, readiness: bool, invoke: bool) -> None:
+    from aws_cdk import Stack
+
+    stack = Stack.of(role)
+    arns = [t.format(partition=stack.partition, region=stack.region, account=stack.account) for t in templates]
+    if invoke:
+        actions = ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
+        role.add_to_principal_policy(iam.PolicyStatement(actions=actions, resources=arns))
+        for template in templates:
+            if ":bedrock:*:" in template:
+                acknowledge(
+                    role,
+                    f"AwsSolutions-IAM5[Resource::{rendered(role, template)}]",
+                    "A cross-region inference profile routes a call to its foundation model in any region of its "
+                    "group: the model is named exactly, the region cannot be.",
+                )
+    if readiness:  # GET /ready asks for the foundation model's details
+        foundation = [
+            arn for arn, t in zip(arns, templates, strict=True) if ":bedrock:*:" not in t and "profile" not in t
+        ]
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["bedrock:GetFoundationModel"], resources=foundation))
 
 
 def _grant_notices(role: iam.IRole, actions: tuple[str, ...], topic: sns.ITopic) -> None:

@@ -38,15 +38,18 @@ ACCESS_LOG_FORMAT = {
 }
 
 
-def api_routes() -> list[tuple[str, str]]:
-    """(method, path) of every route the api handler serves, read from its OpenAPI document."""
+def api_routes(*, public: bool | None = None) -> list[tuple[str, str]]:
+    """(method, path) of every route the api handler serves, read from its OpenAPI document; `public`:
+    only those that take no token (the operation's `security` is empty: /health, /ready, /openapi.json),
+    or only those that do."""
     from missions.app.api import app
 
     schema = app.get_openapi_schema()
     routes = []
     for path, item in schema.paths.items():
         for method in ("get", "post", "put", "delete", "patch"):
-            if getattr(item, method, None) is not None:
+            operation = getattr(item, method, None)
+            if operation is not None and (public is None or (operation.security == []) == public):
                 routes.append((method.upper(), path))
     return sorted(routes)
 
@@ -127,8 +130,21 @@ class Api(Construct):
         )
 
         api_integration = integrations.HttpLambdaIntegration("Api", self.function)
-        for method, path in api_routes():
+        for method, path in api_routes(public=False):
             self.http_api.add_routes(path=path, methods=[apigw.HttpMethod(method)], integration=api_integration)
+        for method, path in api_routes(public=True):
+            for route in self.http_api.add_routes(
+                path=path,
+                methods=[apigw.HttpMethod(method)],
+                integration=api_integration,
+                authorizer=apigw.HttpNoneAuthorizer(),
+            ):
+                acknowledge(
+                    route,
+                    "AwsSolutions-APIG4",
+                    "Liveness, readiness and the API contract are read by uptime checks and load balancers that "
+                    "hold no token; they reveal nothing a user owns (readiness names the dependencies only).",
+                )
         webhook_routes = self.http_api.add_routes(
             path=WEBHOOK_ROUTE,
             methods=[apigw.HttpMethod.POST],

@@ -98,7 +98,7 @@ def register_upload(client: Client, files: dict[str, bytes]) -> str:
 def test_the_http_api_block_runs_as_written(server: DevServer, shop: Path, tmp_path: Path):
     (block,) = sh_blocks("## The HTTP API locally")
     setup, commands = block[0], block[1:]
-    assert setup.startswith("H='Authorization: Bearer dev:alice'") and len(commands) == 13, block
+    assert setup.startswith("H='Authorization: Bearer dev:alice'") and len(commands) == 16, block
     alice = Client(server, "alice")
     # <repository id>: a repository alice registered (the next section shows how)
     values = {"<repository id>": register_upload(alice, {"shop-main/billing/tax.py": TAX})}
@@ -146,6 +146,11 @@ def test_the_http_api_block_runs_as_written(server: DevServer, shop: Path, tmp_p
     listed = next(a for c, a in answers if c.endswith("/missions"))["missions"]
     assert {s["mission_id"] for s in started} <= {m["mission_id"] for m in listed}
     assert next(a for c, a in answers if c.endswith("openapi.json"))["openapi"].startswith("3.")
+    assert next(a for c, a in answers if c.endswith("/health")) == {"status": "ok"}
+    ready = next(a for c, a in answers if c.endswith("/ready"))
+    assert ready["ready"] is True and {"table:missions", "table:events", "bus"} <= set(ready["checks"]), ready
+    tools = next(a for c, a in answers if "/metrics/tools" in c)
+    assert tools["missions"] >= 1 and tools["tools"] and all(t["calls"] >= 1 for t in tools["tools"]), tools
     scored = next(a for c, a in answers if c.endswith("/evaluation"))
     assert scored["mission_id"] == values["<mission id>"] and {s["name"] for s in scored["scores"]} == {
         "response_latency",

@@ -44,6 +44,26 @@ from tests.support.deploy import (
 from tests.support.git_server import serve_git
 
 STACK = "missions-dev"
+
+
+class RecordedPrompts:
+    """The offline model every deployed stage asks (as the dev stack's scripted provider answers), remembering
+    the system prompt each mission's stages sent, by mission and stage."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.prompts: dict[tuple[str, str], list[str]] = {}
+
+    def complete(self, request):
+        from missions.adapters.llm.scripted import ScriptedProvider
+
+        key = (request.envelope.mission_id, request.stage)
+        self.prompts.setdefault(key, []).append(request.messages[0]["content"])
+        return ScriptedProvider(registry.load(request.envelope.capability).offline_policy).complete(request)
+
+
+PROMPTS = RecordedPrompts()
 ROOT = Path(__file__).resolve().parents[2]
 GOAL = "How does EnvelopeCodec offload large fields, and where is max_agent_hops enforced?"
 
@@ -78,7 +98,7 @@ def deployed(dev: Assembly) -> Iterator[tuple[Deployment, boto3.Session]]:
         session = boto3.Session(region_name="us-east-1")
         emulate_bootstrap(session, dev.directory, STACK)
         deployment = deploy(session, dev.directory, STACK)
-        run_in_process(deployment, lambda: boto3.Session(region_name="us-east-1"))
+        run_in_process(deployment, lambda: boto3.Session(region_name="us-east-1"), stage_llm=PROMPTS)
         yield deployment, session
     finally:
         for name in list(patches._FUNCTIONS):
@@ -104,9 +124,15 @@ def _invoke(session: boto3.Session, function: str, event: dict) -> dict:
     return payload
 
 
-def _api(session, deployment, method, path, body=None, user="ada"):
+def _api(session, deployment, method, path, body=None, user="ada", claims=None):
     event = http_event(
-        method, path, "", {"content-type": "application/json"}, json.dumps(body).encode() if body else b"", user
+        method,
+        path,
+        "",
+        {"content-type": "application/json"},
+        json.dumps(body).encode() if body else b"",
+        user,
+        claims=claims,
     )
     response = _invoke(session, deployment.function_named("missions-api"), event)
     return response["statusCode"], json.loads(response["body"]) if response.get("body") else None
@@ -194,6 +220,71 @@ def test_a_code_analysis_mission_runs_through_the_deployed_state_machine(deploye
     assert shown["status"] in {"completed", "succeeded"}, shown
     result = shown.get("result") or envelope
     assert "offload" in json.dumps(result).lower()
+
+
+def test_health_and_readiness_answer_without_a_token_from_the_deployed_api(deployed):
+    deployment, session = deployed
+    # When an uptime check with no token asks the deployed api function
+    assert _api(session, deployment, "GET", "/health", user=None) == (200, {"status": "ok"})
+    status, ready = _api(session, deployment, "GET", "/ready", user=None)
+    # Then every table of the stack and its bus answered the api's role (checked below by the role test)
+    assert status == 200 and ready["ready"] is True, ready
+    tables = {name for name in ready["checks"] if name.startswith("table:")}
+    assert len(tables) >= 12 and ready["checks"]["bus"]["ok"], ready
+
+
+def _asked(session, deployment, mission_id: str, user: str, timeout: float = 120) -> dict:
+    """The mission once it waits for its user (its first stage asked)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status, mission = _api(session, deployment, "GET", f"/missions/{mission_id}", user=user)
+        assert status == 200, mission
+        if mission["status"] == "interrupted":
+            return mission
+        assert mission["status"] not in ("failed", "completed", "cancelled") and time.monotonic() < deadline, mission
+        time.sleep(0.1)
+
+
+def test_a_prompt_promoted_over_the_deployed_api_changes_the_next_mission_and_a_rollback_restores_it(deployed):
+    deployment, session = deployed
+    ops = {"sub": "ops", "cognito:groups": "[operators]"}  # the user pool's operators group, as its JWT says
+    assess = "/agents/fitness_coach/assess"
+    goal = {"capability": "fitness_coach", "goal": "I'm a beginner with dumbbells at home: help me get stronger."}
+
+    coach = "coach"  # a user of this test's own: the missions it leaves waiting are nobody else's
+
+    def mission() -> str:
+        status, accepted = _api(session, deployment, "POST", "/missions", goal, user=coach)
+        assert status == 202, accepted
+        _asked(session, deployment, accepted["mission_id"], coach)
+        return str(accepted["mission_id"])
+
+    shipped = registry.load("fitness_coach").prompts["assess"]
+    # Given a mission on the shipped configuration
+    before = mission()
+    # When an operator creates and promotes a new assess prompt through the deployed API (no redeploy)
+    status, created = _api(
+        session, deployment, "POST", f"{assess}/versions", {"prompt": "Intake v2 for {{capability}}."}, claims=ops
+    )
+    assert status == 201, created
+    status, state = _api(session, deployment, "POST", f"{assess}/promote", {"version": created["version"]}, claims=ops)
+    assert status == 200 and state["active"] == created["version"], state
+    # Then the next mission's assess stage (its own deployed function) sends the new prompt
+    after = mission()
+    assert PROMPTS.prompts[(after, "assess")] == ["Intake v2 for fitness_coach."]
+    assert PROMPTS.prompts[(before, "assess")] == [shipped]
+    # When the operator rolls back / Then the mission after that sends the shipped prompt again
+    status, state = _api(session, deployment, "POST", f"{assess}/rollback", claims=ops)
+    assert status == 200 and state["active"] == 1, state
+    later = mission()
+    assert PROMPTS.prompts[(later, "assess")] == [shipped]
+    # and each mission's events name the version it pinned
+    versions = []
+    for mission_id in (before, after, later):
+        status, timeline = _api(session, deployment, "GET", f"/missions/{mission_id}/events", user=coach)
+        started = [e for e in timeline["events"] if e["type"] == "agent_started" and e["stage"] == "assess"]
+        versions.append(started[0]["payload"]["config_version"])
+    assert versions == [1, created["version"], 1]
 
 
 def test_a_chat_turn_runs_through_the_deployed_stream_function_with_its_role(deployed):

@@ -391,6 +391,9 @@ def test_each_function_role_reaches_only_the_tables_and_actions_of_its_access_en
                     granted.setdefault(table, set()).update(a for a in actions if a.startswith("dynamodb:"))
         # the memory-stream function also reads its table's stream (granted by the event source)
         expected = {table: set(entry.actions) for table, entry in access.tables.items()}
+        if access.readiness:  # GET /ready: the metadata of every table, nothing of its items
+            for table in {spec.id for spec in TABLES}:
+                expected.setdefault(table, set()).add("dynamodb:DescribeTable")
         if _function_service(function) == "missions-memory-stream":
             granted.pop("memory", None)
         assert granted == expected, _function_service(function)
@@ -555,14 +558,16 @@ def test_asynchronous_functions_and_the_stream_have_dead_letter_queues(assembly:
 # --------------------------------------------------------------------------- API
 
 
-def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_without(assembly: Assembly):
+def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_and_health_without(assembly: Assembly):
     routes = {
         r["Properties"]["RouteKey"]: r["Properties"]
         for r in assembly.resources("dev", "AWS::ApiGatewayV2::Route").values()
     }
     assert set(routes) == {f"{m} {p}" for m, p in api_routes()} | {f"POST {WEBHOOK_ROUTE}"}
+    public = {f"{m} {p}" for m, p in api_routes(public=True)}
+    assert public == {"GET /health", "GET /ready", "GET /openapi.json"}  # uptime checks hold no token
     for key, props in routes.items():
-        expected = "NONE" if key == f"POST {WEBHOOK_ROUTE}" else "JWT"
+        expected = "NONE" if key == f"POST {WEBHOOK_ROUTE}" or key in public else "JWT"
         assert props.get("AuthorizationType", "NONE") == expected, key
     (authorizer,) = assembly.resources("dev", "AWS::ApiGatewayV2::Authorizer").values()
     assert authorizer["Properties"]["AuthorizerType"] == "JWT"
@@ -575,6 +580,7 @@ def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_without(asse
 
 
 OPS_EMAIL = "oncall@team.test"
+BEDROCK_PROFILE = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 OPS_CALLBACKS = ["https://console.team.test/callback", "http://localhost:8787/callback"]
 
 
@@ -597,6 +603,14 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
                 "account": "111122223333",  # a concrete environment renders ARNs (and nag findings) with values
                 "region": "eu-west-1",
             },
+            "bedrock": {
+                "alarms": False,
+                "capabilities": ["shopping"],
+                "llm": {"provider": "bedrock", "fallback_model": BEDROCK_PROFILE},
+                "account": "111122223333",
+                "region": "us-east-1",
+            },
+            "claude": {"alarms": False, "capabilities": ["shopping"], "llm": {"provider": "anthropic"}},
             "ops": {
                 "alarms": True,
                 "alarm_email": OPS_EMAIL,
@@ -611,7 +625,8 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
 def test_iam_auth_and_an_external_issuer_are_configurable(variants: Assembly):
     synthesized = variants
     iam_routes = [r["Properties"] for r in synthesized.resources("iamonly", "AWS::ApiGatewayV2::Route").values()]
-    assert {r["AuthorizationType"] for r in iam_routes if r["RouteKey"] != f"POST {WEBHOOK_ROUTE}"} == {"AWS_IAM"}
+    public = {f"POST {WEBHOOK_ROUTE}", *(f"{m} {p}" for m, p in api_routes(public=True))}
+    assert {r["AuthorizationType"] for r in iam_routes if r["RouteKey"] not in public} == {"AWS_IAM"}
     assert not synthesized.resources("iamonly", "AWS::Cognito::UserPool")
     (authorizer,) = synthesized.resources("sso", "AWS::ApiGatewayV2::Authorizer").values()
     assert authorizer["Properties"]["JwtConfiguration"] == {
@@ -1147,3 +1162,82 @@ def test_only_the_api_erases_users_and_only_their_prefixes(assembly: Assembly):
         if "Condition" in statement:  # listing: only under the prefixes a user's data lives in
             prefixes = statement["Condition"]["StringLike"]["s3:prefix"]
             assert set(prefixes) <= {"blobs/*", "repositories/*", "uploads/*"}, statement
+
+
+def _arn(rest: str) -> dict:
+    """An ARN in the partition the template resolves at deploy time."""
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, rest]]}
+
+
+def _statements_of(assembly: Assembly, env: str, function: dict) -> list[dict]:
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    return [
+        statement
+        for policy in assembly.resources(env, "AWS::IAM::Policy").values()
+        if {"Ref": role} in policy["Properties"]["Roles"]
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_on_bedrock_llm_stages_invoke_exactly_the_named_models_and_read_no_key(variants: Assembly):
+    # Given an environment on Bedrock: the runtime's default model, an inference profile as its fallback
+    template = Template.from_json(variants.templates["bedrock"])
+    invoke = ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
+    nova = _arn(":bedrock:us-east-1::foundation-model/amazon.nova-lite-v1:0")
+    models = [
+        nova,
+        _arn(f":bedrock:us-east-1:111122223333:inference-profile/{BEDROCK_PROFILE}"),
+        _arn(":bedrock:*::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0"),
+    ]
+    # Then a role may invoke those models, and only those (no wildcard model), with and without streaming
+    template.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with([{"Action": invoke, "Effect": "Allow", "Resource": models}])
+            }
+        },
+    )
+    for function in variants.resources("bedrock", "AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables["MISSIONS_LLM_PROVIDER"] == "bedrock"
+        assert variables["MISSIONS_BEDROCK_FALLBACK_MODEL"] == BEDROCK_PROFILE
+        statements = _statements_of(variants, "bedrock", function)
+        invokes = [s for s in statements if "bedrock:InvokeModel" in json.dumps(s["Action"])]
+        assert all(s["Resource"] == models for s in invokes)
+        # and no function reads a model key: Bedrock authorizes the role itself
+        assert not any("secretsmanager:GetSecretValue" in json.dumps(s["Action"]) for s in statements) or (
+            "webhooks" in json.dumps(statements)
+        )
+        stage = function["Properties"]["Description"].split(": ")[-1].removesuffix(" stage")
+        if variables.get("MISSIONS_CAPABILITY") == "shopping":  # its LLM stages only
+            agent = registry.load("shopping").pipeline.agent(stage)
+            assert bool(invokes) == (agent.has_llm or agent.remembers), stage
+    # and the API's readiness may read the foundation model's details, nothing more
+    (api,) = [
+        f
+        for f in variants.resources("bedrock", "AWS::Lambda::Function").values()
+        if _function_service(f) == "missions-api"
+    ]
+    described = [s for s in _statements_of(variants, "bedrock", api) if s["Action"] == "bedrock:GetFoundationModel"]
+    assert [s["Resource"] for s in described] == [nova]
+
+
+def test_on_anthropic_the_key_is_a_secret_only_model_callers_read(variants: Assembly):
+    # Given an environment on Anthropic
+    template = Template.from_json(variants.templates["claude"])
+    template.has_resource_properties("AWS::SecretsManager::Secret", {"Name": "missions-claude/anthropic-api-key"})
+    for function in variants.resources("claude", "AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        # Then every function names the provider, its default model and the key's secret (never the key)
+        assert variables["MISSIONS_LLM_PROVIDER"] == "anthropic"
+        assert variables["MISSIONS_ANTHROPIC_DEFAULT_MODEL"] == "claude-haiku-4-5"
+        assert variables["MISSIONS_ANTHROPIC_SECRET"] == "missions-claude/anthropic-api-key"
+        assert not any("ANTHROPIC_API_KEY" in name for name in variables)
+        # and the roles that read a model key read Anthropic's
+        keys = [
+            s["Resource"]
+            for s in _statements_of(variants, "claude", function)
+            if s["Action"] == "secretsmanager:GetSecretValue" and "webhooks" not in json.dumps(s["Resource"])
+        ]
+        assert all("anthropic-api-key" in json.dumps(key) for key in keys), keys

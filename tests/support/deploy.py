@@ -121,8 +121,11 @@ def deploy(session: Any, assembly: Path, stack_name: str) -> Deployment:
     return Deployment(stack_name, outputs, functions, machines, segments)
 
 
-def run_in_process(deployment: Deployment, session_factory: Any, clients: dict[str, Any] | None = None) -> None:
-    """Register every deployed function's real handler, each with a Runtime of its own environment."""
+def run_in_process(
+    deployment: Deployment, session_factory: Any, clients: dict[str, Any] | None = None, stage_llm: Any = None
+) -> None:
+    """Register every deployed function's real handler, each with a Runtime of its own environment;
+    `stage_llm`: the model the stage functions ask (a test's recording of the offline model)."""
     for name, configuration in deployment.functions.items():
         environment = _environment(configuration)
         spec = SPECS[environment["POWERTOOLS_SERVICE_NAME"]]
@@ -132,6 +135,7 @@ def run_in_process(deployment: Deployment, session_factory: Any, clients: dict[s
             RuntimeSettings.from_env(environment),
             clients={name: session.client(name) for name in ("dynamodb", "s3", "stepfunctions", "events")},
             secrets=_SessionSecrets(session),
+            llm=stage_llm if environment.get("MISSIONS_CAPABILITY") else None,
         )
         deployment.runtimes[name] = runtime
         patches.register(name, functools.partial(_call, spec, runtime=runtime))
@@ -181,6 +185,8 @@ def needs(call: Call) -> list[Need]:
         return [Need(f"states:{call.operation}", None)]
     if call.service == "events" and call.operation == "PutEvents":
         return [Need("events:PutEvents", _bus_arn(entry.get("EventBusName", "default"))) for entry in p["Entries"]]
+    if call.service == "events" and call.operation == "DescribeEventBus":
+        return [Need("events:DescribeEventBus", _bus_arn(p.get("Name", "default")))]
     if call.service == "secretsmanager":
         return [Need(f"secretsmanager:{call.operation}", None)]
     return [Need(f"{call.service}:{call.operation}", None)]

@@ -18,10 +18,13 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from infra.components.api import api_routes
 from missions.client import ClientError, Reply
 from missions.local.devserver import http_event
 from tests.support.cognito import PlayedCognito
 from tests.support.deploy import Deployment
+
+PUBLIC = frozenset(api_routes(public=True))
 
 
 class DeployedApi:
@@ -51,9 +54,10 @@ class DeployedApi:
 
     def _api(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> Reply:
         claims = self.cognito.claims(headers)
-        if claims is None:  # the authorizer answers before any function runs
+        public = (method, path) in PUBLIC  # routes without an authorizer (/health, /ready, /openapi.json)
+        if claims is None and not public:  # the authorizer answers before any function runs
             return Reply(401, {"content-type": "application/json"}, b'{"message":"Unauthorized"}')
-        event = http_event(method, path, query, headers, body, claims["sub"])
+        event = http_event(method, path, query, headers, body, claims["sub"] if claims and not public else None)
         response = self.lambda_.invoke(FunctionName=self.function, Payload=json.dumps(event).encode())
         result = json.loads(response["Payload"].read())
         if "FunctionError" in response:  # API Gateway's answer when its function fails

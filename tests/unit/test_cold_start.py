@@ -128,15 +128,15 @@ def test_importing_a_non_llm_stage_pulls_in_only_what_a_stage_uses():
 
 
 def test_the_llm_adapter_repairs_json_without_importing_the_repairer_up_front():
-    # Given a fresh process importing the OpenAI provider (an LLM stage)
+    # Given a fresh process importing the providers' shared code (an LLM stage)
     code = (
         "import sys\n"
         "from pydantic import BaseModel\n"
-        "from missions.adapters.llm import openai_provider\n"
+        "from missions.adapters.llm import resilient\n"
         "print('json_repair' in sys.modules)\n"
         "class Answer(BaseModel):\n"
         "    x: int\n"
-        "print(openai_provider._parse('Sure! ```json\\n{\"x\": 1,}\\n```', Answer, 'm', 's'))\n"
+        "print(resilient.parse_output('Sure! ```json\\n{\"x\": 1,}\\n```', Answer, 'm', 's'))\n"
     )
     # When an answer that is not valid JSON as it is comes back
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

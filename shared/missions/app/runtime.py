@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
     from botocore.client import BaseClient
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from pydantic import SecretStr
 
     from missions.adapters.sandbox_local import LocalSandbox
     from missions.core.agents import AgentVersion
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
     from missions.service.evaluation import Evaluator
+    from missions.service.health import Readiness
     from missions.service.launcher import Launcher
     from missions.service.lifecycle import Lifecycle
     from missions.service.missions import MissionService
@@ -494,6 +496,30 @@ class Runtime:
             capabilities=self.capabilities,
         )
 
+    @cached_property
+    def readiness(self) -> Readiness:
+        """GET /ready: every table this function's settings name, the bus, and the model provider (not the
+        offline one, which has nothing to reach); the answer is kept `ready_cache_seconds`."""
+        from missions.adapters.readiness import bus_check, table_check
+        from missions.core.llm import Probed
+        from missions.service.health import Check, Readiness
+
+        checks: dict[str, Check] = {}
+        for name, value in sorted(self.settings.model_dump().items()):
+            if name.endswith("_table") and value:
+                checks[f"table:{name.removesuffix('_table')}"] = table_check(self._client("dynamodb"), value)
+        if self.settings.event_bus:
+            checks["bus"] = bus_check(self._client("events"), self.settings.event_bus)
+        if self._llm is not None or self.settings.llm_provider != "scripted":
+            provider = self._llm or self._model
+
+            def model() -> None:
+                if isinstance(provider, Probed):
+                    provider.probe()
+
+            checks[f"model:{provider.name}"] = model
+        return Readiness(checks, ttl_seconds=self.settings.ready_cache_seconds)
+
     def state_machine_arn(self, capability: str) -> str:
         try:
             return self.settings.state_machine_arns[capability]
@@ -503,19 +529,19 @@ class Runtime:
     # -- models -----------------------------------------------------------------------------------
 
     def llm_for(self, capability: Capability) -> LLMProvider:
-        """The provider a capability's stages use: the one given, the offline model, or OpenAI."""
+        """The provider a capability's stages use: the one given, the offline model, or the environment's."""
         if self._llm is not None:
             return self._llm
         if self.settings.llm_provider == "scripted":
             from missions.adapters.llm.scripted import ScriptedProvider
 
             return ScriptedProvider(capability.offline_policy)
-        return self._openai
+        return self._model
 
     def feedback_llm(self) -> LLMProvider:
         """Reads preferences out of feedback text: the model, or offline the rules of core.preferences."""
-        if self._llm is not None or self.settings.llm_provider == "openai":
-            return self._llm or self._openai
+        if self._llm is not None or self.settings.llm_provider != "scripted":
+            return self._llm or self._model
         from missions.adapters.llm.scripted import ScriptedProvider
         from missions.core.preferences import offline_preference_policy
 
@@ -523,30 +549,54 @@ class Runtime:
 
     def classifier_llm(self) -> LLMProvider | None:
         """The model that picks a capability for a goal; None offline (the goal must name one)."""
-        return self._openai if self.settings.llm_provider == "openai" else None
+        return self._model if self.settings.llm_provider != "scripted" else None
 
     @cached_property
-    def _openai(self) -> LLMProvider:
-        from missions.adapters.llm.openai_provider import OpenAIProvider  # only LLM stages pay for openai
+    def _model(self) -> LLMProvider:
+        """The environment's provider (`llm_provider`), made on first use: only LLM stages import its SDK. Every
+        provider is the same ResilientProvider (missions.adapters.llm.resilient) around its own API."""
+        default, fallback, models = self.settings.provider_models()
+        common: dict[str, Any] = {
+            "models": models,
+            "default_model": default,
+            "fallback_model": fallback,
+            "prices": self.settings.openai_prices,
+        }
+        if self.settings.llm_provider == "bedrock":
+            from missions.adapters.llm.bedrock_provider import BedrockProvider
 
-        return OpenAIProvider(
-            api_key=self.openai_api_key(),
-            base_url=self.settings.openai_base_url,
-            models=self.settings.openai_models,
-            default_model=self.settings.openai_default_model,
-            fallback_model=self.settings.openai_fallback_model,
-            prices=self.settings.openai_prices,
-        )
+            return BedrockProvider(
+                region=self.settings.bedrock_region,
+                client=self._clients.get("bedrock-runtime"),
+                control_client=self._clients.get("bedrock"),
+                **common,
+            )
+        if self.settings.llm_provider == "anthropic":
+            from missions.adapters.llm.anthropic_provider import AnthropicProvider
+
+            return AnthropicProvider(
+                api_key=self._key(self.settings.anthropic_api_key, self.settings.anthropic_secret),
+                base_url=self.settings.anthropic_base_url,
+                http_client=self._clients.get("anthropic-http"),
+                **common,
+            )
+        from missions.adapters.llm.openai_provider import OpenAIProvider
+
+        return OpenAIProvider(api_key=self.openai_api_key(), base_url=self.settings.openai_base_url, **common)
 
     def openai_api_key(self) -> str:
-        """The key from local settings, else from Secrets Manager (never from an environment variable in AWS).
-        Whichever it is, every error this process stores from now on is cleaned of it (core.redaction)."""
-        if self.settings.openai_api_key:
-            key = self.settings.openai_api_key.get_secret_value()
-        elif self.settings.openai_secret:
-            key = self.secrets.read(self.settings.openai_secret)
+        """The OpenAI key (see `_key`); a local OpenAI-compatible server (OPENAI_BASE_URL) may want none."""
+        return self._key(self.settings.openai_api_key, self.settings.openai_secret) or "not-needed"
+
+    def _key(self, local: SecretStr | None, secret: str | None) -> str | None:
+        """A provider's key from local settings, else from Secrets Manager (never from an environment variable
+        in AWS). Whichever it is, every error this process stores from now on is cleaned of it (core.redaction)."""
+        if local:
+            key = local.get_secret_value()
+        elif secret:
+            key = self.secrets.read(secret)
         else:
-            return "not-needed"  # a local OpenAI-compatible server (OPENAI_BASE_URL) may want none
+            return None
         remember_secret(key)
         return key
 

@@ -39,6 +39,9 @@ class EventType(StrEnum):
     FEEDBACK_COMPLAINT = "feedback.complaint"
     ANALYSIS_COMPLETED = "analysis.completed"  # a script ran in the sandbox (missions.core.sandbox)
     MISSION_EVALUATED = "mission.evaluated"  # the trace scorers' verdict (missions.core.evaluation)
+    # a piece of a model's answer as it is written (providers that stream: Bedrock, Anthropic), before the
+    # stage's own events; the pieces of one call, joined, are its raw answer (`final` on the last)
+    LLM_OUTPUT = "llm.output"
 
 
 class Event(Model):

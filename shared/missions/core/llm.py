@@ -41,6 +41,9 @@ class LLMRequest:
     # the model to ask (the mission's, else its agent configuration's); None: the provider's for the role
     model: str | None = None
     fallback_model: str | None = None  # the agent configuration's; None: the provider's own
+    # pieces of the answer as the model writes them, for the mission's event stream; a provider that streams
+    # (Bedrock, Anthropic) calls it, one that does not ignores it. A retried call may hand over its text again.
+    on_text: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -59,6 +62,15 @@ class LLMProvider(Protocol):
     name: str
 
     def complete(self, request: LLMRequest) -> LLMResult: ...
+
+
+@runtime_checkable
+class Probed(Protocol):
+    """A provider that can tell, with its cheapest call, whether its endpoint answers (for GET /ready)."""
+
+    def probe(self) -> None:
+        """Returns when the endpoint answered; raises LLMError when it did not."""
+        ...
 
 
 # what a capability supplies to answer offline: its stage requests -> valid outputs

@@ -22,8 +22,29 @@ PRICES_PER_MILLION: dict[str, Price] = {
     "gpt-5": (1.25, 10.00),
     "gpt-5-mini": (0.25, 2.00),
     "gpt-5-nano": (0.05, 0.40),
+    # Anthropic's API (https://docs.anthropic.com/en/docs/about-claude/pricing)
+    "claude-haiku-4-5": (1.00, 5.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
+    "claude-opus-4-1": (15.00, 75.00),
+    "claude-3-5-haiku": (0.80, 4.00),
+    # Amazon Bedrock, on-demand in us-east-1 (a model id prefixed by an inference profile's region group,
+    # us.anthropic.claude-..., is priced as the model)
+    "anthropic.claude-haiku-4-5": (1.00, 5.00),
+    "anthropic.claude-sonnet-4-5": (3.00, 15.00),
+    "anthropic.claude-3-5-haiku": (0.80, 4.00),
+    "amazon.nova-micro-v1": (0.035, 0.14),
+    "amazon.nova-lite-v1": (0.06, 0.24),
+    "amazon.nova-pro-v1": (0.80, 3.20),
     "scripted": (0.0, 0.0),
 }
+_PROFILE_GROUPS = ("us.", "eu.", "apac.", "us-gov.", "global.", "jp.", "au.", "ca.")
+
+
+def foundation_model_id(model: str) -> str:
+    """The Bedrock foundation model an inference profile id names (us.anthropic.claude-... -> anthropic.claude-...);
+    any other model id as it is."""
+    group = next((prefix for prefix in _PROFILE_GROUPS if model.startswith(prefix)), None)
+    return model[len(group) :] if group is not None else model
 
 
 def price_of(model: str, overrides: Mapping[str, Price] | None = None) -> Price | None:
@@ -31,6 +52,8 @@ def price_of(model: str, overrides: Mapping[str, Price] | None = None) -> Price 
     table = {**PRICES_PER_MILLION, **(overrides or {})}
     if model in table:
         return table[model]
+    if foundation_model_id(model) != model:
+        return price_of(foundation_model_id(model), overrides)
     family = max((name for name in table if model.startswith(name)), key=len, default=None)
     return table[family] if family is not None else None
 
@@ -52,4 +75,4 @@ def cost_usd(
     return round(tokens_in * price[0] / 1e6 + tokens_out * price[1] / 1e6, 8)
 
 
-__all__ = ["PRICES_PER_MILLION", "Price", "cost_usd", "price_of", "unpriced"]
+__all__ = ["PRICES_PER_MILLION", "Price", "cost_usd", "foundation_model_id", "price_of", "unpriced"]

@@ -32,6 +32,8 @@ CLIENT_VARIABLES = frozenset(
 )
 JSON_FIELDS = (
     "openai_models",
+    "bedrock_models",
+    "anthropic_models",
     "openai_prices",
     "state_machine_arns",
     "webhook_sources",
@@ -73,13 +75,27 @@ class RuntimeSettings(BaseModel):
     webhook_sources: dict[str, dict[str, Any]] = Field(default_factory=dict)  # local only: name -> secret, user_id
     webhook_secrets_prefix: str | None = None  # in AWS: Secrets Manager names <prefix>/<source>
     capability: str | None = None  # a stage function serves exactly one capability
-    llm_provider: Literal["scripted", "openai"] = "scripted"
+    # the model provider of this environment; its models are the <provider>_* settings below, and every
+    # provider's prices are `openai_prices` (the overrides of missions.core.pricing, whatever the provider)
+    llm_provider: Literal["scripted", "openai", "bedrock", "anthropic"] = "scripted"
     openai_api_key: SecretStr | None = None  # local use; in AWS the key is in Secrets Manager:
     openai_secret: str | None = None  # its secret id (name or ARN), read at first use and cached
     openai_base_url: str | None = None
     openai_default_model: str = "gpt-4o-mini"
     openai_fallback_model: str | None = None
     openai_models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
+    # Amazon Bedrock (Converse): model ids or inference profile ids; the function's role may invoke exactly these
+    bedrock_region: str | None = None  # None: the function's own region
+    bedrock_default_model: str = "amazon.nova-lite-v1:0"
+    bedrock_fallback_model: str | None = None
+    bedrock_models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
+    # Anthropic (Messages API): the key locally, its Secrets Manager secret in AWS (as OpenAI's)
+    anthropic_api_key: SecretStr | None = None
+    anthropic_secret: str | None = None
+    anthropic_base_url: str | None = None
+    anthropic_default_model: str = "claude-haiku-4-5"
+    anthropic_fallback_model: str | None = None
+    anthropic_models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
     # the models a mission may name (POST /missions `model`), within each capability's own list; default: the
     # models this environment names (openai_default_model, openai_fallback_model, openai_models)
     allowed_models: list[str] = Field(default_factory=list, max_length=100)
@@ -104,6 +120,8 @@ class RuntimeSettings(BaseModel):
     # local child process; a sandbox function itself names the one tier it serves
     sandbox_functions: dict[str, str] = Field(default_factory=dict)
     sandbox_tier: Literal["quick", "standard", "deep"] | None = None
+    # how long GET /ready keeps its answer: a burst of probes asks the tables, bus and model once
+    ready_cache_seconds: float = Field(10.0, ge=0, le=300)
     # the streaming routes (chat, event streams): how long a chat reply waits for its mission (a longer
     # one answers with its status), how often a follower reads the tables, how long one stream stays open
     # (a client reconnects with Last-Event-ID; a function URL's invocation ends at 900 s)
@@ -114,9 +132,9 @@ class RuntimeSettings(BaseModel):
     @model_validator(mode="after")
     def _every_model_is_priced(self) -> RuntimeSettings:
         """A model without a price would make every dollar budget meaningless: refused here, at start."""
-        if self.llm_provider == "openai":
-            models = [self.openai_default_model, self.openai_fallback_model, *self.openai_models.values()]
-            missing = unpriced(models, self.openai_prices)
+        if self.llm_provider != "scripted":
+            default, fallback, roles = self.provider_models()
+            missing = unpriced([default, fallback, *roles.values()], self.openai_prices)
             if missing:
                 raise ValueError(
                     f"no price for model(s) {missing}: give each in openai_prices as "
@@ -130,23 +148,31 @@ class RuntimeSettings(BaseModel):
                 raise ValueError(f"the price of {model} is negative")
         return self
 
+    def provider_models(self) -> tuple[str, str | None, dict[str, str]]:
+        """The environment provider's default model, fallback and model per agent role (OpenAI's offline)."""
+        if self.llm_provider == "bedrock":
+            return self.bedrock_default_model, self.bedrock_fallback_model, self.bedrock_models
+        if self.llm_provider == "anthropic":
+            return self.anthropic_default_model, self.anthropic_fallback_model, self.anthropic_models
+        return self.openai_default_model, self.openai_fallback_model, self.openai_models
+
     def mission_models(self) -> list[str]:
         """The models this environment lets a mission name (see `allowed_models`)."""
         if self.allowed_models:
             return list(self.allowed_models)
-        named = [self.openai_default_model, self.openai_fallback_model, *self.openai_models.values()]
-        return list(dict.fromkeys(model for model in named if model))
+        default, fallback, roles = self.provider_models()
+        return list(dict.fromkeys(model for model in [default, fallback, *roles.values()] if model))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
-        """Settings from MISSIONS_* variables (and OPENAI_API_KEY / OPENAI_BASE_URL)."""
+        """Settings from MISSIONS_* variables (and OPENAI_API_KEY / OPENAI_BASE_URL / ANTHROPIC_API_KEY)."""
         env = os.environ if environ is None else environ
         named = {key: value for key, value in env.items() if key.startswith(PREFIX) and key not in CLIENT_VARIABLES}
         unknown = sorted(key for key in named if key[len(PREFIX) :].lower() not in cls.model_fields)
         if unknown:  # a misspelt setting would otherwise be ignored in silence
             raise SettingsError(f"unknown runtime settings {unknown}; see missions.core.settings.RuntimeSettings")
         values: dict[str, object] = {key[len(PREFIX) :].lower(): value for key, value in named.items()}
-        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
             if env.get(name):
                 values.setdefault(name.lower(), env[name])
         import json

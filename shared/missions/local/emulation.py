@@ -84,8 +84,11 @@ class LocalCloud:
         on_timings: Any = None,
         registry: capability_registry.Registry | None = None,
         single_level: bool = False,
+        clients: dict[str, Any] | None = None,
     ):
         """`registry`: where the capabilities are found (default: the installed ones; tests add theirs).
+        `clients`: model clients the runtime uses instead of making its own, by the name the composition
+        root looks them up by ("bedrock-runtime", "bedrock", "anthropic-http"): tests serve recorded answers.
         `single_level`: every mission on one Standard machine, as a pipeline whose stages do not fit a
         segment deploys (the bench compares the two layouts with it)."""
         self.registry = registry or capability_registry.default_registry()
@@ -94,6 +97,7 @@ class LocalCloud:
         self.prefix = prefix
         self._llm = llm
         self._on_timings = on_timings
+        self._model_clients = dict(clients or {})
         self._settings_overrides = dict(settings or {})
         if offload_threshold:
             self._settings_overrides["offload_threshold"] = offload_threshold
@@ -152,6 +156,7 @@ class LocalCloud:
                 "stepfunctions": self.sfn,
                 "events": self.events_client,
                 "sns": self.sns,
+                **self._model_clients,
             },
             llm=self._llm,
             on_timings=self._on_timings,

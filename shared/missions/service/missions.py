@@ -18,9 +18,12 @@ from missions.ports.learnings import LearningsStore
 from missions.ports.memory import LongTermMemory
 from missions.ports.store import EventStore, MissionRecord, MissionsByCapability, MissionStore
 from missions.service.feedback import Feedback, FeedbackOutcome, apply_feedback, preferences_for
-from missions.service.metrics import mission_metrics
+from missions.service.health import tool_health
+from missions.service.metrics import mission_metrics, window_start
 
 USERS_NAMESPACE = ("_users",)
+TOOL_HEALTH_MISSIONS = 50  # tool health reads the events of at most this many of the newest missions
+TOOL_HEALTH_EVENTS = 2000  # and at most this many events of each
 log = logging.getLogger(__name__)
 
 
@@ -143,5 +146,22 @@ class MissionService:
             days=days,
         )
 
+    def tool_metrics(self, capability: str, days: int, *, user_id: str | None) -> dict[str, Any]:
+        """Each tool's recent error rate and latency in a capability (missions.service.health.tool_health),
+        over the tool calls of the newest TOOL_HEALTH_MISSIONS missions created in the last `days` days: the
+        caller's (`user_id`), or every user's when None (the operators' view; the caller decides)."""
+        now = datetime.now(UTC)
+        missions = self._by_capability.list(capability, window_start(now, days))
+        if user_id is not None:
+            missions = [m for m in missions if m.user_id == user_id]
+        newest = sorted(missions, key=lambda m: m.created_at, reverse=True)[:TOOL_HEALTH_MISSIONS]
+        events = [event for m in newest for event in self._events.read(m.mission_id, limit=TOOL_HEALTH_EVENTS)[0]]
+        return {
+            "capability": capability,
+            "window": {"days": days, "since": window_start(now, days), "until": now.isoformat(timespec="milliseconds")},
+            "missions": len(newest),
+            "tools": tool_health(events),
+        }
 
-__all__ = ["USERS_NAMESPACE", "MissionService"]
+
+__all__ = ["TOOL_HEALTH_EVENTS", "TOOL_HEALTH_MISSIONS", "USERS_NAMESPACE", "MissionService"]

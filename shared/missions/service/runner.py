@@ -612,9 +612,14 @@ class StageRunner:
             fallback_model=version.fallback_model if version is not None else None,
         )
         provider = self.services.llm(self.capability)
+        output = ModelOutput(self.services.events, envelope.mission_id, agent.name, ctx.write_token)
+        request.on_text = output.write
         t0 = self.services.clock()
         try:
-            result = provider.complete(request)
+            try:
+                result = provider.complete(request)
+            finally:
+                output.close()
         except LLMError as exc:
             elapsed = (self.services.clock() - t0) * 1000
             self.last_timings.llm_ms += elapsed
@@ -1069,6 +1074,46 @@ def _pinned(version: AgentVersion | None, envelope: Envelope) -> dict[str, Any]:
     if envelope.model is not None:
         shown["model"] = envelope.model
     return shown
+
+
+class ModelOutput:
+    """Puts a streaming model's answer on the mission's event stream while the stage runs (`llm.output`
+    events), so a client following the stream sees it being written. Pieces are gathered for
+    FLUSH_SECONDS before one batch is appended (each append is a read and a write of the events table),
+    and what is left when the call ends goes last, marked `final`. A store that fails is logged: the
+    answer still reaches the stage, only its live view is lost."""
+
+    FLUSH_SECONDS = 0.5
+
+    def __init__(self, events: EventStore, mission_id: str, agent: str, token: str, clock: Clock = time.monotonic):
+        self._events = events
+        self._mission_id = mission_id
+        self._agent = agent
+        self._token = token  # the stage's "<stage>@<hop>": with a random part, every batch is new
+        self._clock = clock
+        self._pending: list[str] = []
+        self._flushed_at = clock()
+        self._parts = 0
+
+    def write(self, piece: str) -> None:
+        self._pending.append(piece)
+        if self._clock() - self._flushed_at >= self.FLUSH_SECONDS:
+            self._flush(final=False)
+
+    def close(self) -> None:
+        if self._pending or self._parts:
+            self._flush(final=True)
+
+    def _flush(self, *, final: bool) -> None:
+        text, self._pending = "".join(self._pending), []
+        self._flushed_at = self._clock()
+        payload = {"agent": self._agent, "part": self._parts, "text": text, "final": final}
+        self._parts += 1
+        event = Event(type=EventType.LLM_OUTPUT, mission_id=self._mission_id, stage=self._agent, payload=payload)
+        try:
+            self._events.append(self._mission_id, f"{self._token}!llm-{uuid.uuid4().hex[:8]}", [event])
+        except Exception:
+            log.exception("model output of mission %s (stage %s) not streamed", self._mission_id, self._agent)
 
 
 def _model_for(provider: LLMProvider, role: str) -> str:

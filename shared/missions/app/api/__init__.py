@@ -9,6 +9,7 @@ routes are grouped by resource.
 from missions.app.api import (  # noqa: F401  the routes
     agent_routes,
     conversation_routes,
+    health_routes,
     me_routes,
     memory_routes,
     meta_routes,

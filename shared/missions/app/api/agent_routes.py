@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
-from missions.app.api.edge import app, current_user, error, is_operator, owned_mission, responses, runtime
+from missions.app.api.edge import app, current_user, is_operator, metrics_owner, owned_mission, responses, runtime
 from missions.app.api.models import (
     AgentClone,
     AgentDetail,
@@ -208,16 +208,12 @@ def usage_metrics(
         MetricsScope,
         Query(description="`mine` (the default): your missions' calls; `all`: everyone's, for operators only"),
     ] = "mine",
-) -> dict[str, Any] | Response[dict[str, Any]]:
+) -> dict[str, Any]:
     """Compare a prompt with the one before it: calls, errors, tokens, cost and latency per version."""
-    user = current_user()
-    if capability not in runtime().capabilities.available():
-        return error(422, f"unknown capability '{capability}'")
-    if scope == "all" and not is_operator(user):
-        return error(403, "scope=all is for operators; without it you get your own missions' usage")
+    owner = metrics_owner(capability, scope, "missions' usage")
     if not runtime().settings.usage_table:
         raise DependencyUnavailable("usage is not recorded here (no usage table)")
-    totals = runtime().usage.totals(capability, None if scope == "all" else user)
+    totals = runtime().usage.totals(capability, owner)
     return {
         "scope": scope,
         "capability": capability,

@@ -10,6 +10,7 @@ correlation id; domain errors map to statuses in ERROR_STATUS, the one table of 
 from __future__ import annotations
 
 import base64
+import inspect
 import json
 import logging
 import math
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError, UnauthorizedError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, OpenAPI
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, ValidationError
 
@@ -59,11 +60,22 @@ Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 class Resolver(APIGatewayHttpResolver):
     """Powertools takes a route's return annotation for its response model and would validate responses
     against it. Each route here declares its responses (`responses`), so routes are registered without
-    the annotation, which stays for the type checker."""
+    the annotation, which stays for the type checker.
+
+    A route declared with `security=[]` takes no token (liveness, readiness, this contract): Powertools
+    leaves an empty `security` out of the document, which would then claim the global bearer scheme, so
+    the document says `security: []` for those operations itself (the stack gives them no authorizer)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.public_routes: set[tuple[str, str]] = set()  # (METHOD, /path/{param}) that take no token
 
     def route(
         self, rule: str, method: str | list[str] | tuple[str], *args: Any, **kwargs: Any
     ) -> Callable[[Endpoint], Endpoint]:
+        if _ROUTE.bind(self, rule, method, *args, **kwargs).arguments.get("security") == []:
+            methods = [method] if isinstance(method, str) else list(method)
+            self.public_routes.update((m.upper(), re.sub(r"<(\w+)>", r"{\1}", rule)) for m in methods)
         register = super().route(rule, method, *args, **kwargs)
 
         def register_unannotated(endpoint: Endpoint) -> Endpoint:
@@ -72,7 +84,17 @@ class Resolver(APIGatewayHttpResolver):
 
         return register_unannotated
 
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> OpenAPI:
+        schema = super().get_openapi_schema(*args, **kwargs)
+        for method, path in self.public_routes:
+            item = (schema.paths or {}).get(path)
+            operation = getattr(item, method.lower(), None) if item is not None else None
+            if operation is not None:
+                operation.security = []
+        return schema
 
+
+_ROUTE = inspect.signature(APIGatewayHttpResolver.route)
 app = Resolver(enable_validation=True)
 app.configure_openapi(
     title="missions",
@@ -140,6 +162,17 @@ def is_operator(user: str) -> bool:
     groups = claims.get("cognito:groups") or ""
     names = groups if isinstance(groups, list) else str(groups).strip("[]").replace(",", " ").split()
     return "operators" in names or user in runtime().settings.operators
+
+
+def metrics_owner(capability: str, scope: str, what: str) -> str | None:
+    """Whose missions a metrics route reads: the caller's (`scope` mine), or everyone's (None) for an
+    operator; an unknown capability is 422, `scope=all` from anyone else 403."""
+    user = current_user()
+    if capability not in runtime().capabilities.available():
+        raise MissionRequestError(f"unknown capability '{capability}'")
+    if scope == "all" and not is_operator(user):
+        raise PermissionError(f"scope=all is for operators; without it you get your own {what}")
+    return None if scope == "all" else user
 
 
 # -- the one error shape ------------------------------------------------------------------------------
@@ -372,6 +405,7 @@ __all__ = [
     "error_body",
     "handle",
     "is_operator",
+    "metrics_owner",
     "owned_mission",
     "responses",
     "runtime",

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from missions.app.api.edge import app, current_user, error, is_operator, responses, runtime
+from missions.app.api.edge import app, current_user, metrics_owner, responses, runtime
 from missions.app.api.models import (
     CapabilityGraph,
     CapabilityList,
@@ -69,15 +69,10 @@ def metrics(
         MetricsScope,
         Query(description="`mine` (the default): your missions; `all`: every user's, for operators only (else 403)"),
     ] = "mine",
-) -> dict[str, Any] | Response[dict[str, Any]]:
+) -> dict[str, Any]:
     """Rates and averages of the caller's missions of a capability; `scope=all` gives an operator every user's,
     with the capability's learnings (every user's feedback)."""
-    user = current_user()
-    if capability not in runtime().capabilities.available():
-        return error(422, f"unknown capability '{capability}'")
-    if scope == "all" and not is_operator(user):
-        return error(403, "scope=all is for operators; without it you get your own missions' metrics")
-    owner = None if scope == "all" else user
+    owner = metrics_owner(capability, scope, "missions' metrics")
     return {**runtime().service.mission_metrics(capability, days, user_id=owner), "scope": scope}
 
 

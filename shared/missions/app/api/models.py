@@ -651,3 +651,46 @@ class UsageMetrics(BaseModel):
     scope: MetricsScope
     capability: str
     totals: list[UsageTotalView] = Field(description="per agent, configuration version and model")
+
+
+class Liveness(BaseModel):
+    status: Literal["ok"] = Field(description="the function answered: it is alive")
+
+
+class DependencyCheck(BaseModel):
+    ok: bool
+    latency_ms: float
+    error: str | None = Field(description="why it failed (credentials redacted), null when ok")
+
+
+class Readiness(BaseModel):
+    """Every dependency a request may need, each asked with its cheapest call; kept a few seconds."""
+
+    ready: bool = Field(description="every check passed (200); else 503 with the same body")
+    checks: dict[str, DependencyCheck] = Field(description="table:<name>, bus, model:<provider>")
+    age_seconds: float = Field(description="how long ago the checks ran (answers are cached briefly)")
+
+
+class ToolLatency(BaseModel):
+    mean: float
+    p50: float
+    p95: float
+    max: float
+
+
+class ToolHealthView(BaseModel):
+    tool: str
+    calls: int
+    errors: int = Field(description="calls that ended in error or timeout (not_found and denied are answers)")
+    error_rate: float
+    latency_ms: ToolLatency
+
+
+class ToolMetrics(BaseModel):
+    """Each tool's recent error rate and latency in one capability, from its missions' tool calls."""
+
+    scope: MetricsScope
+    capability: str
+    window: MetricsWindow
+    missions: int = Field(description="missions whose tool calls were read (the newest, at most 50)")
+    tools: list[ToolHealthView]

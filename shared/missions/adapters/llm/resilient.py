@@ -1,0 +1,333 @@
+"""What every model provider shares: retries, a circuit breaker, a fallback model, output validation
+with JSON repair, usage accounting, and credentials kept out of errors.
+
+A provider is a `ResilientProvider` around a `ModelBackend`: the backend knows one API (OpenAI's Chat
+Completions, Bedrock's Converse, Anthropic's Messages) and makes exactly one attempt per call, sorting
+each failure into "worth retrying" (`RetryableCall`, with the server's Retry-After if it gave one) or
+final (`LLMError`). Everything else lives here, once, so the three providers cannot drift apart: their
+SDKs' own retries are off, so backoff, breaker and fallback share one clock, one sleep, one deadline
+(the stage's remaining time) and one error vocabulary (`LLMError` / `TransientLLMError`) that the
+pipeline understands.
+
+Retries are tenacity's, waiting what the server asks (Retry-After) or backing off exponentially. The
+breaker stays our own: it shares the injected clock with the deadline (so tests drive it
+deterministically) and allows one trial call when half-open, which pybreaker's wall clock would make
+untestable without patching.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import tenacity
+from pydantic import BaseModel, ValidationError
+
+from missions.core.llm import LLMError, LLMRequest, LLMResult, TransientLLMError
+from missions.core.pricing import Price, cost_usd, unpriced
+from missions.core.redaction import redact
+
+BACKOFF_BASE_S = 0.5
+BACKOFF_CAP_S = 8.0
+
+
+@dataclass
+class Answer:
+    """One successful attempt: the structured output (JSON text, or the object a tool call carried), the
+    model that answered, and the tokens it counted."""
+
+    content: str | dict[str, Any]
+    model: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+
+class RetryableCall(Exception):
+    """An attempt failed in a way worth retrying (429, 5xx, throttling, a timeout, a dropped connection).
+    `retry_after`: seconds the server asked to wait, if it said."""
+
+    def __init__(self, description: str, retry_after: float | None = None):
+        super().__init__(description)
+        self.description = description
+        self.retry_after = retry_after
+
+
+class ModelBackend(Protocol):
+    """One model API. `call` makes exactly one attempt within `timeout` seconds and raises `RetryableCall`
+    or `LLMError`; `probe` proves, with the API's cheapest call, that the endpoint answers."""
+
+    name: str
+
+    def call(self, model: str, request: LLMRequest, timeout: float) -> Answer: ...
+
+    def probe(self, model: str, timeout: float) -> None: ...
+
+
+class ResilientProvider:
+    """The provider protocol (missions.core.llm) over a backend, with the resilience described above.
+
+    One instance lives for the life of a Lambda container, so the breaker state carries across
+    invocations of that container.
+    """
+
+    def __init__(
+        self,
+        backend: ModelBackend,
+        *,
+        models: dict[str, str] | None = None,
+        default_model: str,
+        fallback_model: str | None = None,
+        prices: Mapping[str, Price] | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
+        breaker_threshold: int = 5,
+        breaker_cooldown_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        secrets: tuple[str, ...] = (),
+    ):
+        self.name = backend.name
+        self._backend = backend
+        self._models = dict(models or {})
+        self._default_model = default_model
+        self._fallback_model = fallback_model
+        self._prices = dict(prices or {})
+        missing = unpriced([default_model, fallback_model, *self._models.values()], self._prices)
+        if missing:  # a call the budget cannot count would let a mission spend without limit
+            raise LLMError(f"no price for model(s) {missing}: add them to the price overrides")
+        self._max_retries = max(0, max_retries)
+        self._timeout = timeout
+        self._sleep = sleep
+        self._clock = clock
+        self._secrets = secrets  # a server may quote the key back in its error
+        self._breaker_threshold = max(1, breaker_threshold)
+        self._breaker_cooldown_s = breaker_cooldown_s
+        self._lock = threading.Lock()
+        self._consecutive_failures = 0
+        self._opened_at: float | None = None
+        self._trial_in_flight = False
+
+    # ------------------------------------------------------------------ protocol
+
+    def model_for(self, role: str) -> str:
+        """The model an agent role uses (roles can be routed to cheaper or stronger models)."""
+        return self._models.get(role, self._default_model)
+
+    def complete(self, request: LLMRequest) -> LLMResult:
+        """One structured completion, with retries, a fallback model and a circuit breaker.
+
+        Raises ``TransientLLMError`` when the failure is worth retrying later (the stage can be
+        re-run by the state machine) and ``LLMError`` when it is not (bad request, bad output).
+        Their messages quote the server, never a credential: they travel on to logs, the
+        execution's history and the mission's errors.
+        """
+        try:
+            return self._complete(request)
+        except LLMError as exc:
+            message = str(exc)
+            clean = redact(message, self._secrets)
+            if clean == message:
+                raise
+            raise type(exc)(clean) from exc
+
+    def probe(self) -> None:
+        """GET /ready: the endpoint answers for the default model (one attempt, a short timeout)."""
+        try:
+            self._backend.probe(self._default_model, min(self._timeout, 5.0))
+        except RetryableCall as exc:
+            raise TransientLLMError(redact(exc.description, self._secrets)) from exc
+        except LLMError as exc:
+            raise LLMError(redact(str(exc), self._secrets)) from exc
+
+    def _complete(self, request: LLMRequest) -> LLMResult:
+        self._enter_breaker()
+        started = time.perf_counter()
+        primary = request.model or self.model_for(request.role)  # the mission's or its agent version's first
+        try:
+            try:
+                result = self._complete_with(primary, request)
+            except TransientLLMError as primary_exc:
+                fallback = request.fallback_model or self._fallback_model
+                if not fallback or fallback == primary:
+                    raise
+                try:
+                    result = self._complete_with(fallback, request)
+                except TransientLLMError as fallback_exc:
+                    raise TransientLLMError(
+                        f"primary model {primary!r} failed ({primary_exc}); "
+                        f"fallback model {fallback!r} failed too ({fallback_exc})"
+                    ) from fallback_exc
+        except TransientLLMError:
+            self._record_failure()
+            raise
+        except LLMError:
+            # The server answered, just not usefully: that says nothing bad about its health.
+            self._record_success()
+            raise
+        except BaseException:
+            self._release_trial()  # never leave the breaker stuck half-open on a bug
+            raise
+        self._record_success()
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        return result
+
+    # ------------------------------------------------------------------ one model
+
+    def _complete_with(self, model: str, request: LLMRequest) -> LLMResult:
+        answer = self._call_with_retries(model, request)
+        used_model = answer.model or model
+        output, repaired = parse_output(answer.content, request.output_model, used_model, request.stage)
+        return LLMResult(
+            output=output,
+            model=used_model,
+            tokens_in=answer.tokens_in,
+            tokens_out=answer.tokens_out,
+            cost_usd=cost_usd(used_model, answer.tokens_in, answer.tokens_out, self._prices, asked=model),
+            repaired=repaired,
+        )
+
+    def _call_with_retries(self, model: str, request: LLMRequest) -> Answer:
+        """Calls the backend, retrying transient failures with capped exponential backoff (tenacity),
+        never past the request's deadline: a call gets only the time its stage has left."""
+
+        def attempt() -> Answer:
+            timeout = self._timeout
+            if request.deadline is not None:
+                left = request.deadline - self._clock()
+                if left <= 0:
+                    raise _OutOfTime(f"no time left for stage '{request.stage}'")
+                timeout = min(self._timeout, left)
+            return self._backend.call(model, request, timeout)
+
+        def wait(state: tenacity.RetryCallState) -> float:
+            return backoff(state.attempt_number - 1, _failure(state).retry_after)
+
+        def stop(state: tenacity.RetryCallState) -> bool:
+            if state.attempt_number > self._max_retries:
+                return True
+            return request.deadline is not None and self._clock() + wait(state) >= request.deadline
+
+        retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(RetryableCall), stop=stop, wait=wait, sleep=self._sleep
+        )
+        try:
+            return retrying(attempt)
+        except tenacity.RetryError as exhausted:
+            failure = _failure(exhausted.last_attempt)
+            raise TransientLLMError(
+                f"{model} still failing for stage '{request.stage}' after "
+                f"{exhausted.last_attempt.attempt_number} attempt(s): {failure.description}"
+            ) from (failure.__cause__ or failure)  # the SDK's own error, as its callers know it
+        except _OutOfTime as late:
+            raise TransientLLMError(str(late)) from late
+
+    # ------------------------------------------------------------------ circuit breaker
+
+    def _enter_breaker(self) -> None:
+        """Fails fast while the circuit is open, so a dead endpoint does not burn Lambda time."""
+        with self._lock:
+            if self._opened_at is None:
+                return
+            waited = self._clock() - self._opened_at
+            if waited < self._breaker_cooldown_s or self._trial_in_flight:
+                remaining = max(0.0, self._breaker_cooldown_s - waited)
+                raise TransientLLMError(
+                    f"circuit open after {self._consecutive_failures} consecutive transient "
+                    f"failures; next trial in {remaining:.1f}s"
+                )
+            self._trial_in_flight = True  # half-open: this call is the one trial
+
+    def _record_success(self) -> None:
+        with self._lock:
+            self._consecutive_failures = 0
+            self._opened_at = None
+            self._trial_in_flight = False
+
+    def _release_trial(self) -> None:
+        with self._lock:
+            self._trial_in_flight = False
+
+    def _record_failure(self) -> None:
+        with self._lock:
+            self._consecutive_failures += 1
+            if self._trial_in_flight or self._consecutive_failures >= self._breaker_threshold:
+                self._opened_at = self._clock()
+            self._trial_in_flight = False
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+class _OutOfTime(Exception):
+    """The stage's time is up: no call (or retry) may start."""
+
+
+def _failure(state: tenacity.RetryCallState | tenacity.Future) -> RetryableCall:
+    """The transient failure an attempt ended with (only those are retried)."""
+    outcome = state.outcome if isinstance(state, tenacity.RetryCallState) else state
+    assert outcome is not None
+    failure = outcome.exception()
+    assert isinstance(failure, RetryableCall)
+    return failure
+
+
+def backoff(retry: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry number ``retry`` (0-based): the server's word, else 2^n."""
+    if retry_after is not None:
+        return min(max(0.0, retry_after), BACKOFF_CAP_S)
+    return min(BACKOFF_BASE_S * (2.0**retry), BACKOFF_CAP_S)
+
+
+def schema_name(model: type[BaseModel]) -> str:
+    """A name every API accepts for a schema or tool (^[a-zA-Z0-9_-]{1,64}$); generic pydantic names
+    contain brackets."""
+    name = "".join(c if c.isalnum() or c in "_-" else "_" for c in model.__name__)
+    return name[:64] or "output"
+
+
+def parse_output(
+    content: str | dict[str, Any], output_model: type[BaseModel], model: str, stage: str
+) -> tuple[BaseModel, bool]:
+    """Validates the answer; models without strict schemas often wrap JSON in prose or fences. A tool call's
+    input (an object already) is validated as it is."""
+    if isinstance(content, dict):
+        try:
+            return output_model.model_validate(content), False
+        except ValidationError as exc:
+            raise LLMError(f"{model} answer for stage '{stage}' is not a valid {output_model.__name__}: {exc}") from exc
+    try:
+        return output_model.model_validate_json(content), False
+    except ValidationError as first:
+        problem: Exception = first
+    import json_repair  # only for answers that are not valid as they are: a stage's cold start does not pay it
+
+    try:
+        candidate = json_repair.repair_json(content, return_objects=True)
+    except Exception as exc:  # json_repair is best effort; an internal failure means "no"
+        candidate, problem = None, exc
+    if candidate not in (None, ""):
+        try:
+            return output_model.model_validate(candidate), True
+        except ValidationError as exc:
+            problem = exc
+    snippet = content if len(content) <= 200 else content[:200] + "..."
+    raise LLMError(
+        f"{model} answer for stage '{stage}' is not a valid {output_model.__name__}, "
+        f"even after JSON repair: {problem}; content: {snippet!r}"
+    )
+
+
+__all__ = [
+    "BACKOFF_BASE_S",
+    "BACKOFF_CAP_S",
+    "Answer",
+    "ModelBackend",
+    "ResilientProvider",
+    "RetryableCall",
+    "backoff",
+    "parse_output",
+    "schema_name",
+]

@@ -1,0 +1,53 @@
+"""Is the service up (`/health`, liveness) and able to work (`/ready`: tables, bus and model provider
+answer), and how each tool of a capability is doing (`/metrics/tools`). The first two take no token:
+uptime checks and load balancers hold none, and they reveal nothing a user owns."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from missions.app.api.edge import app, metrics_owner, responses, runtime
+from missions.app.api.models import Liveness, MetricsScope, Readiness, ToolMetrics
+
+
+@app.get("/health", summary="Liveness: the API answers", security=[], responses=responses((200, Liveness, "alive")))
+def health() -> dict[str, Any]:
+    return {"status": "ok"}
+
+
+_NOT_READY: OpenAPIResponse = {
+    "description": "a dependency failed; the body names it",
+    "content": {"application/json": {"model": Readiness}},
+}
+
+
+@app.get(
+    "/ready",
+    summary="Readiness: the tables, the event bus and the model provider answer (cached a few seconds)",
+    security=[],
+    responses={**responses((200, Readiness, "every dependency answered")), 503: _NOT_READY},
+)
+def ready() -> Response[dict[str, Any]]:
+    report = runtime().readiness.report()
+    return Response(200 if report["ready"] else 503, "application/json", body=report)
+
+
+@app.get(
+    "/metrics/tools",
+    summary="Each tool's recent error rate and latency in a capability: your missions', or everyone's",
+    responses=responses((200, ToolMetrics, "per tool"), 403, 422),
+)
+def tool_metrics(
+    capability: Annotated[str, Query(min_length=1, max_length=64)],
+    days: Annotated[int, Query(ge=1, le=90)] = 7,
+    scope: Annotated[
+        MetricsScope,
+        Query(description="`mine` (the default): your missions' tool calls; `all`: everyone's, for operators only"),
+    ] = "mine",
+) -> dict[str, Any]:
+    owner = metrics_owner(capability, scope, "missions' tool calls")
+    return {**runtime().service.tool_metrics(capability, days, user_id=owner), "scope": scope}
