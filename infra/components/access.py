@@ -269,20 +269,14 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         _grant_snapshots(role, access, resources.snapshots_bucket)
     if access.erase_users:
         _grant_erasure(role, resources)
-    if access.start_missions and resources.state_machine_arns:
+    # starting and controlling missions name the same machines: one statement (every machine's ARN is long)
+    on_machines = {"states:SendTaskSuccess", "states:StartExecution"} if access.start_missions else set()
+    on_machines |= {"states:SendTaskSuccess", "states:SendTaskFailure"} if access.control_missions else set()
+    if on_machines and resources.state_machine_arns:
         role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["states:SendTaskSuccess", "states:StartExecution"],
-                resources=list(resources.state_machine_arns),
-            )
+            iam.PolicyStatement(actions=sorted(on_machines), resources=list(resources.state_machine_arns))
         )
     if access.control_missions and resources.state_machine_arns:
-        role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
-                resources=list(resources.state_machine_arns),
-            )
-        )
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["states:StopExecution"], resources=list(resources.execution_arn_patterns))
         )

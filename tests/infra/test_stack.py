@@ -1137,7 +1137,7 @@ def test_only_the_api_writes_agent_versions_and_only_stages_write_usage(assembly
     # and only stages record model calls; the api reads them and erases a user's (DELETE /me), nobody scans
     assert on["usage"] == {
         "stage": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
-        "api": {"dynamodb:Query", "dynamodb:BatchWriteItem"},
+        "api": {"dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:DescribeTable"},  # + GET /ready
     }
     assert not any("dynamodb:Scan" in a for table in on.values() for a in table.values())
 
