@@ -616,3 +616,45 @@ def test_an_answer_under_an_unpriced_name_is_charged_as_the_model_asked_for(fake
     provider = make_provider(fake, sleeps)
     # When a completion is made / Then it is not free: priced as gpt-4o-mini, which was asked for
     assert provider.complete(request()).cost_usd == cost_usd("gpt-4o-mini", 1000, 500) > 0
+
+
+def _sse(*chunks: dict) -> bytes:
+    return b"".join(f"data: {json.dumps(chunk)}\n\n".encode() for chunk in chunks) + b"data: [DONE]\n\n"
+
+
+def _chunk(content: str | None = None, usage: dict | None = None) -> dict:
+    choices = [] if content is None else [{"index": 0, "delta": {"content": content}, "finish_reason": None}]
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o-mini", "choices": choices}
+    return {**chunk, "usage": usage} if usage else chunk
+
+
+def test_a_streamed_answer_goes_to_on_text_as_it_comes_and_is_validated_whole():
+    import httpx2
+
+    # Given streaming on, and an endpoint that streams the answer in three pieces, then its usage (recorded SSE)
+    seen: list[dict] = []
+
+    def serve(http_request: httpx2.Request) -> httpx2.Response:
+        seen.append(json.loads(http_request.content))
+        body = _sse(
+            _chunk('{"answer": '),
+            _chunk('"yes", "confid'),
+            _chunk('ence": 0.9}'),
+            _chunk(usage={"prompt_tokens": 120, "completion_tokens": 12, "total_tokens": 132}),
+        )
+        return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    client = openai.OpenAI(
+        api_key="k",
+        base_url="http://model.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(serve)),
+        max_retries=0,
+    )
+    pieces: list[str] = []
+    # When a stage asks, taking the text as it comes
+    result = OpenAIProvider(client=client, stream=True, sleep=lambda s: None).complete(request(on_text=pieces.append))
+    # Then each piece reached on_text in order, the whole is the validated output, and the usage is counted
+    assert pieces == ['{"answer": ', '"yes", "confid', 'ence": 0.9}']
+    assert result.output == Verdict(answer="yes", confidence=0.9)
+    assert (result.tokens_in, result.tokens_out) == (120, 12)
+    assert seen[0]["stream"] is True and seen[0]["stream_options"] == {"include_usage": True}

@@ -582,7 +582,12 @@ class Runtime:
             )
         from missions.adapters.llm.openai_provider import OpenAIProvider
 
-        return OpenAIProvider(api_key=self.openai_api_key(), base_url=self.settings.openai_base_url, **common)
+        return OpenAIProvider(
+            api_key=self.openai_api_key(),
+            base_url=self.settings.openai_base_url,
+            stream=self.settings.openai_stream,
+            **common,
+        )
 
     def openai_api_key(self) -> str:
         """The OpenAI key (see `_key`); a local OpenAI-compatible server (OPENAI_BASE_URL) may want none."""

@@ -81,6 +81,9 @@ class RuntimeSettings(BaseModel):
     openai_api_key: SecretStr | None = None  # local use; in AWS the key is in Secrets Manager:
     openai_secret: str | None = None  # its secret id (name or ARN), read at first use and cached
     openai_base_url: str | None = None
+    # stream an OpenAI(-compatible) model's answer onto the mission's events as it is written; off by
+    # default: many compatible servers do not stream structured outputs (Bedrock and Anthropic always do)
+    openai_stream: bool = False
     openai_default_model: str = "gpt-4o-mini"
     openai_fallback_model: str | None = None
     openai_models: dict[str, str] = Field(default_factory=dict)  # agent role -> model

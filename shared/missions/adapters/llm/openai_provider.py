@@ -33,26 +33,24 @@ class OpenAIChat:
 
     name = "openai"
 
-    def __init__(self, client: Any):
-        self._client = client
+    def __init__(self, client: Any, stream: bool = False):
+        self._client, self._stream = client, stream
         self._json_object_models: set[str] = set()
 
     def call(self, model: str, request: LLMRequest, timeout: float) -> Answer:
         json_object = model in self._json_object_models
         try:
             try:
-                response = self._client.chat.completions.create(
-                    **self._params(model, request, json_object=json_object), timeout=timeout
-                )
+                response = self._create(model, request, timeout, json_object=json_object)
             except openai.APIStatusError as exc:
                 if exc.status_code == 400 and not json_object and _rejects_json_schema(exc):
                     # Older models and many compatible servers only know JSON mode: degrade once.
                     self._json_object_models.add(model)
-                    response = self._client.chat.completions.create(
-                        **self._params(model, request, json_object=True), timeout=timeout
-                    )
+                    response = self._create(model, request, timeout, json_object=True)
                 else:
                     raise
+            if isinstance(response, Answer):
+                return response
         except openai.APIStatusError as exc:
             if not _is_transient_status(exc):
                 raise LLMError(
@@ -67,6 +65,37 @@ class OpenAIChat:
         usage = getattr(response, "usage", None)
         return Answer(
             content=content,
+            model=used_model,
+            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+        )
+
+    def _create(self, model: str, request: LLMRequest, timeout: float, *, json_object: bool) -> Any:
+        """The completion; streamed when streaming is on and the request takes the text as it comes
+        (`on_text`): each piece goes to it, and the whole is the answer (the last chunk carries the usage)."""
+        params = self._params(model, request, json_object=json_object)
+        if not self._stream or request.on_text is None:
+            return self._client.chat.completions.create(**params, timeout=timeout)
+        stream = self._client.chat.completions.create(
+            **params, stream=True, stream_options={"include_usage": True}, timeout=timeout
+        )
+        parts: list[str] = []
+        used_model, usage, refusal = model, None, ""
+        with stream:
+            for chunk in stream:
+                used_model = getattr(chunk, "model", None) or used_model
+                usage = getattr(chunk, "usage", None) or usage
+                for choice in getattr(chunk, "choices", None) or []:
+                    piece = getattr(choice.delta, "content", None)
+                    refusal += getattr(choice.delta, "refusal", None) or ""
+                    if piece:
+                        parts.append(piece)
+                        request.on_text(piece)
+        if not parts:
+            reason = f"refused: {refusal}" if refusal else "returned empty content"
+            raise LLMError(f"{used_model} {reason} for stage '{request.stage}'")
+        return Answer(
+            content="".join(parts),
             model=used_model,
             tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
             tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
@@ -126,6 +155,7 @@ class OpenAIProvider(ResilientProvider):
         default_model: str = "gpt-4o-mini",
         timeout: float = 60.0,
         client: Any = None,
+        stream: bool = False,
         **options: Any,
     ):
         secrets = (api_key,) if api_key else ()
@@ -135,7 +165,9 @@ class OpenAIProvider(ResilientProvider):
                 client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
             except openai.OpenAIError as exc:  # e.g. no key in the arguments or OPENAI_API_KEY
                 raise LLMError(redact(f"cannot create the OpenAI client: {exc}", secrets)) from exc
-        super().__init__(OpenAIChat(client), default_model=default_model, timeout=timeout, secrets=secrets, **options)
+        super().__init__(
+            OpenAIChat(client, stream), default_model=default_model, timeout=timeout, secrets=secrets, **options
+        )
 
 
 # ---------------------------------------------------------------------- helpers
