@@ -338,10 +338,11 @@ def _grant_bedrock(role: iam.IRole, templates: list[str], *, readiness: bool, in
                     "A cross-region inference profile routes a call to its foundation model in any region of its "
                     "group: the model is named exactly, the region cannot be.",
                 )
-    if readiness:  # GET /ready asks for the foundation model's details
-        foundation = [
-            arn for arn, t in zip(arns, templates, strict=True) if ":bedrock:*:" not in t and "profile" not in t
-        ]
+    if readiness:  # GET /ready asks for the foundation model's details here (an inference profile's model too)
+        here = [t.replace(":bedrock:*:", ":bedrock:{region}:") for t in templates if "foundation-model" in t]
+        foundation = list(
+            dict.fromkeys(t.format(partition=stack.partition, region=stack.region, account=stack.account) for t in here)
+        )
         role.add_to_principal_policy(iam.PolicyStatement(actions=["bedrock:GetFoundationModel"], resources=foundation))
 
 

@@ -1213,14 +1213,15 @@ def test_on_bedrock_llm_stages_invoke_exactly_the_named_models_and_read_no_key(v
         if variables.get("MISSIONS_CAPABILITY") == "shopping":  # its LLM stages only
             agent = registry.load("shopping").pipeline.agent(stage)
             assert bool(invokes) == (agent.has_llm or agent.remembers), stage
-    # and the API's readiness may read the foundation model's details, nothing more
+    # and the API's readiness may read the foundation models' details in its region, nothing more
     (api,) = [
         f
         for f in variants.resources("bedrock", "AWS::Lambda::Function").values()
         if _function_service(f) == "missions-api"
     ]
     described = [s for s in _statements_of(variants, "bedrock", api) if s["Action"] == "bedrock:GetFoundationModel"]
-    assert [s["Resource"] for s in described] == [nova]
+    haiku_here = _arn(":bedrock:us-east-1::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0")
+    assert [s["Resource"] for s in described] == [[nova, haiku_here]]  # the fallback profile's model, here
 
 
 def test_on_anthropic_the_key_is_a_secret_only_model_callers_read(variants: Assembly):
