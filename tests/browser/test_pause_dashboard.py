@@ -40,6 +40,8 @@ def test_pause_steer_and_resume_a_mission_from_its_card(server: DevServer, visit
     card = page.locator(".mission-card").first
     # When pat pauses it from its card, and its stage in flight ends
     card.get_by_role("button", name="Pause for now").click()
+    # (the click's request is the browser's: the stage may end only once the pause is recorded)
+    wait_for(Client(server, "pat"), created["mission_id"], {"pausing", "paused"})
     gate.open()
     # Then the card shows it paused and offers to resume it
     resume = page.locator(".mission-card").first.get_by_role("button", name="Resume")
