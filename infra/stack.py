@@ -12,6 +12,7 @@ from aws_cdk import aws_events as events
 from constructs import Construct
 
 from infra.components.access import ACCESS, Resources, bedrock_model_arns, grant
+from infra.components.agent_versions import AgentVersions
 from infra.components.api import Api
 from infra.components.functions import FunctionFactory, RuntimeLayer
 from infra.components.housekeeping import Housekeeping
@@ -192,6 +193,9 @@ class MissionsStack(Stack):
             CfnOutput(self, "SiteUrl", value=f"{site.url}/", description="the dashboard (sign in with the user pool)")
 
         housekeeping = Housekeeping(self, "Housekeeping", config=config, factory=functions, resources=resources)
+        agent_versions = AgentVersions(
+            self, "AgentVersions", capabilities=capabilities, functions=functions, resources=resources
+        )
         repositories = Repositories(
             self, "Repositories", config=config, bus=bus, functions=functions, resources=resources
         )
@@ -203,6 +207,7 @@ class MissionsStack(Stack):
             "repository-import": repositories.function,
             **triggers.functions,
             **housekeeping.functions,
+            "deploy": agent_versions.function,
             **{f"sandbox-{tier}": fn for tier, fn in self.sandbox.functions.items()},
         }
         all_functions = dict(service_functions)

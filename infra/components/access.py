@@ -215,6 +215,9 @@ ACCESS: dict[str, Access] = {
     # runs analysis scripts: no data at all (its logs, and the network interfaces Lambda attaches to its
     # VPC, are granted by infra/components/sandbox.py)
     "sandbox": Access(),
+    # the deploy-time step (a custom resource): each capability's shipped agent configurations, stored as
+    # versions with their audit entries (conditional puts in one transaction), never changed once stored
+    "deploy": Access(tables={"agents": TableAccess((GET, PUT, QUERY))}),
     "retention": Access(
         tables={
             "missions": TableAccess((QUERY, BATCH_GET, UPDATE), indexes=("by_status",)),  # keys: read whole

@@ -97,7 +97,9 @@ def deployed(dev: Assembly) -> Iterator[tuple[Deployment, boto3.Session]]:
     try:
         session = boto3.Session(region_name="us-east-1")
         emulate_bootstrap(session, dev.directory, STACK)
-        deployment = deploy(session, dev.directory, STACK)
+        deployment = deploy(
+            session, dev.directory, STACK, session_factory=lambda: boto3.Session(region_name="us-east-1")
+        )
         run_in_process(deployment, lambda: boto3.Session(region_name="us-east-1"), stage_llm=PROMPTS)
         yield deployment, session
     finally:
@@ -243,6 +245,29 @@ def _asked(session, deployment, mission_id: str, user: str, timeout: float = 120
             return mission
         assert mission["status"] not in ("failed", "completed", "cancelled") and time.monotonic() < deadline, mission
         time.sleep(0.1)
+
+
+def test_the_deploy_stored_version_one_of_every_agent_before_any_mission_ran(deployed):
+    deployment, session = deployed
+    installed = [registry.load(name) for name in registry.installed()]
+    # Given the stack as CloudFormation created it (its custom resource asked the deploy function)
+    table = deployment.runtimes[deployment.function_named("missions-api")].settings.agents_table
+    items = []
+    for page in session.client("dynamodb").get_paginator("scan").paginate(TableName=table):
+        items += page["Items"]
+    # Then every agent of every capability has version 1 stored, as its capability.toml shipped it
+    versions = {
+        (item["capability"]["S"], item["sk"]["S"].split("#")[1]): json.loads(item["body"]["S"])
+        for item in items
+        if item["sk"]["S"].startswith("version#") and int(item["sk"]["S"].rsplit("#", 1)[1]) == 1
+    }
+    assert set(versions) == {(c.name, agent.name) for c in installed for agent in c.pipeline.agents}
+    fitness = registry.load("fitness_coach")
+    assert versions[("fitness_coach", "assess")]["prompt"] == fitness.prompts["assess"]
+    assert {v["source"] for v in versions.values()} == {"capability.toml"}
+    # And the stack's output says what the deploy stored
+    assert "fitness_coach: " in deployment.outputs["AgentConfigurations"]
+    assert f"{len(fitness.pipeline.agents)} seeded" in deployment.outputs["AgentConfigurations"]
 
 
 def test_a_prompt_promoted_over_the_deployed_api_changes_the_next_mission_and_a_rollback_restores_it(deployed):

@@ -771,3 +771,82 @@ def test_without_patch_14_moto_cannot_start_a_child_execution(aws: Aws, keep_pat
     finally:
         patches.install()
     assert described["status"] == "FAILED", "moto starts child executions now: patch 14 can go"
+
+
+# --------------------------------------------------------------------------- patch 15: custom resources
+
+
+def _custom_resource_stack(aws: Aws, reply_status: str) -> tuple[Any, list[dict[str, Any]]]:
+    """A stack whose custom resource names a function registered only through `resolve_with`, which
+    replies `reply_status` through CloudFormationReplies (as the deploy function does)."""
+    import boto3
+
+    asked: list[dict[str, Any]] = []
+
+    def handler(event: dict[str, Any], context: Any) -> None:
+        asked.append(event)
+        reply = {
+            "Status": reply_status,
+            "Reason": "the table refused it" if reply_status == "FAILED" else "done",
+            "PhysicalResourceId": "made",
+            "StackId": event["StackId"],
+            "RequestId": event["RequestId"],
+            "LogicalResourceId": event["LogicalResourceId"],
+            "Data": {"Answer": "42"},
+        }
+        patches.CloudFormationReplies().send(event["ResponseURL"], reply)
+
+    patches.resolve_with(lambda name, environment: handler if environment.get("ROLE") == "deployer" else None)
+    aws.registered.append("deployer")
+    template = {
+        "Resources": {
+            "Fn": {
+                "Type": "AWS::Lambda::Function",
+                "Properties": {
+                    "FunctionName": "deployer",
+                    "Runtime": "python3.12",
+                    "Handler": "handler.lambda_handler",
+                    "Role": aws.role,
+                    "Code": {"ZipFile": "never run"},
+                    "Environment": {"Variables": {"ROLE": "deployer"}},
+                },
+            },
+            "Step": {
+                "Type": "Custom::Step",
+                "Properties": {"ServiceToken": {"Fn::GetAtt": ["Fn", "Arn"]}, "Wanted": ["a", "b"]},
+            },
+        },
+        "Outputs": {"Answer": {"Value": {"Fn::GetAtt": ["Step", "Answer"]}}},
+    }
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    try:
+        cloudformation.create_stack(StackName="custom", TemplateBody=json.dumps(template))
+        _eventually(
+            lambda: cloudformation.describe_stacks(StackName="custom")["Stacks"][0]["StackStatus"]
+            != "CREATE_IN_PROGRESS",
+            what="the custom resource's reply",
+        )
+    finally:
+        patches.resolve_with(None)
+    return cloudformation, asked
+
+
+def test_a_custom_resource_asks_its_function_and_the_stack_completes_on_its_reply(aws: Aws) -> None:
+    """Given a stack with a custom resource whose function replies SUCCESS with data (patch 15)
+    When it is deployed
+    Then the function was asked once with the resource's properties, the stack completes, and an output
+    reading the reply's data has it."""
+    cloudformation, asked = _custom_resource_stack(aws, "SUCCESS")
+    stack = cloudformation.describe_stacks(StackName="custom")["Stacks"][0]
+    assert stack["StackStatus"] == "CREATE_COMPLETE"
+    ((event),) = asked
+    assert (event["RequestType"], event["ResourceProperties"]["Wanted"]) == ("Create", ["a", "b"])
+    assert {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])} == {"Answer": "42"}
+
+
+def test_a_failed_reply_fails_the_stack_with_the_functions_reason(aws: Aws) -> None:
+    # Given a custom resource whose function replies FAILED / When deployed / Then the stack failed, saying why
+    cloudformation, _ = _custom_resource_stack(aws, "FAILED")
+    assert cloudformation.describe_stacks(StackName="custom")["Stacks"][0]["StackStatus"] == "CREATE_FAILED"
+    events = cloudformation.describe_stack_events(StackName="custom")["StackEvents"]
+    assert "the table refused it" in [e.get("ResourceStatusReason") for e in events]

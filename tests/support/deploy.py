@@ -15,6 +15,7 @@ import importlib
 import io
 import json
 import re
+import time
 import zipfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -23,15 +24,24 @@ from typing import Any
 
 from missions.app.runtime import Runtime
 from missions.core.settings import RuntimeSettings
-from missions.core.specs import INTERRUPT_FUNCTION, SERVICE_FUNCTIONS, STAGE_FUNCTION, STREAM_FUNCTION, FunctionSpec
+from missions.core.specs import (
+    DEPLOY_FUNCTION,
+    INTERRUPT_FUNCTION,
+    SERVICE_FUNCTIONS,
+    STAGE_FUNCTION,
+    STREAM_FUNCTION,
+    FunctionSpec,
+)
 from missions.local import patches
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
 BOOTSTRAP_BUCKET = f"cdk-hnb659fds-assets-{ACCOUNT}-{REGION}"
 SPECS = {
-    f"missions-{spec.id}": spec for spec in (STAGE_FUNCTION, INTERRUPT_FUNCTION, STREAM_FUNCTION, *SERVICE_FUNCTIONS)
+    f"missions-{spec.id}": spec
+    for spec in (STAGE_FUNCTION, INTERRUPT_FUNCTION, STREAM_FUNCTION, DEPLOY_FUNCTION, *SERVICE_FUNCTIONS)
 }
+CREATE_TIMEOUT_SECONDS = 120  # the deploy-time custom resource replies from a thread of its own
 
 
 @dataclass(frozen=True)
@@ -100,16 +110,25 @@ def emulate_public_layers(session: Any, template: str) -> None:
             )["Version"]
 
 
-def deploy(session: Any, assembly: Path, stack_name: str) -> Deployment:
-    """create_stack with the synthesized template; fails with the stack's reason if it does not complete."""
+def deploy(session: Any, assembly: Path, stack_name: str, session_factory: Any = None) -> Deployment:
+    """create_stack with the synthesized template; fails with the stack's reason if it does not complete.
+
+    A function CloudFormation invokes while it creates the stack (a custom resource's) runs its real
+    handler on a session of `session_factory`, its calls recorded like every other function's."""
+    calls: list[Call] = []
+    runtimes: dict[str, Runtime] = {}
+    if session_factory is not None:
+        patches.resolve_with(functools.partial(_resolve, calls, runtimes, session_factory))
     cloudformation = session.client("cloudformation")
-    cloudformation.create_stack(
-        StackName=stack_name,
-        TemplateBody=(assembly / f"{stack_name}.template.json").read_text(),
-        Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
-    )
-    stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
-    assert stack["StackStatus"] == "CREATE_COMPLETE", stack.get("StackStatusReason")
+    try:
+        cloudformation.create_stack(
+            StackName=stack_name,
+            TemplateBody=(assembly / f"{stack_name}.template.json").read_text(),
+            Capabilities=["CAPABILITY_IAM", "CAPABILITY_NAMED_IAM"],
+        )
+        stack = _created(cloudformation, stack_name)
+    finally:
+        patches.resolve_with(None)
     lambda_ = session.client("lambda")
     functions = {}
     for page in lambda_.get_paginator("list_functions").paginate():
@@ -118,7 +137,33 @@ def deploy(session: Any, assembly: Path, stack_name: str) -> Deployment:
     machines = {m["name"]: m["stateMachineArn"] for m in listed if m.get("type", "STANDARD") == "STANDARD"}
     segments = {m["name"]: m["stateMachineArn"] for m in listed if m.get("type") == "EXPRESS"}
     outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
-    return Deployment(stack_name, outputs, functions, machines, segments)
+    return Deployment(stack_name, outputs, functions, machines, segments, calls=calls, runtimes=runtimes)
+
+
+def _created(cloudformation: Any, stack_name: str) -> dict[str, Any]:
+    """The stack once CloudFormation is done creating it (its custom resources have replied)."""
+    deadline = time.monotonic() + CREATE_TIMEOUT_SECONDS
+    while True:
+        stack: dict[str, Any] = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
+        if stack["StackStatus"] != "CREATE_IN_PROGRESS" or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if stack["StackStatus"] != "CREATE_COMPLETE":
+        events = cloudformation.describe_stack_events(StackName=stack_name)["StackEvents"]
+        reasons = [e.get("ResourceStatusReason") for e in events if "FAILED" in e.get("ResourceStatus", "")]
+        raise AssertionError(f"{stack_name}: {stack['StackStatus']}: {reasons}")
+    return stack
+
+
+def _resolve(
+    calls: list[Call], runtimes: dict[str, Runtime], session_factory: Any, name: str, environment: dict[str, str]
+) -> Any:
+    """The handler of a function invoked during the deploy, with a Runtime of its own environment."""
+    spec = SPECS.get(environment.get("POWERTOOLS_SERVICE_NAME", ""))
+    if spec is None:
+        return None
+    runtimes[name] = _runtime(name, environment, session_factory, calls, stage_llm=None)
+    return functools.partial(_call, spec, runtime=runtimes[name])
 
 
 def run_in_process(
@@ -129,16 +174,23 @@ def run_in_process(
     for name, configuration in deployment.functions.items():
         environment = _environment(configuration)
         spec = SPECS[environment["POWERTOOLS_SERVICE_NAME"]]
-        session = session_factory()
-        session.events.register("before-parameter-build", functools.partial(_record, deployment.calls, name))
-        runtime = Runtime(
-            RuntimeSettings.from_env(environment),
-            clients={name: session.client(name) for name in ("dynamodb", "s3", "stepfunctions", "events")},
-            secrets=_SessionSecrets(session),
-            llm=stage_llm if environment.get("MISSIONS_CAPABILITY") else None,
-        )
+        runtime = _runtime(name, environment, session_factory, deployment.calls, stage_llm)
         deployment.runtimes[name] = runtime
         patches.register(name, functools.partial(_call, spec, runtime=runtime))
+
+
+def _runtime(
+    name: str, environment: dict[str, str], session_factory: Any, calls: list[Call], stage_llm: Any
+) -> Runtime:
+    session = session_factory()
+    session.events.register("before-parameter-build", functools.partial(_record, calls, name))
+    return Runtime(
+        RuntimeSettings.from_env(environment),
+        clients={name: session.client(name) for name in ("dynamodb", "s3", "stepfunctions", "events")},
+        secrets=_SessionSecrets(session),
+        llm=stage_llm if environment.get("MISSIONS_CAPABILITY") else None,
+        deployment_replies=patches.CloudFormationReplies(),
+    )
 
 
 class _SessionSecrets:

@@ -3,6 +3,7 @@ pinned by each mission when it starts, cached for a bounded time by every warm f
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -239,7 +240,7 @@ def test_two_writes_from_the_same_read_do_not_both_land():
     # Given two operators who read assess's state at the same revision
     store = InMemoryAgentStore()
     agents = configs(store)
-    agents.seed(FITNESS)
+    agents.deploy(FITNESS)
     state = store.state(FITNESS, "assess")
     assert state is not None
     first = rules.with_enabled(state, False, "a")
@@ -249,6 +250,87 @@ def test_two_writes_from_the_same_read_do_not_both_land():
     with pytest.raises(ConflictError):
         store.put_state(second, rules.AuditEntry(capability=FITNESS, agent="assess", actor="b", action="disable"))
     assert [e.actor for e in store.audit(FITNESS, "assess")] == ["a", "capability.toml"]
+
+
+# -- every deploy stores what capability.toml ships -----------------------------------------------------
+
+
+def shipping(prompt: str) -> registry.Capability:
+    """fitness_coach shipping `prompt` for assess (a later deploy's capability.toml)."""
+    return dataclasses.replace(registry.load(FITNESS), prompts={**registry.load(FITNESS).prompts, "assess": prompt})
+
+
+def redeployed(store: InMemoryAgentStore, prompt: str) -> AgentConfigs:
+    return AgentConfigs(
+        store,
+        registry.default_registry().including(shipping(prompt)),
+        environment_models=["gpt-4o-mini", "gpt-4.1"],
+        clock=Clock(),
+    )
+
+
+def test_the_first_deploy_stores_version_one_and_a_later_capability_toml_cannot_change_it():
+    # Given a stack deployed once (nothing written by an operator)
+    store = InMemoryAgentStore()
+    first = configs(store).deploy(FITNESS)
+    agents = [agent.name for agent in registry.load(FITNESS).pipeline.agents]
+    assert [(r["agent"], r["outcome"], r["version"]) for r in first] == [(name, "seeded", 1) for name in agents]
+    shipped = registry.load(FITNESS).prompts["assess"]
+    # When the next deploy ships another assess prompt
+    later = redeployed(store, "You assess {{agent}} with a new rubric.")
+    report = {r["agent"]: (r["outcome"], r["version"]) for r in later.deploy(FITNESS)}
+    # Then version 1 is still the prompt it stored first: a mission pinned to 1 runs what it began with
+    assert later.pinned(FITNESS, "assess", 1).prompt == shipped
+    # And the new prompt is version 2, active for new missions (nobody had chosen another)
+    assert report == {name: ("promoted", 2) if name == "assess" else ("unchanged", 1) for name in agents}
+    assert later.pins(FITNESS)["assess"] == 2
+    assert later.pinned(FITNESS, "assess", 2).prompt == "You assess {{agent}} with a new rubric."
+    # And a rollback brings back the first deploy's prompt; the audit trail names the deploy
+    later.rollback(FITNESS, "assess", "op")
+    assert later.pins(FITNESS)["assess"] == 1
+    assert [e.action for e in store.audit(FITNESS, "assess")] == ["rollback", "deploy", "seed"]
+
+
+def test_a_deploy_stores_its_version_but_never_replaces_an_operators_choice():
+    # Given an operator promoted a prompt of their own over the API
+    store = InMemoryAgentStore()
+    agents = configs(store)
+    agents.deploy(FITNESS)
+    mine = agents.create(FITNESS, "assess", AgentSettings(prompt="Operator's prompt for {{agent}}"), "op")
+    agents.promote(FITNESS, "assess", mine.version, "op")
+    # When a deploy ships another capability.toml prompt
+    later = redeployed(store, "Shipped again.")
+    report = {r["agent"]: (r["outcome"], r["version"]) for r in later.deploy(FITNESS)}
+    # Then it is stored as version 3 for operators to promote, and the operator's version stays active
+    assert report["assess"] == ("stored", 3)
+    assert later.pins(FITNESS)["assess"] == mine.version
+    assert store.audit(FITNESS, "assess")[0].detail == {"version": 3, "promoted": False, "active": mine.version}
+
+
+def test_deploying_the_same_capability_toml_again_changes_nothing():
+    # Given a deployed stack
+    store = InMemoryAgentStore()
+    configs(store).deploy(FITNESS)
+    audit = store.audit(FITNESS, "assess")
+    # When CloudFormation runs the deploy again (an update with the same code, a retried custom resource)
+    report = configs(store).deploy(FITNESS)
+    # Then nothing is stored
+    assert {r["outcome"] for r in report} == {"unchanged"}
+    assert store.audit(FITNESS, "assess") == audit and store.state(FITNESS, "assess").latest == 1
+
+
+@given(st.lists(st.sampled_from(["a {{agent}}", "b {{agent}}", "c {{agent}}"]), min_size=1, max_size=6))
+def test_whatever_deploys_follow_each_other_every_stored_version_stays_as_it_was(prompts):
+    # Given deploys shipping the prompts in turn
+    store = InMemoryAgentStore()
+    seen: dict[int, str | None] = {}
+    for prompt in prompts:
+        agents = redeployed(store, prompt)
+        agents.deploy(FITNESS)
+        # Then each version stored keeps its prompt, and the active one is what was deployed last
+        for version in store.versions(FITNESS, "assess"):
+            assert seen.setdefault(version.version, version.prompt) == version.prompt
+        assert agents.pinned(FITNESS, "assess", agents.pins(FITNESS)["assess"]).prompt == prompt
 
 
 # -- a model per mission ---------------------------------------------------------------------------------

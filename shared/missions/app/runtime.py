@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from missions.ports.agents import AgentStore, UsageStore
     from missions.ports.bus import EventBus
     from missions.ports.conversations import ConversationStore
+    from missions.ports.deployment import DeploymentReplies
     from missions.ports.dispatch import DispatchStore
     from missions.ports.learnings import LearningsStore
     from missions.ports.memory import Embedder, LongTermMemory
@@ -89,6 +90,7 @@ class Runtime:
         on_timings: Callable[[str, StageTimings], None] | None = None,
         secrets: SecretReader | None = None,
         capabilities: registry.Registry | None = None,
+        deployment_replies: DeploymentReplies | None = None,
     ):
         """`clients`: boto3 clients by service name ("dynamodb", "s3", "stepfunctions", "events") for
         tests and the emulation; `llm`: one provider for every stage (tests, a local model server)."""
@@ -98,6 +100,7 @@ class Runtime:
         self._llm = llm
         self._on_timings = on_timings
         self._secrets = secrets
+        self._deployment_replies = deployment_replies
         self._runners: dict[str, StageRunner] = {}
         # where presigned upload URLs point: None is S3 itself; the dev server serves them locally
         self.upload_endpoint: str | None = None
@@ -815,6 +818,59 @@ class Runtime:
         for violation in report["violations"]:
             observability.logger().error("tool used without approval", extra={"violation": violation})
         return report
+
+    def handle_agent_deploy(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The deploy-time custom resource (missions.service.deployment): store each capability's shipped
+        agent configurations, then answer CloudFormation."""
+        from aws_lambda_powertools.utilities.parser import parse
+        from aws_lambda_powertools.utilities.parser.models import (
+            CloudFormationCustomResourceCreateModel,
+            CloudFormationCustomResourceDeleteModel,
+            CloudFormationCustomResourceUpdateModel,
+        )
+
+        from missions.service.deployment import CustomResourceRequest, handle_agent_deploy
+
+        parsed = parse(
+            event,
+            CloudFormationCustomResourceCreateModel
+            | CloudFormationCustomResourceUpdateModel
+            | CloudFormationCustomResourceDeleteModel,  # type: ignore[arg-type]
+        )
+        properties = parsed.resource_properties if isinstance(parsed.resource_properties, dict) else {}
+        request = CustomResourceRequest(
+            request_type=parsed.request_type,
+            response_url=str(parsed.response_url),
+            stack_id=parsed.stack_id,
+            request_id=parsed.request_id,
+            logical_resource_id=parsed.logical_resource_id,
+            capabilities=[str(name) for name in properties.get("Capabilities", [])],
+        )
+        agents = self.agents
+
+        def deploy(capability: str) -> list[dict[str, Any]]:
+            if agents is None:  # a wiring bug: fail the deploy with the reason rather than leave it waiting
+                raise SettingsError("MISSIONS_AGENTS_TABLE is not set: nowhere to store agent configurations")
+            return agents.deploy(capability)
+
+        reply = handle_agent_deploy(
+            request,
+            deploy,
+            self.deployment_replies,
+            on_failure=lambda exc: observability.logger().exception("agent configurations not stored"),
+        )
+        observability.logger().info(
+            "deploy replied", extra={"status": reply["Status"], "reason": reply["Reason"], "data": reply["Data"]}
+        )
+        return reply
+
+    @property
+    def deployment_replies(self) -> DeploymentReplies:
+        if self._deployment_replies is None:
+            from missions.adapters.cloudformation import HttpDeploymentReplies
+
+            self._deployment_replies = HttpDeploymentReplies()
+        return self._deployment_replies
 
     def handle_retention(self, now: Callable[[], datetime] | None = None) -> dict[str, Any]:
         """Archive missions that ended long ago: a summary into long-term memory, checkpoints removed."""

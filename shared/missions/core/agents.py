@@ -80,7 +80,7 @@ class AgentState(Model):
     revision: int = Field(0, ge=0)  # counts writes: a write names the revision it read (optimistic locking)
 
 
-AuditAction = Literal["seed", "create", "clone", "promote", "rollback", "enable", "disable"]
+AuditAction = Literal["seed", "deploy", "create", "clone", "promote", "rollback", "enable", "disable"]
 
 
 class AuditEntry(Model):
@@ -115,20 +115,39 @@ def declared_tools(capability: Capability, agent: AgentConfig) -> list[str]:
     return [spec.id for spec in capability.catalog.list()]
 
 
-def seed(capability: Capability, agent: AgentConfig) -> AgentVersion:
-    """Version 1: the agent as capability.toml ships it."""
+def seed(capability: Capability, agent: AgentConfig, version: int = 1, actor: str = SEED_SOURCE) -> AgentVersion:
+    """The agent as capability.toml ships it: version 1, or the version a later deploy stores when the
+    shipped configuration changed (`shipped_again`)."""
     return AgentVersion(
         capability=capability.name,
         agent=agent.name,
-        version=1,
+        version=version,
         temperature=agent.temperature,
         max_tokens=agent.max_tokens,
         tools=None,
         prompt=capability.prompts.get(agent.name),
-        created_by=SEED_SOURCE,
+        created_by=actor,
         source=SEED_SOURCE,
-        note="as shipped in capability.toml",
+        note="as shipped in capability.toml" if version == 1 else "capability.toml as deployed",
     )
+
+
+def last_shipped(versions: Iterable[AgentVersion]) -> AgentVersion | None:
+    """The latest version a deploy stored from capability.toml (None: none is stored yet)."""
+    shipped = [version for version in versions if version.source == SEED_SOURCE]
+    return max(shipped, key=lambda version: version.version) if shipped else None
+
+
+def shipped_again(state: AgentState, version: int, active_is_shipped: bool, actor: str) -> AgentState:
+    """The state once a deploy stored `version` (capability.toml changed since the last one it stored).
+
+    Why a deploy promotes only over a shipped version: when the active version is capability.toml as an
+    earlier deploy stored it, nobody chose otherwise and the new code's configuration is what the deploy
+    means; when an operator promoted a version of their own, the deploy must not undo that choice, so the
+    new version is stored for them to promote. Missions that pinned the old version keep it either way."""
+    if not active_is_shipped:
+        return _next(state, actor, latest=version)
+    return _next(state, actor, latest=version, active=version, history=[*state.history, state.active][-HISTORY_LIMIT:])
 
 
 def template_variables(template: str) -> list[str]:
@@ -269,7 +288,9 @@ __all__ = [
     "promoted",
     "render",
     "rolled_back",
+    "last_shipped",
     "seed",
+    "shipped_again",
     "template_variables",
     "variables_for",
     "with_enabled",

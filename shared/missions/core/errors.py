@@ -66,6 +66,10 @@ class DependencyUnavailable(RuntimeError):
     """A service the request needs (the event bus, the embedding model) refused it; nothing was stored."""
 
 
+class DeploymentError(RuntimeError):
+    """A deploy-time step could not finish or could not tell CloudFormation so (the deploy fails)."""
+
+
 # -- stages ----------------------------------------------------------------------------------------
 
 
@@ -92,6 +96,7 @@ __all__ = [
     "AnswerRejected",
     "ConflictError",
     "DependencyUnavailable",
+    "DeploymentError",
     "EvidenceChainViolation",
     "MemoryValidationError",
     "MissionRequestError",

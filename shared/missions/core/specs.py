@@ -228,6 +228,9 @@ SANDBOX_FUNCTION = FunctionSpec("sandbox", "sandbox")
 # Web Adapter (missions.app.streaming) serving the stream handler; not one of the emulation's functions
 # (`missions dev` serves its routes itself), so not in SERVICE_FUNCTIONS
 STREAM_FUNCTION = FunctionSpec("stream", "stream", server="run.sh")
+# runs while CloudFormation deploys (a custom resource): stores the shipped agent configurations; the
+# emulation needs no such step (its tables live as long as its process, which ships one capability.toml)
+DEPLOY_FUNCTION = FunctionSpec("deploy", "deploy")
 SERVICE_FUNCTIONS = (
     API_FUNCTION,
     WEBHOOK_FUNCTION,

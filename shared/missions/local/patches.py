@@ -85,6 +85,15 @@ And what moto's Step Functions lacks for a mission's Express segments (missions.
    boto3's members and responses to the integration's names, as Step Functions does. And it polls
    the child every half second: a mission pays that at each segment's end, so the poll also wakes
    as soon as the child's end is reported (patch 5).
+
+And what moto's CloudFormation leaves to a Docker host:
+15. Custom resources: moto invokes the function a `Custom::` resource names (in a thread) with a
+   ResponseURL on the Docker host where a moto server would listen, and the stack stays
+   CREATE_IN_PROGRESS until a reply arrives there. `CloudFormationReplies` is the DeploymentReplies
+   port that hands an in-process function's reply to moto's CloudFormation backend, as its server
+   would; a FAILED reply fails the stack with the function's reason, as CloudFormation does. And a
+   function CloudFormation invokes while it creates the stack exists before the harness could
+   register its handler: `resolve_with` names who builds handlers for functions not registered yet.
 """
 
 from __future__ import annotations
@@ -107,6 +116,8 @@ Handler = Callable[[dict[str, Any], Any], Any]
 Observer = Callable[[str, float, int], None]  # (function_name, duration_ms, memory_mb)
 
 _FUNCTIONS: dict[str, Handler] = {}
+Resolver = Callable[[str, dict[str, str]], Handler | None]  # (function name, environment) -> its handler
+_RESOLVERS: list[Resolver] = []
 _OBSERVERS: list[Observer] = []
 _INVOKING: ContextVar[str | None] = ContextVar("missions_local_invoking", default=None)
 _LOCK = threading.Lock()
@@ -161,6 +172,31 @@ def register(function_name: str, handler: Handler) -> None:
 def unregister(function_name: str) -> None:
     with _LOCK:
         _FUNCTIONS.pop(function_name, None)
+
+
+def resolve_with(resolver: Resolver | None) -> None:
+    """Build the handler of a function invoked before anyone registered it (patch 15); None: stop."""
+    with _LOCK:
+        _RESOLVERS.clear()
+        if resolver is not None:
+            _RESOLVERS.append(resolver)
+
+
+class CloudFormationReplies:
+    """The DeploymentReplies port for a stack moto's CloudFormation creates (patch 15)."""
+
+    def send(self, url: str, reply: dict[str, Any]) -> None:
+        from moto.cloudformation.models import cloudformation_backends
+
+        assert "/cfnresponse?stack=" in url, f"not a ResponseURL moto made: {url}"
+        _, _, _, region, account, _ = str(reply["StackId"]).split(":", 5)
+        stack = cloudformation_backends[account][region].get_stack(reply["StackId"])
+        if reply["Status"] == "SUCCESS":
+            stack.get_custom_resource(reply["LogicalResourceId"]).set_data(reply.get("Data") or {})
+            stack.verify_readiness()
+        else:
+            stack.status = "CREATE_FAILED"
+            stack._add_stack_event("CREATE_FAILED", resource_status_reason=reply.get("Reason", ""))
 
 
 def registered(function_name: str) -> bool:
@@ -319,6 +355,10 @@ def _state_machine_from_cfn(
 def _invoke_lambda(self: Any, event: Any = None) -> tuple[str, bool, str]:
     """moto's contract: return (payload json, errored, logs)."""
     handler = _FUNCTIONS.get(self.function_name)
+    if handler is None and _RESOLVERS:
+        handler = _RESOLVERS[0](self.function_name, dict(getattr(self, "environment_vars", None) or {}))
+        if handler is not None:
+            register(self.function_name, handler)
     if handler is None:
         error: FunctionError = {
             "errorType": "FunctionNotRegistered",

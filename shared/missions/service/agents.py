@@ -5,9 +5,12 @@ New missions pin the active versions (`pins`), read through a cache each warm fu
 at once in the process that made it (its cache is dropped). Stages read the version their mission pinned
 (`pinned`): versions never change once stored, so those are cached for the life of the process.
 
-Until an operator first writes an agent, its version 1 is the capability.toml as shipped and nothing is
-stored; the first write (or `seed`, which the emulation runs as its deploy) stores version 1 as it was
-then, so later deploys of another capability.toml leave the history alone.
+Each deploy stores what capability.toml ships (`deploy`, run by the stack's deploy-time custom resource,
+missions.service.deployment): version 1 the first time, and a new version whenever a later deploy
+ships another configuration, promoted unless an operator's own version is active. A version once stored
+never changes, so a mission pinned to version 1 runs version 1 as it was, whatever is deployed later.
+Before any deploy stored it (the emulation, whose tables live only as long as the process that ships one
+capability.toml; unit tests), version 1 is read from capability.toml.
 
 Every write goes through here: checked against the capability (`missions.core.agents.check`), stored
 with its audit entry in one step, refused (ConflictError) when another write came first.
@@ -144,10 +147,40 @@ class AgentConfigs:
 
     # -- what operators change ---------------------------------------------------------------------
 
-    def seed(self, capability: str) -> int:
-        """Store version 1 (capability.toml) of every agent that has none yet; how many were stored."""
+    def deploy(self, capability: str, actor: str = "deploy") -> list[dict[str, Any]]:
+        """Store what capability.toml ships now, agent by agent (see `rules.shipped_again`); what happened
+        to each: "seeded" (version 1), "unchanged", "promoted" or "stored" (an operator's version stays
+        active). Running it again with the same capability.toml changes nothing."""
         found = self._capability(capability)
-        return sum(self._materialize(found, agent.name)[1] for agent in found.pipeline.agents)
+        report = []
+        for definition in found.pipeline.agents:
+            state, seeded = self._materialize(found, definition.name)
+            outcome, version = ("seeded", 1) if seeded else self._ship(found, definition.name, state, actor)
+            report.append({"agent": definition.name, "outcome": outcome, "version": version})
+        self.forget(found.name)
+        return report
+
+    def _ship(self, capability: Capability, agent: str, state: AgentState, actor: str) -> tuple[str, int]:
+        shipped = rules.seed(capability, rules.agent_of(capability, agent), state.latest + 1, actor)
+        versions = self._store.versions(capability.name, agent)
+        last = rules.last_shipped(versions)
+        if last is not None and last.settings() == shipped.settings():
+            return "unchanged", last.version
+        active = next((version for version in versions if version.version == state.active), None)
+        promote = active is not None and active.source == rules.SEED_SOURCE
+        audit = AuditEntry(
+            capability=capability.name,
+            agent=agent,
+            actor=actor,
+            action="deploy",
+            detail={
+                "version": shipped.version,
+                "promoted": promote,
+                "active": shipped.version if promote else state.active,
+            },
+        )
+        self._store.add_version(shipped, rules.shipped_again(state, shipped.version, promote, actor), audit)
+        return ("promoted" if promote else "stored"), shipped.version
 
     def create(
         self,
