@@ -822,8 +822,9 @@ def _custom_resource_stack(aws: Aws, reply_status: str) -> tuple[Any, list[dict[
     try:
         cloudformation.create_stack(StackName="custom", TemplateBody=json.dumps(template))
         _eventually(
-            lambda: cloudformation.describe_stacks(StackName="custom")["Stacks"][0]["StackStatus"]
-            != "CREATE_IN_PROGRESS",
+            lambda: (
+                cloudformation.describe_stacks(StackName="custom")["Stacks"][0]["StackStatus"] != "CREATE_IN_PROGRESS"
+            ),
             what="the custom resource's reply",
         )
     finally:

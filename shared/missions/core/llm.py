@@ -42,8 +42,11 @@ class LLMRequest:
     model: str | None = None
     fallback_model: str | None = None  # the agent configuration's; None: the provider's own
     # pieces of the answer as the model writes them, for the mission's event stream; a provider that streams
-    # (Bedrock, Anthropic) calls it, one that does not ignores it. A retried call may hand over its text again.
+    # (Bedrock, Anthropic) calls it, one that does not ignores it.
     on_text: Callable[[str], None] | None = None
+    # called with the attempt's number (2, 3, ...) before the provider asks again (a retry, the fallback
+    # model): whatever an earlier attempt streamed through on_text is not the answer and is dropped
+    on_retry: Callable[[int], None] | None = None
 
 
 @dataclass

@@ -613,7 +613,7 @@ class StageRunner:
         )
         provider = self.services.llm(self.capability)
         output = ModelOutput(self.services.events, envelope.mission_id, agent.name, ctx.write_token)
-        request.on_text = output.write
+        request.on_text, request.on_retry = output.write, output.restart
         t0 = self.services.clock()
         try:
             try:
@@ -1080,8 +1080,9 @@ class ModelOutput:
     """Puts a streaming model's answer on the mission's event stream while the stage runs (`llm.output`
     events), so a client following the stream sees it being written. Pieces are gathered for
     FLUSH_SECONDS before one batch is appended (each append is a read and a write of the events table),
-    and what is left when the call ends goes last, marked `final`. A store that fails is logged: the
-    answer still reaches the stage, only its live view is lost."""
+    and what is left when the call ends goes last, marked `final`. When the provider asks again (a retry,
+    the fallback model), a batch marked `restart` says that the text before it is not the answer. A store
+    that fails is logged: the answer still reaches the stage, only its live view is lost."""
 
     FLUSH_SECONDS = 0.5
 
@@ -1100,14 +1101,23 @@ class ModelOutput:
         if self._clock() - self._flushed_at >= self.FLUSH_SECONDS:
             self._flush(final=False)
 
+    def restart(self, attempt: int) -> None:
+        """The provider asks again: what is pending goes unsent; a client that was shown earlier parts is
+        told to drop them (nothing was shown: nothing to say)."""
+        self._pending = []
+        if self._parts:
+            self._flush(final=False, restart=attempt)
+
     def close(self) -> None:
         if self._pending or self._parts:
             self._flush(final=True)
 
-    def _flush(self, *, final: bool) -> None:
+    def _flush(self, *, final: bool, restart: int | None = None) -> None:
         text, self._pending = "".join(self._pending), []
         self._flushed_at = self._clock()
-        payload = {"agent": self._agent, "part": self._parts, "text": text, "final": final}
+        payload: dict[str, Any] = {"agent": self._agent, "part": self._parts, "text": text, "final": final}
+        if restart is not None:
+            payload["restart"] = restart  # the attempt that begins here: drop the text of the parts before
         self._parts += 1
         event = Event(type=EventType.LLM_OUTPUT, mission_id=self._mission_id, stage=self._agent, payload=payload)
         try:

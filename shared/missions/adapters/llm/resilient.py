@@ -17,9 +17,10 @@ untestable without patching.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -146,15 +147,16 @@ class ResilientProvider:
         self._enter_breaker()
         started = time.perf_counter()
         primary = request.model or self.model_for(request.role)  # the mission's or its agent version's first
+        attempts = itertools.count(1)  # across the primary's retries and the fallback's: see LLMRequest.on_retry
         try:
             try:
-                result = self._complete_with(primary, request)
+                result = self._complete_with(primary, request, attempts)
             except TransientLLMError as primary_exc:
                 fallback = request.fallback_model or self._fallback_model
                 if not fallback or fallback == primary:
                     raise
                 try:
-                    result = self._complete_with(fallback, request)
+                    result = self._complete_with(fallback, request, attempts)
                 except TransientLLMError as fallback_exc:
                     raise TransientLLMError(
                         f"primary model {primary!r} failed ({primary_exc}); "
@@ -176,8 +178,8 @@ class ResilientProvider:
 
     # ------------------------------------------------------------------ one model
 
-    def _complete_with(self, model: str, request: LLMRequest) -> LLMResult:
-        answer = self._call_with_retries(model, request)
+    def _complete_with(self, model: str, request: LLMRequest, attempts: Iterator[int]) -> LLMResult:
+        answer = self._call_with_retries(model, request, attempts)
         used_model = answer.model or model
         output, repaired = parse_output(answer.content, request.output_model, used_model, request.stage)
         return LLMResult(
@@ -189,11 +191,14 @@ class ResilientProvider:
             repaired=repaired,
         )
 
-    def _call_with_retries(self, model: str, request: LLMRequest) -> Answer:
+    def _call_with_retries(self, model: str, request: LLMRequest, attempts: Iterator[int]) -> Answer:
         """Calls the backend, retrying transient failures with capped exponential backoff (tenacity),
         never past the request's deadline: a call gets only the time its stage has left."""
 
         def attempt() -> Answer:
+            number = next(attempts)
+            if number > 1 and request.on_retry is not None:
+                request.on_retry(number)  # what an earlier attempt streamed is not the answer
             timeout = self._timeout
             if request.deadline is not None:
                 left = request.deadline - self._clock()
