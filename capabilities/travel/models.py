@@ -96,10 +96,11 @@ class Planned(_Out):
 
 
 class Supervised(_Out):
-    next: Literal["workers", "synthesis"]
+    next: Literal["workers", "synthesis", "replan"]
     running: list[str]
     workers: int = 0
     not_done: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)  # the traveler's notes that send it to replan first
 
 
 class WorkItem(_Out):
@@ -163,11 +164,13 @@ class Reviewed(_Out):
     draft: DraftRef
     comment: str = ""
     feedback: str = ""
+    by_notes: bool = False  # revised for the traveler's notes before asking them
 
 
 class Replanned(_Out):
     redo: list[str]
     understood: str
+    notes: list[str] = Field(default_factory=list)  # the traveler's notes this round applied
 
 
 class Learnings(_Out):

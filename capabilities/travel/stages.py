@@ -63,6 +63,16 @@ def _compact(option: dict[str, Any]) -> dict[str, Any]:
     return {"id": option["id"], "label": label(option), "score": option.get("score")}
 
 
+def pending_notes(ctx: Ctx, state: TripState) -> list[dict[str, str]]:
+    """Notes the traveler sent while the mission ran (missions.core.notes) that no round applied yet."""
+    applied = state.applied_notes()
+    return [
+        {"note_id": str(n["note_id"]), "text": str(n["text"])}
+        for n in ctx.context.get("notes") or []
+        if isinstance(n, dict) and n.get("note_id") and n["note_id"] not in applied
+    ]
+
+
 def goal_text(goal: str, clarifications: Sequence[str]) -> str:
     """The goal and the clarifications the traveler gave."""
     return " ".join([goal, *[text for text in clarifications if text]]).strip()
@@ -157,7 +167,11 @@ def _plan_markdown(trip: Trip, runs: dict[str, Run], contingencies: list[str]) -
 
 @stage
 def supervisor(ctx: Ctx, state: TripState) -> Supervised:
-    """Start every ready coordinator: one work item per worker; none ready means draft."""
+    """Start every ready coordinator: one work item per worker; none ready means draft. A note the traveler
+    sent meanwhile goes to replan first, so the coordinators it is about run (again) with it."""
+    notes = pending_notes(ctx, state)
+    if notes:
+        return Supervised(next="replan", running=[], notes=[n["text"] for n in notes])
     names = state.ready()
     if not names:
         not_done = [n for n in state.order if state.coordinators[n].status != "done"]
@@ -369,9 +383,12 @@ def synthesis(ctx: Ctx, state: TripState) -> Drafted:
 
 
 @stage
-def review(ctx: Ctx, synthesis: Drafted) -> Reviewed:
-    """Show the draft (AGENT_REVIEW); the answer comes back here and routes: approve or revise."""
+def review(ctx: Ctx, state: TripState, synthesis: Drafted) -> Reviewed:
+    """Show the draft (AGENT_REVIEW); the answer comes back here and routes: approve or revise. A draft that
+    notes sent while it was written do not reflect yet is revised before the traveler is asked."""
     draft = synthesis.draft
+    if ctx.answer is None and pending_notes(ctx, state):  # resumed with the answer: that is what counts
+        return Reviewed(decision="revise", draft=draft, by_notes=True)
     over = " (over budget)" if synthesis.over_budget else ""
     answer = ctx.ask(
         InterruptKind.AGENT_REVIEW,
@@ -387,11 +404,21 @@ def review(ctx: Ctx, synthesis: Drafted) -> Reviewed:
 
 
 @stage
-def replan(ctx: Ctx, state: TripState, review: Reviewed) -> Replanned:
-    """Map the feedback to the coordinators it affects; mark only those for redo."""
+def replan(ctx: Ctx, state: TripState, review: Reviewed | None) -> Replanned:
+    """Map the feedback (the traveler's review of the latest draft, the notes they sent meanwhile, or both)
+    to the coordinators it affects; mark only those for redo."""
+    reviewed = (
+        review is not None
+        and review.decision == "revise"
+        and not review.by_notes
+        and not state.review_applied(review.draft.name)
+    )
+    notes = pending_notes(ctx, state)
+    said = [review.feedback] if reviewed and review is not None and review.feedback else []
+    feedback = "; ".join([*said, *(n["text"] for n in notes)])
     refinement = ctx.think(
         Refinement,
-        feedback=review.feedback,
+        feedback=feedback,
         coordinators_and_current_picks={name: [label(o) for o in state.picked(name)] for name in state.order},
         adjustments_so_far=state.adjustments,
     )
@@ -405,14 +432,16 @@ def replan(ctx: Ctx, state: TripState, review: Reviewed) -> Replanned:
     state.feedback.append(
         Round(
             round=len(state.feedback) + 1,
-            text=review.feedback,
+            text=feedback,
             redo=redo,
             understood=refinement.understood,
             draft=state.last_draft.name if state.last_draft else None,
+            reviewed=reviewed,
+            notes=[n["note_id"] for n in notes],
         )
     )
     ctx.update_state(state)
-    return Replanned(redo=redo, understood=refinement.understood)
+    return Replanned(redo=redo, understood=refinement.understood, notes=[n["text"] for n in notes])
 
 
 # --------------------------------------------------------------------------- the end
@@ -442,7 +471,10 @@ def complete(ctx: Ctx, state: TripState | None, review: Reviewed | None) -> Outc
     elif limit:
         notes.append(f"The mission stopped early ({limit}): {last.name} is the latest draft.")
     if limit and review is not None and review.decision == "revise":  # a review is always of the latest draft
-        notes.append(f'Your last request ("{review.feedback}") was not applied.')
+        notes.append(f'Your last request ("{review.feedback or "your notes"}") was not applied.')
+    unapplied = [n["text"] for n in pending_notes(ctx, state)]
+    if unapplied:  # sent while the last draft waited for review, and the traveler approved it as shown
+        notes.append(f"Not applied, as {last.name} was final: your notes {unapplied}.")
     if ctx.failure is not None:  # whatever went wrong, the latest draft is still worth having
         notes.append(f"The mission ended on {ctx.failure.get('reason', 'an error')}: {last.name} is the latest draft.")
     return Outcome(

@@ -130,6 +130,9 @@ class Round(_State):
     redo: list[str]
     understood: str
     draft: str | None
+    # what asked for it: the traveler's review of `draft`, notes sent while the mission ran, or both
+    reviewed: bool = True
+    notes: list[str] = Field(default_factory=list)  # the note ids it applied
 
 
 class Choice(_State):
@@ -155,6 +158,13 @@ class TripState(_State):
     choices: list[Choice] = Field(default_factory=list)
     drafts: int = 0
     last_draft: LastDraft | None = None
+
+    def applied_notes(self) -> set[str]:
+        return {note for round_ in self.feedback for note in round_.notes}
+
+    def review_applied(self, draft: str) -> bool:
+        """Whether a round already applied the traveler's review of `draft`."""
+        return any(round_.reviewed and round_.draft == draft for round_ in self.feedback)
 
     def ready(self) -> list[str]:
         """Coordinators to run now: pending or marked for redo, every dependency done."""

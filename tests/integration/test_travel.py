@@ -8,6 +8,7 @@ One LocalCloud serves the module; three missions run on it (about 30 s in all).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 
 from missions.core.envelope import Envelope, InterruptKind
 from missions.core.events import Event, EventType
+from missions.core.llm import LLMRequest, LLMResult
 from missions.local.emulation import LocalCloud
 from missions.ports.store import InterruptRecord
 from missions.service.checkpoints import states
@@ -35,10 +37,15 @@ class Journey:
 
 
 def drive(cloud: LocalCloud, answers: list[dict[str, Any]], **start: Any) -> Journey:
-    """Start a travel mission and answer its interrupts in order; fail if it asks more or fewer."""
+    """Start a travel mission and answer its interrupts in order; fail if it asks more or fewer. A
+    {"note": text} is a note sent while the next question waits (missions.core.notes), not an answer."""
     mission_id = cloud.start("travel", start.pop("goal", GOAL), **start)
     asked: list[InterruptRecord] = []
     for answer in answers:
+        if "note" in answer:
+            cloud.wait(mission_id, timeout=WAIT, until_interrupt=True)
+            cloud.runtime.control.note(cloud.runtime.missions.get(mission_id), answer["note"])
+            continue
         status = cloud.wait(mission_id, timeout=WAIT, until_interrupt=True)
         assert status == "INTERRUPTED", (status, cloud.outcome(mission_id).envelope)
         [record] = cloud.runtime.interrupts.pending(mission_id)
@@ -258,6 +265,99 @@ def test_the_review_loop_stops_at_its_edge_limit_with_the_latest_draft_as_final(
     # And even the longest mission stays within 20 LLM calls
     assert envelope.counters.llm_calls <= MAX_LLM_CALLS
     assert envelope.counters.llm_calls == 15
+
+
+# =========================================================================== notes while it runs
+
+
+def test_a_note_sent_while_it_researches_shapes_the_first_draft_within_its_bounds(
+    cloud: LocalCloud, journey: Journey
+) -> None:
+    # Given a traveler who, while asked to pick a flight, sends "skip the museums"
+    run = drive(cloud, [{"note": "skip the museums"}, {"pick": 0}, APPROVE])
+    # Then before any more research the note was replanned: activities (not yet searched) get fewer museums
+    (replanned,) = checkpoints(cloud, run.mission_id, "replan")
+    assert replanned.output("replan")["redo"] == ["activities"]
+    assert replanned.output("replan")["notes"] == ["skip the museums"]
+    # And the first draft the traveler reviewed already has (almost) no museums, where the same trip without
+    # the note had three or more
+    first = artifact(cloud, run.mission_id, "drafts/itinerary", 1)
+    assert run.asked[1].data["artifact"]["name"] == "drafts/itinerary_v1"
+    research = artifact(cloud, run.mission_id, "research/activities")
+    assert categories(first, research).count("museum") <= 1
+    without = artifact(cloud, journey.mission_id, "drafts/itinerary", 1)
+    assert categories(without, artifact(cloud, journey.mission_id, "research/activities", 1)).count("museum") >= 3
+    # And the timeline shows the note received then delivered, and the mission stayed within its bounds
+    types = [e.type for e in events(cloud, run.mission_id)]
+    assert types.index(EventType.NOTE_RECEIVED) < types.index(EventType.NOTE_DELIVERED)
+    assert run.envelope.terminal_reason == "completed"
+    assert run.envelope.counters.llm_calls <= run.envelope.bounds.max_llm_calls
+    assert run.envelope.output("complete")["learnings"]["changed"][0].startswith('round 1: "skip the museums"')
+
+
+class DraftingGate:
+    """The offline model, holding the first draft's call until the test lets it go."""
+
+    name = "gated"
+
+    def __init__(self) -> None:
+        from missions.adapters.llm.scripted import ScriptedProvider
+        from missions.core import capability as registry
+
+        self._scripted = ScriptedProvider(registry.load("travel").offline_policy)
+        self.drafting, self.release = threading.Event(), threading.Event()
+
+    def complete(self, request: LLMRequest) -> LLMResult:
+        if request.stage == "synthesis" and not self.drafting.is_set():
+            self.drafting.set()
+            assert self.release.wait(WAIT)
+        return self._scripted.complete(request)
+
+
+def test_a_draft_written_without_a_note_is_revised_before_the_traveler_is_asked() -> None:
+    gate = DraftingGate()
+    with LocalCloud(["travel"], llm=gate) as local:
+        # Given a mission writing its first draft when the traveler sends "skip the museums"
+        mission_id = local.start("travel", GOAL)
+        assert local.wait(mission_id, timeout=WAIT, until_interrupt=True) == "INTERRUPTED"
+        [pick] = local.runtime.interrupts.pending(mission_id)
+        local.answer(mission_id, pick.interrupt_id, {"decision": pick.options[0]})
+        assert gate.drafting.wait(WAIT)
+        local.runtime.control.note(local.runtime.missions.get(mission_id), "skip the museums")
+        gate.release.set()
+        # When the draft is done
+        assert local.wait(mission_id, timeout=WAIT, until_interrupt=True) == "INTERRUPTED"
+        [review] = local.runtime.interrupts.pending(mission_id)
+        # Then the traveler is asked about a second draft, revised for the note, not the one written without it
+        assert review.data["artifact"]["name"] == "drafts/itinerary_v2"
+        (replanned,) = checkpoints(local, mission_id, "replan")
+        assert replanned.output("replan")["notes"] == ["skip the museums"]
+        v1, v2 = (artifact(local, mission_id, "drafts/itinerary", n) for n in (1, 2))
+        research = artifact(local, mission_id, "research/activities")
+        assert categories(v2, research).count("museum") < categories(v1, research).count("museum")
+        local.answer(mission_id, review.interrupt_id, APPROVE)
+        assert local.wait(mission_id, timeout=WAIT) == "SUCCEEDED"
+
+
+def test_notes_sent_while_a_draft_waits_join_the_travelers_review(cloud: LocalCloud) -> None:
+    # Given a first draft under review, and a note "vegetarian restaurants please" sent while it waits
+    # When the traveler then asks for a cheaper hotel
+    run = drive(cloud, [{"pick": 0}, {"note": "vegetarian restaurants please"}, revise("cheaper hotel"), APPROVE])
+    # Then one revision round applied both: the hotel and the restaurants ran again
+    (replanned,) = checkpoints(cloud, run.mission_id, "replan")
+    assert sorted(replanned.output("replan")["redo"]) == ["hotels", "restaurants"]
+    assert run.asked[2].data["artifact"]["name"] == "drafts/itinerary_v2"
+    v1, v2 = (artifact(cloud, run.mission_id, "drafts/itinerary", n) for n in (1, 2))
+    assert v2["cost"]["hotel"] < v1["cost"]["hotel"]
+
+
+def test_a_note_the_traveler_approved_past_is_reported_not_lost(cloud: LocalCloud) -> None:
+    # Given a note sent while the first draft waits for review, and the traveler approves that draft as shown
+    run = drive(cloud, [{"pick": 0}, {"note": "more outdoors"}, APPROVE])
+    # Then the approved draft is final, and the answer says the note was not applied
+    output = run.envelope.output("complete")
+    assert output["approved"] is True and output["final"] == "final_v1"
+    assert "more outdoors" in output["answer"] and "Not applied" in output["answer"]
 
 
 # =========================================================================== a source outage
