@@ -116,6 +116,15 @@ def classify(
             default_model=settings.get("openai_default_model", "gpt-4o-mini"),
         )
         source = "llm"
+    elif settings.get("llm_provider") == "anthropic":
+        from missions.adapters.llm.anthropic_provider import AnthropicProvider
+
+        llm = AnthropicProvider(
+            api_key=settings.get("anthropic_api_key") or "not-needed",
+            base_url=settings.get("anthropic_base_url"),
+            default_model=settings.get("anthropic_default_model", "claude-haiku-4-5"),
+        )
+        source = "llm"
     else:
         llm, source = ScriptedProvider(offline_goal_analysis), "offline"
     result = classify_complexity(goal, llm, source=source)
@@ -226,10 +235,7 @@ def run(
         except MissionRequestError as exc:
             fail(str(exc))
         if not as_json:
-            model = (
-                llm.get("openai_default_model", "an OpenAI-compatible model") if llm else "the offline scripted model"
-            )
-            out.print(f"[bold]mission[/] {mission_id} · [cyan]{capability}[/] · {model}", highlight=False)
+            out.print(f"[bold]mission[/] {mission_id} · [cyan]{capability}[/] · {_model_label(llm)}", highlight=False)
         status = _follow(cloud, mission_id, list(answers), timeout, quiet=as_json)
         outcome = cloud.outcome(mission_id)
         record = cloud.runtime.missions.get(mission_id)
@@ -284,8 +290,7 @@ def dev(
         except OSError as exc:
             fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}")
         out.print(
-            f"[bold]missions dev[/] on {server.url} · {len(capabilities)} capabilities · "
-            f"{'OpenAI' if llm else 'offline scripted model'}",
+            f"[bold]missions dev[/] on {server.url} · {len(capabilities)} capabilities · {_model_label(llm)}",
             highlight=False,
         )
         out.print(f"  auth (dev mode only): Authorization: Bearer {DEV_TOKEN_PREFIX}<user>", highlight=False)
@@ -1270,9 +1275,8 @@ def chat(
         LocalCloud(names, settings={**llm, "repo_roots": _repo_roots([root])}) as cloud,
         DevServer(cloud, port=0) as server,
     ):
-        model_name = llm.get("openai_default_model", "an OpenAI-compatible model") if llm else "offline scripted model"
         session = ChatSession(server.url, _dev_token(), model, chat_context, conversation, local=True)
-        code = session.run(f"the embedded emulation ({model_name})")
+        code = session.run(f"the embedded emulation ({_model_label(llm)})")
     raise typer.Exit(code)
 
 
@@ -1582,19 +1586,44 @@ def _operators_from_env() -> list[str]:
 
 
 def _llm_settings() -> dict[str, Any]:
-    """OPENAI_API_KEY or OPENAI_BASE_URL switches the runtime to the OpenAI provider."""
-    key, base = os.environ.get("OPENAI_API_KEY"), os.environ.get("OPENAI_BASE_URL")
-    if not key and not base:
+    """The model provider the local emulation asks, from the environment: MISSIONS_LLM_PROVIDER names it
+    (openai, anthropic, scripted); otherwise OPENAI_API_KEY or OPENAI_BASE_URL means OpenAI, and
+    ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL Anthropic; none: the offline scripted model."""
+    named = os.environ.get("MISSIONS_LLM_PROVIDER", "").strip().lower()
+    if named == "bedrock":
+        fail("Bedrock runs in AWS only (the emulation is moto's): deploy, or use openai or anthropic locally")
+    if named not in ("", "openai", "anthropic", "scripted"):
+        fail(f"MISSIONS_LLM_PROVIDER must be openai, anthropic or scripted, not {named!r}")
+    if named == "scripted":
         return {}
-    settings: dict[str, Any] = {"llm_provider": "openai", "openai_api_key": key, "openai_base_url": base}
-    if os.environ.get("MISSIONS_OPENAI_DEFAULT_MODEL"):
-        settings["openai_default_model"] = os.environ["MISSIONS_OPENAI_DEFAULT_MODEL"]
-    if os.environ.get("MISSIONS_OPENAI_MODELS"):
+    openai_set = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
+    anthropic_set = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"))
+    provider = named or ("openai" if openai_set else "anthropic" if anthropic_set else "")
+    if not provider:
+        return {}
+    prefix = provider.upper()  # OPENAI_* / ANTHROPIC_*: each SDK's own variables
+    settings: dict[str, Any] = {
+        "llm_provider": provider,
+        f"{provider}_api_key": os.environ.get(f"{prefix}_API_KEY"),
+        f"{provider}_base_url": os.environ.get(f"{prefix}_BASE_URL"),
+    }
+    if os.environ.get(f"MISSIONS_{prefix}_DEFAULT_MODEL"):
+        settings[f"{provider}_default_model"] = os.environ[f"MISSIONS_{prefix}_DEFAULT_MODEL"]
+    if os.environ.get(f"MISSIONS_{prefix}_MODELS"):
         try:
-            settings["openai_models"] = json.loads(os.environ["MISSIONS_OPENAI_MODELS"])
+            settings[f"{provider}_models"] = json.loads(os.environ[f"MISSIONS_{prefix}_MODELS"])
         except json.JSONDecodeError:
-            fail("MISSIONS_OPENAI_MODELS must be a JSON object of role -> model")
+            fail(f"MISSIONS_{prefix}_MODELS must be a JSON object of role -> model")
     return settings
+
+
+def _model_label(llm: dict[str, Any]) -> str:
+    """Which model the emulation asks, as `run` and `chat` announce it."""
+    provider = llm.get("llm_provider")
+    if not provider:
+        return "the offline scripted model"
+    default = {"openai": "an OpenAI-compatible model", "anthropic": "claude-haiku-4-5"}[provider]
+    return str(llm.get(f"{provider}_default_model", default))
 
 
 def _follow(cloud: LocalCloud, mission_id: str, answers: list[str], timeout: float, quiet: bool) -> str:
