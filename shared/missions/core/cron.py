@@ -240,6 +240,8 @@ def parse_rate(expression: str) -> Rate:
     seconds = _RATE_UNITS.get(unit.lower())
     if seconds is None:
         raise ValueError(f"{expression!r}: the rate's unit is minutes, hours or days, not {unit!r}")
+    if int(value) * seconds > MAX_WINDOW.total_seconds():
+        raise ValueError(f"{expression!r}: a rate is at most {MAX_WINDOW.days} days")
     return Rate(expression=text, interval=timedelta(seconds=int(value) * seconds))
 
 

@@ -92,9 +92,8 @@ def check_expression(
         raise ScheduleRejected(field, "invalid_expression", str(exc)) from None
     upcoming = next_fire_times(parsed, now, CHECKED_FIRINGS + 1, timezone)
     if not upcoming:
-        raise ScheduleRejected(
-            field, "never_fires", f"{expression!r} does not fire again after {iso_utc(now)}", next_fire_times=[]
-        )
+        never = f"{expression!r} does not fire in the 4 years after {iso_utc(now)}"
+        raise ScheduleRejected(field, "never_fires", never, next_fire_times=[])
     closest = min((b - a for a, b in zip(upcoming, upcoming[1:], strict=False)), default=None)
     if closest is not None and closest < minimum_interval:
         first = next(i for i, (a, b) in enumerate(zip(upcoming, upcoming[1:], strict=False)) if b - a == closest)
