@@ -27,11 +27,12 @@ from infra.components.site import Site
 from infra.components.storage import Storage
 from infra.components.streaming import Streaming
 from infra.components.triggers import Triggers
+from infra.components.user_schedules import UserSchedules
 from infra.config import EnvironmentConfig
 from missions.core import capability as registry
 from missions.core.capability import Capability
 from missions.core.settings import environment_of
-from missions.core.specs import INTERRUPT_FUNCTION, TABLES, state_machine_name
+from missions.core.specs import INTERRUPT_FUNCTION, SCHEDULE_FUNCTION, TABLES, state_machine_name
 
 
 def selected_capabilities(config: EnvironmentConfig) -> list[Capability]:
@@ -140,6 +141,17 @@ class MissionsStack(Stack):
             functions=functions,
             resources=resources,
         )
+        # users' own schedules fire the schedule function; the API (made below) creates them
+        user_schedules = UserSchedules(
+            self,
+            "UserSchedules",
+            config=config,
+            target=triggers.functions[SCHEDULE_FUNCTION.id],
+            dead_letter_queue=triggers.dead_letter_queues[SCHEDULE_FUNCTION.id],
+        )
+        resources.user_schedule_arns = user_schedules.schedule_arns
+        resources.scheduler_role_arn = user_schedules.role.role_arn
+        functions.environment.update(user_schedules.settings())
         # the dashboard: its own pool's hosted sign-in redirects to it (an outside issuer's sign-in is not ours)
         ours = config.auth.type == "jwt" and not config.auth.issuer
         site = Site(self, "Site", config=config) if config.dashboard and ours else None
@@ -228,4 +240,5 @@ class MissionsStack(Stack):
             },
         )
         self.storage, self.api, self.triggers, self.secrets = storage, api, triggers, secrets
+        self.user_schedules = user_schedules
         CfnOutput(self, "Capabilities", value=json.dumps(sorted(state_machines)))

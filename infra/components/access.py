@@ -61,6 +61,9 @@ class Access:
     erase_users: bool = False
     # GET /ready: DescribeTable on every table and DescribeEventBus on the bus (metadata only, no item)
     readiness: bool = False
+    # users' own schedules: create, change and delete EventBridge Scheduler schedules in their group, passing
+    # the scheduler's role (only to the Scheduler)
+    user_schedules: bool = False
 
 
 # Appending to a mission's timeline: a query reads its last item, a conditional put places the batch (its
@@ -147,7 +150,10 @@ ACCESS: dict[str, Access] = {
             # operators' versions (a transaction: the version, the state on its revision, the audit entry)
             "agents": TableAccess((GET, PUT, QUERY)),
             "usage": TableAccess((QUERY, BATCH_WRITE)),  # a mission's calls, the totals; DELETE /me erases them
+            # users' schedules and their count (transactions of puts, updates and deletes); DELETE /me erases them
+            "schedules": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, BATCH_WRITE)),
         },
+        user_schedules=True,
         blobs=(*_BLOBS_RW, "s3:DeleteObject"),
         erase_users=True,
         # presigning an upload needs PutObject on it; deleting a repository removes its objects
@@ -185,7 +191,11 @@ ACCESS: dict[str, Access] = {
     "webhook": Access(tables={"deliveries": TableAccess((PUT, DELETE))}, publish_events=True, webhook_secrets=True),
     "trigger": Access(tables=_STARTS, blobs=_BLOBS_RW, start_missions=True),
     "schedule": Access(
-        tables={**_STARTS, "memory": TableAccess((GET, QUERY), indexes=("by_namespace_head",))},
+        tables={
+            **_STARTS,
+            "memory": TableAccess((GET, QUERY), indexes=("by_namespace_head",)),
+            "schedules": TableAccess((GET, PUT)),  # a user's schedule read, its firing kept on it
+        },
         blobs=_BLOBS_RW,
         start_missions=True,
     ),
@@ -243,6 +253,8 @@ class Resources:
     webhook_secrets_arn_pattern: str | None = None
     execution_arn_patterns: list[str] = field(default_factory=list)
     notices_topic: sns.ITopic | None = None
+    user_schedule_arns: str | None = None  # schedules of the users' group (infra/components/user_schedules.py)
+    scheduler_role_arn: str | None = None  # the role those schedules fire as
 
 
 def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool | None = None) -> None:
@@ -302,6 +314,8 @@ def grant(role: iam.IRole, access: Access, resources: Resources, *, openai: bool
         _grant_bedrock(role, resources.bedrock_model_arns, readiness=access.readiness, invoke=wants_openai)
     if access.notices and resources.notices_topic is not None:
         _grant_notices(role, access.notices, resources.notices_topic)
+    if access.user_schedules and resources.user_schedule_arns and resources.scheduler_role_arn:
+        _grant_user_schedules(role, resources.user_schedule_arns, resources.scheduler_role_arn)
     if access.webhook_secrets and resources.webhook_secrets_arn_pattern:
         role.add_to_principal_policy(
             iam.PolicyStatement(
@@ -366,6 +380,36 @@ def _grant_notices(role: iam.IRole, actions: tuple[str, ...], topic: sns.ITopic)
             f"AwsSolutions-IAM5[Resource::<{Stack.of(topic).get_logical_id(resource)}>:*]",  # type: ignore[arg-type]
             "A subscription is named by the topic and an id SNS gives it when the user opts in.",
         )
+
+
+USER_SCHEDULE_ACTIONS = ["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"]
+
+
+def _grant_user_schedules(role: iam.IRole, schedule_arns: str, scheduler_role_arn: str) -> None:
+    """The schedules of the users' group, and passing the scheduler's role only to EventBridge Scheduler, in an
+    inline policy of their own: CDK estimates each ARN token at 150 characters when it fits the role's default
+    policy under IAM's 10 KB and would move these into a managed overflow policy (which the deploy smoke test
+    forbids); resolved, the API role's inline policies together stay well under IAM's 10,240 characters."""
+    policy = iam.Policy(
+        role,  # type: ignore[arg-type]  # a Role construct: the policy is made beside it
+        "UserSchedules",
+        statements=[
+            iam.PolicyStatement(actions=USER_SCHEDULE_ACTIONS, resources=[schedule_arns]),
+            iam.PolicyStatement(
+                actions=["iam:PassRole"],
+                resources=[scheduler_role_arn],
+                conditions={"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}},
+            ),
+        ],
+    )
+    policy.attach_to_role(role)
+    group = schedule_arns.rsplit("/", 2)[-2]
+    acknowledge(
+        policy,
+        f"AwsSolutions-IAM5[Resource::{rendered(role, 'arn:{partition}:scheduler:{region}:{account}:schedule/')}"
+        f"{group}/*]",
+        "Users' schedules are named by ids made at run time; the API may touch only those of the users' group.",
+    )
 
 
 def _grant_snapshots(role: iam.IRole, access: Access, bucket: s3.IBucket) -> None:

@@ -611,6 +611,141 @@ def me_erase(
     out.print(f"erased {report['user_id']}: {erased}", highlight=False, soft_wrap=True)
 
 
+# -- your schedules ----------------------------------------------------------------------------------
+
+schedules_app = typer.Typer(
+    no_args_is_help=True, help="Your own schedules: a mission of your goal at each firing of a cron or rate."
+)
+app.add_typer(schedules_app, name="schedules")
+
+
+def _schedule_line(record: dict[str, Any]) -> str:
+    upcoming = record.get("next_fire_times") or []
+    when = f"next {upcoming[0]['local']}" if upcoming else "no firing ahead"
+    label = f" {record['name']!r}" if record.get("name") else ""
+    return (
+        f"{record['schedule_id']}{label}  {record['state']}  {record['expression']} {record['timezone']}  "
+        f"{record['capability']}  {when}  {record['goal'][:60]}"
+    )
+
+
+def _print_schedule(record: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        out.print_json(data=record)
+        return
+    out.print(escape(_schedule_line(record)), highlight=False, soft_wrap=True)
+    for moment in record.get("next_fire_times") or []:
+        out.print(f"  fires {moment['local']} ({moment['utc']})", highlight=False)
+    for firing in record.get("firings") or []:
+        what = firing.get("mission_id") or firing.get("reason") or ""
+        out.print(escape(f"  fired {firing['scheduled_time']}: {firing['outcome']} {what}".rstrip()), highlight=False)
+
+
+@schedules_app.command("create")
+def schedules_create(
+    ctx: typer.Context,
+    expression: str = typer.Argument(..., help="cron(min hour day-of-month month day-of-week year), or rate(6 hours)."),
+    goal: str = typer.Argument(..., help="The goal of each mission it starts."),
+    timezone: str = typer.Option("UTC", "--timezone", "--tz", help="The IANA zone a cron is read in."),
+    capability: str = typer.Option("auto", "--capability", help="A capability, or auto (chosen from the goal)."),
+    name: str = typer.Option("", "--name", help="A label for you."),
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Create a schedule; prints its id and next firings (a bad expression: one line saying what is wrong)."""
+    body = {"expression": expression, "goal": goal, "timezone": timezone, "capability": capability, "name": name}
+    with _one_line():
+        record = _api(ctx, env, api_url, token, region).call("POST", "/schedules", body, ok=(201,))
+    _print_schedule(record, as_json)
+
+
+@schedules_app.command("list")
+def schedules_list(
+    ctx: typer.Context,
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Your schedules, oldest first, each with its next firing."""
+    with _one_line():
+        found = _api(ctx, env, api_url, token, region).call("GET", "/schedules")
+    if as_json:
+        out.print_json(data=found)
+        return
+    for record in found["schedules"]:
+        out.print(escape(_schedule_line(record)), highlight=False, soft_wrap=True)
+    out.print(f"{len(found['schedules'])} of at most {found['limit']}", highlight=False)
+
+
+def _schedule_command(ctx: typer.Context, api_args: tuple[Any, ...], method: str, *path: str) -> dict[str, Any]:
+    with _one_line():
+        found: dict[str, Any] = _api(ctx, *api_args).call(method, _path("schedules", *path))
+    return found
+
+
+@schedules_app.command("show")
+def schedules_show(
+    ctx: typer.Context,
+    schedule_id: str = typer.Argument(..., help="The schedule's id."),
+    as_json: JsonOption = False,
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """A schedule, its next firings and what its last firings did."""
+    _print_schedule(_schedule_command(ctx, (env, api_url, token, region), "GET", schedule_id), as_json)
+
+
+@schedules_app.command("pause")
+def schedules_pause(
+    ctx: typer.Context,
+    schedule_id: str = typer.Argument(..., help="The schedule's id."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Pause a schedule: it fires no more until resumed."""
+    _schedule_command(ctx, (env, api_url, token, region), "POST", schedule_id, "pause")
+    out.print(f"paused {schedule_id}", highlight=False)
+
+
+@schedules_app.command("resume")
+def schedules_resume(
+    ctx: typer.Context,
+    schedule_id: str = typer.Argument(..., help="The schedule's id."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Resume a paused schedule from its next firing on."""
+    record = _schedule_command(ctx, (env, api_url, token, region), "POST", schedule_id, "resume")
+    upcoming = record.get("next_fire_times") or []
+    out.print(f"resumed {schedule_id}" + (f", next {upcoming[0]['local']}" if upcoming else ""), highlight=False)
+
+
+@schedules_app.command("delete")
+def schedules_delete(
+    ctx: typer.Context,
+    schedule_id: str = typer.Argument(..., help="The schedule's id."),
+    env: EnvOption = None,
+    api_url: ApiUrlOption = None,
+    token: TokenOption = None,
+    region: RegionOption = None,
+) -> None:
+    """Delete a schedule (its missions already started go on)."""
+    with _one_line():
+        _api(ctx, env, api_url, token, region).call("DELETE", _path("schedules", schedule_id), ok=(204,))
+    out.print(f"deleted {schedule_id}", highlight=False)
+
+
 # -- agents as data: versioned agent configurations -----------------------------------------------
 
 agents_app = typer.Typer(

@@ -159,10 +159,13 @@ def error_line(status: int, body: Any, hint: str = "") -> str:
         fields = [
             f"{'.'.join(str(p) for p in d.get('loc', [])[1:]) or 'body'}: {d.get('message', '')}"
             for d in body.get("detail") or []
-            if isinstance(d, dict)
+            if isinstance(d, dict) and d.get("message") != message  # not the message again
         ]
         if fields:
             message += " (" + "; ".join(fields) + ")"
+        upcoming = body.get("next_fire_times")
+        if isinstance(upcoming, list) and upcoming:  # a schedule refused: when it would have fired
+            message += f"; it would fire next at {', '.join(str(t) for t in upcoming[:3])}"
         if body.get("correlation_id") and status >= 500:
             message += f" [correlation id {body['correlation_id']}]"
     else:

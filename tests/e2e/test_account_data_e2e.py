@@ -2,9 +2,10 @@
 
 Alice and Bob both use every feature (a registered repository and its snapshot, missions with offloaded
 fields, a question answered and a note, feedback that teaches preferences, long-term memory, a
-conversation, an Idempotency-Key, an artifact, email notices, a mission still waiting at erasure). Alice
-exports, then erases; then every table, every bucket (every object version) and every SNS subscription in
-moto is scanned, generically, for anything naming her or her missions, repositories or conversations:
+conversation, an Idempotency-Key, an artifact, email notices, a mission still waiting at erasure, schedules
+of their own). Alice exports, then erases; then every table, every bucket (every object version), every SNS
+subscription and every EventBridge Scheduler schedule in moto is scanned, generically, for anything naming her
+or her missions, repositories, conversations or schedules:
 nothing is left, and Bob's data is exactly what it was.
 """
 
@@ -76,8 +77,21 @@ def uses_everything(cloud: LocalCloud, server: DevServer, user: str) -> dict[str
     assert client.call("PUT", "/memory/journal/today", {"value": {"text": f"{user} wrote this"}})[0] in (200, 201)
     assert client.call("PUT", "/me/notifications", {"email": f"{user}@example.com"})[0] == 200
     cloud.runtime.artifacts.put(done["mission_id"], "drafts/report", {"text": f"{user} report"}, stage="synthesizer")
+    # their own schedules: one enabled, one paused (an EventBridge Scheduler schedule each, in moto)
+    schedules = set()
+    for expression in ("cron(0 8 ? * MON-FRI *)", "rate(1 day)"):
+        request = {"expression": expression, "goal": GOAL, "capability": "code_analysis", "timezone": "Europe/Paris"}
+        status, schedule = client.call("POST", "/schedules", request)
+        assert status == 201, schedule
+        schedules.add(schedule["schedule_id"])
+    assert client.call("POST", f"/schedules/{schedule['schedule_id']}/pause")[0] == 200
     missions_ = {first["mission_id"], vague["mission_id"], waiting["mission_id"]}
-    return {"missions": missions_, "repositories": {repository_id}, "conversations": {f"talk-{user}"}}
+    return {
+        "missions": missions_,
+        "repositories": {repository_id},
+        "conversations": {f"talk-{user}"},
+        "schedules": schedules,
+    }
 
 
 def tokens(user: str, made: dict[str, set[str]]) -> set[str]:
@@ -107,7 +121,8 @@ def _texts(value: Any) -> Iterator[str]:
 
 
 def everything(cloud: LocalCloud) -> list[tuple[str, str]]:
-    """(where, text) of every item of every table, every version of every object, every SNS subscription."""
+    """(where, text) of every item of every table, every version of every object, every SNS subscription and
+    every schedule of the users' EventBridge Scheduler group."""
     found: list[tuple[str, str]] = []
     for table in cloud.dynamodb.list_tables()["TableNames"]:
         for page in cloud.dynamodb.get_paginator("scan").paginate(TableName=table):
@@ -121,6 +136,12 @@ def everything(cloud: LocalCloud) -> list[tuple[str, str]]:
                 found.append((f"s3://{bucket}", version["Key"] + "\n" + "\n".join(_texts(body["Body"].read()))))
             for marker in page.get("DeleteMarkers", []):
                 found.append((f"s3://{bucket} (delete marker)", marker["Key"]))
+    group = cloud.settings.schedule_group  # users' EventBridge Scheduler schedules, with their target's input
+    for page in cloud.scheduler.get_paginator("list_schedules").paginate(GroupName=group):
+        for summary in page["Schedules"]:
+            found_schedule = cloud.scheduler.get_schedule(GroupName=group, Name=summary["Name"])
+            found_schedule.pop("ResponseMetadata", None)  # a request id, a date: not the schedule
+            found.append(("scheduler", json.dumps(found_schedule, default=str)))
     for subscription in cloud.sns.list_subscriptions()["Subscriptions"]:
         attributes = cloud.sns.get_subscription_attributes(SubscriptionArn=subscription["SubscriptionArn"])
         found.append(("sns", json.dumps(attributes["Attributes"])))
@@ -155,7 +176,8 @@ def test_a_user_who_used_everything_exports_it_then_erases_it_and_nothing_of_the
     assert "attachment" in headers["content-disposition"]
     assert lines[0]["kind"] == "export" and lines[0]["data"]["user_id"] == alice_id
     kinds = {line["kind"] for line in lines}
-    assert {"mission", "event", "interrupt", "artifact", "conversation", "memory", "repository"} <= kinds, kinds
+    assert {"mission", "event", "interrupt", "artifact", "conversation", "memory", "repository", "schedule"} <= kinds
+    assert {s["data"]["schedule_id"] for s in lines if s["kind"] == "schedule"} == alice_made["schedules"]
     assert "idempotency_record" in kinds, kinds
     assert {m["data"]["mission_id"] for m in lines if m["kind"] == "mission"} == alice_made["missions"]
     missions_ = [m["data"] for m in lines if m["kind"] == "mission"]
@@ -179,14 +201,17 @@ def test_a_user_who_used_everything_exports_it_then_erases_it_and_nothing_of_the
         "conversations",
         "repositories",
         "idempotency",
+        "schedules",
     ):
         assert report["erased"].get(store, 0) > 0, (store, report)
+    assert report["erased"]["schedules"] == 2
     # And no table, bucket (any object version) or subscription holds anything of hers
     assert naming(everything(local), alice) == []
     # And bob's data is exactly as it was
     assert sorted(naming(everything(local), bob)) == bob_before
     bob_client = Client(server, bob_id)
     assert {m["mission_id"] for m in bob_client.call("GET", "/missions")[1]["missions"]} == bob_made["missions"]
+    assert {s["schedule_id"] for s in bob_client.call("GET", "/schedules")[1]["schedules"]} == bob_made["schedules"]
 
     # When she erases again: nothing is left to erase, and it says so
     status, again = Client(server, alice_id).call("DELETE", "/me")

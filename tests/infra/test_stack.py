@@ -545,6 +545,55 @@ def test_rules_and_schedules_come_from_the_capabilities_triggers_with_dead_lette
     assert ended["EventPattern"]["detail"]["status"] == ["SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"]
 
 
+def test_users_schedules_have_their_group_a_role_that_only_invokes_the_schedule_function_and_exact_api_grants(
+    assembly: Assembly,
+):
+    functions = assembly.resources("dev", "AWS::Lambda::Function")
+    by_service = {_function_service(f): (k, f) for k, f in functions.items()}
+    schedule_id, _ = by_service["missions-schedule"]
+    # The users' group
+    (group,) = assembly.resources("dev", "AWS::Scheduler::ScheduleGroup").values()
+    assert group["Properties"]["Name"] == "missions-dev-user-schedules"
+    # The scheduler's role: assumed by this account's Scheduler for that group only; it invokes the schedule
+    # function (no version wildcard) and sends to its dead-letter queue, nothing else
+    roles = assembly.resources("dev", "AWS::IAM::Role")
+    (role_id,) = [
+        k
+        for k, r in roles.items()
+        if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"].get("Service")
+        == "scheduler.amazonaws.com"
+        and "UserSchedules" in k
+    ]
+    trust = roles[role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Condition"]
+    assert "aws:SourceAccount" in trust["StringEquals"] and "aws:SourceArn" in trust["ArnLike"]
+    statements = [
+        st
+        for policy in assembly.resources("dev", "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in policy["Properties"]["Roles"]
+        for st in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert sorted(st["Action"] for st in statements) == ["lambda:InvokeFunction", "sqs:SendMessage"]
+    (invoke,) = [st for st in statements if st["Action"] == "lambda:InvokeFunction"]
+    assert invoke["Resource"] == {"Fn::GetAtt": [schedule_id, "Arn"]}
+    # The API: create, update and delete schedules of that group only; pass that role only to the Scheduler
+    _, api = by_service["missions-api"]
+    api_statements = _statements_of(assembly, "dev", api)
+    (manage,) = [st for st in api_statements if "scheduler:CreateSchedule" in st["Action"]]
+    assert manage["Action"] == ["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"]
+    assert json.dumps(manage["Resource"]).endswith(':schedule/missions-dev-user-schedules/*"]]}')
+    (passing,) = [st for st in api_statements if st["Action"] == "iam:PassRole"]
+    assert passing["Resource"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
+    assert not any(
+        "scheduler:" in json.dumps(st["Action"]) for st in _statements_of(assembly, "dev", functions[schedule_id])
+    )
+    # And the API knows them all by its settings
+    variables = api["Properties"]["Environment"]["Variables"]
+    assert variables["MISSIONS_SCHEDULE_GROUP"] == "missions-dev-user-schedules"
+    for name in ("SCHEDULER_ROLE_ARN", "SCHEDULE_TARGET_ARN", "SCHEDULE_DEAD_LETTER_ARN", "SCHEDULES_TABLE"):
+        assert f"MISSIONS_{name}" in variables, name
+
+
 def test_asynchronous_functions_and_the_stream_have_dead_letter_queues(assembly: Assembly):
     functions = assembly.resources("dev", "AWS::Lambda::Function")
     for function in functions.values():
@@ -1104,9 +1153,10 @@ def test_each_stack_fits_cloudformation_limits(assembly: Assembly, env):
         assert len(template["Resources"]) <= 500
         assert len(template.get("Parameters", {})) <= 200 and len(template.get("Outputs", {})) <= 200
         assert len(json.dumps(template)) < 1_000_000
-    # what the runtime itself takes (334 in staging now: each API route is a resource; agents as data added 13
-    # routes, 2 tables and the deploy-time function), leaving room to grow: past 400, move a concern (the API's
-    # routes) into a nested stack of its own before CloudFormation's 500 stops a deploy
+    # what the runtime itself takes (about 350 in staging now: each API route is a resource; agents as data added
+    # 13 routes, 2 tables and the deploy-time function, users' schedules 6 routes, a table, a schedule group and
+    # the scheduler's role), leaving room to grow: past 400, move a concern (the API's routes) into a nested
+    # stack of its own before CloudFormation's 500 stops a deploy
     assert len(stack["Resources"]) < 400
     assert all(len(template["Resources"]) < 150 for template in capabilities)
 

@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from missions.service.notifications import NotificationService
     from missions.service.repositories.service import RepositoryService
     from missions.service.runner import StageTimings
+    from missions.service.schedules import ScheduleService
 
 
 class Runtime:
@@ -422,6 +423,36 @@ class Runtime:
         return NotificationService(topic, self.memory)
 
     @cached_property
+    def schedules(self) -> ScheduleService:
+        """Users' own schedules: the schedules table, and EventBridge Scheduler schedules that fire them.
+        DependencyUnavailable (503) where the settings name no table or schedule group."""
+        from datetime import timedelta
+
+        from missions.adapters.dynamodb.schedules import DynamoScheduleStore
+        from missions.adapters.scheduler import EventBridgeScheduler
+        from missions.service.schedules import ScheduleService
+
+        settings = self.settings
+        if not (settings.schedules_table and settings.schedule_group):
+            raise DependencyUnavailable("users' schedules are not configured here (no schedules table or group)")
+        scheduler = EventBridgeScheduler(
+            group=settings.schedule_group,
+            target_arn=settings.schedule_target_arn or "",
+            role_arn=settings.scheduler_role_arn or "",
+            dead_letter_arn=settings.schedule_dead_letter_arn,
+            client=self._lazy("scheduler"),
+        )
+        return ScheduleService(
+            store=DynamoScheduleStore(settings.schedules_table, self._client("dynamodb")),
+            scheduler=scheduler,
+            capabilities=self.capabilities.available,
+            choose_capability=self.service.choose_capability,
+            submit=self.launcher.submit,
+            limit=settings.schedules_per_user,
+            minimum_interval=timedelta(minutes=settings.schedule_min_interval_minutes),
+        )
+
+    @cached_property
     def accounts(self) -> AccountService:
         """A user's own data: export and erasure of everything stored about them, in every table and bucket."""
         from missions.adapters.dynamodb import personal
@@ -439,6 +470,8 @@ class Runtime:
             )
         if self.settings.idempotency_table:
             per_user.append(personal.UserIdempotencyRecords(self.settings.idempotency_table, dynamodb))
+        if self.settings.schedules_table and self.settings.schedule_group:
+            per_user.append(self.schedules)  # the Scheduler's schedules, then the records
         per_mission: list[PersonalStore] = [
             personal.MissionEvents(self.settings.events_table, dynamodb),
             personal.MissionInterrupts(self.settings.interrupts_table, dynamodb),
@@ -734,8 +767,12 @@ class Runtime:
         return dispatch_event(event, self.launcher)
 
     def handle_schedule(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A firing: of a user's own schedule (one mission, theirs), or of a capability's (one per user)."""
         from missions.service.ingest import fan_out_schedule
+        from missions.service.schedules import is_user_schedule
 
+        if is_user_schedule(event):
+            return self.schedules.fire(event)
         return fan_out_schedule(event, self.launcher, self.memory, self.service.all_users)
 
     def handle_memory_record(self, record: dict[str, Any]) -> None:

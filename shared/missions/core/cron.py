@@ -190,9 +190,110 @@ def parse_cron(expression: str) -> Cron:
     )
 
 
+_RATE = re.compile(r"rate\((.*)\)", re.DOTALL)
+_RATE_UNITS = {"minute": 60, "minutes": 60, "hour": 3600, "hours": 3600, "day": 86400, "days": 86400}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A parsed EventBridge Scheduler rate: every `interval`, counted from `anchor` (when the schedule was
+    created: Scheduler's first firing is one interval after it). Time zones do not move a rate."""
+
+    expression: str
+    interval: timedelta
+    anchor: datetime = _EPOCH
+
+    def anchored(self, anchor: datetime) -> Rate:
+        if anchor.tzinfo is None:
+            raise ValueError("a rate's anchor must be timezone-aware")
+        return Rate(self.expression, self.interval, anchor.astimezone(UTC))
+
+    def fire_times(self, start: datetime, end: datetime, timezone: str = "UTC") -> Iterator[datetime]:
+        """UTC instants in (start, end] at which the schedule fires, in order (`timezone` is checked only)."""
+        if start.tzinfo is None or end.tzinfo is None:
+            raise ValueError("fire_times needs timezone-aware datetimes")
+        zone(timezone)
+        step = self.interval
+        # the first multiple of the interval after both the anchor and `start`
+        count = max(1, (start - self.anchor) // step + 1)
+        moment = self.anchor + count * step
+        while moment <= end:
+            if moment > start:
+                yield moment
+            moment += step
+
+
+def parse_rate(expression: str) -> Rate:
+    """Parse 'rate(5 minutes)' (minute(s), hour(s) or day(s); a whole number of at least 1), as EventBridge
+    Scheduler takes it; ValueError says what is wrong."""
+    text = expression.strip()
+    match = _RATE.fullmatch(text)
+    if not match:
+        raise ValueError(f"{expression!r}: a rate is written rate(<number> <minutes|hours|days>)")
+    parts = match.group(1).split()
+    if len(parts) != 2:
+        raise ValueError(f"{expression!r}: a rate has a number and a unit, e.g. rate(6 hours)")
+    value, unit = parts
+    if not (value.isascii() and value.isdigit()) or int(value) < 1:
+        raise ValueError(f"{expression!r}: the rate's value must be a whole number of at least 1, not {value!r}")
+    seconds = _RATE_UNITS.get(unit.lower())
+    if seconds is None:
+        raise ValueError(f"{expression!r}: the rate's unit is minutes, hours or days, not {unit!r}")
+    if int(value) * seconds > MAX_WINDOW.total_seconds():
+        raise ValueError(f"{expression!r}: a rate is at most {MAX_WINDOW.days} days")
+    return Rate(expression=text, interval=timedelta(seconds=int(value) * seconds))
+
+
+Expression = Cron | Rate
+
+
+def parse_expression(expression: str, *, anchor: datetime | None = None) -> Expression:
+    """A recurring EventBridge Scheduler expression: cron(...) or rate(...) (a rate counted from `anchor`).
+    ValueError says what is wrong; one-time at(...) schedules are not recurring and are refused."""
+    text = expression.strip()
+    if text.startswith("rate("):
+        rate = parse_rate(text)
+        return rate.anchored(anchor) if anchor is not None else rate
+    if text.startswith("cron("):
+        return parse_cron(text)
+    kind = text.split("(", 1)[0] if "(" in text else ""
+    if kind == "at":
+        raise ValueError(f"{expression!r}: one-time at(...) schedules are not supported; use cron(...) or rate(...)")
+    raise ValueError(f"{expression!r}: an expression is cron(<6 fields>) or rate(<number> <minutes|hours|days>)")
+
+
+def next_fire_times(
+    expression: Expression, after: datetime, count: int, timezone: str = "UTC", *, horizon_days: int = 4 * 366
+) -> list[datetime]:
+    """The next `count` firings after `after` (fewer when the expression fires fewer times within the horizon:
+    none at all for a cron whose years are past)."""
+    found: list[datetime] = []
+    start, limit = after, after + timedelta(days=horizon_days)
+    while len(found) < count and start < limit:
+        end = min(start + MAX_WINDOW, limit)
+        for moment in expression.fire_times(start, end, timezone):
+            found.append(moment)
+            if len(found) == count:
+                break
+        start = end
+    return found
+
+
 def iso_utc(moment: datetime) -> str:
     """One spelling per instant ("2024-03-29T07:00:00Z"): what the scheduler substitutes."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-__all__ = ["MAX_WINDOW", "Cron", "iso_utc", "parse_cron", "zone"]
+__all__ = [
+    "MAX_WINDOW",
+    "Cron",
+    "Expression",
+    "Rate",
+    "iso_utc",
+    "next_fire_times",
+    "parse_cron",
+    "parse_expression",
+    "parse_rate",
+    "zone",
+]

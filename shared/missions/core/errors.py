@@ -62,6 +62,19 @@ class AgentDisabled(ConflictError):
     """An operator disabled an agent of the capability: no new mission of it starts until it is enabled."""
 
 
+class ScheduleRejected(ValueError):
+    """A schedule a user may not have: `field` is what is wrong, `kind` a short code, the message says why,
+    and `next_fire_times` (UTC, ISO 8601) when the expression parses. Nothing was stored."""
+
+    def __init__(self, field: str, kind: str, message: str, *, next_fire_times: list[str] | None = None):
+        super().__init__(message)
+        self.field, self.kind, self.next_fire_times = field, kind, next_fire_times
+
+
+class ScheduleLimitReached(ConflictError):
+    """The user has as many schedules as they may have; deleting one makes room. Nothing was stored."""
+
+
 class DependencyUnavailable(RuntimeError):
     """A service the request needs (the event bus, the embedding model) refused it; nothing was stored."""
 
@@ -103,6 +116,8 @@ __all__ = [
     "NotFound",
     "RepositoryConflict",
     "RepositoryRequestError",
+    "ScheduleLimitReached",
+    "ScheduleRejected",
     "StageDefinitionError",
     "StageRequestError",
     "TaskGone",

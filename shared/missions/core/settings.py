@@ -64,6 +64,17 @@ class RuntimeSettings(BaseModel):
     conversations_table: str | None = None  # conversations' working memories (missions.core.conversation)
     agents_table: str | None = None  # agent configuration versions (missions.core.agents)
     usage_table: str | None = None  # every model call (missions.core.usage)
+    schedules_table: str | None = None  # users' own schedules (missions.core.schedules)
+    # users' schedules become EventBridge Scheduler schedules in this group, invoking the schedule function
+    # (`schedule_target_arn`) as the scheduler's role, which may invoke only it; what it cannot deliver goes
+    # to the function's dead-letter queue. Without a group, users cannot create schedules (503).
+    schedule_group: str | None = Field(None, max_length=64)
+    scheduler_role_arn: str | None = None
+    schedule_target_arn: str | None = None
+    schedule_dead_letter_arn: str | None = None
+    schedules_per_user: int = Field(10, ge=1, le=1000)
+    # no two of a schedule's next firings may be closer than this (missions.core.schedules.check_expression)
+    schedule_min_interval_minutes: int = Field(15, ge=1, le=10080)
     snapshot_bucket: str | None = None  # repository snapshots and uploads
     # dev and tests only: git imports from file URLs under repo_roots and from loopback hosts
     local_git_sources: bool = False

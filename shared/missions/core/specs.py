@@ -165,6 +165,9 @@ AGENTS = TableSpec("agents", partition_key="capability", sort_key="sk")
 # every model call (missions.core.usage): per mission (expiring), and totals per user and for everyone
 USAGE = TableSpec("usage", partition_key="pk", sort_key="sk", ttl_attribute="expires_at")
 
+# users' own schedules (missions.core.schedules): a partition per user holds their schedules and their count
+SCHEDULES = TableSpec("schedules", partition_key="user_id", sort_key="schedule_id")
+
 TABLES: tuple[TableSpec, ...] = (
     MISSIONS,
     CHECKPOINTS,
@@ -180,6 +183,7 @@ TABLES: tuple[TableSpec, ...] = (
     CONVERSATIONS,
     AGENTS,
     USAGE,
+    SCHEDULES,
 )
 
 # Blobs of offloaded envelope fields: compressed blobs up to this size live in the

@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from missions.core.capability import Capability
@@ -48,6 +49,7 @@ class ScheduleSpec:
     expression: str
     timezone: str
     input: dict[str, Any] = field(default_factory=dict)
+    anchor: datetime | None = None  # a rate(...) counts from here (when its schedule was created)
 
     def event(self, scheduled_time: str) -> dict[str, Any]:
         """The input as the target receives it once the scheduler substituted the time."""

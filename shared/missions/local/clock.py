@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from missions.core.cron import MAX_WINDOW, iso_utc, parse_cron, zone
+from missions.core.cron import MAX_WINDOW, Expression, iso_utc, parse_expression, zone
 from missions.core.trigger_specs import ScheduleSpec
 
 
@@ -14,7 +16,9 @@ class LocalScheduleClock:
 
     The window is (previous now, new now]: consecutive advances neither repeat nor miss a firing.
     Firings come in time order (ties by schedule name), with the scheduled time as the scheduler
-    would substitute it, ready for `ScheduleSpec.event`.
+    would substitute it, ready for `ScheduleSpec.event`. The capabilities' schedules are fixed when the
+    clock is made; schedules that come and go (users' own, read from the Scheduler) are passed to each
+    `advance`.
     """
 
     MAX_ADVANCE_SECONDS = MAX_WINDOW.total_seconds()
@@ -25,14 +29,12 @@ class LocalScheduleClock:
         if start.tzinfo is None:
             raise ValueError("the clock's start must be timezone-aware")
         self._now = start.astimezone(UTC)
-        self._schedules = [(spec, parse_cron(spec.expression)) for spec in specs]
-        for spec, _ in self._schedules:
-            zone(spec.timezone)
+        self._schedules = [_parsed(spec) for spec in specs]
 
     def now(self) -> datetime:
         return self._now
 
-    def advance(self, seconds: float) -> list[tuple[ScheduleSpec, str]]:
+    def advance(self, seconds: float, also: Iterable[ScheduleSpec] = ()) -> list[tuple[ScheduleSpec, str]]:
         if seconds < 0:
             raise ValueError("the clock does not go backwards")
         if seconds > self.MAX_ADVANCE_SECONDS:
@@ -40,9 +42,36 @@ class LocalScheduleClock:
         end = self._now + timedelta(seconds=seconds)
         firings = [
             (moment, spec.name, spec)
-            for spec, cron in self._schedules
-            for moment in cron.fire_times(self._now, end, spec.timezone)
+            for spec, expression in [*self._schedules, *(_parsed(spec) for spec in also)]
+            for moment in expression.fire_times(self._now, end, spec.timezone)
         ]
         firings.sort(key=lambda firing: (firing[0], firing[1]))
         self._now = end
         return [(spec, iso_utc(moment)) for moment, _, spec in firings]
+
+
+def _parsed(spec: ScheduleSpec) -> tuple[ScheduleSpec, Expression]:
+    zone(spec.timezone)
+    return spec, parse_expression(spec.expression, anchor=spec.anchor)
+
+
+def scheduler_specs(client: Any, group: str) -> list[ScheduleSpec]:
+    """The enabled schedules of a group of (moto's) EventBridge Scheduler, as the clock fires them: with the
+    input their target would receive. A disabled (paused) schedule does not fire, as in AWS."""
+    specs = []
+    for page in client.get_paginator("list_schedules").paginate(GroupName=group, State="ENABLED"):
+        for summary in page.get("Schedules", []):
+            found = client.get_schedule(GroupName=group, Name=summary["Name"])
+            created = found.get("CreationDate")
+            specs.append(
+                ScheduleSpec(
+                    name=found["Name"],
+                    capability="",
+                    schedule_id=found["Name"],
+                    expression=found["ScheduleExpression"],
+                    timezone=found.get("ScheduleExpressionTimezone") or "UTC",
+                    input=json.loads(found["Target"].get("Input") or "{}"),
+                    anchor=created.astimezone(UTC).replace(microsecond=0) if isinstance(created, datetime) else None,
+                )
+            )
+    return specs

@@ -5,7 +5,8 @@ handler. What AWS does around them is played here:
 - auth: in dev mode only, `Authorization: Bearer dev:<user>` names the user (the JWT
   authorizer's `sub` claim); any other request has no identity and gets 401.
 - schedules: EventBridge Scheduler never fires in moto, so the server owns a clock;
-  POST /_dev/clock {"advance_seconds": N} moves it and fires what fell due.
+  POST /_dev/clock {"advance_seconds": N} moves it and fires what fell due: the capabilities' schedules
+  and users' own (the enabled ones moto's Scheduler holds in their group), through the schedule handler.
 - status changes: the emulation itself reports ended executions to the status function, as
   Step Functions does in AWS (missions.local.patches), which frees the user's slot.
 - S3 uploads: presigned upload URLs point at /_dev/s3/<bucket>/<key> here, which stores the
@@ -356,9 +357,13 @@ class DevServer:
 
     def advance(self, seconds: float) -> list[dict[str, Any]]:
         """Move the schedule clock; fire each schedule that fell due, in time order."""
+        from missions.local.clock import scheduler_specs
+
         fired = []
         handler = self._handler("schedule")
-        for spec, scheduled_time in self.clock.advance(seconds):
+        group = self.cloud.settings.schedule_group
+        users = scheduler_specs(self.cloud.scheduler, group) if group else []  # users' own, as the Scheduler has them
+        for spec, scheduled_time in self.clock.advance(seconds, also=users):
             event = spec.event(scheduled_time)
             result = handler(event, self._context("schedule"), runtime=self.cloud.runtime)
             fired.append({"schedule": spec.name, "scheduled_time": scheduled_time, "result": result})

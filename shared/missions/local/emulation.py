@@ -129,6 +129,7 @@ class LocalCloud:
         self.iam = boto3.client("iam", region_name=REGION)
         self.events_client = boto3.client("events", region_name=REGION)
         self.sns = boto3.client("sns", region_name=REGION)
+        self.scheduler = boto3.client("scheduler", region_name=REGION)
         # as `missions dev` defaults: the directory it started in is a root, and git imports may come from it
         overrides = {"repo_roots": [os.getcwd()], "local_git_sources": True, **self._settings_overrides}
         if "workspace_dir" not in overrides:  # snapshots unpacked by this emulation's stages, removed with it
@@ -142,6 +143,10 @@ class LocalCloud:
             snapshot_bucket=f"{self.prefix}-snapshots",
             event_bus=f"{self.prefix}-bus",
             notifications_topic=f"arn:aws:sns:{REGION}:{ACCOUNT}:{self.prefix}-notifications",
+            # users' schedules: the group, the schedule function's ARN and the role, as _provision makes them
+            schedule_group=f"{self.prefix}-user-schedules",
+            schedule_target_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{self.prefix}-schedule",
+            scheduler_role_arn=f"arn:aws:iam::{ACCOUNT}:role/{self.prefix}-scheduler",
             state_machine_arns={
                 name: f"arn:aws:states:{REGION}:{ACCOUNT}:stateMachine:{state_machine_name(self.prefix, name)}"
                 for name in self.capabilities
@@ -156,6 +161,7 @@ class LocalCloud:
                 "stepfunctions": self.sfn,
                 "events": self.events_client,
                 "sns": self.sns,
+                "scheduler": self.scheduler,
                 **self._model_clients,
             },
             llm=self._llm,
@@ -194,6 +200,24 @@ class LocalCloud:
                 self.dynamodb.update_time_to_live(**ttl)
         self.s3.create_bucket(Bucket=self.settings.blob_bucket)
         self.sns.create_topic(Name=f"{self.prefix}-notifications")  # email notices (none leave the emulation)
+        # users' schedules: moto keeps them (it never fires them: the dev server's clock does, see DevServer)
+        assert self.settings.schedule_group
+        self.scheduler.create_schedule_group(Name=self.settings.schedule_group)
+        self.iam.create_role(
+            RoleName=f"{self.prefix}-scheduler",
+            AssumeRolePolicyDocument=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "scheduler.amazonaws.com"},
+                            "Action": "sts:AssumeRole",
+                        }
+                    ],
+                }
+            ),
+        )
         assert self.settings.snapshot_bucket
         self.s3.create_bucket(Bucket=self.settings.snapshot_bucket)
         role = self.iam.create_role(

@@ -15,6 +15,7 @@ from missions.app.api import (  # noqa: F401  the routes
     meta_routes,
     mission_routes,
     repository_routes,
+    schedule_routes,
 )
 from missions.app.api.edge import ERROR_STATUS, app, current_user, handle
 

@@ -38,6 +38,7 @@ from missions.core.errors import (
     NotFound,
     RepositoryConflict,
     RepositoryRequestError,
+    ScheduleRejected,
 )
 from missions.core.redaction import redact
 from missions.ports.store import MissionRecord
@@ -217,6 +218,7 @@ ERROR_STATUS: dict[type[Exception], int] = {
     AnswerRejected: 422,
     RepositoryRequestError: 422,
     MemoryValidationError: 422,
+    ScheduleRejected: 422,
     ValidationError: 422,
     DependencyUnavailable: 503,
 }
@@ -230,6 +232,12 @@ def _domain_error(exc: Exception) -> Response[dict[str, Any]]:
         return error(503, message, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     if isinstance(exc, ValidationError):
         return _problems(exc.errors())
+    if isinstance(exc, ScheduleRejected):  # the field, what is wrong, and when it would have fired next
+        detail = [{"loc": ["body", exc.field], "type": exc.kind, "message": str(exc)}]
+        body = error_body(422, str(exc), detail, correlation_id())
+        if exc.next_fire_times is not None:
+            body["next_fire_times"] = exc.next_fire_times
+        return Response(422, "application/json", body=body)
     return error(status, str(exc))
 
 

@@ -65,7 +65,7 @@ def _export_responses() -> dict[int, Any]:
             f"JSON lines ({EXPORT_FILENAME}): a first line naming you and the format, then one "
             '`{"kind", "data"}` per record: mission (with its notes, feedback and result), event, interrupt '
             "(question and answer), artifact, queued, conversation, memory (preferences, learnings, summaries, "
-            "your namespaces), repository, idempotency_record"
+            "your namespaces), repository, idempotency_record, schedule"
         ),
         "content": {EXPORT_MEDIA_TYPE: {"schema": {"type": "string"}}},
     }
@@ -88,7 +88,8 @@ def export_me() -> Response[str]:
 def erase_me() -> Response[dict[str, Any]]:
     """Cancels your missions that have not ended, stops your email notices, and erases your missions and
     everything of them (events, questions and answers, checkpoints, artifacts, offloaded data), your queue,
-    conversations, long-term memory, repositories with every snapshot, and Idempotency-Key records.
+    conversations, long-term memory, repositories with every snapshot, Idempotency-Key records, and your
+    schedules with their EventBridge Scheduler schedules.
     When a store fails, 503: the message says what was erased and what was not, and `detail` names each store
     not erased with its reason; running it again erases what is left."""
     report = runtime().accounts.erase(current_user())

@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictInt, StrictStr, field_validator
 
 from missions.core.notes import MAX_NOTE_CHARS
+from missions.core.schedules import CONTEXT_LIMIT as SCHEDULE_CONTEXT_LIMIT
+from missions.core.schedules import GOAL_LIMIT as SCHEDULE_GOAL_LIMIT
 from missions.core.triggers import Priority
 
 CONTEXT_LIMIT_BYTES = 64 * 1024  # a mission's context travels in its envelope and its first checkpoint
@@ -124,6 +126,27 @@ class RepositoryCreate(Body):
     shared: StrictBool = Field(False, description="operators only: readable by every user")
 
 
+class ScheduleCreate(Body):
+    expression: StrictStr = Field(
+        min_length=1,
+        max_length=256,
+        description="EventBridge Scheduler's cron(min hour day-of-month month day-of-week year), e.g. "
+        "cron(0 8 ? * MON-FRI *), or rate(<n> minutes|hours|days)",
+    )
+    timezone: StrictStr = Field("UTC", min_length=1, max_length=64, description="an IANA zone a cron is read in")
+    goal: StrictStr = Field(min_length=1, max_length=SCHEDULE_GOAL_LIMIT)
+    capability: StrictStr = Field(
+        "auto", min_length=1, max_length=64, description="a capability, or auto: chosen from the goal at each firing"
+    )
+    name: StrictStr = Field("", max_length=100, description="a label for you")
+    context: dict[str, JsonValue] = Field(default_factory=dict, description="each mission's context; at most 16 KB")
+
+    @field_validator("context")
+    @classmethod
+    def _small_context(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        return _bounded(value, SCHEDULE_CONTEXT_LIMIT, "context")  # type: ignore[no-any-return]
+
+
 class ImportBody(Body):
     ref: StrictStr | None = Field(None, min_length=1, max_length=200)
 
@@ -146,6 +169,9 @@ class ErrorBody(BaseModel):
     message: str
     correlation_id: str | None = None
     detail: list[Problem] | None = None
+    next_fire_times: list[str] | None = Field(
+        None, description="a schedule refused (422) whose expression parses: when it would have fired next (UTC)"
+    )
 
 
 class MissionAccepted(BaseModel):
@@ -694,3 +720,39 @@ class ToolMetrics(BaseModel):
     window: MetricsWindow
     missions: int = Field(description="missions whose tool calls were read (the newest, at most 50)")
     tools: list[ToolHealthView]
+
+
+class FireTime(BaseModel):
+    utc: str = Field(description="ISO 8601, UTC")
+    local: str = Field(description="ISO 8601 in the schedule's time zone, with its offset")
+
+
+class FiringView(BaseModel):
+    scheduled_time: str
+    outcome: Literal["started", "queued", "duplicate", "skipped", "rejected"]
+    mission_id: str | None = None
+    reason: str | None = Field(None, description="why nothing started (paused; a goal that could not run)")
+    at: str
+
+
+class ScheduleView(BaseModel):
+    """One of your schedules, with its next firings (none while paused) and what its last firings did."""
+
+    schedule_id: str
+    name: str
+    expression: str
+    timezone: str
+    goal: str
+    capability: str = Field(description="a capability, or auto")
+    context: dict[str, Any]
+    state: Literal["enabled", "paused"]
+    created_at: str
+    updated_at: str
+    next_fire_times: list[FireTime]
+    firings: list[FiringView] = Field(description="the last ones, oldest first")
+
+
+class ScheduleList(BaseModel):
+    schedules: list[ScheduleView]
+    limit: int = Field(description="how many schedules you may have")
+    minimum_interval_minutes: int = Field(description="no two firings of a schedule may be closer")
