@@ -27,7 +27,7 @@ from infra.components.site import Site
 from infra.components.storage import Storage
 from infra.components.streaming import Streaming
 from infra.components.triggers import Triggers
-from infra.components.user_schedules import UserSchedules
+from infra.components.user_schedules import UserSchedules, user_schedule_group
 from infra.config import EnvironmentConfig
 from missions.core import capability as registry
 from missions.core.capability import Capability
@@ -130,6 +130,9 @@ class MissionsStack(Stack):
             )
         )
 
+        # the schedule function reads users' schedules when they fire: it knows their group by name (its ARN
+        # and the scheduler's role come after it, and a function cannot name its own ARN)
+        functions.environment.update(environment_of(schedule_group=user_schedule_group(config)))
         triggers = Triggers(
             self,
             "Triggers",

@@ -19,6 +19,10 @@ from missions.core.settings import environment_of
 SCHEDULER_SERVICE = "scheduler.amazonaws.com"
 
 
+def user_schedule_group(config: EnvironmentConfig) -> str:
+    return f"{config.prefix}-user-schedules"
+
+
 class UserSchedules(Construct):
     def __init__(
         self,
@@ -31,7 +35,7 @@ class UserSchedules(Construct):
     ) -> None:
         super().__init__(scope, id)
         stack = Stack.of(self)
-        self.group_name = f"{config.prefix}-user-schedules"
+        self.group_name = user_schedule_group(config)
         self.group = scheduler.ScheduleGroup(
             self, "Group", schedule_group_name=self.group_name, removal_policy=removal_policy(config)
         )

@@ -536,6 +536,70 @@ def test_the_readmes_walkthrough_from_make_deploy_to_a_first_mission_runs_on_the
     assert gateway.calls and all(status != 401 for _, _, status in gateway.calls)
 
 
+def test_a_users_schedule_is_an_eventbridge_scheduler_schedule_that_starts_their_mission(deployed):
+    deployment, session = deployed
+    api = deployment.functions[deployment.function_named("missions-api")]["Environment"]["Variables"]
+    schedule_function = deployment.functions[deployment.function_named("missions-schedule")]
+    scheduler = session.client("scheduler")
+    goal = "Weekly check-in: help me keep getting stronger at home"
+    # Given lin creates a schedule through the deployed API
+    body = {
+        "expression": "cron(0 8 ? * MON *)",
+        "timezone": "Europe/Paris",
+        "goal": goal,
+        "capability": "fitness_coach",
+    }
+    status, created = _api(session, deployment, "POST", "/schedules", body, user="lin")
+    assert status == 201, created
+    # Then it is a Scheduler schedule in the users' group, firing the schedule function as the scheduler's role
+    entry = scheduler.get_schedule(Name=created["schedule_id"], GroupName=api["MISSIONS_SCHEDULE_GROUP"])
+    assert (entry["ScheduleExpression"], entry["ScheduleExpressionTimezone"], entry["State"]) == (
+        "cron(0 8 ? * MON *)",
+        "Europe/Paris",
+        "ENABLED",
+    )
+    assert entry["Target"]["Arn"] == schedule_function["FunctionArn"]
+    assert entry["Target"]["RoleArn"] == api["MISSIONS_SCHEDULER_ROLE_ARN"]
+    trust = session.client("iam").get_role(RoleName=entry["Target"]["RoleArn"].rsplit("/", 1)[1])["Role"]
+    assert "scheduler.amazonaws.com" in json.dumps(trust["AssumeRolePolicyDocument"])
+    # When the Scheduler fires it (moto's never does: the target gets the input, as the Scheduler sends it)
+    fired = entry["Target"]["Input"].replace("<aws.scheduler.scheduled-time>", "2026-11-30T07:00:00Z")
+    _invoke(session, schedule_function["FunctionName"], json.loads(fired))
+    # Then lin's mission started, and a redelivery of the same firing starts no second one
+    _invoke(session, schedule_function["FunctionName"], json.loads(fired))
+    status, listed = _api(session, deployment, "GET", "/missions", user="lin")
+    assert status == 200 and [m["goal"] for m in listed["missions"]] == [goal], listed
+    # When lin pauses it / Then the Scheduler schedule is disabled; deleted / Then it is gone from the Scheduler
+    status, paused = _api(session, deployment, "POST", f"/schedules/{created['schedule_id']}/pause", user="lin")
+    assert status == 200 and paused["state"] == "paused", paused
+    entry = scheduler.get_schedule(Name=created["schedule_id"], GroupName=api["MISSIONS_SCHEDULE_GROUP"])
+    assert entry["State"] == "DISABLED"
+    status, _ = _api(session, deployment, "DELETE", f"/schedules/{created['schedule_id']}", user="lin")
+    assert status == 204
+    names = [s["Name"] for s in scheduler.list_schedules(GroupName=api["MISSIONS_SCHEDULE_GROUP"])["Schedules"]]
+    assert created["schedule_id"] not in names
+
+
+def test_every_roles_inline_policies_fit_iams_limit(deployed):
+    # IAM refuses a role whose inline policies, together and without whitespace, pass 10,240 characters (moto
+    # does not): measured on the deployed documents, every ARN resolved
+    deployment, session = deployed
+    iam = session.client("iam")
+    sizes = {}
+    for page in iam.get_paginator("list_roles").paginate():
+        for role in page["Roles"]:
+            documents = [
+                iam.get_role_policy(RoleName=role["RoleName"], PolicyName=name)["PolicyDocument"]
+                for name in iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"]
+            ]
+            sizes[role["RoleName"]] = sum(
+                len(json.dumps(json.loads(d) if isinstance(d, str) else d, separators=(",", ":"))) for d in documents
+            )
+    api_role = deployment.functions[deployment.function_named("missions-api")]["Role"].rsplit("/", 1)[1]
+    assert sizes[api_role] > 0
+    assert {name: size for name, size in sizes.items() if size > 10_240} == {}
+
+
 def test_the_housekeeping_functions_run_with_their_deployed_roles(deployed):
     deployment, session = deployed
     assert _invoke(session, deployment.function_named("missions-sla"), {})["overdue"] == 0

@@ -840,7 +840,8 @@ def test_a_custom_resource_asks_its_function_and_the_stack_completes_on_its_repl
     cloudformation, asked = _custom_resource_stack(aws, "SUCCESS")
     stack = cloudformation.describe_stacks(StackName="custom")["Stacks"][0]
     assert stack["StackStatus"] == "CREATE_COMPLETE"
-    ((event),) = asked
+    assert len(asked) == 1, [(e["RequestType"], e["LogicalResourceId"], e["StackId"]) for e in asked]
+    (event,) = asked
     assert (event["RequestType"], event["ResourceProperties"]["Wanted"]) == ("Create", ["a", "b"])
     assert {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])} == {"Answer": "42"}
 

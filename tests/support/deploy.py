@@ -186,7 +186,7 @@ def _runtime(
     session.events.register("before-parameter-build", functools.partial(_record, calls, name))
     return Runtime(
         RuntimeSettings.from_env(environment),
-        clients={name: session.client(name) for name in ("dynamodb", "s3", "stepfunctions", "events")},
+        clients={name: session.client(name) for name in ("dynamodb", "s3", "stepfunctions", "events", "scheduler")},
         secrets=_SessionSecrets(session),
         llm=stage_llm if environment.get("MISSIONS_CAPABILITY") else None,
         deployment_replies=patches.CloudFormationReplies(),
@@ -239,6 +239,12 @@ def needs(call: Call) -> list[Need]:
         return [Need("events:PutEvents", _bus_arn(entry.get("EventBusName", "default"))) for entry in p["Entries"]]
     if call.service == "events" and call.operation == "DescribeEventBus":
         return [Need("events:DescribeEventBus", _bus_arn(p.get("Name", "default")))]
+    if call.service == "scheduler" and "Name" in p:
+        schedule = f"arn:aws:scheduler:{REGION}:{ACCOUNT}:schedule/{p.get('GroupName', 'default')}/{p['Name']}"
+        found = [Need(f"scheduler:{call.operation}", schedule)]
+        if "Target" in p:  # the Scheduler assumes the target's role: whoever names it must pass it
+            found.append(Need("iam:PassRole", p["Target"]["RoleArn"]))
+        return found
     if call.service == "secretsmanager":
         return [Need(f"secretsmanager:{call.operation}", None)]
     return [Need(f"{call.service}:{call.operation}", None)]

@@ -362,3 +362,29 @@ def test_a_model_the_capability_may_not_use_here_is_refused(model):
     # Given this environment allows gpt-4o-mini and gpt-4.1 / When a mission names another / Then it is refused
     with pytest.raises(MissionRequestError, match=f"model '{model}'"):
         configs().check_model(FITNESS, model)
+
+
+class RacedStore(InMemoryAgentStore):
+    """An agent store where another writer stores the same version just before the first add_version."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.race = False
+
+    def add_version(self, version, state, audit) -> None:
+        if self.race:
+            self.race = False
+            super().add_version(version, state, audit)  # theirs
+            raise ConflictError("changed meanwhile")
+        super().add_version(version, state, audit)
+
+
+def test_a_deploy_racing_another_write_reads_again_and_stores_once():
+    # Given a deploy whose first write to assess loses to a concurrent one (a retried custom resource)
+    store = RacedStore()
+    configs(store).deploy(FITNESS)
+    store.race = True
+    # When it deploys / Then it reads again and finds its version already stored: nothing twice
+    report = {r["agent"]: r["outcome"] for r in redeployed(store, "Raced {{agent}}").deploy(FITNESS)}
+    assert report["assess"] == "unchanged"
+    assert [v.version for v in store.versions(FITNESS, "assess")] == [1, 2]

@@ -31,6 +31,7 @@ from missions.core.errors import AgentDisabled, ConflictError, MissionRequestErr
 from missions.core.pricing import Price, price_of
 from missions.ports.agents import AgentStore
 
+DEPLOY_ATTEMPTS = 3  # a deploy racing another write to the same agent reads it again
 PINNED_CACHE_LIMIT = 4096  # versions a process keeps (immutable: only memory bounds it)
 
 
@@ -154,8 +155,14 @@ class AgentConfigs:
         found = self._capability(capability)
         report = []
         for definition in found.pipeline.agents:
-            state, seeded = self._materialize(found, definition.name)
-            outcome, version = ("seeded", 1) if seeded else self._ship(found, definition.name, state, actor)
+            for attempt in range(DEPLOY_ATTEMPTS):  # another write came first (a retried deploy): read again
+                try:
+                    state, seeded = self._materialize(found, definition.name)
+                    outcome, version = ("seeded", 1) if seeded else self._ship(found, definition.name, state, actor)
+                    break
+                except ConflictError:
+                    if attempt == DEPLOY_ATTEMPTS - 1:
+                        raise
             report.append({"agent": definition.name, "outcome": outcome, "version": version})
         self.forget(found.name)
         return report
