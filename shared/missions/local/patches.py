@@ -804,23 +804,48 @@ def _resource_class_from_type(resource_type: str) -> Any:
     return _ORIGINAL["resource_class_from_type"](resource_type)
 
 
-class _ScheduleGroup:
-    """An AWS::Scheduler::ScheduleGroup as CloudFormation makes it: CreateScheduleGroup (patch 16)."""
+class _CfnModel:
+    """What moto's CloudFormation asks of a resource the emulation makes itself (patches 13 and 16): its
+    type, the attributes a template may read (`ATTRIBUTES`, answered from `attributes`), and creation done."""
 
-    def __init__(self, name: str, arn: str) -> None:
-        self.name, self.arn = name, arn
+    TYPE = ""
+    NAME_PROPERTY = ""
+    ATTRIBUTES: tuple[str, ...] = ()
 
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Scheduler::ScheduleGroup"
+    def __init__(self, physical_id: str, **attributes: str) -> None:
+        self._physical_id, self.attributes = physical_id, attributes
 
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return "Name"
+    @classmethod
+    def cloudformation_type(cls) -> str:
+        return cls.TYPE
+
+    @classmethod
+    def cloudformation_name_type(cls) -> str:
+        return cls.NAME_PROPERTY
 
     @classmethod
     def has_cfn_attr(cls, attr: str) -> bool:
-        return attr == "Arn"
+        return attr in cls.ATTRIBUTES
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self._physical_id
+
+    def is_created(self) -> bool:
+        return True
+
+    def get_cfn_attribute(self, attribute_name: str) -> str:
+        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
+
+        if attribute_name in self.ATTRIBUTES:
+            return self.attributes[attribute_name]
+        raise UnformattedGetAttTemplateException()
+
+
+class _ScheduleGroup(_CfnModel):
+    """An AWS::Scheduler::ScheduleGroup as CloudFormation makes it: CreateScheduleGroup (patch 16)."""
+
+    TYPE, NAME_PROPERTY, ATTRIBUTES = "AWS::Scheduler::ScheduleGroup", "Name", ("Arn",)
 
     @classmethod
     def create_from_cloudformation_json(
@@ -831,41 +856,13 @@ class _ScheduleGroup:
         properties = cloudformation_json.get("Properties") or {}
         name = properties.get("Name") or resource_name
         group = scheduler_backends[account_id][region_name].create_schedule_group(name, properties.get("Tags") or [])
-        return cls(group.name, group.arn)
-
-    @property
-    def physical_resource_id(self) -> str:
-        return self.name
-
-    def is_created(self) -> bool:
-        return True
-
-    def get_cfn_attribute(self, attribute_name: str) -> str:
-        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
-
-        if attribute_name == "Arn":
-            return self.arn
-        raise UnformattedGetAttTemplateException()
+        return cls(group.name, Arn=group.arn)
 
 
-class _FunctionUrl:
+class _FunctionUrl(_CfnModel):
     """An AWS::Lambda::Url as CloudFormation makes it: CreateFunctionUrlConfig on its target function."""
 
-    def __init__(self, url: str, function_arn: str, account_id: str, region: str) -> None:
-        self.url, self.function_arn = url, function_arn
-        self.account_id, self.region = account_id, region
-
-    @staticmethod
-    def cloudformation_type() -> str:
-        return "AWS::Lambda::Url"
-
-    @staticmethod
-    def cloudformation_name_type() -> str:
-        return ""
-
-    @classmethod
-    def has_cfn_attr(cls, attr: str) -> bool:
-        return attr in ("FunctionUrl", "FunctionArn")
+    TYPE, ATTRIBUTES = "AWS::Lambda::Url", ("FunctionUrl", "FunctionArn")
 
     @classmethod
     def create_from_cloudformation_json(
@@ -876,23 +873,12 @@ class _FunctionUrl:
         properties = dict(cloudformation_json["Properties"])
         target = properties.pop("TargetFunctionArn")
         config = lambda_backends[account_id][region_name].create_function_url_config(target, properties)
-        return cls(config.url, config.function.function_arn, account_id, region_name)
+        arn = config.function.function_arn
+        return cls(arn, FunctionUrl=config.url, FunctionArn=arn)
 
     @property
-    def physical_resource_id(self) -> str:
-        return self.function_arn
-
-    def is_created(self) -> bool:
-        return True
-
-    def get_cfn_attribute(self, attribute_name: str) -> str:
-        from moto.cloudformation.exceptions import UnformattedGetAttTemplateException
-
-        if attribute_name == "FunctionUrl":
-            return self.url
-        if attribute_name == "FunctionArn":
-            return self.function_arn
-        raise UnformattedGetAttTemplateException()
+    def function_arn(self) -> str:
+        return self.attributes["FunctionArn"]
 
     def delete(self, account_id: str, region_name: str) -> None:
         from moto.awslambda.exceptions import UnknownFunctionException
