@@ -8,7 +8,6 @@ One LocalCloud serves the module; three missions run on it (about 30 s in all).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,7 +16,6 @@ import pytest
 
 from missions.core.envelope import Envelope, InterruptKind
 from missions.core.events import Event, EventType
-from missions.core.llm import LLMRequest, LLMResult
 from missions.local.emulation import LocalCloud
 from missions.ports.store import InterruptRecord
 from missions.service.checkpoints import states
@@ -293,50 +291,6 @@ def test_a_note_sent_while_it_researches_shapes_the_first_draft_within_its_bound
     assert run.envelope.terminal_reason == "completed"
     assert run.envelope.counters.llm_calls <= run.envelope.bounds.max_llm_calls
     assert run.envelope.output("complete")["learnings"]["changed"][0].startswith('round 1: "skip the museums"')
-
-
-class DraftingGate:
-    """The offline model, holding the first draft's call until the test lets it go."""
-
-    name = "gated"
-
-    def __init__(self) -> None:
-        from missions.adapters.llm.scripted import ScriptedProvider
-        from missions.core import capability as registry
-
-        self._scripted = ScriptedProvider(registry.load("travel").offline_policy)
-        self.drafting, self.release = threading.Event(), threading.Event()
-
-    def complete(self, request: LLMRequest) -> LLMResult:
-        if request.stage == "synthesis" and not self.drafting.is_set():
-            self.drafting.set()
-            assert self.release.wait(WAIT)
-        return self._scripted.complete(request)
-
-
-def test_a_draft_written_without_a_note_is_revised_before_the_traveler_is_asked() -> None:
-    gate = DraftingGate()
-    with LocalCloud(["travel"], llm=gate) as local:
-        # Given a mission writing its first draft when the traveler sends "skip the museums"
-        mission_id = local.start("travel", GOAL)
-        assert local.wait(mission_id, timeout=WAIT, until_interrupt=True) == "INTERRUPTED"
-        [pick] = local.runtime.interrupts.pending(mission_id)
-        local.answer(mission_id, pick.interrupt_id, {"decision": pick.options[0]})
-        assert gate.drafting.wait(WAIT)
-        local.runtime.control.note(local.runtime.missions.get(mission_id), "skip the museums")
-        gate.release.set()
-        # When the draft is done
-        assert local.wait(mission_id, timeout=WAIT, until_interrupt=True) == "INTERRUPTED"
-        [review] = local.runtime.interrupts.pending(mission_id)
-        # Then the traveler is asked about a second draft, revised for the note, not the one written without it
-        assert review.data["artifact"]["name"] == "drafts/itinerary_v2"
-        (replanned,) = checkpoints(local, mission_id, "replan")
-        assert replanned.output("replan")["notes"] == ["skip the museums"]
-        v1, v2 = (artifact(local, mission_id, "drafts/itinerary", n) for n in (1, 2))
-        research = artifact(local, mission_id, "research/activities")
-        assert categories(v2, research).count("museum") < categories(v1, research).count("museum")
-        local.answer(mission_id, review.interrupt_id, APPROVE)
-        assert local.wait(mission_id, timeout=WAIT) == "SUCCEEDED"
 
 
 def test_notes_sent_while_a_draft_waits_join_the_travelers_review(cloud: LocalCloud) -> None:

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import zipfile
 from collections.abc import Iterator
@@ -58,6 +59,8 @@ FAKE_ENV = {
     "POWERTOOLS_TRACE_DISABLED": "true",
     "POWERTOOLS_METRICS_DISABLED": "true",  # EMF goes to stdout in Lambda; here that is the CLI's output
 }
+_RUNNING: set[str] = set()  # prefixes of the emulations running in this process
+_RUNNING_LOCK = threading.Lock()
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 
 
@@ -108,10 +111,29 @@ class LocalCloud:
         self.segment_machines: dict[str, str] = {}  # capability -> arn of its Express segment machine
         self._executions: dict[str, str] = {}  # mission id -> execution arn
         self._workspace: str | None = None
+        self._entered = False
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def __enter__(self) -> LocalCloud:
+        """Start moto and provision; a start that fails part-way is undone (its mock stopped), so the next
+        emulation in this process starts clean. Two emulations at once share moto's one account: they need
+        different prefixes, and the second is refused with that reason rather than failing on a name."""
+        with _RUNNING_LOCK:
+            if self.prefix in _RUNNING:
+                raise RuntimeError(
+                    f"an emulation with prefix '{self.prefix}' already runs in this process: give this one another "
+                    "prefix (LocalCloud(prefix=...)) or use the running one"
+                )
+            _RUNNING.add(self.prefix)
+        self._entered = True
+        try:
+            return self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> LocalCloud:
         for key, value in FAKE_ENV.items():
             self._saved_env[key] = os.environ.get(key)
             os.environ[key] = value
@@ -175,6 +197,10 @@ class LocalCloud:
         self.close()
 
     def close(self) -> None:
+        if self._entered:
+            with _RUNNING_LOCK:
+                _RUNNING.discard(self.prefix)
+            self._entered = False
         if self._workspace is not None:
             shutil.rmtree(self._workspace, ignore_errors=True)
             self._workspace = None
