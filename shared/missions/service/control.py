@@ -100,11 +100,26 @@ class MissionControl:
         ticket = ResumeTicket(
             interrupt_id=record.pause_id, task_token=record.pause_token, output=json.dumps(record.notes), kind="unpause"
         )
+        # recorded before the execution goes on, so the resume precedes what the next stage writes (as an
+        # answer does); nothing runs after it until then, so the same batch is rewritten in place with what
+        # the resume turned out to be (queued for a slot, or refused)
+        batch = f"resumed-{record.pause_id}"
+        self._events.append(
+            record.mission_id, batch, [self._event(record.mission_id, EventType.MISSION_RESUMED, queued=False)]
+        )
         try:
             now = self._launcher.unpause(record.mission_id, ticket)
         except TaskGone as gone:
+            reason = f"the resume could not be delivered ({gone})"
+            expired = self._event(
+                record.mission_id, EventType.INTERRUPT_EXPIRED, interrupt_id=record.pause_id, reason=reason
+            )
+            self._events.append(record.mission_id, batch, [expired])
             raise ConflictError(f"mission {record.mission_id} can no longer be resumed ({gone})") from gone
-        self._announce_event(record.mission_id, EventType.MISSION_RESUMED, queued=not now)
+        if not now:
+            self._events.append(
+                record.mission_id, batch, [self._event(record.mission_id, EventType.MISSION_RESUMED, queued=True)]
+            )
         return now
 
     def note(self, record: MissionRecord, text: str) -> Note:
@@ -151,8 +166,11 @@ class MissionControl:
         self._launcher.finished(mission_id)
 
     def _announce_event(self, mission_id: str, kind: EventType, stage: str | None = None, **payload: object) -> None:
-        event = Event(type=kind, mission_id=mission_id, stage=stage, payload=payload)
-        self._events.append(mission_id, f"{kind.value}-{new_id()}", [event])
+        self._events.append(mission_id, f"{kind.value}-{new_id()}", [self._event(mission_id, kind, stage, **payload)])
+
+    @staticmethod
+    def _event(mission_id: str, kind: EventType, stage: str | None = None, **payload: object) -> Event:
+        return Event(type=kind, mission_id=mission_id, stage=stage, payload=payload)
 
     def _announce(self, mission_id: str, reason: str) -> None:
         event = Event(type=EventType.MISSION_CANCELLED, mission_id=mission_id, payload={"reason": reason})
