@@ -107,6 +107,11 @@ def test_bad_schedules_are_refused_with_what_is_wrong_and_nothing_is_kept(cloud)
         request = {"expression": "cron(0 8 ? * * *)", "goal": GOAL, **fields}
         status, body = carol.call("POST", "/schedules", request)
         assert status == 422 and body["detail"][0]["loc"] == ["body", field], (fields, body)
+    # A context its missions could never start with (a path outside the allowed roots): the launcher's reason
+    request = {"expression": "rate(1 day)", "goal": "where is main defined", "capability": "code_analysis"}
+    status, body = carol.call("POST", "/schedules", {**request, "context": {"repo": "/etc"}})
+    assert status == 422 and body["detail"][0]["loc"] == ["body", "context"], body
+    assert "its missions could not start" in body["message"] and len(body["next_fire_times"]) == 5
     # Strict fields: a number for the expression is the contract's 422
     assert carol.call("POST", "/schedules", {"expression": 5, "goal": GOAL})[0] == 422
     # The limit: a 409 that says so

@@ -38,7 +38,14 @@ class Launcher:
 
     def __init__(self) -> None:
         self.requests: list[MissionRequest] = []
+        self.checked: list[MissionRequest] = []
         self.refuse: str | None = None
+
+    def check(self, request: MissionRequest) -> None:
+        """As Launcher.check: a path outside the allowed roots is refused."""
+        self.checked.append(request)
+        if str(request.context.get("repo", "")).startswith("/etc"):
+            raise MissionRequestError("repo '/etc' is outside the allowed roots")
 
     def submit(self, request: MissionRequest) -> Submitted:
         if self.refuse:
@@ -64,6 +71,7 @@ def service(limit: int = 3) -> tuple[ScheduleService, InMemoryScheduleStore, InM
         capabilities=lambda: ["shopping", "travel"],
         choose_capability=choose,
         submit=launcher.submit,
+        check=launcher.check,
         limit=limit,
         minimum_interval=MINIMUM,
         now=lambda: NOW,
@@ -203,6 +211,20 @@ def test_a_refused_request_keeps_nothing_and_says_when_a_valid_expression_would_
             f"2026-03-{d}T12:00:00Z" for d in (30, 31)
         ] + ["2026-04-01T12:00:00Z"]
     assert store.list("alice") == [] and scheduler.entries == {}
+
+
+def test_a_schedule_whose_missions_could_never_start_is_refused_when_it_is_made():
+    """Given a context the launcher refuses (a path outside the allowed roots), When created, Then it is
+    refused with the launcher's reason and the next firings, checked as the user's own request, and
+    nothing is kept; with `auto`, the capability chosen from the goal is the one checked."""
+    built, store, scheduler, launcher = service()
+    with pytest.raises(ScheduleRejected, match="outside the allowed roots") as refused:
+        built.create("alice", expression="rate(1 day)", goal="a laptop", context={"repo": "/etc"})
+    assert (refused.value.field, refused.value.kind) == ("context", "request_refused")
+    assert refused.value.next_fire_times and store.list("alice") == [] and scheduler.entries == {}
+    (checked,) = launcher.checked
+    assert (checked.user_id, checked.capability, checked.trigger.value) == ("alice", "shopping", "schedule")
+    assert launcher.requests == []  # checked, never started
 
 
 def test_the_per_user_limit_is_a_conflict_and_another_user_is_not_counted():

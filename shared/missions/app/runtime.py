@@ -448,6 +448,7 @@ class Runtime:
             capabilities=self.capabilities.available,
             choose_capability=self.service.choose_capability,
             submit=self.launcher.submit,
+            check=self.launcher.check,
             limit=settings.schedules_per_user,
             minimum_interval=timedelta(minutes=settings.schedule_min_interval_minutes),
         )

@@ -153,6 +153,11 @@ class Launcher:
         envelope = build_envelope(request, self._repositories, self.capabilities, self._agents)
         return self.dispatcher.submit(request.model_copy(update={"context": envelope.context}))
 
+    def check(self, request: MissionRequest) -> None:
+        """MissionRequestError when the request could not start a mission now, as `submit` would refuse it;
+        nothing is written (a schedule checks what its firings will ask before it is kept)."""
+        build_envelope(request, self._repositories, self.capabilities, self._agents)
+
     def _memory_of(self, request: MissionRequest) -> dict[str, Any]:
         """The conversation's working memory as the mission's first stage gets it (empty when it is new)."""
         assert request.conversation_id is not None

@@ -4,8 +4,9 @@ Two stores hold a schedule: the schedules table (the truth: what the user sees, 
 EventBridge Scheduler (what makes it fire: a schedule of the same name in the users' group whose target is
 the schedule function). Nothing is half-done:
 - create checks everything first (missions.core.schedules.check_expression, the goal, the context, the
-  capability), then stores the record, taking a place in the user's count (the limit holds under concurrent
-  creates), then creates the Scheduler schedule; when that fails the record is deleted again;
+  capability, and the request its firings will make, as the launcher checks it), then stores the record,
+  taking a place in the user's count (the limit holds under concurrent creates), then creates the Scheduler
+  schedule; when that fails the record is deleted again;
 - pause and resume change the record first (a firing reads it, so a pause holds at once), then the
   Scheduler schedule's state (DISABLED/ENABLED); when that fails the record's state is put back;
 - delete removes the Scheduler schedule first, then the record; when the record cannot be deleted the
@@ -27,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from missions.core.cron import iso_utc, next_fire_times
-from missions.core.errors import MissionRequestError, NotFound, ScheduleRejected
+from missions.core.errors import AgentDisabled, MissionRequestError, NotFound, ScheduleRejected
 from missions.core.requests import MissionRequest
 from missions.core.schedules import (
     AUTO,
@@ -69,12 +70,17 @@ class ScheduleService:
         limit: int,
         minimum_interval: timedelta,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        check: Callable[[MissionRequest], None] | None = None,
     ):
+        """`check`: refuses a request as the launcher would refuse it (Launcher.check), so a schedule whose
+        firings could never start (a repository the user may not read, a path outside the allowed roots, a
+        bound above the capability's) is refused when it is made, not at every firing."""
         self._store = store
         self._scheduler = scheduler
         self._capabilities = capabilities
         self._choose = choose_capability
         self._submit = submit
+        self._check = check
         self.limit = limit
         self.minimum_interval = minimum_interval
         self._now = now
@@ -99,7 +105,7 @@ class ScheduleService:
         upcoming = check_expression(expression, timezone, now=now, minimum_interval=self.minimum_interval)
         context = dict(context or {})
         try:
-            self._check_request(goal, capability, context)
+            self._check_request(user_id, goal, capability, context)
         except ScheduleRejected as exc:  # the expression is fine: say when it would have fired
             exc.next_fire_times = [iso_utc(m) for m in upcoming[:SHOWN_FIRINGS]]
             raise
@@ -124,7 +130,7 @@ class ScheduleService:
         log.info("schedule created", extra={"schedule_id": record.schedule_id})
         return record
 
-    def _check_request(self, goal: str, capability: str, context: dict[str, Any]) -> None:
+    def _check_request(self, user_id: str, goal: str, capability: str, context: dict[str, Any]) -> None:
         if not goal:
             raise ScheduleRejected("goal", "empty_goal", "the goal is empty")
         if len(goal) > GOAL_LIMIT:
@@ -138,19 +144,32 @@ class ScheduleService:
             )
         if capability == AUTO:
             try:
-                self._choose(goal, None)
+                chosen = self._choose(goal, None)
             except MissionRequestError as exc:
                 raise ScheduleRejected(
                     "capability", "no_capability_fits", f"{exc} (or name one instead of auto)"
                 ) from None
+        else:
+            installed = self._capabilities()
+            if capability not in installed:
+                raise ScheduleRejected(
+                    "capability",
+                    "unknown_capability",
+                    f"unknown capability '{capability}'; installed: {', '.join(installed)}, or auto",
+                )
+            chosen = capability
+        if self._check is None:
             return
-        installed = self._capabilities()
-        if capability not in installed:
-            raise ScheduleRejected(
-                "capability",
-                "unknown_capability",
-                f"unknown capability '{capability}'; installed: {', '.join(installed)}, or auto",
+        try:  # what each firing will ask, checked as the launcher checks it (the first firing's capability)
+            self._check(
+                MissionRequest.parse(
+                    capability=chosen, goal=goal, user_id=user_id, context=context, trigger=TriggerSource.SCHEDULE
+                )
             )
+        except MissionRequestError as exc:
+            raise ScheduleRejected("context", "request_refused", f"its missions could not start: {exc}") from None
+        except AgentDisabled:
+            pass  # an operator's pause of an agent: the schedule fires once it is enabled again
 
     def list(self, user_id: str) -> list[ScheduleRecord]:
         return self._store.list(user_id)
