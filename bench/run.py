@@ -259,6 +259,7 @@ def main() -> None:
         repositories,
         runner_scaling,
         runner_vs_langgraph,
+        user_schedules,
     )
 
     results["runner_vs_langgraph"] = runner_vs_langgraph.run()
@@ -273,6 +274,7 @@ def main() -> None:
     results["chat"] = chat.run()
     results["code_qa"] = code_qa.run()
     results["agent_config"] = agent_config.run()
+    results["user_schedules"] = user_schedules.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -345,6 +347,8 @@ def main() -> None:
     for measure, value in runner_vs_langgraph.rows(results["runner_vs_langgraph"]):
         table.add_row(measure, value)
     for measure, value in agent_config.rows(results["agent_config"]):
+        table.add_row(measure, value)
+    for measure, value in user_schedules.rows(results["user_schedules"]):
         table.add_row(measure, value)
     for measure, value in runner_scaling.rows(results["runner_scaling"]):
         table.add_row(measure, value)
