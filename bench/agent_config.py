@@ -24,6 +24,7 @@ import statistics
 import time
 from typing import Any
 
+from bench import ratio_rows
 from missions.adapters.llm.scripted import ScriptedProvider
 from missions.adapters.memory.agents import InMemoryAgentStore
 from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore, MemoryMissionStore
@@ -160,25 +161,10 @@ def run() -> dict[str, Any]:
 
 
 def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
-    base = f"x a stage's overhead ({results['stage_overhead_ms']:.3f} ms)"
     labels = {
         "resolve_cached": "agent config per stage, cached",
         "resolve_uncached": "agent config per stage, uncached (moto GetItem)",
         "pins_cached": "active versions at a start, cached",
         "pins_uncached": "active versions at a start, uncached (moto Query)",
     }
-    return [
-        (label, f"{results[f'{name}_ms']:.4f} ms = {results[f'{name}_ratio']:.3f}{base}")
-        for name, label in labels.items()
-    ]
-
-
-def checks(results: dict[str, Any]) -> dict[str, bool]:
-    # a cached resolution must stay a small part of what a stage costs the runtime
-    return {"cached agent config <= 10% of a stage's overhead": results["resolve_cached_ratio"] <= 0.10}
-
-
-if __name__ == "__main__":
-    import json
-
-    print(json.dumps(run(), indent=2))
+    return ratio_rows(results, f"x a stage's overhead ({results['stage_overhead_ms']:.3f} ms)", labels)

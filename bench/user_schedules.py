@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
+from bench import ratio_rows
 from missions.core.requests import MissionRequest
 from missions.core.schedules import check_expression
 from missions.service.schedules import USER_SCHEDULE
@@ -95,13 +96,9 @@ def run() -> dict[str, Any]:
 
 
 def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
-    base = f"x a mission's start ({results['start_ms']:.2f} ms, moto)"
     labels = {
         "check": "schedule checks (50 firings), pure",
         "create": "schedule create (moto table + Scheduler)",
         "fire": "schedule firing (record, start, kept)",
     }
-    return [
-        (label, f"{results[f'{name}_ms']:.3f} ms = {results[f'{name}_ratio']:.3f}{base}")
-        for name, label in labels.items()
-    ]
+    return ratio_rows(results, f"x a mission's start ({results['start_ms']:.2f} ms, moto)", labels, digits=2)
