@@ -176,7 +176,7 @@ def run_cli(line: str, values: dict[str, str], cwd: Path, env: dict[str, str], e
         timeout=240,
     )
     assert result.returncode == expect, (line, result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr, f"{line}\n{result.stderr}"  # whole, so a rare failure says why
     return result.stdout
 
 

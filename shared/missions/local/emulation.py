@@ -60,6 +60,7 @@ FAKE_ENV = {
     "POWERTOOLS_METRICS_DISABLED": "true",  # EMF goes to stdout in Lambda; here that is the CLI's output
 }
 _RUNNING: set[str] = set()  # prefixes of the emulations running in this process
+REPORT_WAIT_SECONDS = 10.0  # at close, for ended executions whose end is still being delivered
 _RUNNING_LOCK = threading.Lock()
 TERMINAL = {"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"}
 
@@ -197,6 +198,8 @@ class LocalCloud:
         self.close()
 
     def close(self) -> None:
+        if self._mock is not None:
+            self._let_ended_executions_report()
         if self._entered:
             with _RUNNING_LOCK:
                 _RUNNING.discard(self.prefix)
@@ -214,6 +217,20 @@ class LocalCloud:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+    def _let_ended_executions_report(self, timeout: float = REPORT_WAIT_SECONDS) -> None:
+        """Wait until each execution that ended has been reported (patch 5 hands its end to the status
+        function, in moto's thread): stopping moto under that delivery failed it, with a traceback on the
+        CLI's stderr, and left the user's slot taken. Executions still running are not waited for."""
+        deadline = time.monotonic() + timeout
+        for machine in self.state_machines.values():
+            try:
+                listed = self.sfn.list_executions(stateMachineArn=machine)["executions"]
+            except Exception:  # the emulation is being torn down anyway: nothing more to wait for
+                return
+            for execution in listed:
+                if execution["status"] in ("SUCCEEDED", "FAILED", "TIMED_OUT"):  # a stopped one reports no end
+                    patches.wait_reported(execution["executionArn"], max(0.0, deadline - time.monotonic()))
 
     # -- provisioning from the shared specs ------------------------------------------------
 
