@@ -16,7 +16,6 @@ from missions.core.compiler import (
     DONE,
     FAILED,
     FINALIZE,
-    NON_RETRYABLE_ERRORS,
     START,
     TRANSIENT_LAMBDA_ERRORS,
     UNROUTABLE,
@@ -28,6 +27,7 @@ from missions.core.compiler import (
     two_level,
 )
 from missions.core.envelope import InterruptKind
+from missions.core.errors import NON_RETRYABLE_ERRORS
 from missions.core.pipeline import (
     AgentConfig,
     EdgeLimit,
