@@ -4,6 +4,7 @@ per snapshot."""
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from pathlib import Path
 
@@ -264,7 +265,7 @@ def test_rg_is_found_under_the_layers_bin_when_it_is_not_on_path(tmp_path: Path,
     rg.write_text("#!/bin/sh\n")
     rg.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    monkeypatch.setattr(code_index.sys, "executable", str(tmp_path / "no-venv" / "python"))
-    monkeypatch.setattr(code_index.sys, "path", [str(tmp_path / "elsewhere"), str(layer)])
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-venv" / "python"))
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "elsewhere"), str(layer)])
     # Then the index's rg is the layer's
     assert code_index.ripgrep() == str(rg)
