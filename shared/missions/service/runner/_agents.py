@@ -3,7 +3,6 @@ capability as shipped."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from missions.core import agents as agents_rules
@@ -11,12 +10,13 @@ from missions.core.agents import AgentVersion
 from missions.core.capability import Capability
 from missions.core.envelope import Envelope
 from missions.core.pipeline import AgentConfig
+from missions.service.runner._base import StageServices
 
 
 class PinnedAgents:
-    def __init__(self, capability: Capability, agents: Callable[[str, str, int], AgentVersion] | None):
+    def __init__(self, capability: Capability, services: StageServices):
         self._capability = capability
-        self._agents = agents  # (capability, agent, version) -> that version; None: none are kept here
+        self._services = services
 
     def configured(self, envelope: Envelope, stage: str) -> tuple[AgentConfig, str | None, AgentVersion | None]:
         """The stage's agent config, its rendered prompt and the version they come from."""
@@ -32,9 +32,10 @@ class PinnedAgents:
 
     def version(self, envelope: Envelope, stage: str) -> AgentVersion | None:
         number = envelope.agents.get(stage)
-        if number is None or self._agents is None:
+        agents = self._services.agents  # (capability, agent, version) -> that version; None: none kept here
+        if number is None or agents is None:
             return None
-        return self._agents(self._capability.name, stage, number)
+        return agents(self._capability.name, stage, number)
 
 
 def pinned(version: AgentVersion | None, envelope: Envelope) -> dict[str, Any]:

@@ -30,10 +30,8 @@ class StageRunner:
 
     def __post_init__(self) -> None:
         capability, services, invocation = self.capability, self.services, self._invocation
-        agents = PinnedAgents(capability, services.agents)
-        model = ModelCalls(
-            capability, services, agents, UsageLedger(capability.name, services.usage, invocation), invocation
-        )
+        agents = PinnedAgents(capability, services)
+        model = ModelCalls(capability, services, agents, UsageLedger(capability.name, services, invocation), invocation)
         functions = StageFunctions(capability, services, model, StageTools(capability, services), invocation)
         commit = StageCommit(capability.pipeline, services, invocation)
         self._modes = StageModes(capability, services, agents, functions, commit, invocation)

@@ -4,22 +4,20 @@ invocation for its metrics."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from missions.core.envelope import Envelope
 from missions.core.llm import LLMProvider, LLMRequest, LLMResult
 from missions.core.redaction import redact
 from missions.core.usage import Outcome, UsageRecord
-from missions.ports.agents import UsageStore
-from missions.service.runner._base import Invocation
+from missions.service.runner._base import Invocation, StageServices
 
 log = logging.getLogger(__name__)
 
 
 class UsageLedger:
-    def __init__(self, capability: str, store: Callable[[], UsageStore] | None, invocation: Invocation):
+    def __init__(self, capability: str, services: StageServices, invocation: Invocation):
         self._capability = capability
-        self._store = store
+        self._services = services
         self._invocation = invocation
 
     def record(
@@ -53,10 +51,11 @@ class UsageLedger:
             error=redact(error)[:500] if error else None,
         )
         self._invocation.usage.append(record)
-        if self._store is None:
+        store = self._services.usage
+        if store is None:
             return
         try:
-            self._store().record(record)
+            store().record(record)
         except Exception:
             log.exception("usage of a model call of mission %s (stage %s) not recorded", envelope.mission_id, stage)
 
