@@ -174,7 +174,7 @@ def test_an_events_error_fields_are_stored_without_the_key():
 
 
 def test_a_step_functions_cause_is_absorbed_without_the_key():
-    from missions.service.runner import _cause
+    from missions.service.runner._absorb import cause_of as _cause
 
     cause = json.dumps({"errorMessage": f"Incorrect API key provided: {KEY}", "errorType": "LLMError"})
     assert KEY not in _cause(cause) and KEY not in _cause(f"raw {KEY}")

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from missions.adapters.memory.store import MemoryEventStore
 from missions.core import capability as registry
 from missions.core.capability import Capability, Ctx, stage
 from missions.core.envelope import Envelope, InterruptKind
 from missions.core.errors import StageRequestError
-from missions.core.events import EventType
+from missions.core.events import Event, EventType
 from missions.core.llm import LLMRequest
 from missions.core.pipeline import AgentConfig, EdgeLimit, ParallelGroup, RoutingRule, ToolAccess
 from missions.core.requests import MissionRequest
@@ -20,6 +23,7 @@ from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult
 from missions.ports.store import MissionRecord
 from missions.service.checkpoints import state_at, states
 from missions.service.launcher import build_envelope
+from missions.service.runner import StageRunner
 from tests.support.driver import DirectDriver
 from tests.support.stages import Answer, Out, stage_named, thinking, typed_capability
 
@@ -409,6 +413,54 @@ def test_a_stage_that_always_raises_ends_through_finalize():
     types = event_types(driver, env)
     assert EventType.FLOW_ERROR.value in types
     assert types[-2:] == [EventType.AGENT_COMPLETED.value, EventType.FLOW_COMPLETED.value]
+
+
+class EventsDown(MemoryEventStore):
+    """An events table that cannot be reached."""
+
+    def append(self, mission_id: str, batch_id: str, events: list[Event]) -> None:
+        raise ConnectionError("events table unreachable")
+
+
+class Warnings(logging.Handler):
+    """The warnings the runner's modules log, whatever the process's logging was set to."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+def test_a_failing_stage_whose_events_cannot_be_kept_says_so_and_raises_its_own_error():
+    # Given a stage that fails, run where the events table cannot be reached
+    @stage
+    def boom() -> Out:
+        raise RuntimeError("kaboom")
+
+    cap = make(
+        "t_boom_unheard", [AgentConfig(name="boom", default_next="done"), AgentConfig(name="done")], boom, final()
+    )
+    driver = DirectDriver(cap)
+    runner = StageRunner(cap, replace(driver.services, events=EventsDown()))
+    start = build_envelope(MissionRequest(capability=cap.name, goal="g"), capabilities=driver.registry)
+    runner_log, warnings = logging.getLogger("missions.service.runner"), Warnings()
+    level = runner_log.level
+    runner_log.addHandler(warnings)
+    runner_log.setLevel(logging.WARNING)
+    # When the stage runs
+    try:
+        with pytest.raises(RuntimeError, match="kaboom"):
+            runner.handle({"stage": "boom", "mode": "run", "envelope": driver.codec.encode(start)})
+    finally:
+        runner_log.removeHandler(warnings)
+        runner_log.setLevel(level)
+    # Then it raised its own error, and the record of it that was lost is logged: the mission, the error, why
+    [warning] = warnings.records
+    message = warning.getMessage()
+    assert start.mission_id in message and "RuntimeError" in message and "events table unreachable" in message
+    assert warning.exc_info is not None and isinstance(warning.exc_info[1], ConnectionError)
 
 
 class Verdict(BaseModel):

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from missions.service.agents import AgentConfigs
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
+    from missions.service.conversations import ConversationService
     from missions.service.evaluation import Evaluator
     from missions.service.health import Readiness
     from missions.service.launcher import Launcher
@@ -663,12 +664,18 @@ class Runtime:
                 secrets=lambda name: self.secrets.read(name),  # the reader (its client) made on first use
                 memory=(lambda: self.memory) if self.settings.memory_table else None,
                 sandbox=lambda: self.sandbox,
-                conversations=(lambda: self.conversations) if self.settings.conversations_table else None,
+                conversations=self._conversation_service if self.settings.conversations_table else None,
                 agents=self._pinned_version if self.settings.agents_table else None,
                 usage=(lambda: self.usage) if self.settings.usage_table else None,
             )
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]
+
+    def _conversation_service(self) -> ConversationService:
+        """Where a stage folds a mission that is a turn of a conversation (made when such a mission ends)."""
+        from missions.service.conversations import ConversationService
+
+        return ConversationService(self.conversations)
 
     def _pinned_version(self, capability: str, agent: str, version: int) -> AgentVersion:
         assert self.agents is not None, "stages read versions only when the agents table is set"

@@ -1,0 +1,107 @@
+"""What the state machine brings back into a stage's envelope, absorbed before the stage runs: the failure
+the failure path carries, what a Parallel group's branches or a Map's items returned, and the answer a
+mission resumes with."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from missions.core.envelope import Citation, Counters, Envelope, InterruptKind, InterruptResponse, StageRecord
+from missions.core.events import EventType
+from missions.core.offload import EnvelopeCodec
+from missions.core.pipeline import PipelineConfig
+from missions.core.redaction import redact
+from missions.service.runner._base import Emit
+
+
+def absorb_failure(envelope: Envelope) -> dict[str, Any] | None:
+    """The failure the state machine caught (its Catch's `failure`), recorded on the mission as an error."""
+    failure = envelope.failure
+    if not failure:
+        return None
+    envelope.failure = None
+    at = failure.get("at") or {}
+    record = {
+        "reason": at.get("reason", "stage_failed"),
+        "state": at.get("state"),
+        "error": redact(str(failure.get("Error", "Unknown"))),
+        "cause": cause_of(failure.get("Cause")),
+    }
+    envelope.record_error(record["state"] or "?", record["error"], record["cause"] or record["reason"])
+    return record
+
+
+def absorb_branches(
+    envelope: Envelope,
+    emit: Emit,
+    fan_out: bool,
+    records: list[StageRecord],
+    codec: EnvelopeCodec,
+    pipeline: PipelineConfig,
+) -> list[Any] | None:
+    """Fold what a Parallel group's branches or a Map's items returned; for a fan-out, the items'
+    outputs (in order) are this stage's to join. Each branch's record goes into `records` (the
+    joining stage's checkpoint keeps them)."""
+    results = envelope.branch_results
+    if results is None:
+        return None
+    envelope.branch_results = None
+    deltas = [codec.unpack(r) for r in results]
+    for delta in deltas:
+        envelope.counters.add(Counters.model_validate(delta["counters"]))
+        envelope.add_citations([Citation.model_validate(c) for c in delta.get("citations", [])])
+        for error in delta.get("errors", []):
+            envelope.record_error(delta["stage"], error["kind"], error["message"])
+        for event in delta.get("events", []):
+            emit(EventType(event["type"]), _stage=delta["stage"], **event["payload"])
+        if delta.get("history"):
+            records.append(StageRecord.model_validate(delta["history"]))
+    if fan_out:  # the items belong to this stage
+        envelope.work_items = None
+        return [d["output"] for d in sorted(deltas, key=lambda d: d.get("index", 0))]
+    for delta in deltas:  # parallel group: each branch is a stage of its own
+        envelope.outputs[pipeline.agent(delta["stage"]).key] = delta["output"]
+    return None
+
+
+def absorb_resume(envelope: Envelope) -> tuple[InterruptResponse | None, bool]:
+    """The answer the mission resumes with, and whether it answered a tool call's approval (which
+    the tool executor reads from the approvals, not a question of the stage)."""
+    resume, interrupt = envelope.resume, envelope.interrupt
+    envelope.resume = None
+    if resume is None:
+        return None, False
+    if interrupt is None or resume.interrupt_id != interrupt.id:
+        envelope.record_error(
+            envelope.current_stage or "?", "resume", f"answer for unknown interrupt {resume.interrupt_id}"
+        )
+        return None, False
+    envelope.interrupt = None
+    response = resume.response
+    if interrupt.kind is InterruptKind.CONFIRMATION and "call_id" in interrupt.data:
+        envelope.approvals[interrupt.data["call_id"]] = bool(response.approved)
+    envelope.answers.append(
+        {
+            "interrupt_id": interrupt.id,
+            "kind": interrupt.kind.value,
+            "stage": interrupt.stage,
+            "question": interrupt.question,
+            "response": response.model_dump(exclude_none=True),
+        }
+    )
+    return response, interrupt.kind is InterruptKind.CONFIRMATION and "call_id" in interrupt.data
+
+
+def cause_of(cause: Any) -> str:
+    """Step Functions hands a Lambda's error as a JSON string; keep its message, without credentials
+    (it becomes the mission's error, a FLOW_ERROR event and the failed mission's result)."""
+    if not isinstance(cause, str):
+        return redact(str(cause or ""))
+    try:
+        parsed = json.loads(cause)
+        if isinstance(parsed, dict):
+            return redact(str(parsed.get("errorMessage") or cause))[:2000]
+    except ValueError:
+        pass
+    return redact(cause)[:2000]

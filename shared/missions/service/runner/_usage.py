@@ -1,0 +1,66 @@
+"""The record of every model call a stage makes (missions.core.usage), kept in the usage store and on the
+invocation for its metrics."""
+
+from __future__ import annotations
+
+import logging
+
+from missions.core.envelope import Envelope
+from missions.core.llm import LLMProvider, LLMRequest, LLMResult
+from missions.core.redaction import redact
+from missions.core.usage import Outcome, UsageRecord
+from missions.service.runner._base import Invocation, StageServices
+
+log = logging.getLogger(__name__)
+
+
+class UsageLedger:
+    def __init__(self, capability: str, services: StageServices, invocation: Invocation):
+        self._capability = capability
+        self._services = services
+        self._invocation = invocation
+
+    def record(
+        self,
+        envelope: Envelope,
+        stage: str,
+        provider: LLMProvider,
+        request: LLMRequest,
+        result: LLMResult | None,
+        latency_ms: float,
+        outcome: Outcome,
+        error: str | None = None,
+    ) -> None:
+        """Keep one model call. A store that fails is logged, not raised: the call was made and paid for,
+        and a retried stage would only make it again."""
+        asked = request.model or model_for(provider, request.role)
+        record = UsageRecord(
+            mission_id=envelope.mission_id,
+            user_id=envelope.user_id,
+            capability=self._capability,
+            stage=request.stage,
+            agent=stage,
+            version=envelope.agents.get(stage),
+            provider=provider.name,
+            model=result.model if result is not None else asked,
+            tokens_in=result.tokens_in if result is not None else 0,
+            tokens_out=result.tokens_out if result is not None else 0,
+            cost_usd=result.cost_usd if result is not None else 0.0,
+            latency_ms=round(max(0.0, latency_ms), 3),
+            outcome=outcome,
+            error=redact(error)[:500] if error else None,
+        )
+        self._invocation.usage.append(record)
+        store = self._services.usage
+        if store is None:
+            return
+        try:
+            store().record(record)
+        except Exception:
+            log.exception("usage of a model call of mission %s (stage %s) not recorded", envelope.mission_id, stage)
+
+
+def model_for(provider: LLMProvider, role: str) -> str:
+    """The model a provider gives a role when the request names none (the environment's), if it says."""
+    model_for = getattr(provider, "model_for", None)
+    return str(model_for(role)) if callable(model_for) else provider.name
