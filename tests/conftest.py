@@ -26,3 +26,16 @@ def responses_keep_the_contract() -> Iterator[None]:
     api.handle = checked  # the functions' API handler calls missions.app.api.handle
     yield
     api.handle = handle
+
+
+# Files run whole on one worker (`--dist loadfile`) in the order collected; the long end-to-end and
+# infrastructure files go first so two workers finish together instead of one waiting on the last.
+_FIRST = ("tests/e2e/", "tests/infra/", "tests/browser/", "tests/integration/")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def weight(item: pytest.Item) -> int:
+        path = item.nodeid
+        return next((i for i, prefix in enumerate(_FIRST) if path.startswith(prefix)), len(_FIRST))
+
+    items.sort(key=weight)  # stable: within a folder, collection order
