@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path, PureWindowsPath
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from capabilities.code_analysis import index as code_index
 from missions.core.envelope import Citation, Model
@@ -48,6 +48,27 @@ def _guarded(func: Callable[[Any], ToolResult]) -> Callable[[Any], ToolResult]:
             return ToolResult.fail(str(exc))
 
     return run
+
+
+def _repository_tool(
+    tool_id: str, description: str, parameters: type[BaseModel], *, timeout_seconds: float = 60.0
+) -> Callable[[Callable[[Any], ToolResult]], Callable[[Any], ToolResult]]:
+    """Every tool here reads a registered repository: read-only, rooted at its `repo`, never retried (a
+    read that failed fails the same way again), and guarded so it returns an error rather than raising."""
+
+    def register(func: Callable[[Any], ToolResult]) -> Callable[[Any], ToolResult]:
+        return CATALOG.register(
+            tool_id,
+            description,
+            parameters,
+            category=ToolCategory.READ,
+            risk=RiskLevel.READ_ONLY,
+            timeout_seconds=timeout_seconds,
+            max_retries=0,
+            root_param="repo",
+        )(_guarded(func))
+
+    return register
 
 
 # -- paths -----------------------------------------------------------------------------------
@@ -209,18 +230,13 @@ def _scope(base: Path, path: str) -> str:
     return _rel(base, start)
 
 
-@CATALOG.register(
+@_repository_tool(
     "code.list_files",
     "List text files under a directory of the repository (recursive, sorted; .gitignore'd, hidden and vendored "
     "folders skipped).",
     ListFilesParams,
-    category=ToolCategory.READ,
-    risk=RiskLevel.READ_ONLY,
     timeout_seconds=15.0,
-    max_retries=0,
-    root_param="repo",
 )
-@_guarded
 def list_files(params: ListFilesParams) -> ToolResult:
     base = repo_root(params.repo)
     scope = _scope(base, params.path)
@@ -238,17 +254,12 @@ def list_files(params: ListFilesParams) -> ToolResult:
     return ToolResult.ok({"files": files, "truncated": truncated}, citations)
 
 
-@CATALOG.register(
+@_repository_tool(
     "code.grep",
     "Search text files for a regular expression (ripgrep); every match is cited by file and line.",
     GrepParams,
-    category=ToolCategory.READ,
-    risk=RiskLevel.READ_ONLY,
     timeout_seconds=30.0,
-    max_retries=0,
-    root_param="repo",
 )
-@_guarded
 def grep(params: GrepParams) -> ToolResult:
     base = repo_root(params.repo)
     scope = _scope(base, params.path)
@@ -280,17 +291,12 @@ def count_mentions(repo: str, term: str) -> tuple[int, int]:
     return sum(int(line.rsplit(":", 1)[-1]) for line in hits if line.rsplit(":", 1)[-1].isdigit()), len(searched)
 
 
-@CATALOG.register(
+@_repository_tool(
     "code.read_lines",
     f"Read a range of lines from one file (1-based, inclusive, at most {MAX_READ_LINES} per call).",
     ReadLinesParams,
-    category=ToolCategory.READ,
-    risk=RiskLevel.READ_ONLY,
     timeout_seconds=10.0,
-    max_retries=0,
-    root_param="repo",
 )
-@_guarded
 def read_lines(params: ReadLinesParams) -> ToolResult:
     base = repo_root(params.repo)
     path = resolve_inside(base, params.file)
@@ -359,18 +365,12 @@ def _indexed(index: code_index.CodeIndex) -> str:
     return f"{len(index.files)} indexed files ({languages})"
 
 
-@CATALOG.register(
+@_repository_tool(
     "code.find_symbol",
     "Find where functions, methods, classes, interfaces and types are defined, by name (`name` or "
     "`Class.method`), in Python, JavaScript/TypeScript, Go and Java: each with its span, signature and doc.",
     FindSymbolParams,
-    category=ToolCategory.READ,
-    risk=RiskLevel.READ_ONLY,
-    timeout_seconds=60.0,
-    max_retries=0,
-    root_param="repo",
 )
-@_guarded
 def find_symbol(params: FindSymbolParams) -> ToolResult:
     index = _index(params.repo)
     scope = _scope(repo_root(params.repo), params.path)
@@ -382,18 +382,12 @@ def find_symbol(params: FindSymbolParams) -> ToolResult:
     return ToolResult.ok(data, citations)
 
 
-@CATALOG.register(
+@_repository_tool(
     "code.find_callers",
     "Who calls a function, method or class: every call site (`name(...)`, `obj.name(...)`, `new Name(...)`) "
     "with the function that makes the call, from the code index.",
     CallersParams,
-    category=ToolCategory.READ,
-    risk=RiskLevel.READ_ONLY,
-    timeout_seconds=60.0,
-    max_retries=0,
-    root_param="repo",
 )
-@_guarded
 def find_callers(params: CallersParams) -> ToolResult:
     index = _index(params.repo)
     scope = _scope(repo_root(params.repo), params.path)
@@ -406,18 +400,12 @@ def find_callers(params: CallersParams) -> ToolResult:
     return ToolResult.ok(data, [Citation(file=c["file"], line=c["line"]) for c in callers])
 
 
-@CATALOG.register(
+@_repository_tool(
     "code.find_references",
     "Everywhere a name is used: its call sites (with the calling function), the imports that bring it in, and "
     "other mentions (whole word), each cited.",
     CallersParams,
-    category=ToolCategory.READ,
-    risk=RiskLevel.READ_ONLY,
-    timeout_seconds=60.0,
-    max_retries=0,
-    root_param="repo",
 )
-@_guarded
 def find_references(params: CallersParams) -> ToolResult:
     index = _index(params.repo)
     base = repo_root(params.repo)
@@ -453,18 +441,12 @@ def find_references(params: CallersParams) -> ToolResult:
     return ToolResult.ok(data, [Citation(file=r["file"], line=r["line"]) for r in references])
 
 
-@CATALOG.register(
+@_repository_tool(
     "code.callees",
     "What a function or method calls: the call sites inside its body, each with where the called name is "
     "defined in the repository when it is.",
     SymbolParams,
-    category=ToolCategory.READ,
-    risk=RiskLevel.READ_ONLY,
-    timeout_seconds=60.0,
-    max_retries=0,
-    root_param="repo",
 )
-@_guarded
 def callees(params: SymbolParams) -> ToolResult:
     index = _index(params.repo)
     scope = _scope(repo_root(params.repo), params.path)
@@ -487,18 +469,12 @@ def callees(params: SymbolParams) -> ToolResult:
     return ToolResult.ok({"symbol": params.name, "functions": functions}, citations)
 
 
-@CATALOG.register(
+@_repository_tool(
     "code.call_path",
     "How one function reaches another: the shortest chain of calls from `source` to a call of `target` "
     "(at most `max_depth` calls), each hop cited.",
     CallPathParams,
-    category=ToolCategory.READ,
-    risk=RiskLevel.READ_ONLY,
-    timeout_seconds=60.0,
-    max_retries=0,
-    root_param="repo",
 )
-@_guarded
 def call_path(params: CallPathParams) -> ToolResult:
     index = _index(params.repo)
     starts = index.find_definitions(params.source)
