@@ -26,9 +26,9 @@ from missions.core.errors import (
     TransitionRefused,
 )
 from missions.core.events import Event, EventType
+from missions.core.status import MissionStatus
 from missions.local.devserver import http_event
 from missions.local.patches import LocalContext
-from missions.ports.store import MissionStatus
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import FakeExecutions, memory_runtime
 

@@ -28,7 +28,8 @@ from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.events import EventType
 from missions.core.offload import EnvelopeCodec
 from missions.core.requests import MissionRequest
-from missions.ports.store import Checkpoint, InterruptRecord, MissionStatus
+from missions.core.status import TERMINAL, MissionStatus
+from missions.ports.store import Checkpoint, InterruptRecord
 from missions.service.checkpoints import state_at
 from missions.service.control import MissionControl
 from missions.service.launcher import Launcher
@@ -265,7 +266,7 @@ def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_o
             try:
                 world.control.cancel(world.missions.get(mission_id))
             except ConflictError:
-                assert before in MissionStatus.TERMINAL
+                assert before in TERMINAL
             else:
                 if mission_id not in world.executions.started:
                     cancelled_before_start.add(mission_id)
@@ -308,4 +309,4 @@ def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_o
     # Then every mission not cancelled before its start started exactly once, and none is left waiting
     assert set(world.executions.started) == set(owner) - cancelled_before_start
     assert not world.launcher.dispatcher.queued("a") and not world.launcher.dispatcher.queued("b")
-    assert all(world.status(m) in MissionStatus.TERMINAL for m in owner), {m: world.status(m) for m in owner}
+    assert all(world.status(m) in TERMINAL for m in owner), {m: world.status(m) for m in owner}

@@ -7,8 +7,9 @@ from hypothesis import strategies as st
 from missions.adapters.memory.store import MemoryMissionStore
 from missions.core import capability as registry
 from missions.core.errors import TransitionRefused
-from missions.ports.store import LIFECYCLE, MissionRecord, MissionStatus, lifecycle_of
-from missions.service.lifecycle import ALLOWED_FROM, Lifecycle
+from missions.core.status import ALLOWED_FROM, TERMINAL, MissionStatus
+from missions.ports.store import LIFECYCLE, MissionRecord, lifecycle_of
+from missions.service.lifecycle import Lifecycle
 
 
 @pytest.mark.parametrize(
@@ -75,7 +76,7 @@ def test_pausing_never_leaves_an_ended_mission_and_a_resume_token_only_lives_whi
             made = False
         record = store.get("m")
         # Then an ended mission never moves again
-        if before in MissionStatus.TERMINAL:
+        if before in TERMINAL:
             assert record.status == before
         # and only a paused mission holds a resume token
         assert (record.pause_token is not None) == (record.status == MissionStatus.PAUSED)

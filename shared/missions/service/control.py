@@ -16,10 +16,11 @@ from missions.core.envelope import new_id, utcnow
 from missions.core.errors import ConflictError, NotFound, TaskGone, TransitionRefused
 from missions.core.events import Event, EventType
 from missions.core.notes import MAX_NOTES, Note
+from missions.core.status import NOT_STARTED, NOTEABLE, TERMINAL, MissionStatus
 from missions.ports.dispatch import ResumeTicket
-from missions.ports.store import EventStore, Executions, InterruptStore, MissionRecord, MissionStatus, MissionStore
+from missions.ports.store import EventStore, Executions, InterruptStore, MissionRecord, MissionStore
 from missions.service.launcher import Launcher
-from missions.service.lifecycle import NOT_STARTED, NOTEABLE, Lifecycle
+from missions.service.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +149,7 @@ class MissionControl:
         try:
             if record.status == MissionStatus.CANCELLING:  # its cancel stopped it: finish the cancel
                 self._lifecycle.cancelled(mission_id, record.terminal_reason or "cancelled")
-            elif record.status not in MissionStatus.TERMINAL:
+            elif record.status not in TERMINAL:
                 # a succeeded execution's last stage records the end before the execution ends; a mission
                 # still open after it (a bug on the way) would otherwise show as running for ever
                 reason = "execution_ended_unrecorded" if status == "SUCCEEDED" else f"execution_{status.lower()}"
@@ -161,7 +162,7 @@ class MissionControl:
                 )
         except TransitionRefused:
             pass  # it ended (or was cancelled) in the meantime: that writer's status stands
-        if record.status in MissionStatus.TERMINAL and not record.completed_at:
+        if record.status in TERMINAL and not record.completed_at:
             self._missions.update(mission_id, completed_at=utcnow())
         self._launcher.finished(mission_id)
 
@@ -178,7 +179,7 @@ class MissionControl:
 
 
 def _why_not(wanted: str, status: str) -> str:
-    if status in MissionStatus.TERMINAL or status == MissionStatus.CANCELLING:
+    if status in TERMINAL or status == MissionStatus.CANCELLING:
         return f"the mission already {status}; it cannot be {wanted}"
     return f"the mission is {status}; only a {'running' if wanted == 'paused' else 'paused'} mission can be {wanted}"
 

@@ -11,14 +11,8 @@ from typing import Any
 from missions.core.envelope import InterruptResponse, Resume
 from missions.core.errors import AnswerRejected, ConflictError, NotFound, TaskGone
 from missions.core.events import Event, EventType
-from missions.ports.store import (
-    EventStore,
-    InterruptRecord,
-    InterruptStore,
-    MissionRecord,
-    MissionStatus,
-    MissionSummary,
-)
+from missions.core.status import MissionStatus
+from missions.ports.store import EventStore, InterruptRecord, InterruptStore, MissionRecord, MissionSummary
 
 Resumer = Callable[[InterruptRecord, str], bool]  # (answered interrupt, Resume JSON) -> handed over now?
 

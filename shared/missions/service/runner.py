@@ -61,6 +61,7 @@ from missions.core.roots import AllowedRoots
 from missions.core.routing import Decision, apply, decide
 from missions.core.sandbox import SandboxRequest, SandboxResult
 from missions.core.stages import Ctx, Replay, StageFunction
+from missions.core.status import MissionStatus
 from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolEnv, ToolExecutor, call_id
 from missions.core.usage import Outcome, UsageRecord
 from missions.ports.agents import UsageStore
@@ -74,7 +75,6 @@ from missions.ports.store import (
     CheckpointStore,
     EventStore,
     InterruptStore,
-    MissionStatus,
     MissionStore,
 )
 from missions.service.checkpoints import state_at
