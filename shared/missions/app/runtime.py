@@ -1,5 +1,6 @@
 """The composition root: the runtime's ports bound to their AWS adapters, and the services built on
-them, once per process; and the entry point of every Lambda function.
+them, once per process. Each Lambda function's handler calls one of its services (`stages`,
+`interrupt_service`, `ingest`, `control`, ...), which hold the use cases.
 
 Every member is a typed port or service; clients are private and made on first use, so a cold start
 pays only for what its function touches (the stage of a capability without a repository never
@@ -9,21 +10,17 @@ emulation pass their own clients. Nothing here reads the environment or creates 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from missions.app import observability
 from missions.core import capability as registry
-from missions.core.compiler import segment_spent
-from missions.core.errors import DependencyUnavailable, NotFound, StageRequestError, TransitionRefused
+from missions.core.errors import DependencyUnavailable, StageRequestError
 from missions.core.offload import EnvelopeCodec
 from missions.core.redaction import remember_secret
 from missions.core.roots import AllowedRoots
-from missions.core.sandbox import FUNCTION_HEADROOM_MB, SandboxRequest, TierLimits
 from missions.core.settings import SettingsError
 from missions.service.runner import StageRunner, StageServices
 
@@ -35,10 +32,10 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from pydantic import SecretStr
 
-    from missions.adapters.sandbox_local import LocalSandbox
+    from missions.adapters.sandbox_local import SandboxFunction
+    from missions.app.stages import StageFunction
     from missions.core.agents import AgentVersion
     from missions.core.capability import Capability
-    from missions.core.envelope import InterruptResponse
     from missions.core.llm import LLMProvider
     from missions.core.refs import RepositoryResolver, Workspaces
     from missions.core.settings import RuntimeSettings
@@ -58,7 +55,6 @@ if TYPE_CHECKING:
         CheckpointStore,
         EventStore,
         Executions,
-        InterruptRecord,
         InterruptStore,
         MissionsByCapability,
         MissionStore,
@@ -70,13 +66,17 @@ if TYPE_CHECKING:
     from missions.service.agents import AgentConfigs
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
+    from missions.service.deployment import AgentDeployment
     from missions.service.evaluation import Evaluator
     from missions.service.health import Readiness
+    from missions.service.ingest import Ingest
+    from missions.service.interrupts import InterruptService
     from missions.service.launcher import Launcher
     from missions.service.lifecycle import Lifecycle
     from missions.service.missions import MissionService
     from missions.service.notifications import NotificationService
     from missions.service.repositories.service import RepositoryService
+    from missions.service.retention import Retention
     from missions.service.runner import StageTimings
     from missions.service.schedules import ScheduleService
 
@@ -309,14 +309,6 @@ class Runtime:
 
         return LocalSandbox()
 
-    @cached_property
-    def _sandbox_here(self) -> LocalSandbox:
-        """The sandbox function's own runner. In the function (its tier is set) it owns /tmp's sandbox
-        directories and no child may read this process's memory or /proc/<pid>/environ."""
-        from missions.adapters.sandbox_local import LocalSandbox
-
-        return LocalSandbox(in_function=self.settings.sandbox_tier is not None)
-
     # -- repositories -----------------------------------------------------------------------------
 
     @cached_property
@@ -396,6 +388,7 @@ class Runtime:
             limit=self.settings.concurrency_limit,
             capabilities=self.capabilities,
             agents=self.agents,
+            reconcile_after_seconds=self.settings.reconcile_stale_after_seconds,
         )
 
     @cached_property
@@ -408,6 +401,7 @@ class Runtime:
             interrupts=self.interrupts,
             executions=self.executions,
             launcher=self.launcher,
+            notifications=lambda: self.notifications,
         )
 
     @cached_property
@@ -504,7 +498,7 @@ class Runtime:
             interrupts=self.interrupts,
             conversations=self.conversations,
             submit=self.launcher.submit,
-            answer=self.answer,
+            answer=self.interrupt_service.answer,
             choose_capability=self.service.choose_capability,
             capabilities=self.capabilities.available,
             first_stage=lambda name: self.capabilities.load(name).pipeline.start,
@@ -516,7 +510,9 @@ class Runtime:
         """The trace scorers over missions' timelines (on demand, and the nightly run)."""
         from missions.service.evaluation import Evaluator
 
-        return Evaluator(self.missions, self.events, self.capabilities, self.missions_by_capability)
+        return Evaluator(
+            self.missions, self.events, self.capabilities, self.missions_by_capability, count=observability.count
+        )
 
     @cached_property
     def service(self) -> MissionService:
@@ -674,233 +670,58 @@ class Runtime:
         assert self.agents is not None, "stages read versions only when the agents table is set"
         return self.agents.pinned(capability, agent, version)
 
-    def handle_stage(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        envelope = event.get("envelope")
-        if not isinstance(envelope, dict) or not isinstance(envelope.get("capability"), str):
-            raise StageRequestError("stage request without an envelope naming its capability")
-        runner = self.runner(envelope["capability"])
-        result = runner.handle(event, deadline=_deadline_of(context))
-        if "segment_started" in event:  # a stage of an Express segment: should the segment hand back?
-            # when the mission ended meanwhile (cancelled), its user paused it, or the segment has used its time
-            result["segment_yield"] = (
-                runner.mission_ended_meanwhile or runner.pausing or segment_spent(event, datetime.now(UTC))
-            )
-        report = runner.last_report
-        if report is not None:
-            observability.stage_metrics(
-                report.capability, report.stage, runner.last_timings.total_ms, report.before, report.after, report.ended
-            )
-        observability.usage_metrics(runner.last_usage)
-        return result
+    # -- what each function calls (its handler is a decorator stack and one call) --------------------
 
-    def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:
-        from missions.service.interrupts import record_interrupt
+    @cached_property
+    def stages(self) -> StageFunction:
+        """The stage function."""
+        from missions.app.stages import StageFunction
 
-        if event.get("mode") == "pause":
-            return self._handle_pause(event)
+        return StageFunction(self.runner)
 
-        record = record_interrupt(event, self.interrupts)
-        # only now can an answer reach the execution: only now is the mission waiting for one
-        try:
-            self.lifecycle.waiting(record.mission_id, record.interrupt_id)
-        except TransitionRefused:
-            pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
-        else:
-            self.launcher.waiting(record.mission_id)  # waiting for a human holds no running slot
-            self.notifications.mission_waiting(self.missions.get(record.mission_id), record)
-        return {"interrupt_id": record.interrupt_id, "status": record.status}
+    @cached_property
+    def interrupt_service(self) -> InterruptService:
+        """The interrupt and SLA functions, and answers (the API, the chat, the CLI)."""
+        from missions.service.interrupts import InterruptService
 
-    def _handle_pause(self, event: dict[str, Any]) -> dict[str, Any]:
-        """The execution waits for its user's resume: keep the token on the mission, now paused, and give
-        its running slot to the next one. A mission cancelled while it was pausing refuses (this task
-        fails, so the execution ends through its final stage, which finds it cancelled)."""
-        from missions.core.events import Event, EventType
-
-        envelope = event.get("envelope") or {}
-        token, mission_id = event.get("task_token"), envelope.get("mission_id")
-        if not token or not isinstance(mission_id, str):
-            raise StageRequestError("a pause request needs envelope.mission_id and task_token")
-        hops = int((envelope.get("counters") or {}).get("agent_hops") or 0)
-        pause_id = f"pause-{hops:04d}"
-        self.lifecycle.paused(mission_id, pause_id, str(token))
-        self.launcher.waiting(mission_id)  # a paused mission holds no running slot
-        paused = Event(
-            type=EventType.MISSION_PAUSED,
-            mission_id=mission_id,
-            stage=envelope.get("next_stage"),
-            payload={"pause_id": pause_id, "next_stage": envelope.get("next_stage")},
-        )
-        self.events.append(mission_id, pause_id, [paused])
-        return {"pause_id": pause_id, "status": "paused"}
-
-    def answer(
-        self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]
-    ) -> tuple[InterruptRecord, bool]:
-        """Answer a question (the API and the CLI): recorded once, resumed when the user has a slot."""
-        from missions.service.interrupts import answer_interrupt
-
-        return answer_interrupt(
+        return InterruptService(
             interrupts=self.interrupts,
             events=self.events,
-            resume=self.launcher.resume,
-            mission_id=mission_id,
-            interrupt_id=interrupt_id,
-            response=response,
+            missions=self.missions,
+            launcher=lambda: self.launcher,
+            notifications=lambda: self.notifications,
+            sla_hours=self.settings.interrupt_sla_hours,
+            count=observability.count,
         )
 
-    def handle_execution_status(self, event: dict[str, Any]) -> dict[str, Any]:
-        detail = event.get("detail") or {}
-        self.control.execution_ended(str(detail["executionArn"]), str(detail["status"]))
-        try:
-            self.notifications.mission_ended(self.missions.get(str(detail["executionArn"]).rsplit(":", 1)[-1]))
-        except NotFound:
-            pass  # an execution of no mission of ours: execution_ended logged it
-        return {"mission_id": detail.get("name"), "status": detail["status"]}
+    @cached_property
+    def ingest(self) -> Ingest:
+        """The trigger functions: webhook, trigger (bus events), schedule and memory stream."""
+        from missions.service.ingest import Ingest
 
-    def handle_webhook(self, event: dict[str, Any]) -> dict[str, Any]:
-        from missions.service.ingest import receive_webhook
-
-        return receive_webhook(event, sources=self.webhook_sources, deliveries=self.deliveries, bus=self.bus)
-
-    def handle_trigger(self, event: dict[str, Any]) -> dict[str, Any]:
-        from missions.service.ingest import dispatch_event
-
-        return dispatch_event(event, self.launcher)
-
-    def handle_schedule(self, event: dict[str, Any]) -> dict[str, Any]:
-        """A firing: of a user's own schedule (one mission, theirs), or of a capability's (one per user)."""
-        from missions.service.ingest import fan_out_schedule
-        from missions.service.schedules import is_user_schedule
-
-        if is_user_schedule(event):
-            return self.schedules.fire(event)
-        return fan_out_schedule(event, self.launcher, self.memory, self.service.all_users)
-
-    def handle_memory_record(self, record: dict[str, Any]) -> None:
-        """One DynamoDB stream record of the memory table -> one `memory.changed` event on the bus."""
-        from missions.adapters.dynamodb.longterm import change_from_stream_record
-        from missions.service.ingest import publish_memory_change
-
-        publish_memory_change(change_from_stream_record(record), self.bus)
-
-    def handle_repository_import(self, event: dict[str, Any]) -> dict[str, Any]:
-        detail = event.get("detail") or {}
-        record = self.repository_service.run_import(str(detail.get("repository_id")), detail.get("ref"))
-        observability.logger().info(
-            "repository imported", extra={"repository_id": record.repository_id, "status": record.status}
-        )
-        return {"repository_id": record.repository_id, "status": record.status, "reason": record.reason}
-
-    def handle_sandbox(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        """The sandbox function: one request run in a child process of this one, within the tier this
-        function serves, its memory less its own headroom, and its remaining time less a margin."""
-        request = SandboxRequest.model_validate(event)
-        tier = self.settings.sandbox_tier
-        if tier is not None and request.tier != tier:
-            raise StageRequestError(f"this sandbox function runs {tier} scripts, not {request.tier} ones")
-        local = self._sandbox_here
-        result = local.run(request, within=_sandbox_room(context))
-        observability.logger().info(
-            "analysis script run",
-            extra={
-                "tier": request.tier,
-                "status": result.status,
-                "error_kind": result.error_kind,
-                "duration_ms": result.duration_ms,
-                "isolation": local.isolation.description,
-            },
-        )
-        return result.to_event()
-
-    def handle_sla(self) -> dict[str, Any]:
-        """Questions unanswered past the SLA: a metric the alarm watches, and the oldest logged."""
-        from aws_lambda_powertools.metrics import MetricUnit
-
-        from missions.service.interrupts import overdue_interrupts
-
-        report = overdue_interrupts(self.interrupts, self.settings.interrupt_sla_hours)
-        observability.metrics().add_metric(name="InterruptsOverdue", unit=MetricUnit.Count, value=report.count)
-        for record in report.oldest:
-            observability.logger().warning(
-                "question overdue",
-                extra={
-                    "mission_id": record.mission_id,
-                    "interrupt_id": record.interrupt_id,
-                    "asked_at": record.created_at,
-                    "stage": record.stage,
-                },
-            )
-        return {"overdue": report.count, "oldest": [f"{r.mission_id}/{r.interrupt_id}" for r in report.oldest]}
-
-    def handle_reconcile(self, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
-        """Finish the starts that crashed processes left half-done; each one is logged with what was done."""
-        report = self.launcher.reconcile(self.settings.reconcile_stale_after_seconds, now=now)
-        for action in ("queued", "started", "released"):
-            for mission_id in report[action]:
-                observability.logger().warning(f"stranded mission {action}", extra={"mission_id": mission_id})
-        for mission_id, why in report["failures"].items():
-            observability.logger().error(
-                "stranded mission not reconciled", extra={"mission_id": mission_id, "reason": why}
-            )
-        return report
-
-    def handle_evaluate(self) -> dict[str, Any]:
-        """Score the missions that ended in the last day and keep each verdict on its timeline; the
-        count of safety violations is the metric the stack alarms on, and each one is logged."""
-        from aws_lambda_powertools.metrics import MetricUnit
-
-        report = self.evaluator.nightly()
-        observability.metrics().add_metric(
-            name="SafetyViolations", unit=MetricUnit.Count, value=int(report["safety_violations"])
-        )
-        for violation in report["violations"]:
-            observability.logger().error("tool used without approval", extra={"violation": violation})
-        return report
-
-    def handle_agent_deploy(self, event: dict[str, Any]) -> dict[str, Any]:
-        """The deploy-time custom resource (missions.service.deployment): store each capability's shipped
-        agent configurations, then answer CloudFormation."""
-        from aws_lambda_powertools.utilities.parser import parse
-        from aws_lambda_powertools.utilities.parser.models import (
-            CloudFormationCustomResourceCreateModel,
-            CloudFormationCustomResourceDeleteModel,
-            CloudFormationCustomResourceUpdateModel,
+        return Ingest(
+            launcher=lambda: self.launcher,
+            bus=lambda: self.bus,
+            webhook_sources=lambda: self.webhook_sources,
+            deliveries=lambda: self.deliveries,
+            memory=lambda: self.memory,
+            all_users=lambda: self.service.all_users(),
+            schedules=lambda: self.schedules,
         )
 
-        from missions.service.deployment import CustomResourceRequest, handle_agent_deploy
+    @cached_property
+    def sandbox_function(self) -> SandboxFunction:
+        """The sandbox function's own runner, for the tier its settings name."""
+        from missions.adapters.sandbox_local import SandboxFunction
 
-        parsed = parse(
-            event,
-            CloudFormationCustomResourceCreateModel
-            | CloudFormationCustomResourceUpdateModel
-            | CloudFormationCustomResourceDeleteModel,  # type: ignore[arg-type]
-        )
-        properties = parsed.resource_properties if isinstance(parsed.resource_properties, dict) else {}
-        request = CustomResourceRequest(
-            request_type=parsed.request_type,
-            response_url=str(parsed.response_url),
-            stack_id=parsed.stack_id,
-            request_id=parsed.request_id,
-            logical_resource_id=parsed.logical_resource_id,
-            capabilities=[str(name) for name in properties.get("Capabilities", [])],
-        )
-        agents = self.agents
+        return SandboxFunction(self.settings.sandbox_tier)
 
-        def deploy(capability: str) -> list[dict[str, Any]]:
-            if agents is None:  # a wiring bug: fail the deploy with the reason rather than leave it waiting
-                raise SettingsError("MISSIONS_AGENTS_TABLE is not set: nowhere to store agent configurations")
-            return agents.deploy(capability)
+    @cached_property
+    def agent_deployment(self) -> AgentDeployment:
+        """The deploy function (a CloudFormation custom resource)."""
+        from missions.service.deployment import AgentDeployment
 
-        reply = handle_agent_deploy(
-            request,
-            deploy,
-            self.deployment_replies,
-            on_failure=lambda exc: observability.logger().exception("agent configurations not stored"),
-        )
-        observability.logger().info(
-            "deploy replied", extra={"status": reply["Status"], "reason": reply["Reason"], "data": reply["Data"]}
-        )
-        return reply
+        return AgentDeployment(self.agents, self.deployment_replies)
 
     @property
     def deployment_replies(self) -> DeploymentReplies:
@@ -910,52 +731,13 @@ class Runtime:
             self._deployment_replies = HttpDeploymentReplies()
         return self._deployment_replies
 
-    def handle_retention(self, now: Callable[[], datetime] | None = None) -> dict[str, Any]:
-        """Archive missions that ended long ago: a summary into long-term memory, checkpoints removed."""
-        from missions.service.retention import RetentionPolicy, archive_ended_missions
+    @cached_property
+    def retention(self) -> Retention:
+        """The retention function: missions that ended long ago archived."""
+        from missions.service.retention import Retention, RetentionPolicy
 
         policy = RetentionPolicy(self.settings.retention_completed_days, self.settings.retention_failed_days)
-        report = archive_ended_missions(
-            missions=self.missions,
-            checkpoints=self.checkpoints,
-            memory=self.memory,
-            policy=policy,
-            now=now,
-        )
-        for mission_id, why in report.failures.items():
-            observability.logger().error("mission not archived", extra={"mission_id": mission_id, "reason": why})
-        return {
-            "archived": report.archived,
-            "checkpoints_removed": report.checkpoints_removed,
-            "failures": report.failures,
-        }
-
-
-COMMIT_MARGIN_SECONDS = 3.0  # what a stage keeps back, after its last model call, to commit
-
-
-def _deadline_of(context: Any) -> float | None:
-    """When this invocation must be done (time.monotonic()), from the Lambda context's remaining time."""
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if remaining is None:
-        return None
-    return time.monotonic() + max(0.0, float(remaining()) / 1000 - COMMIT_MARGIN_SECONDS)
-
-
-SANDBOX_TIME_MARGIN_SECONDS = 2.0  # what the sandbox function keeps back to report after its child ends
-
-
-def _sandbox_room(context: Any) -> TierLimits | None:
-    """What a child may use inside the sandbox function: its memory less the headroom it was given for
-    itself, its remaining time less the margin (None outside Lambda: the tier's limits apply as they are)."""
-    memory = getattr(context, "memory_limit_in_mb", None)
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if memory is None or remaining is None:
-        return None
-    return TierLimits(
-        memory_mb=max(16, int(memory) - FUNCTION_HEADROOM_MB),
-        timeout_seconds=max(1.0, float(remaining()) / 1000 - SANDBOX_TIME_MARGIN_SECONDS),
-    )
+        return Retention(missions=self.missions, checkpoints=self.checkpoints, memory=self.memory, policy=policy)
 
 
 class _LazyClient:

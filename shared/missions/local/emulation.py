@@ -465,7 +465,7 @@ class LocalCloud:
 
     def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]) -> None:
         """Answer as a user would: the mission resumes when its user has a running slot for it."""
-        self.runtime.answer(mission_id, interrupt_id, response)
+        self.runtime.interrupt_service.answer(mission_id, interrupt_id, response)
 
     def events(self, mission_id: str, after: str | None = None) -> tuple[list[Event], str | None]:
         return self.runtime.events.read(mission_id, after=after, limit=500)

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from missions.core.envelope import new_id, utcnow
 from missions.core.errors import ConflictError, NotFound, TaskGone, TransitionRefused
@@ -22,7 +25,19 @@ from missions.ports.store import EventStore, Executions, InterruptStore, Mission
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
 
+if TYPE_CHECKING:
+    from missions.service.notifications import NotificationService
+
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExecutionStatus:
+    """Step Functions says an execution's status changed (the status function's event, read by missions.app.events)."""
+
+    execution_arn: str
+    status: str
+    name: str | None = None
 
 
 class MissionControl:
@@ -34,8 +49,11 @@ class MissionControl:
         interrupts: InterruptStore,
         executions: Executions,
         launcher: Launcher,
+        notifications: Callable[[], NotificationService] | None = None,
     ):
+        """`notifications`: made on first use, by the status function only (notices of missions that ended)."""
         self._missions = missions
+        self._notifications = notifications
         self._events = events
         self._interrupts = interrupts
         self._executions = executions
@@ -138,6 +156,16 @@ class MissionControl:
         self._announce_event(record.mission_id, EventType.NOTE_RECEIVED, note_id=note.note_id, text=note.text)
         return note
 
+    def execution_changed(self, change: ExecutionStatus) -> dict[str, Any]:
+        """The status function: record how the execution ended, free its slot, tell the user who opted in."""
+        self.execution_ended(change.execution_arn, change.status)
+        if self._notifications is not None:
+            try:
+                self._notifications().mission_ended(self._missions.get(change.execution_arn.rsplit(":", 1)[-1]))
+            except NotFound:
+                pass  # an execution of no mission of ours: execution_ended logged it
+        return {"mission_id": change.name, "status": change.status}
+
     def execution_ended(self, execution_arn: str, status: str) -> None:
         """Step Functions says an execution ended: record what the stages could not, free its slot."""
         mission_id = execution_arn.rsplit(":", 1)[-1]
@@ -184,4 +212,4 @@ def _why_not(wanted: str, status: str) -> str:
     return f"the mission is {status}; only a {'running' if wanted == 'paused' else 'paused'} mission can be {wanted}"
 
 
-__all__ = ["MissionControl"]
+__all__ = ["ExecutionStatus", "MissionControl"]

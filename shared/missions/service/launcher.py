@@ -18,6 +18,7 @@ agent configuration versions active then are the ones it pins.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,6 +42,8 @@ from missions.service.agents import AgentConfigs
 from missions.service.checkpoints import state_at
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 from missions.service.lifecycle import Lifecycle
+
+log = logging.getLogger(__name__)
 
 Preferences = Callable[[str], dict[str, Any]]  # user -> what feedback taught about them
 
@@ -123,8 +126,12 @@ class Launcher:
         capabilities: registry.Registry | None = None,
         conversations: Callable[[], ConversationStore] | None = None,
         agents: AgentConfigs | None = None,
+        reconcile_after_seconds: float = 960,
     ):
+        """`reconcile_after_seconds`: how old a note or claim must be for `reconcile` to take it as left by a
+        process that died (longer than any function runs)."""
         self.capabilities = capabilities or registry.default_registry()
+        self._reconcile_after = reconcile_after_seconds
         self._missions = missions
         self._preferences = preferences
         self._conversations = conversations
@@ -225,9 +232,16 @@ class Launcher:
         """Take a queued mission out of its user's queue (a cancel); False when a claim took it first."""
         return self.dispatcher.cancel_queued(user_id, mission_id)
 
-    def reconcile(self, stale_after_seconds: float, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
-        """Finish starts that a crashed process left half-done (`Dispatcher.reconcile`)."""
-        return self.dispatcher.reconcile(before=now() - int(stale_after_seconds * 1e9)).as_dict()
+    def reconcile(self, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
+        """The reconcile function: finish the starts that crashed processes left half-done
+        (`Dispatcher.reconcile`); each one is logged with what was done."""
+        report = self.dispatcher.reconcile(before=now() - int(self._reconcile_after * 1e9)).as_dict()
+        for action in ("queued", "started", "released"):
+            for mission_id in report[action]:
+                log.warning(f"stranded mission {action}", extra={"mission_id": mission_id})
+        for mission_id, why in report["failures"].items():
+            log.error("stranded mission not reconciled", extra={"mission_id": mission_id, "reason": why})
+        return report
 
 
 class ExecutionStarter:

@@ -339,7 +339,9 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, An
     Retry-After (it becomes answerable in a moment); one that does not fit the question is 422."""
     record = owned_mission(mission_id, current_user())
     try:
-        answered, now = runtime().answer(mission_id, interrupt_id, InterruptResponse(**body.model_dump()))
+        answered, now = runtime().interrupt_service.answer(
+            mission_id, interrupt_id, InterruptResponse(**body.model_dump())
+        )
     except NotFound:
         if record.asking == interrupt_id:  # asked, but its token is not stored yet
             return error(409, f"question {interrupt_id} is not answerable yet", headers={"Retry-After": "1"})
