@@ -102,7 +102,7 @@ class Executions:
         for thread in self._threads:
             thread.start()
 
-    def start(self, request: MissionRequest) -> None:
+    def start(self, request: MissionRequest, prepared: object = None) -> None:  # the dispatcher's Starter
         assert request.mission_id is not None
         with self.lock:
             live = self.live.setdefault(request.user_id, set())
@@ -145,7 +145,7 @@ class Executions:
 
 def dispatch_all(store: Any, missions: MissionStore, events: list[MissionRequest], timeout: float) -> dict[str, Any]:
     executions = Executions(missions)
-    dispatcher = Dispatcher(store, missions, executions.start, limit=LIMIT)
+    dispatcher = Dispatcher(store, missions, executions, limit=LIMIT)
     executions.dispatcher = dispatcher
     expected = len({mission_id_for(e) for e in events})
     began = time.perf_counter()

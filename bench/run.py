@@ -218,7 +218,9 @@ class Runtime:  # the handler's runtime, on in-memory stores (no moto in this pr
         self.runner = StageRunner(cap, StageServices(MemoryCheckpointStore(), MemoryEventStore(), self.codec,
                                                      llm=lambda c: ScriptedProvider(c.offline_policy),
                                                      workspaces=RepositoryWorkspaces(ROOTS, Path("/tmp/ws"))))
-    def handle_stage(self, event, context=None):
+        self.stages = self  # what the stage handler calls: runtime.stages.handle(event, context)
+
+    def handle(self, event, context=None):
         return self.runner.handle(event)
 
 runtime = Runtime()

@@ -76,7 +76,7 @@ def run() -> dict[str, Any]:
         def fire() -> str | None:
             user, schedule_id = created[next(firing) % len(created)]
             event = {"kind": USER_SCHEDULE, "user_id": user, "schedule_id": schedule_id}
-            result = runtime.handle_schedule({**event, "scheduled_time": "2026-12-07T06:30:00Z"})
+            result = runtime.ingest.schedule({**event, "scheduled_time": "2026-12-07T06:30:00Z"})
             assert result["outcome"] == "started", result  # each schedule fires once: every firing starts one
             return result.get("mission_id")
 

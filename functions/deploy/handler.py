@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from missions.app import events
 from missions.app.handler import lambda_handler as handler
 from missions.app.runtime import Runtime
 
 
 @handler()
 def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
-    return runtime.handle_agent_deploy(event)
+    return runtime.agent_deployment.handle(events.custom_resource(event))

@@ -10,4 +10,4 @@ from missions.app.runtime import Runtime
 
 @handler("envelope.mission_id")
 def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
-    return runtime.handle_interrupt(event)
+    return runtime.interrupt_service.handle(event)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from missions.app import events
 from missions.app.handler import lambda_handler as handler
 from missions.app.runtime import Runtime
 
 
 @handler("detail.repository_id")
 def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
-    return runtime.handle_repository_import(event)
+    return runtime.repository_service.handle_import(events.repository_import(event))

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from missions.app import events
 from missions.app.handler import lambda_handler as handler
 from missions.app.runtime import Runtime
 
 
 @handler()
 def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
-    return runtime.handle_sandbox(event, context)
+    return runtime.sandbox_function.handle(event, events.sandbox_room(context))

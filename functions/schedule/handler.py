@@ -10,4 +10,4 @@ from missions.app.runtime import Runtime
 
 @handler()
 def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
-    return runtime.handle_schedule(event)
+    return runtime.ingest.schedule(event)

@@ -10,4 +10,4 @@ from missions.app.runtime import Runtime
 
 @handler("id")
 def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
-    return runtime.handle_trigger(event)
+    return runtime.ingest.bus_event(event)

@@ -12,4 +12,4 @@ from missions.app.runtime import Runtime
 
 @handler(correlation_paths.API_GATEWAY_HTTP)
 def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
-    return runtime.handle_webhook(event)
+    return runtime.ingest.webhook(event)

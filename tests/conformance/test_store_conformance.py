@@ -29,6 +29,7 @@ from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event, EventType
 from missions.core.specs import BLOB_INLINE_LIMIT, CHECKPOINTS, TABLES
+from missions.core.status import ALLOWED_FROM
 from missions.ports.store import (
     Checkpoint,
     InterruptRecord,
@@ -37,7 +38,6 @@ from missions.ports.store import (
     event_position,
     parse_position,
 )
-from missions.service.lifecycle import ALLOWED_FROM
 
 REGION = "us-east-1"
 BUCKET = "missions-blobs-test"

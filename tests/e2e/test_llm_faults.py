@@ -15,9 +15,10 @@ import pytest
 from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.events import Event, EventType
 from missions.core.requests import MissionRequest
+from missions.core.status import TERMINAL, MissionStatus
 from missions.local import patches
 from missions.local.emulation import LocalCloud
-from missions.ports.store import InterruptRecord, MissionRecord, MissionStatus
+from missions.ports.store import InterruptRecord, MissionRecord
 from missions.service.checkpoints import states
 from tests.support.flaky_model import API_KEY, FALLBACK_MODEL, FAULTS, FlakyModel
 
@@ -50,7 +51,7 @@ class Users:
             for record in self.cloud.runtime.missions.list_for_user(user, limit=100):
                 if record.mission_id in self.ended:
                     continue
-                if record.status in MissionStatus.TERMINAL:
+                if record.status in TERMINAL:
                     # over once Step Functions reported its end too (that frees its slot)
                     whole = self.cloud.runtime.missions.get(record.mission_id)
                     if not whole.execution_arn or patches.wait_reported(whole.execution_arn, 0):

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from missions.core.status import TERMINAL
 from missions.local.emulation import LocalCloud
-from missions.ports.store import MissionStatus
 from tests.integration.conftest import chain, final_answer, make_capability, with_capabilities
 
 pytestmark = pytest.mark.e2e
@@ -33,7 +33,7 @@ def test_every_queued_mission_of_a_busy_user_starts_and_ends():
             for mission_id in mission_ids:
                 if mission_id not in ended:
                     status = cloud.runtime.missions.get(mission_id).status
-                    if status in MissionStatus.TERMINAL:
+                    if status in TERMINAL:
                         ended[mission_id] = status
             time.sleep(0.2)
         dispatcher = cloud.runtime.launcher.dispatcher

@@ -54,7 +54,7 @@ class Executions:
         for thread in self._threads:
             thread.start()
 
-    def start(self, request: MissionRequest) -> None:
+    def start(self, request: MissionRequest, prepared: object = None) -> None:  # the dispatcher's Starter
         with self.lock:
             live = self.live.setdefault(request.user_id, set())
             live.add(request.mission_id)
@@ -110,7 +110,7 @@ def cloud(monkeypatch):
         client = SerializedClient(raw)
         missions = DynamoMissionStore("test-missions", client=client)
         executions = Executions(missions)
-        dispatcher = Dispatcher(DynamoDispatchStore("test-dispatch", client=client), missions, executions.start, LIMIT)
+        dispatcher = Dispatcher(DynamoDispatchStore("test-dispatch", client=client), missions, executions, LIMIT)
         executions.dispatcher = dispatcher
         try:
             yield dispatcher, missions, executions

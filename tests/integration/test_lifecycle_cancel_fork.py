@@ -215,7 +215,7 @@ def test_questions_waiting_for_answers_do_not_block_the_next_mission(cloud: Loca
     # And answers then wait for slots: with 3 stages in flight, an answer is queued, not a 4th running mission
     more = in_flight(cloud, gate, "vic", 2)
     [question] = cloud.runtime.interrupts.pending(asking[0])
-    _, resumed_now = cloud.runtime.answer(asking[0], question.interrupt_id, {"text": "the white one"})
+    _, resumed_now = cloud.runtime.interrupt_service.answer(asking[0], question.interrupt_id, {"text": "the white one"})
     assert not resumed_now and len(cloud.runtime.launcher.dispatcher.running("vic")) == 3
     # And once a slot frees, the answer is handed over first and the mission completes
     gate.open()

@@ -48,7 +48,7 @@ def test_a_start_cut_short_by_a_crash_is_finished_by_the_reconciler(dies_after, 
         early = lambda_handler({}, LocalContext("missions-reconcile"), runtime=runtime)
         assert early["started"] == [] and early["dropped"] == []
         # and when it runs once the start is stale
-        report = runtime.handle_reconcile(now=lambda: time.time_ns() + LATER)
+        report = runtime.launcher.reconcile(now=lambda: time.time_ns() + LATER)
         # Then the mission runs in one execution, to its end (or its question), and the journal is empty (a claim
         # cut short is started now; an execution that began already is started again, which keeps the
         # one that exists, or, when it already went on or ended, only its claim is settled)

@@ -39,14 +39,14 @@ def test_missions_show_their_lifecycle_and_are_archived_by_age_and_outcome():
         ended = _ended(cloud, done.mission_id)
 
         # When retention runs 8 days later
-        report = cloud.runtime.handle_retention(now=lambda: ended + timedelta(days=8))
+        report = cloud.runtime.retention.run(now=lambda: ended + timedelta(days=8))
         # Then only the failed one is archived (7 days); the completed one is kept (30 days)
         assert report["archived"] == [failed] and not report["failures"]
         assert lifecycle_of(runtime.missions.get(failed)) == "archived"
         assert lifecycle_of(runtime.missions.get(done.mission_id)) == "completed"
 
         # When it runs 31 days later
-        report = cloud.runtime.handle_retention(now=lambda: ended + timedelta(days=31))
+        report = cloud.runtime.retention.run(now=lambda: ended + timedelta(days=31))
         # Then the completed one is archived: summary in long-term memory, checkpoints gone, record kept
         assert report["archived"] == [done.mission_id] and report["checkpoints_removed"] > 0
         assert runtime.checkpoints.list(done.mission_id) == []
@@ -57,7 +57,7 @@ def test_missions_show_their_lifecycle_and_are_archived_by_age_and_outcome():
         assert summary.value["result"]
 
         # And a second run finds nothing more to do
-        again = cloud.runtime.handle_retention(now=lambda: ended + timedelta(days=60))
+        again = cloud.runtime.retention.run(now=lambda: ended + timedelta(days=60))
         assert again["archived"] == []
 
 
@@ -65,7 +65,7 @@ def test_retention_ages_are_configurable():
     with LocalCloud(["code_analysis"], settings={"retention_completed_days": 2}) as cloud:
         done = cloud.run("code_analysis", GOAL, context={"repo": str(REPO_ROOT)})
         ended = datetime.fromisoformat(cloud.runtime.missions.get(done.mission_id).completed_at)
-        report = cloud.runtime.handle_retention(
+        report = cloud.runtime.retention.run(
             now=lambda: ended.astimezone(UTC) + timedelta(days=3),
         )
         assert report["archived"] == [done.mission_id]

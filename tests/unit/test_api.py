@@ -26,9 +26,9 @@ from missions.core.errors import (
     TransitionRefused,
 )
 from missions.core.events import Event, EventType
+from missions.core.status import MissionStatus
 from missions.local.devserver import http_event
 from missions.local.patches import LocalContext
-from missions.ports.store import MissionStatus
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import FakeExecutions, memory_runtime
 
@@ -352,7 +352,7 @@ def _question(runtime: Runtime, mission_id: str, token: str = "token-1") -> str:
     """The waitForTaskToken function stores the question's token: now it can be answered."""
     interrupt = {"id": "i_1", "kind": "choice", "stage": "present", "question": "which one?", "options": ["A", "B"]}
     event = {"envelope": {"mission_id": mission_id, "interrupt": interrupt}, "task_token": token}
-    runtime.handle_interrupt(event)
+    runtime.interrupt_service.handle(event)
     return "i_1"
 
 
@@ -534,7 +534,7 @@ def _webhook_runtime(repo: Any, outage: list[Exception] | None = None) -> tuple[
                 raise refusals.pop()
             published.extend(entries)
             for entry in entries:
-                runtime.handle_trigger(
+                runtime.ingest.bus_event(
                     {
                         "source": entry["Source"],
                         "detail-type": entry["DetailType"],
@@ -569,9 +569,9 @@ def test_a_webhook_survives_a_bus_outage_and_starts_its_mission_once(tmp_path: A
     )
     event = _webhook("d-1", PUSH)
     # When the sender delivers it, and retries after the 503 as it is told to
-    first = runtime.handle_webhook(event)
-    second = runtime.handle_webhook(event)
-    third = runtime.handle_webhook(event)
+    first = runtime.ingest.webhook(event)
+    second = runtime.ingest.webhook(event)
+    third = runtime.ingest.webhook(event)
     # Then the retry was accepted (not refused as a replay), put on the bus once, and a replay after that is one
     assert (first["statusCode"], second["statusCode"], third["statusCode"]) == (503, 202, 200)
     assert len(published) == 1 and json.loads(published[0]["Detail"])["delivery_id"] == "d-1"
@@ -582,11 +582,11 @@ def test_a_captured_webhook_replayed_under_fresh_ids_starts_nothing(tmp_path: An
     # Given a signed delivery that started ann's mission
     runtime, published = _webhook_runtime(tmp_path)
     captured = _webhook("d-1", PUSH)
-    assert runtime.handle_webhook(captured)["statusCode"] == 202
+    assert runtime.ingest.webhook(captured)["statusCode"] == 202
     signature = captured["headers"]["webhook-signature"]
     stamp = int(captured["headers"]["webhook-timestamp"])
     # When someone who captured it replays it within the window under new ids, with its signature
-    replays = [runtime.handle_webhook(_webhook(fresh, PUSH, stamp, signature)) for fresh in ("d-2", "d-3")]
+    replays = [runtime.ingest.webhook(_webhook(fresh, PUSH, stamp, signature)) for fresh in ("d-2", "d-3")]
     # Then each is refused as unsigned, and still only one mission exists
     assert [(r["statusCode"], json.loads(r["body"])["message"]) for r in replays] == [(401, "bad signature")] * 2
     assert len(published) == 1 and len(runtime.missions.list_for_user("ann")) == 1
@@ -595,12 +595,12 @@ def test_a_captured_webhook_replayed_under_fresh_ids_starts_nothing(tmp_path: An
 def test_a_stale_webhook_is_refused_and_an_identical_redelivery_is_a_duplicate(tmp_path: Any):
     runtime, _ = _webhook_runtime(tmp_path)
     # Given a delivery correctly signed six minutes ago / When delivered / Then refused, nothing started
-    stale = runtime.handle_webhook(_webhook("d-old", PUSH, stamp=int(time.time()) - 360))
+    stale = runtime.ingest.webhook(_webhook("d-old", PUSH, stamp=int(time.time()) - 360))
     assert (stale["statusCode"], json.loads(stale["body"])["message"]) == (401, "stale timestamp")
     assert runtime.missions.list_for_user("ann") == []
     # Given a fresh delivery / When it arrives twice, byte for byte
     event = _webhook("d-new", PUSH)
-    first, again = runtime.handle_webhook(event), runtime.handle_webhook(event)
+    first, again = runtime.ingest.webhook(event), runtime.ingest.webhook(event)
     # Then it is accepted once, the second answered as a duplicate (2xx), and one mission started
     assert (first["statusCode"], again["statusCode"]) == (202, 200)
     assert json.loads(again["body"]) == {"duplicate": True, "delivery_id": "d-new"}

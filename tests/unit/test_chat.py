@@ -27,7 +27,8 @@ from missions.core.conversation import Turn, fold
 from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.events import Event, EventType
 from missions.core.requests import MissionRequest
-from missions.ports.store import InterruptRecord, MissionRecord, MissionStatus
+from missions.core.status import TERMINAL, MissionStatus
+from missions.ports.store import InterruptRecord, MissionRecord
 from missions.service.chat import ChatService, Progress, Reply
 from missions.service.lifecycle import Lifecycle
 
@@ -205,7 +206,7 @@ class World:
         Lifecycle(self.missions).resumed(mission_id)
 
     def finish(self, mission_id: str, answer: str) -> None:
-        if self.missions.get(mission_id).status in MissionStatus.TERMINAL:
+        if self.missions.get(mission_id).status in TERMINAL:
             return
         result = {"answer": answer, "citations": ["a.py:3"]}
         request = self.started[int(mission_id[1:]) - 1]

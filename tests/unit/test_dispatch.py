@@ -10,19 +10,20 @@ from hypothesis import strategies as st
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
 from missions.adapters.memory.store import MemoryMissionStore
+from missions.core.envelope import Envelope
 from missions.core.errors import MissionRequestError, NotFound
 from missions.core.requests import MissionRequest
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 
 
 class FakeStart:
-    """Records started missions; raises for the mission ids in `failing`."""
+    """The dispatcher's Starter: records started missions; raises for the mission ids in `failing`."""
 
     def __init__(self, failing: set[str] | None = None):
         self.started: list[str] = []
         self.failing = failing or set()
 
-    def __call__(self, request: MissionRequest) -> None:
+    def start(self, request: MissionRequest, prepared: Envelope | None = None) -> None:
         if request.mission_id in self.failing:
             raise RuntimeError("boom")
         self.started.append(request.mission_id)
@@ -182,11 +183,12 @@ def test_a_mission_that_ends_during_its_own_start():
     store, missions = InMemoryDispatchStore(), MemoryMissionStore()
     started: list[str] = []
 
-    def start(request: MissionRequest) -> None:  # the execution ends before start() returns
-        started.append(request.mission_id)
-        dispatcher.finished(request.mission_id)
+    class EndsAtOnce:
+        def start(self, request: MissionRequest, prepared: Envelope | None = None) -> None:
+            started.append(request.mission_id)  # the execution ends before start() returns
+            dispatcher.finished(request.mission_id)
 
-    dispatcher = Dispatcher(store, missions, start, limit=1)
+    dispatcher = Dispatcher(store, missions, EndsAtOnce(), limit=1)
     results = [dispatcher.submit(req(f"g{i}")) for i in range(3)]
     assert started == [r.mission_id for r in results]
     assert store.running("u1") == set() and store.queued("u1") == []

@@ -22,13 +22,15 @@ from missions.adapters.memory.store import (
     MemoryInterruptStore,
     MemoryMissionStore,
 )
+from missions.core import capability as registry
 from missions.core.checkpoints import diff
 from missions.core.envelope import InterruptKind
 from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.events import EventType
 from missions.core.offload import EnvelopeCodec
 from missions.core.requests import MissionRequest
-from missions.ports.store import Checkpoint, InterruptRecord, MissionStatus
+from missions.core.status import TERMINAL, MissionStatus
+from missions.ports.store import Checkpoint, InterruptRecord
 from missions.service.checkpoints import state_at
 from missions.service.control import MissionControl
 from missions.service.launcher import Launcher
@@ -40,7 +42,7 @@ GOAL = "find the cheapest USB-C charger"
 
 
 class World:
-    def __init__(self, limit: int = 3):
+    def __init__(self, limit: int = 3, capabilities: registry.Registry | None = None):
         self.missions = MemoryMissionStore()
         self.checkpoints = MemoryCheckpointStore()
         self.events = MemoryEventStore()
@@ -54,6 +56,7 @@ class World:
             dispatch=InMemoryDispatchStore(),
             state_machine_arn=lambda name: f"arn:aws:states:us-east-1:123456789012:stateMachine:{name}",
             limit=limit,
+            capabilities=capabilities,
         )
         self.questions: Counter[str] = Counter()  # questions asked, per mission
         self.control = MissionControl(
@@ -101,7 +104,35 @@ class World:
         self.control.execution_ended(record.execution_arn or f"x:{mission_id}", "SUCCEEDED")
 
 
+class CountingRegistry(registry.Registry):
+    """The installed capabilities, counting the lookups: building a mission's first envelope is one."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads: Counter[str] = Counter()
+
+    def load(self, name: str) -> registry.Capability:
+        self.loads[name] += 1
+        return super().load(name)
+
+
 # --------------------------------------------------------------------------- examples
+
+
+def test_a_missions_first_envelope_is_built_once_per_start():
+    # Given a launcher whose registry counts the envelopes built, and one running slot per user
+    capabilities = CountingRegistry()
+    world = World(limit=1, capabilities=capabilities)
+    # When a mission starts at once
+    first = world.submit()
+    # Then its envelope was built once: as its submit checked it, and handed to its start
+    assert world.status(first) == "running" and capabilities.loads[CAPABILITY] == 1
+    # When the next one waits in the queue, then starts once the first ends
+    second = world.submit()
+    assert world.status(second) == "queued" and capabilities.loads[CAPABILITY] == 2
+    world.end(first)
+    # Then its start built it once more (it waited: its repository and versions are checked again)
+    assert world.status(second) == "running" and capabilities.loads[CAPABILITY] == 3
 
 
 def test_a_request_that_cannot_run_is_refused_before_anything_is_written():
@@ -265,7 +296,7 @@ def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_o
             try:
                 world.control.cancel(world.missions.get(mission_id))
             except ConflictError:
-                assert before in MissionStatus.TERMINAL
+                assert before in TERMINAL
             else:
                 if mission_id not in world.executions.started:
                     cancelled_before_start.add(mission_id)
@@ -308,4 +339,4 @@ def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_o
     # Then every mission not cancelled before its start started exactly once, and none is left waiting
     assert set(world.executions.started) == set(owner) - cancelled_before_start
     assert not world.launcher.dispatcher.queued("a") and not world.launcher.dispatcher.queued("b")
-    assert all(world.status(m) in MissionStatus.TERMINAL for m in owner), {m: world.status(m) for m in owner}
+    assert all(world.status(m) in TERMINAL for m in owner), {m: world.status(m) for m in owner}

@@ -6,9 +6,10 @@ from hypothesis import strategies as st
 
 from missions.adapters.memory.store import MemoryMissionStore
 from missions.core import capability as registry
-from missions.core.errors import TransitionRefused
-from missions.ports.store import LIFECYCLE, MissionRecord, MissionStatus, lifecycle_of
-from missions.service.lifecycle import ALLOWED_FROM, Lifecycle
+from missions.core.errors import ConflictError, TransitionRefused
+from missions.core.status import ALLOWED_FROM, TERMINAL, MissionStatus
+from missions.ports.store import LIFECYCLE, MissionRecord, lifecycle_of
+from missions.service.lifecycle import Lifecycle
 
 
 @pytest.mark.parametrize(
@@ -75,10 +76,23 @@ def test_pausing_never_leaves_an_ended_mission_and_a_resume_token_only_lives_whi
             made = False
         record = store.get("m")
         # Then an ended mission never moves again
-        if before in MissionStatus.TERMINAL:
+        if before in TERMINAL:
             assert record.status == before
         # and only a paused mission holds a resume token
         assert (record.pause_token is not None) == (record.status == MissionStatus.PAUSED)
         # and only a running mission can be paused
         if step == "pause" and made:
             assert before == MissionStatus.RUNNING
+
+
+def test_a_missions_first_status_is_written_by_the_lifecycle_once_and_stored_as_a_plain_string():
+    # Given a store / When the lifecycle records a new mission
+    missions = MemoryMissionStore()
+    Lifecycle(missions).queued(MissionRecord(mission_id="m", user_id="u", capability="c", goal="g"))
+    # Then it is queued, its status the plain string a table holds, and a second record of it is refused
+    record = missions.get("m")
+    assert record.status == MissionStatus.QUEUED and type(record.status) is str
+    assert record.model_dump(mode="json")["status"] == "queued"
+    with pytest.raises(ConflictError):
+        Lifecycle(missions).queued(MissionRecord(mission_id="m", user_id="u", capability="c", goal="again"))
+    assert missions.get("m").goal == "g"

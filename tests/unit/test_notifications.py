@@ -10,7 +10,8 @@ import pytest
 from missions.adapters.memory.notifications import InMemoryNotifications
 from missions.app.runtime import Runtime
 from missions.core.notifications import Notice
-from missions.ports.store import MissionStatus
+from missions.core.status import MissionStatus
+from missions.service.control import ExecutionStatus
 from missions.service.lifecycle import Lifecycle
 from missions.service.notifications import NotificationService
 from tests.support.fakes import memory_runtime
@@ -56,7 +57,7 @@ def test_the_end_of_a_mission_is_told_and_a_cancel_is_not(runtime: Runtime):
     Lifecycle(runtime.missions).end(done, MissionStatus.COMPLETED, result={"answer": "42"}, terminal_reason="completed")
     call(runtime, "POST", f"/missions/{cancelled}/cancel")
     for mission_id in (done, cancelled):
-        runtime.handle_execution_status({"detail": {"executionArn": f"arn:x:{mission_id}", "status": "SUCCEEDED"}})
+        runtime.control.execution_changed(ExecutionStatus(f"arn:x:{mission_id}", "SUCCEEDED"))
     assert [(n.kind, n.mission_id) for _, n in topic(runtime).sent] == [("finished", done)]
     assert "42" in topic(runtime).sent[0][1].text
 

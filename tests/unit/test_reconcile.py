@@ -18,7 +18,8 @@ from missions.app.runtime import Runtime
 from missions.core.envelope import InterruptKind, InterruptResponse, Resume
 from missions.core.errors import NotFound
 from missions.core.requests import MissionRequest
-from missions.ports.store import InterruptRecord, MissionStatus
+from missions.core.status import MissionStatus
+from missions.ports.store import InterruptRecord
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import memory_runtime
 
@@ -88,7 +89,7 @@ def crash_points(operation: Any) -> range:
 
 
 def reconcile(survivor: Runtime) -> dict[str, Any]:
-    return survivor.launcher.reconcile(0, now=lambda: FAR_FUTURE)
+    return survivor.launcher.reconcile(now=lambda: FAR_FUTURE)
 
 
 def assert_journal_empty(survivor: Runtime) -> None:
@@ -230,7 +231,7 @@ def test_fresh_notes_and_claims_are_left_alone():
     assert survivor.missions.get("m_one").status == MissionStatus.QUEUED
     assert [item.kind for item in survivor.dispatch_store.stranded(FAR_FUTURE)] == ["pending"]
     # When the reconciler runs with the real stale-after
-    report = survivor.handle_reconcile()
+    report = survivor.launcher.reconcile()
     # Then it touches nothing younger than that
     assert report == {"queued": [], "started": [], "released": [], "dropped": [], "failures": {}}
     assert len(survivor.dispatch_store.stranded(FAR_FUTURE)) == 1

@@ -719,7 +719,7 @@ def test_the_model_gets_the_stage_deadline_from_the_lambda_context():
     # When the LLM stage runs
     before = time.monotonic()
     request = {"stage": "think", "mode": "run", "envelope": runtime.codec.encode(envelope), "hop": 1}
-    runtime.handle_stage(request, TenSecondsLeft("stage-think"))
+    runtime.stages.handle(request, TenSecondsLeft("stage-think"))
     # Then the model call carried the stage's deadline: 10 s less the margin to commit
     [deadline] = seen
     assert deadline is not None and before + 6.0 < deadline < time.monotonic() + 7.0

@@ -19,7 +19,8 @@ from botocore.stub import Stubber
 from functions.sandbox.handler import lambda_handler
 from missions.adapters.sandbox_lambda import LambdaSandbox
 from missions.adapters.sandbox_local import LocalSandbox
-from missions.app.runtime import Runtime, _sandbox_room
+from missions.app.events import sandbox_room
+from missions.app.runtime import Runtime
 from missions.core.errors import DependencyUnavailable, StageRequestError
 from missions.core.sandbox import FUNCTION_HEADROOM_MB, SandboxRequest, SandboxResult
 from missions.core.settings import RuntimeSettings
@@ -186,10 +187,10 @@ def test_the_function_removes_what_runs_cut_short_left_in_its_temp_dir(monkeypat
 
 def test_the_child_gets_the_functions_memory_less_its_headroom_and_its_time_less_a_margin():
     context = LocalContext(function_name="f", memory_limit_in_mb=256 + FUNCTION_HEADROOM_MB, timeout_seconds=20)
-    room = _sandbox_room(context)
+    room = sandbox_room(context)
     assert room is not None and room.memory_mb == 256
     assert 17 < room.timeout_seconds <= 18
-    assert _sandbox_room(object()) is None  # outside Lambda: the tier's limits as they are
+    assert sandbox_room(object()) is None  # outside Lambda: the tier's limits as they are
 
 
 # --------------------------------------------------------------------------- the composition root

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import os
 import selectors
 import shutil
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from missions.core.errors import DependencyUnavailable
+from missions.core.errors import DependencyUnavailable, StageRequestError
 from missions.core.sandbox import (
     MAX_CHART_BYTES,
     MAX_OUTPUT_BYTES,
@@ -50,6 +51,8 @@ from missions.core.sandbox import (
     TierLimits,
     tail,
 )
+
+log = logging.getLogger(__name__)
 
 CHILD = Path(__file__).with_name("sandbox_child.py")
 CHART = "chart.png"
@@ -482,6 +485,35 @@ def _remove_leftovers(base_dir: str) -> None:
         shutil.rmtree(leftover, ignore_errors=True)
 
 
+class SandboxFunction:
+    """The sandbox function: one request run in a child process of this one, within the tier this
+    function serves (`tier`; None serves every tier), its memory less its own headroom, and its remaining
+    time less a margin (`within`, from missions.app.events.sandbox_room)."""
+
+    def __init__(self, tier: Tier | None):
+        self.tier = tier
+        # in the function (its tier is set) it owns /tmp's sandbox directories and no child may read this
+        # process's memory or /proc/<pid>/environ
+        self.local = LocalSandbox(in_function=tier is not None)
+
+    def handle(self, event: dict[str, Any], within: TierLimits | None = None) -> dict[str, Any]:
+        request = SandboxRequest.model_validate(event)
+        if self.tier is not None and request.tier != self.tier:
+            raise StageRequestError(f"this sandbox function runs {self.tier} scripts, not {request.tier} ones")
+        result = self.local.run(request, within=within)
+        log.info(
+            "analysis script run",
+            extra={
+                "tier": request.tier,
+                "status": result.status,
+                "error_kind": result.error_kind,
+                "duration_ms": result.duration_ms,
+                "isolation": self.local.isolation.description,
+            },
+        )
+        return result.to_event()
+
+
 def _undumpable() -> None:
     """prctl(PR_SET_DUMPABLE, 0): no process of the same user may ptrace this one or read its /proc files."""
     if not sys.platform.startswith("linux"):
@@ -492,4 +524,4 @@ def _undumpable() -> None:
     libc.prctl(4, 0, 0, 0, 0)
 
 
-__all__ = ["Caps", "Isolation", "LocalSandbox", "isolation"]
+__all__ = ["Caps", "Isolation", "LocalSandbox", "SandboxFunction", "isolation"]

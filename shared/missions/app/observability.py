@@ -74,6 +74,11 @@ def bind_mission(mission_id: str) -> None:
     logger().set_correlation_id(mission_id)
 
 
+def count(name: str, value: int) -> None:
+    """One count of this invocation (a service's, e.g. the SLA's overdue questions), flushed with the rest."""
+    metrics().add_metric(name=name, unit=MetricUnit.Count, value=value)
+
+
 _stage_metrics_lock = threading.Lock()
 
 
@@ -130,4 +135,4 @@ def usage_metrics(records: Iterable[UsageRecord]) -> None:
         call.flush_metrics()
 
 
-__all__ = ["NAMESPACE", "bind_mission", "logger", "metrics", "stage_metrics", "tracer", "usage_metrics"]
+__all__ = ["NAMESPACE", "bind_mission", "count", "logger", "metrics", "stage_metrics", "tracer", "usage_metrics"]

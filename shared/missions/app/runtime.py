@@ -1,88 +1,61 @@
-"""The composition root: the runtime's ports bound to their AWS adapters, and the services built on
-them, once per process; and the entry point of every Lambda function.
+"""The composition root: the services built once per process on the runtime's ports (their adapters
+are bound in missions.app.bindings), and what each Lambda function calls. Each handler calls one of
+its services (`stages`, `interrupt_service`, `ingest`, `control`, ...), which hold the use cases.
 
-Every member is a typed port or service; clients are private and made on first use, so a cold start
-pays only for what its function touches (the stage of a capability without a repository never
-creates an S3 client; a stage that calls no model never imports openai). Tests and the local
-emulation pass their own clients. Nothing here reads the environment or creates a client at import.
+Services are built on first use, so a cold start pays only for what its function touches. Nothing here
+reads the environment or creates a client at import.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from missions.app import observability
+from missions.app.bindings import Bindings
 from missions.core import capability as registry
-from missions.core.compiler import segment_spent
-from missions.core.errors import DependencyUnavailable, NotFound, StageRequestError, TransitionRefused
-from missions.core.offload import EnvelopeCodec
-from missions.core.redaction import remember_secret
+from missions.core.errors import DependencyUnavailable, StageRequestError
 from missions.core.roots import AllowedRoots
-from missions.core.sandbox import FUNCTION_HEADROOM_MB, SandboxRequest, TierLimits
-from missions.core.settings import SettingsError
 from missions.service.runner import StageRunner, StageServices
 
 if TYPE_CHECKING:
     # Annotations only. The services other than the runner are imported where they are built: a stage's
     # cold start does not pay for the API's, the chat's or the triggers' code (bench: import times).
-    from aws_lambda_powertools.utilities.idempotency.persistence.base import BasePersistenceLayer
-    from botocore.client import BaseClient
-    from mypy_boto3_dynamodb.client import DynamoDBClient
-    from pydantic import SecretStr
-
-    from missions.adapters.sandbox_local import LocalSandbox
+    from missions.adapters.sandbox_local import SandboxFunction
+    from missions.app.stages import StageFunction
     from missions.core.agents import AgentVersion
-    from missions.core.capability import Capability
-    from missions.core.envelope import InterruptResponse
     from missions.core.llm import LLMProvider
     from missions.core.refs import RepositoryResolver, Workspaces
     from missions.core.settings import RuntimeSettings
     from missions.ports.accounts import PersonalStore
-    from missions.ports.agents import AgentStore, UsageStore
-    from missions.ports.bus import EventBus
-    from missions.ports.conversations import ConversationStore
     from missions.ports.deployment import DeploymentReplies
-    from missions.ports.dispatch import DispatchStore
-    from missions.ports.learnings import LearningsStore
-    from missions.ports.memory import Embedder, LongTermMemory
     from missions.ports.notifications import Notifications
-    from missions.ports.sandbox import Sandbox
     from missions.ports.secrets import SecretReader
-    from missions.ports.store import (
-        ArtifactStore,
-        CheckpointStore,
-        EventStore,
-        Executions,
-        InterruptRecord,
-        InterruptStore,
-        MissionsByCapability,
-        MissionStore,
-        RepositoryStore,
-        SnapshotStore,
-    )
-    from missions.ports.webhooks import DeliveryStore, WebhookSources
     from missions.service.accounts import AccountService
     from missions.service.agents import AgentConfigs
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
     from missions.service.conversations import ConversationService
+    from missions.service.deployment import AgentDeployment
     from missions.service.evaluation import Evaluator
     from missions.service.health import Readiness
+    from missions.service.ingest import Ingest
+    from missions.service.interrupts import InterruptService
     from missions.service.launcher import Launcher
     from missions.service.lifecycle import Lifecycle
     from missions.service.missions import MissionService
     from missions.service.notifications import NotificationService
     from missions.service.repositories.service import RepositoryService
+    from missions.service.retention import Retention
     from missions.service.runner import StageTimings
     from missions.service.schedules import ScheduleService
 
 
-class Runtime:
+class Runtime(Bindings):
+    """The services, built once per process on the ports (`Bindings`), and what each function calls."""
+
     def __init__(
         self,
         settings: RuntimeSettings,
@@ -96,111 +69,12 @@ class Runtime:
     ):
         """`clients`: boto3 clients by service name ("dynamodb", "s3", "stepfunctions", "events") for
         tests and the emulation; `llm`: one provider for every stage (tests, a local model server)."""
-        self.settings = settings
+        super().__init__(settings, clients=clients, llm=llm, secrets=secrets, deployment_replies=deployment_replies)
         self.capabilities = capabilities or registry.default_registry()  # the mission types it serves
-        self._clients: dict[str, Any] = dict(clients or {})
-        self._llm = llm
         self._on_timings = on_timings
-        self._secrets = secrets
-        self._deployment_replies = deployment_replies
         self._runners: dict[str, StageRunner] = {}
-        # where presigned upload URLs point: None is S3 itself; the dev server serves them locally
-        self.upload_endpoint: str | None = None
 
-    # -- clients: private, made on first use ------------------------------------------------------
-
-    def _client(self, service: str) -> BaseClient:
-        if service not in self._clients:
-            import boto3
-
-            self._clients[service] = boto3.client(service)  # type: ignore[call-overload]
-        return self._clients[service]  # type: ignore[no-any-return]
-
-    def _lazy(self, service: str) -> Any:
-        """A client made when first called (S3 is only needed for huge blobs and snapshots)."""
-        return _LazyClient(lambda: self._client(service))
-
-    def _table(self, name: str) -> str:
-        value: str | None = getattr(self.settings, f"{name}_table")
-        if not value:
-            raise SettingsError(f"MISSIONS_{name.upper()}_TABLE is not set")
-        return value
-
-    @property
-    def _ttl(self) -> int | None:
-        days = self.settings.checkpoint_ttl_days
-        return days * 86400 if days else None
-
-    # -- ports ------------------------------------------------------------------------------------
-
-    @cached_property
-    def missions(self) -> MissionStore:
-        from missions.adapters.dynamodb.store import DynamoMissionStore
-
-        return DynamoMissionStore(self.settings.missions_table, client=self._client("dynamodb"))
-
-    @cached_property
-    def checkpoints(self) -> CheckpointStore:
-        from missions.adapters.dynamodb.store import DynamoCheckpointStore
-
-        return DynamoCheckpointStore(
-            self.settings.checkpoints_table, client=self._client("dynamodb"), ttl_seconds=self._ttl
-        )
-
-    @cached_property
-    def events(self) -> EventStore:
-        from missions.adapters.dynamodb.store import DynamoEventStore
-
-        return DynamoEventStore(self.settings.events_table, client=self._client("dynamodb"), ttl_seconds=self._ttl)
-
-    @cached_property
-    def interrupts(self) -> InterruptStore:
-        from missions.adapters.dynamodb.store import DynamoInterruptStore
-
-        return DynamoInterruptStore(self.settings.interrupts_table, client=self._client("dynamodb"))
-
-    @cached_property
-    def artifacts(self) -> ArtifactStore:
-        from missions.adapters.dynamodb.store import DynamoArtifactStore
-
-        return DynamoArtifactStore(self._table("artifacts"), client=self._client("dynamodb"), ttl_seconds=self._ttl)
-
-    @cached_property
-    def codec(self) -> EnvelopeCodec:
-        from missions.adapters.dynamodb.store import DynamoBlobStore
-
-        blobs = DynamoBlobStore(
-            self.settings.checkpoints_table,
-            self.settings.blob_bucket,
-            client=self._client("dynamodb"),
-            s3_client=self._lazy("s3"),
-        )
-        return EnvelopeCodec(blobs, threshold=self.settings.offload_threshold)
-
-    @cached_property
-    def memory(self) -> LongTermMemory:
-        from missions.adapters.dynamodb.longterm import DynamoLongTermMemory
-
-        return DynamoLongTermMemory(self._table("memory"), client=self._client("dynamodb"), embedder=self.embedder)
-
-    @cached_property
-    def conversations(self) -> ConversationStore:
-        """Conversations' working memories (a mission that is a turn of one reads and folds it)."""
-        from missions.adapters.dynamodb.conversations import DynamoConversationStore
-
-        return DynamoConversationStore(self._table("conversations"), client=self._client("dynamodb"))
-
-    @cached_property
-    def agent_store(self) -> AgentStore:
-        from missions.adapters.dynamodb.agents import DynamoAgentStore
-
-        return DynamoAgentStore(self._table("agents"), client=self._client("dynamodb"))
-
-    @cached_property
-    def usage(self) -> UsageStore:
-        from missions.adapters.dynamodb.agents import DynamoUsageStore
-
-        return DynamoUsageStore(self._table("usage"), client=self._client("dynamodb"))
+    # -- services ---------------------------------------------------------------------------------
 
     @cached_property
     def agents(self) -> AgentConfigs | None:
@@ -217,106 +91,6 @@ class Runtime:
             environment_models=self.settings.mission_models(),
             cache_seconds=self.settings.agents_cache_seconds,
         )
-
-    @cached_property
-    def embedder(self) -> Embedder:
-        if self.settings.llm_provider == "openai":
-            from missions.adapters.embeddings import OpenAIEmbedder
-
-            return OpenAIEmbedder(api_key=self.openai_api_key(), base_url=self.settings.openai_base_url)
-        from missions.adapters.embeddings import HashingEmbedder
-
-        return HashingEmbedder()
-
-    @cached_property
-    def learnings(self) -> LearningsStore:
-        from missions.adapters.dynamodb.learnings import DynamoLearningsStore
-
-        return DynamoLearningsStore(self._table("learnings"), client=self._client("dynamodb"))
-
-    @cached_property
-    def missions_by_capability(self) -> MissionsByCapability:
-        from missions.adapters.dynamodb.missions_query import DynamoMissionsByCapability
-
-        return DynamoMissionsByCapability(self.settings.missions_table, client=self._client("dynamodb"))
-
-    @cached_property
-    def dispatch_store(self) -> DispatchStore:
-        from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
-
-        return DynamoDispatchStore(self._table("dispatch"), client=self._client("dynamodb"))
-
-    @cached_property
-    def deliveries(self) -> DeliveryStore:
-        from missions.adapters.dynamodb.deliveries import DynamoDeliveryStore
-
-        return DynamoDeliveryStore(self._table("deliveries"), client=self._client("dynamodb"))
-
-    @cached_property
-    def idempotency(self) -> BasePersistenceLayer:
-        """Where the HTTP API keeps Idempotency-Key records (Powertools Idempotency's DynamoDB layer, one
-        partition per user)."""
-        from missions.adapters.dynamodb.idempotency import UserIdempotencyLayer
-
-        client: DynamoDBClient = self._client("dynamodb")  # type: ignore[assignment]  # a dynamodb client
-        return UserIdempotencyLayer(self._table("idempotency"), boto3_client=client)
-
-    @cached_property
-    def webhook_sources(self) -> WebhookSources:
-        """Webhook secrets: from the settings locally, from Secrets Manager (cached) in AWS."""
-        from missions.adapters.memory.webhooks import StaticWebhookSources
-        from missions.ports.webhooks import WebhookSource
-
-        if self.settings.webhook_sources:
-            configured = self.settings.webhook_sources.items()
-            return StaticWebhookSources({name: WebhookSource.from_config(name, spec) for name, spec in configured})
-        if self.settings.webhook_secrets_prefix:
-            from missions.adapters.secrets import SecretsManagerWebhookSources
-
-            return SecretsManagerWebhookSources(self.settings.webhook_secrets_prefix)
-        return StaticWebhookSources({})
-
-    @cached_property
-    def executions(self) -> Executions:
-        from missions.adapters.stepfunctions import StepFunctionsExecutions
-
-        return StepFunctionsExecutions(self._lazy("stepfunctions"))
-
-    @cached_property
-    def bus(self) -> EventBus:
-        from missions.adapters.eventbridge import EventBridgeBus
-
-        if not self.settings.event_bus:
-            raise SettingsError("MISSIONS_EVENT_BUS is not set")
-        return EventBridgeBus(self.settings.event_bus, self._lazy("events"))
-
-    @cached_property
-    def secrets(self) -> SecretReader:
-        if self._secrets is None:
-            from missions.adapters.secrets import PowertoolsSecrets
-
-            self._secrets = PowertoolsSecrets()
-        return self._secrets
-
-    @cached_property
-    def sandbox(self) -> Sandbox:
-        """Runs analysis scripts (missions.ports.sandbox): through the sandbox function of the script's
-        tier where the settings name them (AWS), else in a child process here (the emulation, the CLI)."""
-        if self.settings.sandbox_functions:
-            from missions.adapters.sandbox_lambda import LambdaSandbox
-
-            return LambdaSandbox(self.settings.sandbox_functions, client=self._clients.get("lambda"))
-        from missions.adapters.sandbox_local import LocalSandbox
-
-        return LocalSandbox()
-
-    @cached_property
-    def _sandbox_here(self) -> LocalSandbox:
-        """The sandbox function's own runner. In the function (its tier is set) it owns /tmp's sandbox
-        directories and no child may read this process's memory or /proc/<pid>/environ."""
-        from missions.adapters.sandbox_local import LocalSandbox
-
-        return LocalSandbox(in_function=self.settings.sandbox_tier is not None)
 
     # -- repositories -----------------------------------------------------------------------------
 
@@ -344,22 +118,6 @@ class Runtime:
         return RepositoryWorkspaces(self.local_roots, cache, snapshots=self.snapshot_store, extract=extract_snapshot)
 
     @cached_property
-    def repository_store(self) -> RepositoryStore:
-        from missions.adapters.dynamodb.repositories import DynamoRepositoryStore
-
-        return DynamoRepositoryStore(self._table("repositories"), client=self._client("dynamodb"))
-
-    @cached_property
-    def snapshot_store(self) -> SnapshotStore:
-        from missions.adapters.s3_snapshots import S3SnapshotStore
-
-        if not self.settings.snapshot_bucket:
-            raise SettingsError("MISSIONS_SNAPSHOT_BUCKET is not set")
-        return S3SnapshotStore(
-            self.settings.snapshot_bucket, self._lazy("s3"), presign_endpoint=lambda: self.upload_endpoint
-        )
-
-    @cached_property
     def repository_service(self) -> RepositoryService:
         from missions.adapters.eventbridge import EventBridgeImportQueue
         from missions.service.repositories.service import RepositoryService, UrlPolicy
@@ -370,8 +128,6 @@ class Runtime:
             imports=EventBridgeImportQueue(self.bus),
             urls=UrlPolicy(allow_local=self.settings.local_git_sources, roots=self.local_roots),
         )
-
-    # -- services ---------------------------------------------------------------------------------
 
     @cached_property
     def lifecycle(self) -> Lifecycle:
@@ -397,6 +153,7 @@ class Runtime:
             limit=self.settings.concurrency_limit,
             capabilities=self.capabilities,
             agents=self.agents,
+            reconcile_after_seconds=self.settings.reconcile_stale_after_seconds,
         )
 
     @cached_property
@@ -409,6 +166,7 @@ class Runtime:
             interrupts=self.interrupts,
             executions=self.executions,
             launcher=self.launcher,
+            notifications=lambda: self.notifications,
         )
 
     @cached_property
@@ -505,7 +263,7 @@ class Runtime:
             interrupts=self.interrupts,
             conversations=self.conversations,
             submit=self.launcher.submit,
-            answer=self.answer,
+            answer=self.interrupt_service.answer,
             choose_capability=self.service.choose_capability,
             capabilities=self.capabilities.available,
             first_stage=lambda name: self.capabilities.load(name).pipeline.start,
@@ -517,7 +275,9 @@ class Runtime:
         """The trace scorers over missions' timelines (on demand, and the nightly run)."""
         from missions.service.evaluation import Evaluator
 
-        return Evaluator(self.missions, self.events, self.capabilities, self.missions_by_capability)
+        return Evaluator(
+            self.missions, self.events, self.capabilities, self.missions_by_capability, count=observability.count
+        )
 
     @cached_property
     def service(self) -> MissionService:
@@ -558,92 +318,7 @@ class Runtime:
             checks[f"model:{provider.name}"] = model
         return Readiness(checks, ttl_seconds=self.settings.ready_cache_seconds)
 
-    def state_machine_arn(self, capability: str) -> str:
-        try:
-            return self.settings.state_machine_arns[capability]
-        except KeyError:
-            raise StageRequestError(f"no state machine is deployed for '{capability}'") from None
-
-    # -- models -----------------------------------------------------------------------------------
-
-    def llm_for(self, capability: Capability) -> LLMProvider:
-        """The provider a capability's stages use: the one given, the offline model, or the environment's."""
-        if self._llm is not None:
-            return self._llm
-        if self.settings.llm_provider == "scripted":
-            from missions.adapters.llm.scripted import ScriptedProvider
-
-            return ScriptedProvider(capability.offline_policy)
-        return self._model
-
-    def feedback_llm(self) -> LLMProvider:
-        """Reads preferences out of feedback text: the model, or offline the rules of core.preferences."""
-        if self._llm is not None or self.settings.llm_provider != "scripted":
-            return self._llm or self._model
-        from missions.adapters.llm.scripted import ScriptedProvider
-        from missions.core.preferences import offline_preference_policy
-
-        return ScriptedProvider(offline_preference_policy)
-
-    def classifier_llm(self) -> LLMProvider | None:
-        """The model that picks a capability for a goal; None offline (the goal must name one)."""
-        return self._model if self.settings.llm_provider != "scripted" else None
-
-    @cached_property
-    def _model(self) -> LLMProvider:
-        """The environment's provider (`llm_provider`), made on first use: only LLM stages import its SDK. Every
-        provider is the same ResilientProvider (missions.adapters.llm.resilient) around its own API."""
-        default, fallback, models = self.settings.provider_models()
-        common: dict[str, Any] = {
-            "models": models,
-            "default_model": default,
-            "fallback_model": fallback,
-            "prices": self.settings.openai_prices,
-        }
-        if self.settings.llm_provider == "bedrock":
-            from missions.adapters.llm.bedrock_provider import BedrockProvider
-
-            return BedrockProvider(
-                region=self.settings.bedrock_region,
-                client=self._clients.get("bedrock-runtime"),
-                control_client=self._clients.get("bedrock"),
-                **common,
-            )
-        if self.settings.llm_provider == "anthropic":
-            from missions.adapters.llm.anthropic_provider import AnthropicProvider
-
-            return AnthropicProvider(
-                api_key=self._key(self.settings.anthropic_api_key, self.settings.anthropic_secret),
-                base_url=self.settings.anthropic_base_url,
-                http_client=self._clients.get("anthropic-http"),
-                **common,
-            )
-        from missions.adapters.llm.openai_provider import OpenAIProvider
-
-        return OpenAIProvider(
-            api_key=self.openai_api_key(),
-            base_url=self.settings.openai_base_url,
-            stream=self.settings.openai_stream,
-            **common,
-        )
-
-    def openai_api_key(self) -> str:
-        """The OpenAI key (see `_key`); a local OpenAI-compatible server (OPENAI_BASE_URL) may want none."""
-        return self._key(self.settings.openai_api_key, self.settings.openai_secret) or "not-needed"
-
-    def _key(self, local: SecretStr | None, secret: str | None) -> str | None:
-        """A provider's key from local settings, else from Secrets Manager (never from an environment variable
-        in AWS). Whichever it is, every error this process stores from now on is cleaned of it (core.redaction)."""
-        if local:
-            key = local.get_secret_value()
-        elif secret:
-            key = self.secrets.read(secret)
-        else:
-            return None
-        remember_secret(key)
-        return key
-
-    # -- the functions' entry points ------------------------------------------------------------------
+    # -- the stage runner -------------------------------------------------------------------------
 
     def runner(self, capability_name: str) -> StageRunner:
         allowed = self.settings.capability
@@ -681,301 +356,66 @@ class Runtime:
         assert self.agents is not None, "stages read versions only when the agents table is set"
         return self.agents.pinned(capability, agent, version)
 
-    def handle_stage(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        envelope = event.get("envelope")
-        if not isinstance(envelope, dict) or not isinstance(envelope.get("capability"), str):
-            raise StageRequestError("stage request without an envelope naming its capability")
-        runner = self.runner(envelope["capability"])
-        result = runner.handle(event, deadline=_deadline_of(context))
-        if "segment_started" in event:  # a stage of an Express segment: should the segment hand back?
-            # when the mission ended meanwhile (cancelled), its user paused it, or the segment has used its time
-            result["segment_yield"] = (
-                runner.mission_ended_meanwhile or runner.pausing or segment_spent(event, datetime.now(UTC))
-            )
-        report = runner.last_report
-        if report is not None:
-            observability.stage_metrics(
-                report.capability, report.stage, runner.last_timings.total_ms, report.before, report.after, report.ended
-            )
-        observability.usage_metrics(runner.last_usage)
-        return result
+    # -- what each function calls (its handler is a decorator stack and one call) --------------------
 
-    def handle_interrupt(self, event: dict[str, Any]) -> dict[str, Any]:
-        from missions.service.interrupts import record_interrupt
+    @cached_property
+    def stages(self) -> StageFunction:
+        """The stage function."""
+        from missions.app.stages import StageFunction
 
-        if event.get("mode") == "pause":
-            return self._handle_pause(event)
+        return StageFunction(self.runner)
 
-        record = record_interrupt(event, self.interrupts)
-        # only now can an answer reach the execution: only now is the mission waiting for one
-        try:
-            self.lifecycle.waiting(record.mission_id, record.interrupt_id)
-        except TransitionRefused:
-            pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
-        else:
-            self.launcher.waiting(record.mission_id)  # waiting for a human holds no running slot
-            self.notifications.mission_waiting(self.missions.get(record.mission_id), record)
-        return {"interrupt_id": record.interrupt_id, "status": record.status}
+    @cached_property
+    def interrupt_service(self) -> InterruptService:
+        """The interrupt and SLA functions, and answers (the API, the chat, the CLI)."""
+        from missions.service.interrupts import InterruptService
 
-    def _handle_pause(self, event: dict[str, Any]) -> dict[str, Any]:
-        """The execution waits for its user's resume: keep the token on the mission, now paused, and give
-        its running slot to the next one. A mission cancelled while it was pausing refuses (this task
-        fails, so the execution ends through its final stage, which finds it cancelled)."""
-        from missions.core.events import Event, EventType
-
-        envelope = event.get("envelope") or {}
-        token, mission_id = event.get("task_token"), envelope.get("mission_id")
-        if not token or not isinstance(mission_id, str):
-            raise StageRequestError("a pause request needs envelope.mission_id and task_token")
-        hops = int((envelope.get("counters") or {}).get("agent_hops") or 0)
-        pause_id = f"pause-{hops:04d}"
-        self.lifecycle.paused(mission_id, pause_id, str(token))
-        self.launcher.waiting(mission_id)  # a paused mission holds no running slot
-        paused = Event(
-            type=EventType.MISSION_PAUSED,
-            mission_id=mission_id,
-            stage=envelope.get("next_stage"),
-            payload={"pause_id": pause_id, "next_stage": envelope.get("next_stage")},
-        )
-        self.events.append(mission_id, pause_id, [paused])
-        return {"pause_id": pause_id, "status": "paused"}
-
-    def answer(
-        self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]
-    ) -> tuple[InterruptRecord, bool]:
-        """Answer a question (the API and the CLI): recorded once, resumed when the user has a slot."""
-        from missions.service.interrupts import answer_interrupt
-
-        return answer_interrupt(
+        return InterruptService(
             interrupts=self.interrupts,
             events=self.events,
-            resume=self.launcher.resume,
-            mission_id=mission_id,
-            interrupt_id=interrupt_id,
-            response=response,
+            missions=self.missions,
+            launcher=lambda: self.launcher,
+            notifications=lambda: self.notifications,
+            sla_hours=self.settings.interrupt_sla_hours,
+            count=observability.count,
         )
 
-    def handle_execution_status(self, event: dict[str, Any]) -> dict[str, Any]:
-        detail = event.get("detail") or {}
-        self.control.execution_ended(str(detail["executionArn"]), str(detail["status"]))
-        try:
-            self.notifications.mission_ended(self.missions.get(str(detail["executionArn"]).rsplit(":", 1)[-1]))
-        except NotFound:
-            pass  # an execution of no mission of ours: execution_ended logged it
-        return {"mission_id": detail.get("name"), "status": detail["status"]}
+    @cached_property
+    def ingest(self) -> Ingest:
+        """The trigger functions: webhook, trigger (bus events), schedule and memory stream."""
+        from missions.service.ingest import Ingest
 
-    def handle_webhook(self, event: dict[str, Any]) -> dict[str, Any]:
-        from missions.service.ingest import receive_webhook
-
-        return receive_webhook(event, sources=self.webhook_sources, deliveries=self.deliveries, bus=self.bus)
-
-    def handle_trigger(self, event: dict[str, Any]) -> dict[str, Any]:
-        from missions.service.ingest import dispatch_event
-
-        return dispatch_event(event, self.launcher)
-
-    def handle_schedule(self, event: dict[str, Any]) -> dict[str, Any]:
-        """A firing: of a user's own schedule (one mission, theirs), or of a capability's (one per user)."""
-        from missions.service.ingest import fan_out_schedule
-        from missions.service.schedules import is_user_schedule
-
-        if is_user_schedule(event):
-            return self.schedules.fire(event)
-        return fan_out_schedule(event, self.launcher, self.memory, self.service.all_users)
-
-    def handle_memory_record(self, record: dict[str, Any]) -> None:
-        """One DynamoDB stream record of the memory table -> one `memory.changed` event on the bus."""
-        from missions.adapters.dynamodb.longterm import change_from_stream_record
-        from missions.service.ingest import publish_memory_change
-
-        publish_memory_change(change_from_stream_record(record), self.bus)
-
-    def handle_repository_import(self, event: dict[str, Any]) -> dict[str, Any]:
-        detail = event.get("detail") or {}
-        record = self.repository_service.run_import(str(detail.get("repository_id")), detail.get("ref"))
-        observability.logger().info(
-            "repository imported", extra={"repository_id": record.repository_id, "status": record.status}
-        )
-        return {"repository_id": record.repository_id, "status": record.status, "reason": record.reason}
-
-    def handle_sandbox(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-        """The sandbox function: one request run in a child process of this one, within the tier this
-        function serves, its memory less its own headroom, and its remaining time less a margin."""
-        request = SandboxRequest.model_validate(event)
-        tier = self.settings.sandbox_tier
-        if tier is not None and request.tier != tier:
-            raise StageRequestError(f"this sandbox function runs {tier} scripts, not {request.tier} ones")
-        local = self._sandbox_here
-        result = local.run(request, within=_sandbox_room(context))
-        observability.logger().info(
-            "analysis script run",
-            extra={
-                "tier": request.tier,
-                "status": result.status,
-                "error_kind": result.error_kind,
-                "duration_ms": result.duration_ms,
-                "isolation": local.isolation.description,
-            },
-        )
-        return result.to_event()
-
-    def handle_sla(self) -> dict[str, Any]:
-        """Questions unanswered past the SLA: a metric the alarm watches, and the oldest logged."""
-        from aws_lambda_powertools.metrics import MetricUnit
-
-        from missions.service.interrupts import overdue_interrupts
-
-        report = overdue_interrupts(self.interrupts, self.settings.interrupt_sla_hours)
-        observability.metrics().add_metric(name="InterruptsOverdue", unit=MetricUnit.Count, value=report.count)
-        for record in report.oldest:
-            observability.logger().warning(
-                "question overdue",
-                extra={
-                    "mission_id": record.mission_id,
-                    "interrupt_id": record.interrupt_id,
-                    "asked_at": record.created_at,
-                    "stage": record.stage,
-                },
-            )
-        return {"overdue": report.count, "oldest": [f"{r.mission_id}/{r.interrupt_id}" for r in report.oldest]}
-
-    def handle_reconcile(self, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
-        """Finish the starts that crashed processes left half-done; each one is logged with what was done."""
-        report = self.launcher.reconcile(self.settings.reconcile_stale_after_seconds, now=now)
-        for action in ("queued", "started", "released"):
-            for mission_id in report[action]:
-                observability.logger().warning(f"stranded mission {action}", extra={"mission_id": mission_id})
-        for mission_id, why in report["failures"].items():
-            observability.logger().error(
-                "stranded mission not reconciled", extra={"mission_id": mission_id, "reason": why}
-            )
-        return report
-
-    def handle_evaluate(self) -> dict[str, Any]:
-        """Score the missions that ended in the last day and keep each verdict on its timeline; the
-        count of safety violations is the metric the stack alarms on, and each one is logged."""
-        from aws_lambda_powertools.metrics import MetricUnit
-
-        report = self.evaluator.nightly()
-        observability.metrics().add_metric(
-            name="SafetyViolations", unit=MetricUnit.Count, value=int(report["safety_violations"])
-        )
-        for violation in report["violations"]:
-            observability.logger().error("tool used without approval", extra={"violation": violation})
-        return report
-
-    def handle_agent_deploy(self, event: dict[str, Any]) -> dict[str, Any]:
-        """The deploy-time custom resource (missions.service.deployment): store each capability's shipped
-        agent configurations, then answer CloudFormation."""
-        from aws_lambda_powertools.utilities.parser import parse
-        from aws_lambda_powertools.utilities.parser.models import (
-            CloudFormationCustomResourceCreateModel,
-            CloudFormationCustomResourceDeleteModel,
-            CloudFormationCustomResourceUpdateModel,
+        return Ingest(
+            launcher=lambda: self.launcher,
+            bus=lambda: self.bus,
+            webhook_sources=lambda: self.webhook_sources,
+            deliveries=lambda: self.deliveries,
+            memory=lambda: self.memory,
+            all_users=lambda: self.service.all_users(),
+            schedules=lambda: self.schedules,
         )
 
-        from missions.service.deployment import CustomResourceRequest, handle_agent_deploy
+    @cached_property
+    def sandbox_function(self) -> SandboxFunction:
+        """The sandbox function's own runner, for the tier its settings name."""
+        from missions.adapters.sandbox_local import SandboxFunction
 
-        parsed = parse(
-            event,
-            CloudFormationCustomResourceCreateModel
-            | CloudFormationCustomResourceUpdateModel
-            | CloudFormationCustomResourceDeleteModel,  # type: ignore[arg-type]
-        )
-        properties = parsed.resource_properties if isinstance(parsed.resource_properties, dict) else {}
-        request = CustomResourceRequest(
-            request_type=parsed.request_type,
-            response_url=str(parsed.response_url),
-            stack_id=parsed.stack_id,
-            request_id=parsed.request_id,
-            logical_resource_id=parsed.logical_resource_id,
-            capabilities=[str(name) for name in properties.get("Capabilities", [])],
-        )
-        agents = self.agents
+        return SandboxFunction(self.settings.sandbox_tier)
 
-        def deploy(capability: str) -> list[dict[str, Any]]:
-            if agents is None:  # a wiring bug: fail the deploy with the reason rather than leave it waiting
-                raise SettingsError("MISSIONS_AGENTS_TABLE is not set: nowhere to store agent configurations")
-            return agents.deploy(capability)
+    @cached_property
+    def agent_deployment(self) -> AgentDeployment:
+        """The deploy function (a CloudFormation custom resource)."""
+        from missions.service.deployment import AgentDeployment
 
-        reply = handle_agent_deploy(
-            request,
-            deploy,
-            self.deployment_replies,
-            on_failure=lambda exc: observability.logger().exception("agent configurations not stored"),
-        )
-        observability.logger().info(
-            "deploy replied", extra={"status": reply["Status"], "reason": reply["Reason"], "data": reply["Data"]}
-        )
-        return reply
+        return AgentDeployment(self.agents, self.deployment_replies)
 
-    @property
-    def deployment_replies(self) -> DeploymentReplies:
-        if self._deployment_replies is None:
-            from missions.adapters.cloudformation import HttpDeploymentReplies
-
-            self._deployment_replies = HttpDeploymentReplies()
-        return self._deployment_replies
-
-    def handle_retention(self, now: Callable[[], datetime] | None = None) -> dict[str, Any]:
-        """Archive missions that ended long ago: a summary into long-term memory, checkpoints removed."""
-        from missions.service.retention import RetentionPolicy, archive_ended_missions
+    @cached_property
+    def retention(self) -> Retention:
+        """The retention function: missions that ended long ago archived."""
+        from missions.service.retention import Retention, RetentionPolicy
 
         policy = RetentionPolicy(self.settings.retention_completed_days, self.settings.retention_failed_days)
-        report = archive_ended_missions(
-            missions=self.missions,
-            checkpoints=self.checkpoints,
-            memory=self.memory,
-            policy=policy,
-            now=now,
-        )
-        for mission_id, why in report.failures.items():
-            observability.logger().error("mission not archived", extra={"mission_id": mission_id, "reason": why})
-        return {
-            "archived": report.archived,
-            "checkpoints_removed": report.checkpoints_removed,
-            "failures": report.failures,
-        }
-
-
-COMMIT_MARGIN_SECONDS = 3.0  # what a stage keeps back, after its last model call, to commit
-
-
-def _deadline_of(context: Any) -> float | None:
-    """When this invocation must be done (time.monotonic()), from the Lambda context's remaining time."""
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if remaining is None:
-        return None
-    return time.monotonic() + max(0.0, float(remaining()) / 1000 - COMMIT_MARGIN_SECONDS)
-
-
-SANDBOX_TIME_MARGIN_SECONDS = 2.0  # what the sandbox function keeps back to report after its child ends
-
-
-def _sandbox_room(context: Any) -> TierLimits | None:
-    """What a child may use inside the sandbox function: its memory less the headroom it was given for
-    itself, its remaining time less the margin (None outside Lambda: the tier's limits apply as they are)."""
-    memory = getattr(context, "memory_limit_in_mb", None)
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    if memory is None or remaining is None:
-        return None
-    return TierLimits(
-        memory_mb=max(16, int(memory) - FUNCTION_HEADROOM_MB),
-        timeout_seconds=max(1.0, float(remaining()) / 1000 - SANDBOX_TIME_MARGIN_SECONDS),
-    )
-
-
-class _LazyClient:
-    """Makes its client when an attribute is first asked for (S3 is only needed for huge blobs)."""
-
-    def __init__(self, factory: Callable[[], Any]):
-        self._factory = factory
-        self._client: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        if self._client is None:
-            self._client = self._factory()
-        return getattr(self._client, name)
+        return Retention(missions=self.missions, checkpoints=self.checkpoints, memory=self.memory, policy=policy)
 
 
 _RUNTIME: Runtime | None = None

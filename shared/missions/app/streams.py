@@ -36,7 +36,7 @@ from missions.core.chat import (
     sse,
 )
 from missions.core.errors import ConflictError, DependencyUnavailable, MissionRequestError, NotFound
-from missions.ports.store import MissionStatus
+from missions.core.status import TERMINAL
 from missions.service.chat import ChatTurn, Progress, Reply
 
 HEARTBEAT_SECONDS = 10.0
@@ -142,7 +142,7 @@ def _event_stream(
                 beat = monotonic()
                 continue
             status = runtime.missions.get(mission_id).status
-            if status in MissionStatus.TERMINAL:
+            if status in TERMINAL:
                 if runtime.events.read(mission_id, after=cursor, limit=1)[0]:
                     continue  # written as it ended: sent before the end
                 yield sse({"mission_id": mission_id, "status": status}, event="end")

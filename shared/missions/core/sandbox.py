@@ -58,7 +58,7 @@ TIERS: dict[Tier, TierLimits] = {
 
 # The sandbox function of a tier runs its own Python (about 40 MB) beside the script's child, and needs
 # time to start it and to report: it has this much more memory and time than its tier, and gives the
-# child the rest (infra/components/sandbox.py sizes it; missions.app.runtime.handle_sandbox measures it).
+# child the rest (infra/components/sandbox.py sizes it; missions.app.events.sandbox_room measures it).
 FUNCTION_HEADROOM_MB = 64
 FUNCTION_HEADROOM_SECONDS = 5
 

@@ -40,8 +40,10 @@ from missions.core.specs import (
     stage_function_name,
     state_machine_name,
 )
+from missions.core.status import TERMINAL as ENDED
+from missions.core.status import MissionStatus
 from missions.local import patches
-from missions.ports.store import MissionRecord, MissionStatus
+from missions.ports.store import MissionRecord
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.type_defs import HistoryEventTypeDef
@@ -404,7 +406,7 @@ class LocalCloud:
             arn = self.execution_arn(mission_id)
         except LookupError:
             record = self._read(mission_id)
-            if record is not None and record.status in MissionStatus.TERMINAL and not record.execution_arn:
+            if record is not None and record.status in ENDED and not record.execution_arn:
                 return "NEVER_STARTED"
             return "QUEUED"
         return str(self.sfn.describe_execution(executionArn=arn)["status"])
@@ -447,7 +449,7 @@ class LocalCloud:
         described = self.sfn.describe_execution(executionArn=arn)
         if described["status"] == "RUNNING":
             recorded = self._read(mission_id)
-            if recorded is not None and recorded.status in MissionStatus.TERMINAL:
+            if recorded is not None and recorded.status in ENDED:
                 # the final stage recorded the end; the execution ends a moment later (its segment hands back)
                 self.wait(mission_id, timeout=30)
                 described = self.sfn.describe_execution(executionArn=arn)
@@ -463,7 +465,7 @@ class LocalCloud:
 
     def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]) -> None:
         """Answer as a user would: the mission resumes when its user has a running slot for it."""
-        self.runtime.answer(mission_id, interrupt_id, response)
+        self.runtime.interrupt_service.answer(mission_id, interrupt_id, response)
 
     def events(self, mission_id: str, after: str | None = None) -> tuple[list[Event], str | None]:
         return self.runtime.events.read(mission_id, after=after, limit=500)

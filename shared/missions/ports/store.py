@@ -14,22 +14,7 @@ from pydantic import Field, model_validator
 from missions.core.artifacts import Artifact, Artifacts
 from missions.core.envelope import InterruptKind, InterruptResponse, Model, StageRecord, utcnow
 from missions.core.events import Event
-
-
-class MissionStatus:
-    CREATED = "created"
-    QUEUED = "queued"
-    RUNNING = "running"
-    INTERRUPTED = "interrupted"
-    CANCELLING = "cancelling"  # the user cancelled; its execution is being stopped
-    PAUSING = "pausing"  # the user paused it; the stage in flight finishes, then it waits
-    PAUSED = "paused"  # waiting for the user's resume at no compute cost, holding no running slot
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    ARCHIVED = "archived"  # ended long ago: summarized into long-term memory, checkpoints removed
-    TERMINAL = frozenset({"completed", "failed", "cancelled", "archived"})
-
+from missions.core.status import MissionStatus
 
 LIFECYCLE = ("created", "planning", "executing", "interrupted", "reflecting", "completed", "failed", "archived")
 

@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator, Sequence
 
 from missions.core.accounts import ErasureReport, export_lines
 from missions.core.errors import NotFound, TransitionRefused
+from missions.core.status import TERMINAL
 from missions.ports.accounts import MissionIndex, PersonalStore
-from missions.ports.store import MissionRecord, MissionStatus, MissionStore
+from missions.ports.store import MissionRecord, MissionStore
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class AccountService:
         for mission_id in ids:
             try:
                 record = self._missions.get(mission_id)
-                if record.status not in MissionStatus.TERMINAL:
+                if record.status not in TERMINAL:
                     self._cancel(record, ERASED_REASON)
             except (NotFound, TransitionRefused):
                 continue  # gone, or ended meanwhile: nothing runs for it

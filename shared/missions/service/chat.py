@@ -40,17 +40,10 @@ from missions.core.conversation import WorkingMemory
 from missions.core.errors import ConflictError, NotFound
 from missions.core.events import Event, EventType
 from missions.core.requests import MissionRequest
+from missions.core.status import TERMINAL, MissionStatus
 from missions.core.triggers import TriggerSource
 from missions.ports.conversations import ConversationStore, VersionConflict
-from missions.ports.store import (
-    EventStore,
-    InterruptRecord,
-    InterruptStore,
-    MissionRecord,
-    MissionStatus,
-    MissionStore,
-    running_stage,
-)
+from missions.ports.store import EventStore, InterruptRecord, InterruptStore, MissionRecord, MissionStore, running_stage
 from missions.service.interrupts import waiting_question
 
 POLL_SECONDS = 0.25
@@ -178,7 +171,7 @@ class ChatService:
         earlier = ""
         if turn.awaited is not None:
             reply = yield from self._watch(turn.awaited, None, deadline, skip=None)
-            if reply.status not in MissionStatus.TERMINAL:
+            if reply.status not in TERMINAL:
                 note = "\n\n(Your new message was not started: this conversation's last request is still open.)"
                 yield self._conclude(turn, Reply(reply.content + note, reply.mission_id, reply.status, reply.usage))
                 return
@@ -299,7 +292,7 @@ class ChatService:
                 if line:
                     yield Progress(line)
             record = self.missions.get(mission_id)
-            if record.status in MissionStatus.TERMINAL:
+            if record.status in TERMINAL:
                 return self._ended(record)
             begun = self._begun(record)
             if begun is not None and begun != announced:
@@ -347,7 +340,7 @@ class ChatService:
 
     def _conclude(self, turn: ChatTurn, reply: Reply) -> Reply:
         """Remember the reply (its digest names the conversation) and whether a mission is still owed."""
-        open_mission = reply.mission_id if reply.status not in MissionStatus.TERMINAL else None
+        open_mission = reply.mission_id if reply.status not in TERMINAL else None
 
         def change(memory: WorkingMemory) -> WorkingMemory:
             replies = [*memory.replies, reply_digest(reply.content)][-MAX_REPLIES:]

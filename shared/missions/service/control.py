@@ -11,17 +11,33 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from missions.core.envelope import new_id, utcnow
 from missions.core.errors import ConflictError, NotFound, TaskGone, TransitionRefused
 from missions.core.events import Event, EventType
 from missions.core.notes import MAX_NOTES, Note
+from missions.core.status import NOT_STARTED, NOTEABLE, TERMINAL, MissionStatus
 from missions.ports.dispatch import ResumeTicket
-from missions.ports.store import EventStore, Executions, InterruptStore, MissionRecord, MissionStatus, MissionStore
+from missions.ports.store import EventStore, Executions, InterruptStore, MissionRecord, MissionStore
 from missions.service.launcher import Launcher
-from missions.service.lifecycle import NOT_STARTED, NOTEABLE, Lifecycle
+from missions.service.lifecycle import Lifecycle
+
+if TYPE_CHECKING:
+    from missions.service.notifications import NotificationService
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ExecutionStatus:
+    """Step Functions says an execution's status changed (the status function's event, read by missions.app.events)."""
+
+    execution_arn: str
+    status: str
+    name: str | None = None
 
 
 class MissionControl:
@@ -33,8 +49,11 @@ class MissionControl:
         interrupts: InterruptStore,
         executions: Executions,
         launcher: Launcher,
+        notifications: Callable[[], NotificationService] | None = None,
     ):
+        """`notifications`: made on first use, by the status function only (notices of missions that ended)."""
         self._missions = missions
+        self._notifications = notifications
         self._events = events
         self._interrupts = interrupts
         self._executions = executions
@@ -137,6 +156,16 @@ class MissionControl:
         self._announce_event(record.mission_id, EventType.NOTE_RECEIVED, note_id=note.note_id, text=note.text)
         return note
 
+    def execution_changed(self, change: ExecutionStatus) -> dict[str, Any]:
+        """The status function: record how the execution ended, free its slot, tell the user who opted in."""
+        self.execution_ended(change.execution_arn, change.status)
+        if self._notifications is not None:
+            try:
+                self._notifications().mission_ended(self._missions.get(change.execution_arn.rsplit(":", 1)[-1]))
+            except NotFound:
+                pass  # an execution of no mission of ours: execution_ended logged it
+        return {"mission_id": change.name, "status": change.status}
+
     def execution_ended(self, execution_arn: str, status: str) -> None:
         """Step Functions says an execution ended: record what the stages could not, free its slot."""
         mission_id = execution_arn.rsplit(":", 1)[-1]
@@ -148,7 +177,7 @@ class MissionControl:
         try:
             if record.status == MissionStatus.CANCELLING:  # its cancel stopped it: finish the cancel
                 self._lifecycle.cancelled(mission_id, record.terminal_reason or "cancelled")
-            elif record.status not in MissionStatus.TERMINAL:
+            elif record.status not in TERMINAL:
                 # a succeeded execution's last stage records the end before the execution ends; a mission
                 # still open after it (a bug on the way) would otherwise show as running for ever
                 reason = "execution_ended_unrecorded" if status == "SUCCEEDED" else f"execution_{status.lower()}"
@@ -161,7 +190,7 @@ class MissionControl:
                 )
         except TransitionRefused:
             pass  # it ended (or was cancelled) in the meantime: that writer's status stands
-        if record.status in MissionStatus.TERMINAL and not record.completed_at:
+        if record.status in TERMINAL and not record.completed_at:
             self._missions.update(mission_id, completed_at=utcnow())
         self._launcher.finished(mission_id)
 
@@ -178,9 +207,9 @@ class MissionControl:
 
 
 def _why_not(wanted: str, status: str) -> str:
-    if status in MissionStatus.TERMINAL or status == MissionStatus.CANCELLING:
+    if status in TERMINAL or status == MissionStatus.CANCELLING:
         return f"the mission already {status}; it cannot be {wanted}"
     return f"the mission is {status}; only a {'running' if wanted == 'paused' else 'paused'} mission can be {wanted}"
 
 
-__all__ = ["MissionControl"]
+__all__ = ["ExecutionStatus", "MissionControl"]

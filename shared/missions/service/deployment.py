@@ -12,11 +12,18 @@ nothing: versions and their audit trail are data, kept or removed with their tab
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from missions.core.settings import SettingsError
 from missions.ports.deployment import DeploymentReplies
+
+if TYPE_CHECKING:
+    from missions.service.agents import AgentConfigs
+
+log = logging.getLogger(__name__)
 
 MAX_REASON_CHARS = 1000  # CloudFormation shows the reason in the stack's events; keep it readable
 MAX_SUMMARY_CHARS = 2000  # a reply is at most 4 KB
@@ -63,6 +70,30 @@ def handle_agent_deploy(
     return reply
 
 
+class AgentDeployment:
+    """The deploy function: `handle_agent_deploy` over the agent configurations, its reply logged.
+    `agents` is None where no agents table is set: a wiring bug, which fails the deploy with the reason
+    rather than leave CloudFormation waiting."""
+
+    def __init__(self, agents: AgentConfigs | None, replies: DeploymentReplies):
+        self._agents = agents
+        self._replies = replies
+
+    def handle(self, request: CustomResourceRequest) -> dict[str, Any]:
+        agents = self._agents
+
+        def deploy(capability: str) -> list[dict[str, Any]]:
+            if agents is None:
+                raise SettingsError("MISSIONS_AGENTS_TABLE is not set: nowhere to store agent configurations")
+            return agents.deploy(capability)
+
+        reply = handle_agent_deploy(
+            request, deploy, self._replies, on_failure=lambda exc: log.exception("agent configurations not stored")
+        )
+        log.info("deploy replied", extra={"status": reply["Status"], "reason": reply["Reason"], "data": reply["Data"]})
+        return reply
+
+
 def _summary(outcomes: dict[str, list[dict[str, Any]]]) -> str:
     """e.g. "travel: 9 seeded; shopping: execute promoted 3, present stored 4" (what the deploy did)."""
     parts = []
@@ -76,4 +107,4 @@ def _summary(outcomes: dict[str, list[dict[str, Any]]]) -> str:
     return "; ".join(parts)
 
 
-__all__ = ["PHYSICAL_ID", "CustomResourceRequest", "handle_agent_deploy"]
+__all__ = ["PHYSICAL_ID", "AgentDeployment", "CustomResourceRequest", "handle_agent_deploy"]

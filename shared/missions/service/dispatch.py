@@ -1,10 +1,12 @@
 """The dispatcher: deduplicate mission requests, cap each user's running missions, queue the rest.
 
-Pure logic over two ports (a `DispatchStore` and a `MissionStore`); the DynamoDB adapter of the
-dispatch store is `missions.adapters.dynamodb.dispatch`, the in-memory one is here.
+Pure logic over two ports (a `DispatchStore` and a `MissionStore`, whose statuses it writes through
+the `Lifecycle`); what it claims it hands to a `Starter` (the launcher's starting part, which knows
+nothing of queues). The DynamoDB adapter of the dispatch store is `missions.adapters.dynamodb.dispatch`,
+the in-memory one `missions.adapters.memory.dispatch`.
 
 Deduplication. A request's mission id is derived from its idempotency key (`mission_id_for`), the
-mission record is created with a conditional write, and the execution name is the mission id. A
+mission record is created queued with a conditional write, and the execution name is the mission id. A
 retried trigger therefore loses the create (-> "duplicate") and changes nothing else.
 
 Ordering. Each user has a queue ordered by priority (urgent > high > medium > low), then deadline
@@ -65,19 +67,18 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from missions.core.envelope import new_id
+from missions.core.envelope import Envelope, new_id
 from missions.core.errors import ConflictError, MissionRequestError, NotFound, TaskGone, TransitionRefused
 from missions.core.requests import MissionRequest
+from missions.core.status import TERMINAL, MissionStatus
 from missions.core.triggers import Priority
 from missions.ports.dispatch import NO_DEADLINE, Claim, DispatchStore, QueueEntry, ResumeTicket
-from missions.ports.store import MissionRecord, MissionStatus, MissionStore
+from missions.ports.store import MissionRecord, MissionStore
 from missions.service.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
-
-QUEUED = "queued"
 
 
 def mission_id_for(request: MissionRequest) -> str:
@@ -131,6 +132,21 @@ class Reconciled:
         return asdict(self)
 
 
+class Starter(Protocol):
+    """What the dispatcher hands a claimed mission to; the record exists and is marked running first."""
+
+    def start(self, request: MissionRequest, prepared: Envelope | None = None) -> None:
+        """Start the mission's execution, named after `request.mission_id` (so a second start of it does not
+        run it twice). `prepared`: its first envelope, when the submit that is starting it built one."""
+
+    def resume(self, entry: QueueEntry) -> None:
+        """Hand a claimed answer (or a paused mission's resume) to its waiting execution; TransitionRefused
+        once the mission was cancelled, TaskGone when the execution no longer takes it."""
+
+    def redeliver(self, entry: QueueEntry) -> None:
+        """Hand an answer over again after a crash between marking the mission running and handing it over."""
+
+
 class _StopDraining(Exception):
     """A dependency refused a hand-over: draining on would only meet it again."""
 
@@ -138,25 +154,21 @@ class _StopDraining(Exception):
 class Dispatcher:
     """Submits requests, and starts queued missions as slots free up (see the module docstring).
 
-    `start(request)` starts the mission's execution (named after `request.mission_id`); the record
-    exists and is marked running before it is called. `limit` is a number or a function of the user.
+    `starter` starts (or resumes) what a claim took. `limit` is a number or a function of the user.
     """
 
     def __init__(
         self,
         store: DispatchStore,
         missions: MissionStore,
-        start: Callable[[MissionRequest], None],
+        starter: Starter,
         limit: int | Callable[[str], int] = 3,
         clock: Callable[[], int] = time.time_ns,
-        resume: Callable[[QueueEntry], None] | None = None,
-        redeliver: Callable[[QueueEntry], None] | None = None,
     ):
         self._store = store
         self._missions = missions
-        self._start = start
-        self._resume = resume
-        self._redeliver = redeliver
+        self._lifecycle = Lifecycle(missions)
+        self._starter = starter
         self._limit = limit
         # Wall-clock, not monotonic: arrivals are compared across processes (Lambda instances), and a
         # monotonic clock means nothing outside its own host. Within a process they strictly increase.
@@ -167,8 +179,11 @@ class Dispatcher:
     def limit_for(self, user_id: str) -> int:
         return self._limit(user_id) if callable(self._limit) else self._limit
 
-    def submit(self, request: MissionRequest) -> DispatchResult:
-        """Record, enqueue and drain. MissionRequestError (nothing written) for a bad deadline."""
+    def submit(self, request: MissionRequest, prepared: Envelope | None = None) -> DispatchResult:
+        """Record, enqueue and drain. MissionRequestError (nothing written) for a bad deadline.
+
+        `prepared`: the mission's first envelope, built by the caller as it checked the request; handed
+        to the start when this call's own drain starts the mission, so it is not built twice."""
         mission_id = mission_id_for(request)
         deadline = deadline_key(request.deadline)
         request = request.model_copy(update={"mission_id": mission_id})
@@ -182,13 +197,12 @@ class Dispatcher:
         )
         self._store.intend(entry)  # from here a crash leaves a note the reconciler finishes
         try:
-            self._missions.create(
+            self._lifecycle.queued(
                 MissionRecord(
                     mission_id=mission_id,
                     user_id=request.user_id,
                     capability=request.capability,
                     goal=request.goal,
-                    status=QUEUED,
                     priority=request.priority.value,
                     trigger=request.trigger.value,
                 )
@@ -203,7 +217,7 @@ class Dispatcher:
             self._store.forget(entry)
             raise
         try:
-            started = self.drain(request.user_id, own=mission_id)
+            started = self._drain(request.user_id, own=mission_id, prepared=prepared)
         finally:  # kept until the drain is done: a queued entry nobody drains would wait for the next event
             self._store.forget(entry)
         return DispatchResult(mission_id, "started" if mission_id in started else "queued")
@@ -246,6 +260,10 @@ class Dispatcher:
         `own` is the mission the caller is waiting on: if its start fails, nothing of it is kept and
         the error reaches the caller (who answers it), instead of a failed mission nobody asked for.
         """
+        return self._drain(user_id, own)
+
+    def _drain(self, user_id: str, own: str | None = None, prepared: Envelope | None = None) -> list[str]:
+        """`drain`; `prepared` is `own`'s first envelope, when the caller built it."""
         started: list[str] = []
         while True:
             entry = self._store.head(user_id)
@@ -261,7 +279,8 @@ class Dispatcher:
             if outcome is not Claim.CLAIMED:
                 continue
             try:
-                if self._launch(entry, own=entry.mission_id == own):
+                mine = entry.mission_id == own
+                if self._launch(entry, own=mine, prepared=prepared if mine else None):
                     started.append(entry.mission_id)
             except _StopDraining:
                 return started
@@ -279,21 +298,20 @@ class Dispatcher:
         self._store.release(record.user_id, mission_id)
         return self.drain(record.user_id)
 
-    def _launch(self, entry: QueueEntry, own: bool = False) -> bool:
+    def _launch(self, entry: QueueEntry, own: bool = False, prepared: Envelope | None = None) -> bool:
         """Start (or resume) a claimed mission. On failure its slot is freed (the caller's drain loop then
         goes on, which is the drain that follows this release); a start that fails is recorded as the
         mission's failure, unless the caller waits on it (`own`): then nothing is kept and it raises."""
         if entry.resume is not None:
             return self._hand_over(entry, own)
-        lifecycle = Lifecycle(self._missions)
         try:
-            lifecycle.start(entry.mission_id)  # refused when the user cancelled it while it was queued
+            self._lifecycle.start(entry.mission_id)  # refused when the user cancelled it while it was queued
         except (TransitionRefused, NotFound) as exc:
             log.info("mission %s not started: %s", entry.mission_id, exc)
             self._store.release(entry.user_id, entry.mission_id)
             return False
         try:
-            self._start(entry.request)
+            self._starter.start(entry.request, prepared)
             return True
         except Exception as exc:
             self._store.release(entry.user_id, entry.mission_id)
@@ -302,17 +320,17 @@ class Dispatcher:
                 raise
             log.warning("start of mission %s failed: %s", entry.mission_id, exc)
             try:
-                lifecycle.move(entry.mission_id, MissionStatus.FAILED, terminal_reason=f"start_failed: {exc}"[:500])
+                self._lifecycle.move(
+                    entry.mission_id, MissionStatus.FAILED, terminal_reason=f"start_failed: {exc}"[:500]
+                )
             except Exception:
                 log.exception("could not mark mission %s failed", entry.mission_id)
             return False
 
     def _hand_over(self, entry: QueueEntry, own: bool) -> bool:
         """Resume a claimed, answered mission; a cancelled one is skipped (the resume refuses it)."""
-        if self._resume is None:
-            raise RuntimeError("this dispatcher cannot resume missions: no resume callback")
         try:
-            self._resume(entry)
+            self._starter.resume(entry)
             return True
         except TransitionRefused as exc:
             log.info("mission %s not resumed: %s", entry.mission_id, exc)
@@ -365,7 +383,7 @@ class Dispatcher:
         except NotFound:  # its submit died before recording it: the caller was never told it exists
             record = None
         if entry.resume is None:
-            waits = record is not None and record.status == QUEUED
+            waits = record is not None and record.status == MissionStatus.QUEUED
         else:
             waits = record is not None and entry.resume.awaited_by(
                 record.status, record.pending_interrupt, record.pause_id
@@ -384,17 +402,17 @@ class Dispatcher:
             record = self._missions.get(entry.mission_id)
         except NotFound:
             record = None
-        if record is None or record.status in MissionStatus.TERMINAL:
+        if record is None or record.status in TERMINAL:
             # it ended, or was cancelled before it started: a terminal mission holds no slot
             self._store.release(entry.user_id, entry.mission_id)
             report.released.append(entry.mission_id)
-        elif entry.resume is None and record.status == QUEUED:
+        elif entry.resume is None and record.status == MissionStatus.QUEUED:
             if self._launch(entry):
                 report.started.append(entry.mission_id)
             else:
                 report.released.append(entry.mission_id)
         elif entry.resume is None and record.status == MissionStatus.RUNNING and not record.execution_arn:
-            self._start(entry.request)  # idempotent by name: an execution that did start is kept
+            self._starter.start(entry.request)  # idempotent by name: an execution that did start is kept
             report.started.append(entry.mission_id)
         elif entry.resume is not None and entry.resume.awaited_by(
             record.status, record.pending_interrupt, record.pause_id
@@ -406,8 +424,8 @@ class Dispatcher:
                     report.released.append(entry.mission_id)
             except _StopDraining as stop:  # an outage: the answer went back in line, where a drain retries it
                 report.failures[entry.mission_id] = f"answer queued again: {stop.__cause__}"[:500]
-        elif entry.resume is not None and record.status == MissionStatus.RUNNING and self._redeliver is not None:
-            self._redeliver(entry)  # marked running, perhaps not handed over: a second delivery is refused
+        elif entry.resume is not None and record.status == MissionStatus.RUNNING:
+            self._starter.redeliver(entry)  # marked running, perhaps not handed over: a second delivery is refused
             report.started.append(entry.mission_id)
         else:
             report.dropped.append(entry.mission_id)  # it went on: started, or asked its next question

@@ -9,6 +9,7 @@ the deployed stack alarms on.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,14 +17,10 @@ from typing import Any
 from missions.core.capability import Registry, UnknownCapability
 from missions.core.evaluation import Evaluation, evaluate, summary
 from missions.core.events import Event, EventType
-from missions.ports.store import (
-    EventStore,
-    MissionRecord,
-    MissionsByCapability,
-    MissionStatus,
-    MissionStore,
-    MissionSummary,
-)
+from missions.core.status import MissionStatus
+from missions.ports.store import EventStore, MissionRecord, MissionsByCapability, MissionStore, MissionSummary
+
+log = logging.getLogger(__name__)
 
 ENDED = frozenset({MissionStatus.COMPLETED, MissionStatus.FAILED, MissionStatus.CANCELLED})
 PAGE = 500
@@ -38,8 +35,11 @@ class Evaluator:
         registry: Registry,
         by_capability: MissionsByCapability | None = None,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        count: Callable[[str, int], None] = lambda name, value: None,
     ):
+        """`count` adds a count metric to the invocation's (the stack alarms on `SafetyViolations`)."""
         self.missions, self.events, self.registry, self.now = missions, events, registry, now
+        self._count = count
         self.by_capability = by_capability  # the nightly run's index (DynamoDB's by_capability GSI)
 
     def mission(self, record: MissionRecord | MissionSummary) -> Evaluation:
@@ -77,7 +77,8 @@ class Evaluator:
         return [self.mission(record) for record in ended[:count]]
 
     def nightly(self, days: int = 1) -> dict[str, Any]:
-        """Score and record every mission that ended in the last `days`; the totals, for the alarm."""
+        """Score and record every mission that ended in the last `days`; the totals, for the alarm. The
+        count of safety violations is the metric the stack alarms on, and each one is logged."""
         since = (self.now() - timedelta(days=days)).isoformat()
         created_since = (self.now() - timedelta(days=days + LONGEST_MISSION_DAYS)).isoformat()
         night = self.now().strftime("%Y%m%d")
@@ -101,4 +102,8 @@ class Evaluator:
                         )
                     ],
                 )
-        return {**summary(scored), "violations": [v for e in scored for v in e.violations][:50]}
+        report = {**summary(scored), "violations": [v for e in scored for v in e.violations][:50]}
+        self._count("SafetyViolations", int(report["safety_violations"]))
+        for violation in report["violations"]:
+            log.error("tool used without approval", extra={"violation": violation})
+        return report

@@ -24,9 +24,10 @@ from missions.core.events import Event, EventType
 from missions.core.llm import LLMError, LLMProvider, LLMRequest
 from missions.core.memory import PREFERENCES, MemoryItem, Namespace
 from missions.core.preferences import Preference, PreferenceExtraction, combine, fold, union
+from missions.core.status import TERMINAL
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import LongTermMemory
-from missions.ports.store import EventStore, MissionRecord, MissionStatus, MissionStore
+from missions.ports.store import EventStore, MissionRecord, MissionStore
 
 _log = logging.getLogger(__name__)
 
@@ -235,7 +236,7 @@ def apply_feedback(
     current = missions.get(mission.mission_id)  # the caller's copy may be stale: check the stored one
     if current.user_id != user_id or mission.user_id != user_id:
         raise NotFound(f"no mission {mission.mission_id}")
-    if current.status not in MissionStatus.TERMINAL:
+    if current.status not in TERMINAL:
         raise ConflictError(f"mission {mission.mission_id} is still {current.status}; feedback comes once it ends")
     if current.feedback is not None:
         raise ConflictError(f"mission {mission.mission_id} already has feedback")

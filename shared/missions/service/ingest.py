@@ -1,4 +1,7 @@
-"""Triggers arriving: webhooks, bus events, schedule ticks and memory changes, down to the launcher."""
+"""Triggers arriving: webhooks, bus events, schedule ticks and memory changes, down to the launcher.
+
+`Ingest` is the trigger functions' entry (webhook, trigger, schedule, memory stream), one method each.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from missions.ports.bus import EventBus
 from missions.ports.memory import LongTermMemory
 from missions.ports.webhooks import DeliveryStore, WebhookSources
 from missions.service.launcher import Launcher
+from missions.service.schedules import ScheduleService, is_user_schedule
 from missions.service.trigger_rules import requests_for_event, requests_for_schedule
 from missions.service.webhooks import WebhookRejected, bus_event, verify_delivery
 
@@ -101,4 +105,47 @@ def _submit_all(requests: list[MissionRequest], launcher: Launcher, origin: str)
     return results
 
 
-__all__ = ["dispatch_event", "fan_out_schedule", "publish_memory_change", "receive_webhook"]
+class Ingest:
+    """One method per trigger function. Each dependency is made on first use, so a function builds only
+    what its own trigger needs (the webhook function has no dispatch table, the schedule function of a
+    user's schedule reads no memory)."""
+
+    def __init__(
+        self,
+        *,
+        launcher: Callable[[], Launcher],
+        bus: Callable[[], EventBus],
+        webhook_sources: Callable[[], WebhookSources],
+        deliveries: Callable[[], DeliveryStore],
+        memory: Callable[[], LongTermMemory],
+        all_users: Callable[[], list[str]],
+        schedules: Callable[[], ScheduleService],
+    ):
+        self._launcher = launcher
+        self._bus = bus
+        self._webhook_sources = webhook_sources
+        self._deliveries = deliveries
+        self._memory = memory
+        self._all_users = all_users
+        self._schedules = schedules
+
+    def webhook(self, event: dict[str, Any]) -> dict[str, Any]:
+        """POST /webhooks/{source} (`receive_webhook`)."""
+        return receive_webhook(event, sources=self._webhook_sources(), deliveries=self._deliveries(), bus=self._bus())
+
+    def bus_event(self, event: dict[str, Any]) -> dict[str, Any]:
+        """An event a rule of the bus matched (`dispatch_event`)."""
+        return dispatch_event(event, self._launcher())
+
+    def schedule(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A firing: of a user's own schedule (one mission, theirs), or of a capability's (one per user)."""
+        if is_user_schedule(event):
+            return self._schedules().fire(event)
+        return fan_out_schedule(event, self._launcher(), self._memory(), self._all_users)
+
+    def memory_changed(self, change: MemoryChange | None) -> None:
+        """One change of the memory table -> one `memory.changed` event on the bus."""
+        publish_memory_change(change, self._bus())
+
+
+__all__ = ["Ingest", "dispatch_event", "fan_out_schedule", "publish_memory_change", "receive_webhook"]

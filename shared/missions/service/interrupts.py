@@ -1,24 +1,37 @@
-"""Answering a human-in-the-loop interrupt: validate, record once, resume the execution."""
+"""Human-in-the-loop interrupts: a question (or a pause) reaching its user, the answer validated,
+recorded once and handed to the execution, and the questions left unanswered past the SLA.
+
+`InterruptService` is the interrupt and SLA functions' entry and the API's way to answer.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from missions.core.envelope import InterruptResponse, Resume
-from missions.core.errors import AnswerRejected, ConflictError, NotFound, TaskGone
+from missions.core.errors import AnswerRejected, ConflictError, NotFound, StageRequestError, TaskGone, TransitionRefused
 from missions.core.events import Event, EventType
+from missions.core.status import MissionStatus
 from missions.ports.store import (
     EventStore,
     InterruptRecord,
     InterruptStore,
     MissionRecord,
-    MissionStatus,
+    MissionStore,
     MissionSummary,
 )
+from missions.service.lifecycle import Lifecycle
+
+if TYPE_CHECKING:
+    from missions.service.launcher import Launcher
+    from missions.service.notifications import NotificationService
+
+log = logging.getLogger(__name__)
 
 Resumer = Callable[[InterruptRecord, str], bool]  # (answered interrupt, Resume JSON) -> handed over now?
 
@@ -134,3 +147,95 @@ def overdue_interrupts(
     cutoff = (now or datetime.now(UTC)) - timedelta(hours=sla_hours)
     found = interrupts.overdue(cutoff.isoformat(timespec="milliseconds"), limit=limit)  # utcnow()'s format
     return OverdueReport(count=len(found), oldest=found[:10])
+
+
+class InterruptService:
+    """The interrupt function (a question or a pause reaching its user), the SLA function, and answers.
+
+    `launcher` and `notifications` are made on first use: the SLA function needs neither. `count` adds a
+    count metric to the invocation's (the SLA alarm watches `InterruptsOverdue`)."""
+
+    def __init__(
+        self,
+        *,
+        interrupts: InterruptStore,
+        events: EventStore,
+        missions: MissionStore,
+        launcher: Callable[[], Launcher],
+        notifications: Callable[[], NotificationService],
+        sla_hours: int = 24,
+        count: Callable[[str, int], None] = lambda name, value: None,
+    ):
+        self._interrupts = interrupts
+        self._events = events
+        self._missions = missions
+        self._lifecycle = Lifecycle(missions)
+        self._launcher = launcher
+        self._notifications = notifications
+        self._sla_hours = sla_hours
+        self._count = count
+
+    def handle(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The waitForTaskToken task: keep the token where the answer (or the resume) will find it."""
+        if event.get("mode") == "pause":
+            return self._pause(event)
+        record = record_interrupt(event, self._interrupts)
+        # only now can an answer reach the execution: only now is the mission waiting for one
+        try:
+            self._lifecycle.waiting(record.mission_id, record.interrupt_id)
+        except TransitionRefused:
+            pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
+        else:
+            self._launcher().waiting(record.mission_id)  # waiting for a human holds no running slot
+            self._notifications().mission_waiting(self._missions.get(record.mission_id), record)
+        return {"interrupt_id": record.interrupt_id, "status": record.status}
+
+    def _pause(self, event: dict[str, Any]) -> dict[str, Any]:
+        """The execution waits for its user's resume: keep the token on the mission, now paused, and give
+        its running slot to the next one. A mission cancelled while it was pausing refuses (this task
+        fails, so the execution ends through its final stage, which finds it cancelled)."""
+        envelope = event.get("envelope") or {}
+        token, mission_id = event.get("task_token"), envelope.get("mission_id")
+        if not token or not isinstance(mission_id, str):
+            raise StageRequestError("a pause request needs envelope.mission_id and task_token")
+        hops = int((envelope.get("counters") or {}).get("agent_hops") or 0)
+        pause_id = f"pause-{hops:04d}"
+        self._lifecycle.paused(mission_id, pause_id, str(token))
+        self._launcher().waiting(mission_id)  # a paused mission holds no running slot
+        paused = Event(
+            type=EventType.MISSION_PAUSED,
+            mission_id=mission_id,
+            stage=envelope.get("next_stage"),
+            payload={"pause_id": pause_id, "next_stage": envelope.get("next_stage")},
+        )
+        self._events.append(mission_id, pause_id, [paused])
+        return {"pause_id": pause_id, "status": "paused"}
+
+    def answer(
+        self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]
+    ) -> tuple[InterruptRecord, bool]:
+        """Answer a question (the API and the CLI): recorded once, resumed when the user has a slot."""
+        return answer_interrupt(
+            interrupts=self._interrupts,
+            events=self._events,
+            resume=self._launcher().resume,
+            mission_id=mission_id,
+            interrupt_id=interrupt_id,
+            response=response,
+        )
+
+    def report_overdue(self) -> dict[str, Any]:
+        """Questions unanswered past the SLA: a metric the alarm watches, and the oldest logged."""
+        report = overdue_interrupts(self._interrupts, self._sla_hours)
+        self._count("InterruptsOverdue", report.count)
+        for record in report.oldest:
+            log.warning(
+                "question overdue",
+                extra={
+                    "mission_id": record.mission_id,
+                    "interrupt_id": record.interrupt_id,
+                    "asked_at": record.created_at,
+                    "stage": record.stage,
+                },
+            )
+        return {"overdue": report.count, "oldest": [f"{r.mission_id}/{r.interrupt_id}" for r in report.oldest]}

@@ -4,14 +4,21 @@ HTTP calls, webhooks, schedules, memory changes, forks and the CLI's emulation a
 launcher a `MissionRequest`; it refuses a request that cannot run before anything is written
 (the capability, the bounds, the repository it names, the checkpoint a fork carries on from),
 and gives the checked request to the dispatcher, so deduplication, the per-user limit and
-priorities hold for every one of them. The dispatcher calls back `start` once a mission holds a
-running slot: only then is its state machine started, named after the mission, so starting
-the same mission twice cannot run it twice.
+priorities hold for every one of them. The dependency runs one way: the launcher owns the dispatcher,
+and the dispatcher hands a mission that holds a running slot to the launcher's starting part (an
+`ExecutionStarter`, the dispatcher's `Starter`), which knows nothing of queues. Only then is its state
+machine started, named after the mission, so starting the same mission twice cannot run it twice.
+
+The first envelope is built once per start: the submit builds it as it checks the request and hands
+it to the dispatcher, which passes it to the start when that submit's own drain starts the mission; a
+mission that waited in the queue is checked again as it starts (its repository may be gone), and the
+agent configuration versions active then are the ones it pins.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -33,8 +40,10 @@ from missions.ports.dispatch import DispatchStore, QueueEntry, ResumeTicket
 from missions.ports.store import CheckpointStore, Executions, InterruptRecord, MissionRecord, MissionStore
 from missions.service.agents import AgentConfigs
 from missions.service.checkpoints import state_at
-from missions.service.dispatch import Dispatcher, DispatchResult
+from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 from missions.service.lifecycle import Lifecycle
+
+log = logging.getLogger(__name__)
 
 Preferences = Callable[[str], dict[str, Any]]  # user -> what feedback taught about them
 
@@ -117,21 +126,26 @@ class Launcher:
         capabilities: registry.Registry | None = None,
         conversations: Callable[[], ConversationStore] | None = None,
         agents: AgentConfigs | None = None,
+        reconcile_after_seconds: float = 960,
     ):
+        """`reconcile_after_seconds`: how old a note or claim must be for `reconcile` to take it as left by a
+        process that died (longer than any function runs)."""
         self.capabilities = capabilities or registry.default_registry()
-        self._agents = agents
+        self._reconcile_after = reconcile_after_seconds
         self._missions = missions
-        self._checkpoints = checkpoints
-        self._codec = codec
-        self._executions = executions
-        self._state_machine_arn = state_machine_arn
-        self._repositories = repositories
         self._preferences = preferences
         self._conversations = conversations
-        self._lifecycle = Lifecycle(missions)
-        self.dispatcher = Dispatcher(
-            dispatch, missions, start=self._start, limit=limit, resume=self._resume, redeliver=self._redeliver
+        self._starter = ExecutionStarter(
+            missions=missions,
+            checkpoints=checkpoints,
+            codec=codec,
+            executions=executions,
+            state_machine_arn=state_machine_arn,
+            repositories=repositories,
+            capabilities=self.capabilities,
+            agents=agents,
         )
+        self.dispatcher = Dispatcher(dispatch, missions, self._starter, limit=limit)
 
     # -- asking for a mission ---------------------------------------------------------------------
 
@@ -141,22 +155,22 @@ class Launcher:
         MissionRequestError (nothing written) when it cannot run. The user's preferences join its
         context, and the context is queued as checked (a path resolved, a repository pinned to the
         snapshot that was current when the user asked)."""
-        if request.fork_of is not None:
-            self._carry_on_from(request.fork_of)  # a fork that cannot run is refused before it is stored
-            return self.dispatcher.submit(request)
+        request = request.model_copy(update={"mission_id": mission_id_for(request)})  # its envelope's too
+        if request.fork_of is not None:  # a fork that cannot run is refused before it is stored
+            return self.dispatcher.submit(request, prepared=self._starter.envelope(request))
         preferences = self._preferences(request.user_id) if self._preferences is not None else {}
         if preferences and "preferences" not in request.context:
             request = request.model_copy(update={"context": {**request.context, "preferences": preferences}})
         if request.conversation_id is not None:
             remembered = {**request.context, CONVERSATION_KEY: self._memory_of(request)}
             request = request.model_copy(update={"context": remembered})
-        envelope = build_envelope(request, self._repositories, self.capabilities, self._agents)
-        return self.dispatcher.submit(request.model_copy(update={"context": envelope.context}))
+        envelope = self._starter.envelope(request)
+        return self.dispatcher.submit(request.model_copy(update={"context": envelope.context}), prepared=envelope)
 
     def check(self, request: MissionRequest) -> None:
         """MissionRequestError when the request could not start a mission now, as `submit` would refuse it;
         nothing is written (a schedule checks what its firings will ask before it is kept)."""
-        build_envelope(request, self._repositories, self.capabilities, self._agents)
+        self._starter.envelope(request)
 
     def _memory_of(self, request: MissionRequest) -> dict[str, Any]:
         """The conversation's working memory as the mission's first stage gets it (empty when it is new)."""
@@ -218,18 +232,57 @@ class Launcher:
         """Take a queued mission out of its user's queue (a cancel); False when a claim took it first."""
         return self.dispatcher.cancel_queued(user_id, mission_id)
 
-    # -- starting what the dispatcher claimed -------------------------------------------------------
+    def reconcile(self, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
+        """The reconcile function: finish the starts that crashed processes left half-done
+        (`Dispatcher.reconcile`); each one is logged with what was done."""
+        report = self.dispatcher.reconcile(before=now() - int(self._reconcile_after * 1e9)).as_dict()
+        for action in ("queued", "started", "released"):
+            for mission_id in report[action]:
+                log.warning(f"stranded mission {action}", extra={"mission_id": mission_id})
+        for mission_id, why in report["failures"].items():
+            log.error("stranded mission not reconciled", extra={"mission_id": mission_id, "reason": why})
+        return report
 
-    def _start(self, request: MissionRequest) -> None:
-        """The dispatcher claimed the mission and marked it running: start its state machine."""
+
+class ExecutionStarter:
+    """The launcher's starting part, the dispatcher's `Starter`: builds a mission's first envelope and
+    starts (or resumes) its execution. It knows nothing of queues or slots."""
+
+    def __init__(
+        self,
+        *,
+        missions: MissionStore,
+        checkpoints: CheckpointStore,
+        codec: EnvelopeCodec,
+        executions: Executions,
+        state_machine_arn: Callable[[str], str],
+        repositories: RepositoryResolver | None,
+        capabilities: registry.Registry,
+        agents: AgentConfigs | None,
+    ):
+        self._checkpoints = checkpoints
+        self._codec = codec
+        self._executions = executions
+        self._state_machine_arn = state_machine_arn
+        self._repositories = repositories
+        self._capabilities = capabilities
+        self._agents = agents
+        self._lifecycle = Lifecycle(missions)
+
+    def envelope(self, request: MissionRequest) -> Envelope:
+        """The mission's first envelope (MissionRequestError when it cannot start): a fork's carries on
+        from its checkpoint; any other's is built from the request, pinning the versions active now."""
         if request.fork_of is not None:
-            assert request.mission_id, "the dispatcher names every mission before it starts"
-            envelope = self._carry_on_from(request.fork_of).model_copy(
+            return self._carry_on_from(request.fork_of).model_copy(
                 update={"mission_id": request.mission_id, "user_id": request.user_id, "checkpoint_id": None}
             )
-        else:
-            # checked again (the repository may be gone); the versions active now are the mission's
-            envelope = build_envelope(request, self._repositories, self.capabilities, self._agents)
+        return build_envelope(request, self._repositories, self._capabilities, self._agents)
+
+    def start(self, request: MissionRequest, prepared: Envelope | None = None) -> None:
+        """The dispatcher claimed the mission and marked it running: start its state machine."""
+        assert request.mission_id, "the dispatcher names every mission before it starts"
+        # built by the submit that starts it now; else (it waited) checked again: the repository may be gone
+        envelope = prepared if prepared is not None else self.envelope(request)
         state = initial_state(self._codec.encode(envelope), envelope.bounds.max_agent_hops)
         arn = self._executions.start(
             self._state_machine_arn(envelope.capability), envelope.mission_id, json.dumps(state)
@@ -239,7 +292,7 @@ class Launcher:
         except TransitionRefused:  # cancelled between its claim and this start: stop what just began
             self._executions.stop(arn, "cancelled before it started")
 
-    def _resume(self, entry: QueueEntry) -> None:
+    def resume(self, entry: QueueEntry) -> None:
         """The dispatcher gave an answered mission a slot: running again, then the answer handed over
         (refused with TransitionRefused once it was cancelled, which skips it)."""
         assert entry.resume is not None
@@ -257,7 +310,7 @@ class Launcher:
                 self._lifecycle.waiting(entry.mission_id, ticket.interrupt_id)
             raise
 
-    def _redeliver(self, entry: QueueEntry) -> None:
+    def redeliver(self, entry: QueueEntry) -> None:
         """Hand an answer over again after a crash between marking the mission running and handing it
         over: a token that already took it refuses it (TaskGone), which means it was delivered."""
         assert entry.resume is not None
@@ -265,10 +318,6 @@ class Launcher:
             self._executions.send_success(entry.resume.task_token, entry.resume.output)
         except TaskGone:
             pass
-
-    def reconcile(self, stale_after_seconds: float, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
-        """Finish starts that a crashed process left half-done (`Dispatcher.reconcile`)."""
-        return self.dispatcher.reconcile(before=now() - int(stale_after_seconds * 1e9)).as_dict()
 
     def _carry_on_from(self, source: ForkSource) -> Envelope:
         # the whole state at that checkpoint (its snapshot and the deltas since), whichever it is
@@ -282,4 +331,4 @@ class Launcher:
         return envelope
 
 
-__all__ = ["Launcher", "Preferences", "build_envelope"]
+__all__ = ["ExecutionStarter", "Launcher", "Preferences", "build_envelope"]

@@ -1,19 +1,12 @@
 """The one owner of a mission's status: typed transitions, each one conditional write.
 
-Every writer of a status (the dispatcher starting a mission, a stage reporting progress or the
-end, the interrupt function, an answer, a cancel, the execution-ended notice, retention) asks
-this module, which names the statuses it may leave; the store refuses the write when the mission
-is elsewhere. So nothing leaves a terminal status, a stage that finishes after its mission was
-cancelled cannot write it back to running, and a queued mission cancelled before its claim can
-never start. Pure: it speaks only to the MissionStore port.
-
-    created/queued --start--> running <--> interrupted
-          |                      |   \\         |
-          |                      |    cancelling ---> cancelled
-          +------cancel----------+--------------------^
-    running/interrupted --end--> completed | failed;  completed/failed/cancelled --> archived
-    running --pause--> pausing --(its stage in flight ended; the execution waits)--> paused --resume--> running
-          pausing/paused --cancel--> cancelling;  pausing --a question--> interrupted;  pausing --end-->
+Every writer of a status (the dispatcher recording a mission and starting it, a stage reporting
+progress or the end, the interrupt function, an answer, a cancel, the execution-ended notice,
+retention) asks this module, which names the statuses it may leave (the table in
+`missions.core.status`); the store refuses the write when the mission is elsewhere. So nothing
+leaves a terminal status, a stage that finishes after its mission was cancelled cannot write it back
+to running, and a queued mission cancelled before its claim can never start. Pure: it speaks only to
+the MissionStore port.
 
 Pausing is the user's; the stage in flight finishes (its progress keeps the mission pausing), its
 segment hands back and the mission's machine waits on a task token, as for a question: `paused`
@@ -27,45 +20,30 @@ from __future__ import annotations
 from typing import Any
 
 from missions.core.envelope import utcnow
-from missions.core.errors import TransitionRefused
 from missions.core.redaction import redact
+from missions.core.status import ACTIVE, ALLOWED_FROM, NOT_STARTED
+from missions.core.status import MissionStatus as S
 from missions.ports.store import MissionRecord, MissionStore
-from missions.ports.store import MissionStatus as S
-
-ACTIVE = frozenset({S.RUNNING, S.INTERRUPTED})
-NOT_STARTED = frozenset({S.CREATED, S.QUEUED})
-HELD = frozenset({S.PAUSING, S.PAUSED})  # the user paused it
-# a note reaches a mission that has not ended: the next stage that starts receives it
-NOTEABLE = NOT_STARTED | ACTIVE | HELD
-
-# the statuses a mission may be in to move to each status
-ALLOWED_FROM: dict[str, frozenset[str]] = {
-    S.QUEUED: frozenset({S.CREATED}),
-    S.RUNNING: NOT_STARTED | ACTIVE,  # started, or a stage's progress, or resumed after an answer
-    S.INTERRUPTED: ACTIVE | {S.PAUSING},  # a question the stage in flight asked wins over the pause
-    S.PAUSING: frozenset({S.RUNNING}),
-    S.PAUSED: frozenset({S.PAUSING, S.RUNNING}),  # waits; or a resume that could not be handed over
-    S.CANCELLING: NOT_STARTED | ACTIVE | HELD,
-    S.CANCELLED: NOT_STARTED | ACTIVE | HELD | {S.CANCELLING},
-    S.COMPLETED: ACTIVE | HELD,
-    S.FAILED: NOT_STARTED | ACTIVE | HELD,
-    S.ARCHIVED: frozenset({S.COMPLETED, S.FAILED, S.CANCELLED}),
-}
 
 
 class Lifecycle:
     def __init__(self, missions: MissionStore):
         self.missions = missions
 
-    def move(self, mission_id: str, status: str, **fields: Any) -> MissionRecord:
+    def queued(self, record: MissionRecord) -> None:
+        """A new mission's first status: its record written once, queued (ConflictError when a mission
+        with its id exists: a retried trigger then changes nothing)."""
+        self.missions.create(record.model_copy(update={"status": S.QUEUED.value}))
+
+    def move(self, mission_id: str, status: S, **fields: Any) -> MissionRecord:
         """TransitionRefused when the mission's status does not allow it; nothing is written then."""
         return self._transition(mission_id, status, ALLOWED_FROM[status], **fields)
 
-    def _transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> MissionRecord:
+    def _transition(self, mission_id: str, status: S, allowed_from: frozenset[S], **fields: Any) -> MissionRecord:
         """Every write of a status: a terminal reason may quote an exception, so it loses its credentials here."""
         if isinstance(fields.get("terminal_reason"), str):
             fields["terminal_reason"] = redact(fields["terminal_reason"])
-        return self.missions.transition(mission_id, status, allowed_from, **fields)
+        return self.missions.transition(mission_id, str(status), allowed_from, **fields)  # its plain string
 
     # the named transitions, as their writers think of them -----------------------------------------
 
@@ -115,11 +93,12 @@ class Lifecycle:
         self._transition(mission_id, S.RUNNING, frozenset({S.INTERRUPTED}), pending_interrupt=None, asking=None)
 
     def end(self, mission_id: str, status: str, **fields: Any) -> None:
+        """`status`: completed or failed (as a stage reports it)."""
         if status not in (S.COMPLETED, S.FAILED):
             raise ValueError(f"a mission ends completed or failed, not {status}")
         self.move(
             mission_id,
-            status,
+            S(status),
             completed_at=fields.pop("completed_at", None) or utcnow(),
             **{"pause_id": None, "pause_token": None, **fields},
         )
@@ -137,4 +116,4 @@ class Lifecycle:
         )
 
 
-__all__ = ["ACTIVE", "ALLOWED_FROM", "HELD", "NOTEABLE", "NOT_STARTED", "Lifecycle", "TransitionRefused"]
+__all__ = ["Lifecycle"]

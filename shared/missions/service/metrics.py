@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from missions.core.status import TERMINAL, MissionStatus
 from missions.ports.learnings import Learnings
-from missions.ports.store import MissionRecord, MissionStatus, MissionSummary
+from missions.ports.store import MissionRecord, MissionSummary
 
 COMPLEXITY_LEVELS = (1, 2, 3)
 
@@ -78,7 +79,7 @@ def mission_metrics(
         if created is not None and since <= created <= until:
             window.append(mission)
 
-    finished = [m for m in window if m.status in MissionStatus.TERMINAL]
+    finished = [m for m in window if m.status in TERMINAL]
     by_status: dict[str, int] = {}
     for mission in window:
         by_status[mission.status] = by_status.get(mission.status, 0) + 1

@@ -9,14 +9,18 @@ function); the clock is injected so tests can move it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from missions.core.status import MissionStatus
 from missions.ports.memory import LongTermMemory
-from missions.ports.store import TOOL_JOURNAL_SUFFIX, CheckpointStore, MissionRecord, MissionStatus, MissionStore
+from missions.ports.store import TOOL_JOURNAL_SUFFIX, CheckpointStore, MissionRecord, MissionStore
 from missions.service.lifecycle import Lifecycle
+
+log = logging.getLogger(__name__)
 
 ARCHIVE_NAMESPACE = ("archived_missions",)
 
@@ -68,6 +72,31 @@ def archive_ended_missions(
             except Exception as exc:  # one bad mission must not stop the others; it is reported
                 report.failures[record.mission_id] = f"{type(exc).__name__}: {exc}"[:300]
     return report
+
+
+class Retention:
+    """The retention function: archive what its policy says is old enough, and log what could not be."""
+
+    def __init__(
+        self, *, missions: MissionStore, checkpoints: CheckpointStore, memory: LongTermMemory, policy: RetentionPolicy
+    ):
+        self._missions, self._checkpoints, self._memory, self._policy = missions, checkpoints, memory, policy
+
+    def run(self, now: Callable[[], datetime] | None = None) -> dict[str, Any]:
+        report = archive_ended_missions(
+            missions=self._missions,
+            checkpoints=self._checkpoints,
+            memory=self._memory,
+            policy=self._policy,
+            now=now,
+        )
+        for mission_id, why in report.failures.items():
+            log.error("mission not archived", extra={"mission_id": mission_id, "reason": why})
+        return {
+            "archived": report.archived,
+            "checkpoints_removed": report.checkpoints_removed,
+            "failures": report.failures,
+        }
 
 
 def summary(record: MissionRecord) -> dict[str, Any]:

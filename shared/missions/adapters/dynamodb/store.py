@@ -28,11 +28,11 @@ from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event
 from missions.core.offload import blob_scope
 from missions.core.specs import BLOB_INLINE_LIMIT, MISSION_SUMMARY, TableSpec
+from missions.core.status import MissionStatus
 from missions.ports.store import (
     Checkpoint,
     InterruptRecord,
     MissionRecord,
-    MissionStatus,
     MissionSummary,
     cost_of,
     event_position,

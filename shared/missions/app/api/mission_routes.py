@@ -41,8 +41,9 @@ from missions.core.envelope import InterruptResponse
 from missions.core.errors import NotFound
 from missions.core.evaluation import Evaluation
 from missions.core.requests import MissionRequest
+from missions.core.status import TERMINAL, MissionStatus
 from missions.core.triggers import TriggerSource
-from missions.ports.store import MissionRecord, MissionStatus, MissionSummary, lifecycle_of, running_stage
+from missions.ports.store import MissionRecord, MissionSummary, lifecycle_of, running_stage
 from missions.service.checkpoints import records_of
 from missions.service.interrupts import waiting_question
 
@@ -338,7 +339,9 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, An
     Retry-After (it becomes answerable in a moment); one that does not fit the question is 422."""
     record = owned_mission(mission_id, current_user())
     try:
-        answered, now = runtime().answer(mission_id, interrupt_id, InterruptResponse(**body.model_dump()))
+        answered, now = runtime().interrupt_service.answer(
+            mission_id, interrupt_id, InterruptResponse(**body.model_dump())
+        )
     except NotFound:
         if record.asking == interrupt_id:  # asked, but its token is not stored yet
             return error(409, f"question {interrupt_id} is not answerable yet", headers={"Retry-After": "1"})
@@ -354,7 +357,7 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, An
 def cancel(mission_id: str) -> dict[str, Any] | Response[dict[str, Any]]:
     """Works while it is queued, running, waiting for you or paused; a mission that ended is 409."""
     record = owned_mission(mission_id, current_user())
-    if record.status in MissionStatus.TERMINAL or record.status == MissionStatus.CANCELLING:
+    if record.status in TERMINAL or record.status == MissionStatus.CANCELLING:
         return error(409, f"mission {mission_id} already {record.status}")
     runtime().control.cancel(record)  # a ConflictError (409) when it ended while the cancel was on its way
     return {"mission_id": mission_id, "status": "cancelled"}

@@ -10,6 +10,7 @@ credentials; archives are validated entry by entry by `missions.service.reposito
 from __future__ import annotations
 
 import ipaddress
+import logging
 import re
 import socket
 import tempfile
@@ -31,6 +32,17 @@ UPLOAD_URL_SECONDS = 900
 MAX_URL_CHARS = 2048
 NAME_PATTERN = re.compile(r"^[\w.\- ]{1,100}$")
 REF_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/\-]{0,199}$")
+
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    """What the import function is asked (the repository-import rule's event, read by missions.app.events)."""
+
+    repository_id: str
+    ref: str | None = None
 
 
 class ImportQueue(Protocol):
@@ -239,6 +251,12 @@ class RepositoryService:
 
     # -- the import function's side -------------------------------------------------------------
 
+    def handle_import(self, request: ImportRequest) -> dict[str, Any]:
+        """The import function: one import run, logged, and its outcome as the function's answer."""
+        record = self.run_import(request.repository_id, request.ref)
+        log.info("repository imported", extra={"repository_id": record.repository_id, "status": record.status})
+        return {"repository_id": record.repository_id, "status": record.status, "reason": record.reason}
+
     def run_import(self, repository_id: str, ref: str | None = None, workdir: Path | None = None) -> RepositoryRecord:
         """Build, store and record one snapshot; a refused input ends `failed` with the reason."""
         from missions.service.repositories.archive import ArchiveRejected, snapshot_from_archive, snapshot_from_git
@@ -327,6 +345,7 @@ def _upload_spec(upload: object, max_bytes: int) -> tuple[str, int]:
 
 __all__ = [
     "ImportQueue",
+    "ImportRequest",
     "RepositoryService",
     "UrlPolicy",
     "public_url",
