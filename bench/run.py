@@ -200,7 +200,7 @@ from missions.service.runner import StageRunner, StageServices
 from missions.service.launcher import build_envelope
 from missions.core.requests import MissionRequest
 from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 
 from pathlib import Path
 from missions.service.repositories.resolver import UserRepositories

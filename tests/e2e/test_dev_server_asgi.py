@@ -22,10 +22,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from missions.local import patches
+from missions.local import moto as moto_patches
 from missions.local.devserver import MAX_BODY, DevServer
 from missions.local.emulation import LocalCloud
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 
 pytestmark = pytest.mark.e2e
 AUTH = {"Authorization": "Bearer dev:alice"}
@@ -364,12 +364,12 @@ def test_an_invoked_function_counts_down_from_its_own_timeout(cloud):
         Code={"ZipFile": package.getvalue()},
         Timeout=7,
     )
-    patches.register(name, lambda event, context: {"left": context.get_remaining_time_in_millis()})
+    moto_patches.register(name, lambda event, context: {"left": context.get_remaining_time_in_millis()})
     try:
         # When it is invoked
         payload = json.loads(cloud.lambda_.invoke(FunctionName=name, Payload=b"{}")["Payload"].read())
     finally:
-        patches.unregister(name)
+        moto_patches.unregister(name)
     # Then it has at most 7 seconds left, not a constant
     assert 6000 < payload["left"] <= 7000
 
@@ -387,7 +387,7 @@ def test_a_context_runs_out_at_its_timeout():
 
 def test_only_the_last_ended_executions_are_kept(cloud, monkeypatch):
     # Given a state machine, and an emulation that keeps the last 2 ended executions
-    monkeypatch.setattr(patches, "KEEP_ENDED_EXECUTIONS", 2)
+    monkeypatch.setattr(moto_patches.stepfunctions, "KEEP_ENDED_EXECUTIONS", 2)
     definition = {"StartAt": "done", "States": {"done": {"Type": "Pass", "End": True}}}
     machine = cloud.sfn.create_state_machine(
         name="asgi-test-bounded", definition=json.dumps(definition), roleArn=role(cloud)
@@ -396,7 +396,7 @@ def test_only_the_last_ended_executions_are_kept(cloud, monkeypatch):
     arns = []
     for n in range(5):
         arn = cloud.sfn.start_execution(stateMachineArn=machine, name=f"run-{n}", input="{}")["executionArn"]
-        assert patches.wait_reported(arn, 10)
+        assert moto_patches.wait_reported(arn, 10)
         arns.append(arn)
     # Then the last two are still described, with their history; the older ones are gone
     listed = {e["executionArn"] for e in cloud.sfn.list_executions(stateMachineArn=machine)["executions"]}

@@ -18,7 +18,7 @@ from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
 from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 from tests.e2e.test_cli_remote import missions
 from tests.e2e.test_dev_server import Client, wait_for
 

@@ -16,7 +16,7 @@ from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.events import Event, EventType
 from missions.core.requests import MissionRequest
 from missions.core.status import TERMINAL, MissionStatus
-from missions.local import patches
+from missions.local import moto as moto_patches
 from missions.local.emulation import LocalCloud
 from missions.ports.store import InterruptRecord, MissionRecord
 from missions.service.checkpoints import states
@@ -54,7 +54,7 @@ class Users:
                 if record.status in TERMINAL:
                     # over once Step Functions reported its end too (that frees its slot)
                     whole = self.cloud.runtime.missions.get(record.mission_id)
-                    if not whole.execution_arn or patches.wait_reported(whole.execution_arn, 0):
+                    if not whole.execution_arn or moto_patches.wait_reported(whole.execution_arn, 0):
                         self.ended[record.mission_id] = whole
                 elif record.status == MissionStatus.INTERRUPTED and record.pending_interrupt:
                     self.answer(record.mission_id, record.pending_interrupt)
@@ -204,7 +204,7 @@ def assert_each_ended_once(cloud: LocalCloud, missions: dict[str, tuple[str, str
     assert not any(twice.values()), {m: problems for m, problems in twice.items() if problems}
     # each mission had one execution (a state machine keeps its last ended ones: all of these)
     per_machine = Counter(capability for _, capability in missions.values())
-    assert max(per_machine.values()) <= patches.KEEP_ENDED_EXECUTIONS, per_machine
+    assert max(per_machine.values()) <= moto_patches.KEEP_ENDED_EXECUTIONS, per_machine
     executions = Counter(
         (capability, execution["name"])
         for capability, arn in cloud.state_machines.items()

@@ -23,7 +23,7 @@ import pytest
 from missions.core import capability as registry
 from missions.core.refs import snapshot_key
 from missions.core.specs import segment_machine_name, state_machine_name
-from missions.local import patches
+from missions.local import moto as moto_patches
 from missions.local.devserver import http_event
 from missions.service.repositories.archive import extract_snapshot
 from missions.service.webhooks import sign
@@ -93,7 +93,7 @@ def deployed(dev: Assembly) -> Iterator[tuple[Deployment, boto3.Session]]:
     os.environ.update(FAKE_AWS_ENV)
     mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
     mock.start()
-    patches.install()
+    moto_patches.install()
     try:
         session = boto3.Session(region_name="us-east-1")
         emulate_bootstrap(session, dev.directory, STACK)
@@ -103,8 +103,8 @@ def deployed(dev: Assembly) -> Iterator[tuple[Deployment, boto3.Session]]:
         run_in_process(deployment, lambda: boto3.Session(region_name="us-east-1"), stage_llm=PROMPTS)
         yield deployment, session
     finally:
-        for name in list(patches._FUNCTIONS):
-            patches.unregister(name)
+        for name in list(moto_patches.functions._FUNCTIONS):
+            moto_patches.unregister(name)
         mock.stop()
         for key, value in saved.items():
             if value is None:
@@ -184,7 +184,7 @@ def test_the_stack_deploys_completely(deployed):
         "missions-stream",
     } <= set(services)
     assert deployment.outputs["ApiUrlDDEE0114"].startswith("https://")
-    # and the stream function's URL (patch 13 of missions.local.patches), in response-stream mode, is the output
+    # and the stream function's URL (patch 13 of missions.local.moto), in response-stream mode, is the output
     stream = deployment.function_named("missions-stream")
     url = session.client("lambda").get_function_url_config(FunctionName=stream)
     assert (url["InvokeMode"], url["AuthType"]) == ("RESPONSE_STREAM", "NONE")

@@ -22,7 +22,7 @@ with LocalCloud(["code_analysis"], settings=settings) as cloud:
     cloud.runtime.missions.create(MissionRecord(mission_id=envelope.mission_id, user_id="u",
                                                 capability="code_analysis", goal="g"))
     import functions.stage.handler as handler
-    from missions.local.patches import LocalContext
+    from missions.local.moto import LocalContext
     request = {"stage": "perception", "mode": "run", "envelope": cloud.runtime.codec.encode(envelope)}
     result = handler.lambda_handler(request, LocalContext("perception"), runtime=cloud.runtime)
     assert result["next_stage"] == "intent", result["next_stage"]

@@ -13,7 +13,7 @@ import pytest
 from missions.app import api
 from missions.local.devserver import http_event
 from missions.local.emulation import LocalCloud
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 from missions.service.checkpoints import states
 from tests.support.fake_openai import FakeOpenAI, error_body
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from missions.local import patches
+from missions.local import moto as moto_patches
 from missions.local.emulation import LocalCloud
 from tests.integration.conftest import chain, final_answer, make_capability, with_capabilities
 
@@ -43,7 +43,8 @@ def test_closing_lets_the_end_of_a_mission_reach_the_status_function_first():
     delivered: list[str] = []
     with LocalCloud(names, registry=known) as cloud:
         status = f"{cloud.prefix}-status"
-        real = patches._FUNCTIONS[status]
+        real = moto_patches.functions.handler(status)
+        assert real is not None
 
         def slow(event, context):
             time.sleep(1.0)
@@ -51,7 +52,7 @@ def test_closing_lets_the_end_of_a_mission_reach_the_status_function_first():
             delivered.append(event["detail"]["executionArn"])
             return result
 
-        patches.register(status, slow)
+        moto_patches.register(status, slow)
         mission_id = cloud.start(QUICK.name, "anything")
         deadline = time.monotonic() + 60
         while cloud.status(mission_id) == "RUNNING" and time.monotonic() < deadline:  # as `missions run` follows it

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from functions.sla.handler import lambda_handler
 from missions.core.envelope import InterruptKind
 from missions.local.emulation import LocalCloud
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 from missions.ports.store import InterruptRecord
 
 

@@ -21,7 +21,7 @@ from missions.core import capability as registry
 from missions.core.costing import Usage, estimate, item_size, lambda_gb_seconds
 from missions.core.envelope import utcnow
 from missions.core.specs import stage_function_name
-from missions.local import patches
+from missions.local import moto as moto_patches
 from missions.local.emulation import LocalCloud, MissionOutcome
 from missions.local.metering import Invocation, Meter
 from tests.integration.conftest import REPO_ROOT, stage_tasks
@@ -410,11 +410,11 @@ def test_every_invocation_is_observed_with_its_memory_even_when_it_fails(cloud: 
     def handler(event: dict[str, Any], context: Any) -> Any:
         if event.get("fail"):
             raise RuntimeError("asked to fail")
-        return {"invoking": patches.invoking()}
+        return {"invoking": moto_patches.invoking()}
 
-    patches.register(name, handler)
+    moto_patches.register(name, handler)
     seen: list[tuple[str, float, int]] = []
-    stop = patches.observe(lambda *call: seen.append(call))
+    stop = moto_patches.observe(lambda *call: seen.append(call))
     try:
         # When it is invoked twice, the second time failing, then once more after observing stops
         ok = cloud.lambda_.invoke(FunctionName=name, Payload=json.dumps({}))
@@ -423,10 +423,10 @@ def test_every_invocation_is_observed_with_its_memory_even_when_it_fails(cloud: 
         cloud.lambda_.invoke(FunctionName=name, Payload=json.dumps({}))
     finally:
         stop()
-        patches.unregister(name)
+        moto_patches.unregister(name)
     # Then the handler knew it ran as the function, the harness does not
     assert json.loads(ok["Payload"].read()) == {"invoking": name}
-    assert "FunctionError" in failed and patches.invoking() is None
+    assert "FunctionError" in failed and moto_patches.invoking() is None
     # and both observed invocations were reported with the function's memory, the third not
     assert [(n, memory) for n, _, memory in seen] == [(name, 512), (name, 512)]
     assert all(duration >= 0 for _, duration, _ in seen)

@@ -10,7 +10,7 @@ import pytest
 
 from functions.reconcile.handler import lambda_handler
 from missions.local.emulation import LocalCloud
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 
 LATER = 10**12  # nanoseconds: 1,000 s on, past the reconciler's stale-after of 960 s
 

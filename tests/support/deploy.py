@@ -32,7 +32,7 @@ from missions.core.specs import (
     STREAM_FUNCTION,
     FunctionSpec,
 )
-from missions.local import patches
+from missions.local import moto as moto_patches
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
@@ -118,7 +118,7 @@ def deploy(session: Any, assembly: Path, stack_name: str, session_factory: Any =
     calls: list[Call] = []
     runtimes: dict[str, Runtime] = {}
     if session_factory is not None:
-        patches.resolve_with(functools.partial(_resolve, calls, runtimes, session_factory))
+        moto_patches.resolve_with(functools.partial(_resolve, calls, runtimes, session_factory))
     cloudformation = session.client("cloudformation")
     try:
         cloudformation.create_stack(
@@ -128,7 +128,7 @@ def deploy(session: Any, assembly: Path, stack_name: str, session_factory: Any =
         )
         stack = _created(cloudformation, stack_name)
     finally:
-        patches.resolve_with(None)
+        moto_patches.resolve_with(None)
     lambda_ = session.client("lambda")
     functions = {}
     for page in lambda_.get_paginator("list_functions").paginate():
@@ -176,7 +176,7 @@ def run_in_process(
         spec = SPECS[environment["POWERTOOLS_SERVICE_NAME"]]
         runtime = _runtime(name, environment, session_factory, deployment.calls, stage_llm)
         deployment.runtimes[name] = runtime
-        patches.register(name, functools.partial(_call, spec, runtime=runtime))
+        moto_patches.register(name, functools.partial(_call, spec, runtime=runtime))
 
 
 def _runtime(
@@ -189,7 +189,7 @@ def _runtime(
         clients={name: session.client(name) for name in ("dynamodb", "s3", "stepfunctions", "events", "scheduler")},
         secrets=_SessionSecrets(session),
         llm=stage_llm if environment.get("MISSIONS_CAPABILITY") else None,
-        deployment_replies=patches.CloudFormationReplies(),
+        deployment_replies=moto_patches.CloudFormationReplies(),
     )
 
 
@@ -205,7 +205,7 @@ class _SessionSecrets:
 
 def stop(deployment: Deployment) -> None:
     for name in deployment.functions:
-        patches.unregister(name)
+        moto_patches.unregister(name)
 
 
 # --------------------------------------------------------------------------- IAM

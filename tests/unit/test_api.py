@@ -28,7 +28,7 @@ from missions.core.errors import (
 from missions.core.events import Event, EventType
 from missions.core.status import MissionStatus
 from missions.local.devserver import http_event
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import FakeExecutions, memory_runtime
 

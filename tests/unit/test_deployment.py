@@ -18,7 +18,7 @@ from missions.core import capability as registry
 from missions.core.errors import DeploymentError
 from missions.core.settings import RuntimeSettings
 from missions.core.specs import AGENTS
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 from missions.service.agents import AgentConfigs
 from missions.service.deployment import CustomResourceRequest, handle_agent_deploy
 from tests.support.aws import use_fake_aws

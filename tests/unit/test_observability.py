@@ -15,7 +15,7 @@ from functions.status.handler import lambda_handler as status_handler
 from missions.app import observability
 from missions.core.envelope import Counters
 from missions.core.requests import MissionRequest
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 from missions.ports.store import MissionRecord
 from missions.service.launcher import build_envelope
 from tests.support.fakes import memory_runtime

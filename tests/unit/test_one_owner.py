@@ -32,7 +32,7 @@ def _callers(pattern: str) -> set[str]:
             "a Step Functions StartExecution",
             r"\.start_execution\(",
             # the adapter of the Executions port, and the emulation delivering EventBridge targets
-            {"shared/missions/adapters/stepfunctions.py", "shared/missions/local/patches.py"},
+            {"shared/missions/adapters/stepfunctions.py", "shared/missions/local/moto/events.py"},
         ),
     ],
 )

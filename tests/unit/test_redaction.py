@@ -204,7 +204,7 @@ def test_a_domain_error_quoting_a_key_reaches_the_client_without_it(monkeypatch:
     from missions.app.api import edge
     from missions.core.errors import DependencyUnavailable
     from missions.local.devserver import http_event
-    from missions.local.patches import LocalContext
+    from missions.local.moto import LocalContext
     from tests.support.fakes import memory_runtime
 
     # Given a dependency whose refusal quotes a key

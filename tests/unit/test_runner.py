@@ -687,7 +687,7 @@ def test_the_model_gets_the_stage_deadline_from_the_lambda_context():
 
     from missions.adapters.llm.scripted import ScriptedProvider
     from missions.core.llm import LLMResult
-    from missions.local.patches import LocalContext
+    from missions.local.moto import LocalContext
 
     seen: list[float | None] = []
     scripted = ScriptedProvider(policy)

@@ -24,7 +24,7 @@ from missions.app.runtime import Runtime
 from missions.core.errors import DependencyUnavailable, StageRequestError
 from missions.core.sandbox import FUNCTION_HEADROOM_MB, SandboxRequest, SandboxResult
 from missions.core.settings import RuntimeSettings
-from missions.local.patches import LocalContext
+from missions.local.moto import LocalContext
 
 TABLES = {f"{name}_table": f"t-{name}" for name in ("missions", "checkpoints", "events", "interrupts")}
 FUNCTIONS = {"quick": "missions-dev-sandbox-quick", "deep": "missions-dev-sandbox-deep"}

@@ -8,7 +8,7 @@ handler. What AWS does around them is played here:
   POST /_dev/clock {"advance_seconds": N} moves it and fires what fell due: the capabilities' schedules
   and users' own (the enabled ones moto's Scheduler holds in their group), through the schedule handler.
 - status changes: the emulation itself reports ended executions to the status function, as
-  Step Functions does in AWS (missions.local.patches), which frees the user's slot.
+  Step Functions does in AWS (missions.local.moto.stepfunctions, patch 5), which frees the user's slot.
 - S3 uploads: presigned upload URLs point at /_dev/s3/<bucket>/<key> here, which stores the
   body in the emulated bucket as S3 would (an archive a user uploads for a repository).
 - a handler that raises (a bug) answers 502 with a JSON message, as API Gateway does when its
@@ -59,7 +59,7 @@ import uvicorn
 
 from missions.app.http_event import http_event
 from missions.local.emulation import LocalCloud
-from missions.local.patches import DEFAULT_TIMEOUT_SECONDS, LocalContext
+from missions.local.moto import DEFAULT_TIMEOUT_SECONDS, LocalContext
 from missions.local.webpage import is_static, respond_static
 
 DEV_TOKEN_PREFIX = "dev:"

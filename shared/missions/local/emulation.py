@@ -42,7 +42,7 @@ from missions.core.specs import (
 )
 from missions.core.status import TERMINAL as ENDED
 from missions.core.status import MissionStatus
-from missions.local import patches
+from missions.local import moto as moto_patches
 from missions.ports.store import MissionRecord
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ class LocalCloud:
             os.environ[key] = value
         from moto import mock_aws
 
-        patches.install()  # before moto starts (and imports its backends): see patch 9
+        moto_patches.install()  # before moto starts (and imports its backends): see patch 9
         self._mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
         self._mock.start()
         import boto3
@@ -210,7 +210,7 @@ class LocalCloud:
             shutil.rmtree(self._workspace, ignore_errors=True)
             self._workspace = None
         for name in self.functions:
-            patches.unregister(name)
+            moto_patches.unregister(name)
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
@@ -232,7 +232,7 @@ class LocalCloud:
                 return
             for execution in listed:
                 if execution["status"] in ("SUCCEEDED", "FAILED", "TIMED_OUT"):  # a stopped one reports no end
-                    patches.wait_reported(execution["executionArn"], max(0.0, deadline - time.monotonic()))
+                    moto_patches.wait_reported(execution["executionArn"], max(0.0, deadline - time.monotonic()))
 
     # -- provisioning from the shared specs ------------------------------------------------
 
@@ -357,7 +357,7 @@ class LocalCloud:
         )["FunctionArn"]
         self.functions[name] = arn
         handler = getattr(__import__(spec.module, fromlist=[spec.attribute]), spec.attribute)
-        patches.register(name, functools.partial(handler, runtime=self.runtime))
+        moto_patches.register(name, functools.partial(handler, runtime=self.runtime))
         return arn
 
     # -- missions ----------------------------------------------------------------------
@@ -419,7 +419,9 @@ class LocalCloud:
         while time.monotonic() < deadline:
             status = self.status(mission_id)
             if status in TERMINAL:  # and once Step Functions reported it, as the status function hears it
-                if not patches.wait_reported(self.execution_arn(mission_id), max(0.0, deadline - time.monotonic())):
+                if not moto_patches.wait_reported(
+                    self.execution_arn(mission_id), max(0.0, deadline - time.monotonic())
+                ):
                     break
                 return status
             if status == "NEVER_STARTED":

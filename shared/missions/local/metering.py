@@ -5,7 +5,7 @@
         cost = estimate(meter.usage_for(outcome.mission_id))
 
 How each line is counted (priced by missions.core.costing):
-- Lambda: every in-process invocation (`patches.observe`), failed ones too: one request and its
+- Lambda: every in-process invocation (`moto_patches.observe`), failed ones too: one request and its
   duration rounded up to 1 ms times the function's memory. Durations are this machine's, warm:
   a cold start's init (billed by AWS since August 2025) is not included.
 - Step Functions Standard: one transition per state entered, from the mission's execution history.
@@ -55,7 +55,7 @@ from missions.core.costing import (
     write_units,
 )
 from missions.core.specs import TABLES, Index
-from missions.local import patches
+from missions.local import moto as moto_patches
 from missions.local.emulation import ACCOUNT, REGION, LocalCloud, MissionOutcome
 
 S3_PUTS = {"PutObject", "CopyObject", "ListObjects", "ListObjectsV2", "CreateMultipartUpload", "UploadPart"}
@@ -114,7 +114,7 @@ class Meter:
         for emitter in self._emitters:
             emitter.register("before-parameter-build", self._before, unique_id=f"{_STATE}-{id(self)}-before")
             emitter.register("after-call", self._after, unique_id=f"{_STATE}-{id(self)}-after")
-        self._stop_observing = patches.observe(self._on_invocation)
+        self._stop_observing = moto_patches.observe(self._on_invocation)
         self._active = True
         return self
 
@@ -209,7 +209,7 @@ class Meter:
         self._add(Usage(lambda_requests=1, lambda_gb_seconds=lambda_gb_seconds(duration_ms, memory_mb)))
 
     def _counts(self) -> bool:
-        return self._active and (patches.invoking() is not None or self._billed.get())
+        return self._active and (moto_patches.invoking() is not None or self._billed.get())
 
     def _before(self, params: dict[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
         """Snapshot the request (and, for DynamoDB writes, the items as they were before it)."""

@@ -1,0 +1,97 @@
+"""moto's core, shared by every service, patched: what it keeps, redoes or loads for nothing.
+
+7. The instance tracker: every object of a moto model (each DynamoDB item, and each copy of a whole
+   table that a TransactWriteItems takes for its rollback; each state machine copy an execution takes)
+   is appended to its class's `instances_tracked` for moto's dashboard, and so never freed. The list
+   holds them weakly now: what a table, bucket or execution still holds is tracked as before, and what
+   nothing holds any more is freed.
+8. (its core part) every request to any moto service lists its handler class's methods (by
+   `inspect.getmembers`); a class's methods are listed once.
+9. moto's CloudFormation imports every service's models, EC2's among them, which load EC2's catalog of
+   instance types and their offerings per region at import: about 56 MB of a dev server's memory. The
+   stack has no EC2 resource, so while the patches are installed that catalog loads empty (if EC2's
+   models were imported before, they keep what they loaded). Installed first: the owners of the other
+   patches may import EC2's models.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from missions.local.moto._mechanism import Patch
+
+_UNUSED_RESOURCES = ("ec2/resources/instance_types.json", "ec2/resources/instance_type_offerings/")
+
+
+def _load_resource(resource: str) -> Any:
+    if resource.startswith(_UNUSED_RESOURCES):
+        return [] if "offerings" in resource else {}
+    return LEAN_RESOURCES.original(resource)
+
+
+class _WeakInstances:
+    """A moto model's `instances_tracked` (its dashboard lists them; S3's reset disposes its keys),
+    holding each instance weakly. Iterating yields the ones still alive."""
+
+    def __init__(self, instances: Iterable[Any] = ()):
+        self._lock = threading.Lock()
+        self._refs: list[Callable[[], Any]] = []
+        self._compact_at = 64
+        for instance in instances:
+            self.append(instance)
+
+    def append(self, instance: Any) -> None:
+        try:
+            ref: Callable[[], Any] = weakref.ref(instance)
+        except TypeError:  # a class without weak references: held as moto held it
+
+            def ref(instance: Any = instance) -> Any:
+                return instance
+
+        with self._lock:
+            self._refs.append(ref)
+            if len(self._refs) >= self._compact_at:
+                self._refs = [r for r in self._refs if r() is not None]
+                self._compact_at = max(64, 2 * len(self._refs))
+
+    def __iter__(self) -> Iterator[Any]:
+        with self._lock:
+            refs = list(self._refs)
+        return iter([instance for r in refs if (instance := r()) is not None])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def _weakly_tracked_new(cls: Any, *args: Any, **kwargs: Any) -> Any:
+    """moto's BaseModel.__new__, with the class's tracker made weak first (moto resets it to a list)."""
+    tracked = cls.__dict__.get("instances_tracked")
+    if tracked is not None and not isinstance(tracked, _WeakInstances):
+        cls.instances_tracked = _WeakInstances(tracked)
+    return WEAK_INSTANCES.original(cls, *args, **kwargs)
+
+
+LEAN_RESOURCES = Patch(
+    "moto.utilities.utils",
+    "load_resource",
+    _load_resource,
+    "9: EC2's models load its instance catalog (~56 MB) at import; the stack has no EC2 resource",
+)
+WEAK_INSTANCES = Patch(
+    "moto.core.common_models:BaseModel",
+    "__new__",
+    staticmethod(_weakly_tracked_new),
+    "7: moto tracks every model object for its dashboard and so never frees one; tracked weakly",
+)
+METHODS_LISTED_ONCE = Patch(
+    "moto.core.responses",
+    "method_names_from_class",
+    functools.cache,
+    "8: every request to moto lists its handler class's methods; listed once per class",
+    wraps=True,
+)
+PATCHES = (LEAN_RESOURCES, WEAK_INSTANCES, METHODS_LISTED_ONCE)

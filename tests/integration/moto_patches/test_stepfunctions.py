@@ -1,0 +1,160 @@
+"""Patches 8, 10 and 14 (missions.local.moto.stepfunctions), tested against moto itself."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from missions.local import moto as moto_patches
+from tests.integration.moto_patches.conftest import REGION, Aws, eventually
+
+
+def test_executions_of_one_definition_share_one_parse_and_keep_their_own_retries(aws: Aws) -> None:
+    # Given a definition whose Task fails twice per execution before it succeeds, with a Retry
+    attempts: dict[str, int] = {}
+
+    def flaky(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        attempts[event["run"]] = attempts.get(event["run"], 0) + 1
+        if attempts[event["run"]] < 3:
+            raise RuntimeError("not yet")
+        return {"run": event["run"], "attempts": attempts[event["run"]]}
+
+    _, arn = aws.function(flaky)
+    retry = [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 2, "BackoffRate": 1}]
+    machine = aws.state_machine(
+        {"StartAt": "Flaky", "States": {"Flaky": {"Type": "Task", "Resource": arn, "Retry": retry, "End": True}}}
+    )
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    before = AmazonStateLanguageParser.parse.cache_info()  # type: ignore[attr-defined]
+
+    # When four executions run at once
+    runs = [
+        aws.sfn.start_execution(stateMachineArn=machine, name=f"r{i}", input=json.dumps({"run": f"r{i}"}))[
+            "executionArn"
+        ]
+        for i in range(4)
+    ]
+    outputs = [json.loads(aws.finished(run)["output"]) for run in runs]
+
+    # Then each succeeded on its own third attempt (each kept its own retry count), and the
+    # definition was parsed at most once for all of them
+    assert outputs == [{"run": f"r{i}", "attempts": 3} for i in range(4)]
+    after = AmazonStateLanguageParser.parse.cache_info()  # type: ignore[attr-defined]
+    assert after.misses - before.misses <= 1 and after.hits - before.hits >= 3
+
+
+def test_a_task_token_is_answered_while_another_execution_is_still_starting(aws: Aws) -> None:
+    # Given two executions waiting for a task token each
+    received: list[dict[str, Any]] = []
+    _, arn = aws.function(lambda event, context: received.append(event) or {"stored": True})
+    wait = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+        "Parameters": {"FunctionName": arn, "Payload": {"token.$": "$$.Task.Token", "execution.$": "$$.Execution.Id"}},
+        "TimeoutSeconds": 60,
+        "End": True,
+    }
+    machine = aws.state_machine({"StartAt": "Wait", "States": {"Wait": wait}})
+    starting, waiting = (aws.sfn.start_execution(stateMachineArn=machine, name=n)["executionArn"] for n in "ab")
+    asked = eventually(lambda: received if len(received) == 2 else None, what="both tokens")
+    token = {event["execution"]: event["token"] for event in asked}
+    # and the one started first put back to where it was right after its start: its worker thread has
+    # not built its environment yet (with many executions starting at once, that takes a while)
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.stepfunctions.responses import get_backend  # the backend that executes
+
+    worker = get_backend(DEFAULT_ACCOUNT_ID, REGION).describe_execution(starting).exec_worker
+    environment, worker.env = worker.env, None
+    try:
+        # When the other one's token is answered, and an unknown token failed
+        aws.sfn.send_task_success(taskToken=token[waiting], output=json.dumps({"answer": "the blue one"}))
+        with pytest.raises(aws.sfn.exceptions.InvalidToken):
+            aws.sfn.send_task_failure(taskToken="no-such-token", error="Refused", cause="unknown token")
+    finally:
+        worker.env = environment
+
+    # Then the answered one resumed with its answer, and the starting one still takes its own token
+    assert json.loads(aws.finished(waiting)["output"]) == {"answer": "the blue one"}
+    aws.sfn.send_task_success(taskToken=token[starting], output=json.dumps({"answer": "the red one"}))
+    assert json.loads(aws.finished(starting)["output"]) == {"answer": "the red one"}
+
+
+def _parent_of(child: str) -> dict[str, Any]:
+    """A Standard machine that runs `child` with startExecution.sync:2 and keeps its output."""
+    return {
+        "StartAt": "Child",
+        "States": {
+            "Child": {
+                "Type": "Task",
+                "Resource": "arn:aws:states:::states:startExecution.sync:2",
+                "Parameters": {
+                    "StateMachineArn": child,
+                    "Name.$": "States.Format('{}-child', $$.Execution.Name)",
+                    "Input": {"n.$": "$.n"},
+                },
+                "ResultSelector": {"output.$": "$.Output", "status.$": "$.Status"},
+                "End": True,
+            }
+        },
+    }
+
+
+def test_a_standard_machine_runs_an_express_child_and_reads_its_output(aws: Aws) -> None:
+    # Given an Express machine whose Task doubles its input, and a Standard parent that runs it (.sync:2)
+    _, arn = aws.function(lambda event, context: {"doubled": event["n"] * 2})
+    child = aws.state_machine(
+        {"StartAt": "Double", "States": {"Double": {"Type": "Task", "Resource": arn, "End": True}}}, "EXPRESS"
+    )
+    parent = aws.state_machine(_parent_of(child))
+
+    # When the parent runs
+    started = time.monotonic()
+    execution = aws.sfn.start_execution(stateMachineArn=parent, name="p1", input=json.dumps({"n": 21}))["executionArn"]
+    described = aws.finished(execution)
+
+    # Then the child ran under the name the parent gave it, and its output came back under AWS's names
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == {"output": {"doubled": 42}, "status": "SUCCEEDED"}
+    (run,) = aws.sfn.list_executions(stateMachineArn=child)["executions"]
+    assert run["name"] == "p1-child"
+    # and the parent learned of the child's end when it was reported, not at moto's next half-second poll
+    assert time.monotonic() - started < 5
+
+
+def test_a_failed_express_child_fails_the_parents_task(aws: Aws) -> None:
+    # Given an Express child that fails
+    child = aws.state_machine(
+        {"StartAt": "No", "States": {"No": {"Type": "Fail", "Error": "Nope", "Cause": "x"}}}, "EXPRESS"
+    )
+    definition = _parent_of(child)
+    definition["States"]["Child"]["Catch"] = [
+        {"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "Caught"}
+    ]
+    definition["States"]["Caught"] = {"Type": "Pass", "End": True}
+    parent = aws.state_machine(definition)
+
+    # When the parent runs
+    execution = aws.sfn.start_execution(stateMachineArn=parent, name="p2", input=json.dumps({"n": 1}))["executionArn"]
+    described = aws.finished(execution)
+
+    # Then its task failed with States.TaskFailed, the child's failure as the cause
+    output = json.loads(described["output"])
+    assert output["failure"]["Error"] == "States.TaskFailed"
+    assert json.loads(output["failure"]["Cause"])["Error"] == "Nope"
+
+
+def test_without_patch_14_moto_cannot_start_a_child_execution(aws: Aws, keep_patch_state: None) -> None:
+    # If a moto upgrade passes the ASL's parameters to boto3 under boto3's names, patch 14 can go
+    child = aws.state_machine({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}}, "EXPRESS")
+    parent = aws.state_machine(_parent_of(child))
+    moto_patches.uninstall()
+    try:
+        execution = aws.sfn.start_execution(stateMachineArn=parent, name="p3", input=json.dumps({"n": 1}))
+        described = aws.finished(execution["executionArn"])
+    finally:
+        moto_patches.install()
+    assert described["status"] == "FAILED", "moto starts child executions now: patch 14 can go"
