@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from tests.integration.moto_patches.conftest import REGION, Aws
 
@@ -89,3 +90,62 @@ def test_dynamodb_transactions_and_writes_from_many_threads_do_not_collide(aws: 
     # Then every write landed and none failed
     assert failures == []
     assert client.scan(TableName="race", Select="COUNT")["Count"] == 1320
+
+
+def test_a_key_query_reads_only_its_partition_and_answers_as_moto_did(aws: Aws) -> None:
+    """Patch 17: the same pages, in the same order, as moto's walk of the whole table gave; other
+    partitions are not read."""
+    import boto3
+    from moto.dynamodb.models.table import Table
+
+    from missions.local.moto.dynamodb import QUERY_ONE_PARTITION
+
+    # Given a table of many partitions with range keys
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    dynamodb.create_table(
+        TableName="events",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "N"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for p in range(20):
+        for n in (5, 1, 9, 3, 7, 2):
+            dynamodb.put_item(TableName="events", Item={"pk": {"S": f"m{p}"}, "sk": {"N": str(n)}, "v": {"N": str(p)}})
+    queries = [
+        {"KeyConditionExpression": "pk = :p", "ExpressionAttributeValues": {":p": {"S": "m7"}}},
+        {
+            "KeyConditionExpression": "pk = :p AND sk > :s",
+            "ExpressionAttributeValues": {":p": {"S": "m3"}, ":s": {"N": "2"}},
+            "ScanIndexForward": False,
+            "Limit": 2,
+        },
+        {"KeyConditionExpression": "pk = :p", "ExpressionAttributeValues": {":p": {"S": "absent"}}},
+    ]
+
+    def pages(query: dict[str, Any]) -> list[Any]:
+        found, start = [], None
+        while True:
+            page = dynamodb.query(TableName="events", **query, **({"ExclusiveStartKey": start} if start else {}))
+            found.append((page["Items"], page.get("LastEvaluatedKey")))
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return found
+
+    # When each query is answered with the patch and by moto's own walk of the table
+    patched = [pages(q) for q in queries]
+    walks: list[int] = []
+    real_all_items = Table.all_items
+    Table.query = QUERY_ONE_PARTITION.original  # type: ignore[method-assign]
+    Table.all_items = lambda self: walks.append(1) or real_all_items(self)  # type: ignore[method-assign]
+    try:
+        stock = [pages(q) for q in queries]
+    finally:
+        Table.query = QUERY_ONE_PARTITION.replacement  # type: ignore[method-assign]
+        Table.all_items = real_all_items  # type: ignore[method-assign]
+    # Then the answers are the same, page by page, and only moto's own query walked the whole table
+    assert walks, "moto's own query no longer walks the table: patch 17 may be unneeded"
+    assert patched == stock
+    assert [len(page[0]) for page in patched[1]] == [2, 2, 0]  # 3, 5, 7, 9 after 2, two a page
