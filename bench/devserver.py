@@ -2,7 +2,7 @@
 
 `missions dev` as a user runs it (every capability, the offline scripted model) serves on
 127.0.0.1; CLIENTS threads, each a user of its own (so the per-user limit of 3 running missions is
-never what waits), drive whole shopping journeys through the API as the README's curl calls do:
+never what waits), drive whole shopping journeys through the API as docs/api.md's curl calls do:
 POST /missions, poll GET /missions/{id} until it asks for a choice, answer it, poll until it ends.
 A mission counts when its GET shows a terminal status.
 

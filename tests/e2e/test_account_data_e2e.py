@@ -245,15 +245,16 @@ def test_the_cli_exports_to_a_file_and_erases_only_when_told_to(cloud, tmp_path)
     one_line_error(missions(server, "me", "export", "-o", "/nonexistent/dir/x.jsonl", user="carol"), "/nonexistent")
 
 
-def test_the_readme_blocks_run_as_written(cloud, tmp_path):
+def test_the_docs_blocks_run_as_written(cloud, tmp_path):
     import subprocess
 
-    from tests.e2e.test_readme_examples import MISSIONS, environment, sh_blocks
+    from tests.e2e.test_docs_examples import MISSIONS, environment
+    from tests.support.docs import sh_blocks
 
     local, server = cloud
-    (http_block,) = sh_blocks("## The HTTP API locally")
+    (http_block,) = sh_blocks("docs/api.md", "## The HTTP API locally")
     setup = http_block[0]  # H and J, "from above": the user alice
-    curls, cli = sh_blocks("## Your data: export and erase")
+    curls, cli = sh_blocks("docs/schedules-and-data.md", "## Your data: export and erase")
     assert len(curls) == 2 and len(cli) == 2, (curls, cli)
     here = server.url.removeprefix("http://")
     env = environment(MISSIONS_API_URL=server.url, MISSIONS_CONFIG_DIR=str(tmp_path / "config"), USER="alice")

@@ -112,15 +112,16 @@ def test_a_paused_mission_is_cancelled_from_the_cli(server: DevServer, gate: Gat
     assert wait_for(alice, mission_id, {"cancelled"})["terminal_reason"] == "cancelled"
 
 
-def test_the_readme_pause_blocks_run_as_written(server: DevServer, gate: Gate, tmp_path):
-    """README "Pause, resume and steer a mission": its curl block, then its CLI block, as written."""
+def test_the_docs_pause_blocks_run_as_written(server: DevServer, gate: Gate, tmp_path):
+    """docs/api.md "Pause, resume and steer a mission": its curl block, then its CLI block, as written."""
     import subprocess
 
-    from tests.e2e.test_readme_examples import MISSIONS, environment, sh_blocks
+    from tests.e2e.test_docs_examples import MISSIONS, environment
+    from tests.support.docs import sh_blocks
 
-    (http_block,) = sh_blocks("## The HTTP API locally")
+    (http_block,) = sh_blocks("docs/api.md", "## The HTTP API locally")
     setup = http_block[0]  # H and J, "from above"
-    curls, cli = sh_blocks("## Pause, resume and steer a mission")
+    curls, cli = sh_blocks("docs/api.md", "## Pause, resume and steer a mission")
     assert len(curls) == 4 and len(cli) == 3, (curls, cli)
     alice = Client(server, "alice")
     here = server.url.removeprefix("http://")

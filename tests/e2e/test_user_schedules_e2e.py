@@ -1,6 +1,6 @@
 """Users' own schedules over the dev server's HTTP API and the CLI, on the emulation: created, refused with
 what is wrong, listed, fired by the dev server's clock through the schedule handler and the dispatcher,
-paused (DISABLED in moto's EventBridge Scheduler), resumed and deleted; the README's blocks as written."""
+paused (DISABLED in moto's EventBridge Scheduler), resumed and deleted; docs/schedules-and-data.md as written."""
 
 from __future__ import annotations
 
@@ -151,13 +151,14 @@ def test_the_cli_manages_schedules_with_one_line_errors(cloud):
     one_line_error(missions(server, "schedules", "pause", "s_nope", user="dave"), "HTTP 404")
 
 
-def test_the_readme_blocks_run_as_written(cloud, tmp_path):
-    from tests.e2e.test_readme_examples import MISSIONS, environment, sh_blocks
+def test_the_docs_blocks_run_as_written(cloud, tmp_path):
+    from tests.e2e.test_docs_examples import MISSIONS, environment
+    from tests.support.docs import sh_blocks
 
     local, server = cloud
-    (http_block,) = sh_blocks("## The HTTP API locally")
+    (http_block,) = sh_blocks("docs/api.md", "## The HTTP API locally")
     setup = http_block[0]  # H and J, "from above": the user alice
-    curls, cli = sh_blocks("## Your own schedules")
+    curls, cli = sh_blocks("docs/schedules-and-data.md", "## Your own schedules")
     assert len(curls) == 5 and len(cli) == 6, (curls, cli)
     here = server.url.removeprefix("http://")
     env = environment(MISSIONS_API_URL=server.url, MISSIONS_CONFIG_DIR=str(tmp_path / "config"), USER="alice")
@@ -192,7 +193,7 @@ def test_the_readme_blocks_run_as_written(cloud, tmp_path):
     assert in_scheduler(local, schedule_id) is None
 
 
-def test_the_readme_names_every_schedule_command():
-    text = Path(__file__).resolve().parents[2].joinpath("README.md").read_text()
+def test_the_docs_name_every_schedule_command():
+    text = Path(__file__).resolve().parents[2].joinpath("docs", "schedules-and-data.md").read_text()
     for command in ("create", "list", "show", "pause", "resume", "delete"):
         assert f"missions schedules {command}" in text

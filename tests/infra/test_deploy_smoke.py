@@ -41,6 +41,7 @@ from tests.support.deploy import (
     run_in_process,
     table_arn,
 )
+from tests.support.docs import sh_blocks
 from tests.support.git_server import serve_git
 
 STACK = "missions-dev"
@@ -447,15 +448,13 @@ def test_a_signed_webhook_starts_a_mission_through_the_bus_rule(deployed):
 
 
 def _walkthrough() -> tuple[list[str], list[str]]:
-    """The README's two blocks under "From `make deploy` to a first mission": a person's, a machine's."""
-    section = (ROOT / "README.md").read_text().split("### From `make deploy` to a first mission", 1)[1]
-    blocks = [part.split("```", 1)[0] for part in section.split("```sh\n")[1:3]]
-    people, machines = ([line.split("  #")[0].strip() for line in b.splitlines() if line.strip()] for b in blocks)
+    """docs/deploying.md's two blocks under "From `make deploy` to a first mission": a person's, a machine's."""
+    people, machines = sh_blocks("docs/deploying.md", "## From `make deploy` to a first mission")
     return people, machines
 
 
-def test_the_readmes_walkthrough_from_make_deploy_to_a_first_mission_runs_on_the_stack(deployed, tmp_path):
-    """`missions ... --env dev` as the README writes it: the endpoints from the stack's outputs in moto's
+def test_the_docs_walkthrough_from_make_deploy_to_a_first_mission_runs_on_the_stack(deployed, tmp_path):
+    """`missions ... --env dev` as docs/deploying.md writes it: the endpoints from the stack's outputs in moto's
     CloudFormation, the deployed api function behind the played authorizer, the deployed state machines."""
     from typer.testing import CliRunner
 

@@ -82,6 +82,7 @@ def test_a_function_per_tier_sized_from_the_tier_with_headroom_for_itself(stacks
 @pytest.mark.parametrize("env", ENVIRONMENTS)
 def test_the_role_allows_only_its_own_logs_and_the_interfaces_lambda_attaches(stacks: Assembly, env: str):
     template = stacks.templates[env]
+    assert _sandbox_functions(template), "no sandbox function in the template"
     for tier, function in _sandbox_functions(template).items():
         role_id = function["Properties"]["Role"]["Fn::GetAtt"][0]
         role = template["Resources"][role_id]["Properties"]

@@ -99,6 +99,7 @@ def test_cdks_upload_function_touches_only_the_two_buckets_and_the_cache(assembl
     }
     (policy,) = policies.values()
     site_bucket = _one(assembly, "AWS::S3::Bucket", "SiteFiles")[0]
+    assert policy["Properties"]["PolicyDocument"]["Statement"], policy
     for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         text = json.dumps(statement["Resource"])

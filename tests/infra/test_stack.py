@@ -61,6 +61,7 @@ def _function_service(function: dict) -> str:
 
 def test_a_lambda_per_stage_per_capability_sized_by_the_capability(assembly: Assembly):
     functions = assembly.resources("dev", "AWS::Lambda::Function")
+    assert registry.installed(), "no capability installed"
     for name in registry.installed():
         capability = registry.load(name)
         stages = {
@@ -128,6 +129,7 @@ def test_a_state_machine_per_capability_whose_definition_is_the_compilers(assemb
 
 
 def test_a_missions_machine_may_start_only_its_own_segments_and_follow_them(assembly: Assembly):
+    assert _machines(assembly, "dev"), "no mission state machine"
     for machine in _machines(assembly, "dev").values():
         props = machine["Properties"]
         name = props["StateMachineName"]
@@ -306,6 +308,7 @@ def test_import_requests_on_the_bus_reach_the_importer_with_a_dead_letter_queue(
 
 
 def test_no_policy_grants_a_wildcard_action_or_data_on_every_resource(assembly: Assembly):
+    assert all(assembly.resources(env, "AWS::IAM::Policy") for env in ENVIRONMENTS), "no policy to check"
     for env in ENVIRONMENTS:
         for logical_id, policy in assembly.resources(env, "AWS::IAM::Policy").items():
             if deploy_time(logical_id):  # CDK's own, for the deploy: test_site.py holds it to two buckets
@@ -464,6 +467,7 @@ def test_a_stage_reaches_no_state_machine_and_nothing_of_another_capability(asse
     # what stages of all capabilities share: the runtime's data stores, keyed by mission id and content hash
     # (no capability in any key, so IAM cannot tell one capability's items or blobs from another's)
     shared = {k for k, r in resources.items() if r["Type"] in ("AWS::DynamoDB::Table", "AWS::S3::Bucket")}
+    assert stages, "no stage function"
     for capability, functions in stages.items():
         for logical_id, function in functions.items():
             statements = _role_statements(assembly, "dev", function["Properties"]["Role"]["Fn::GetAtt"][0])
@@ -494,6 +498,7 @@ def test_a_stage_reaches_no_state_machine_and_nothing_of_another_capability(asse
 def test_only_llm_stages_and_stages_that_remember_may_read_the_openai_key(assembly: Assembly):
     # (a stage that remembers has what it writes embedded for search by the model's embeddings)
     policies = assembly.resources("dev", "AWS::IAM::Policy")
+    assert _stages_by_capability(assembly, "dev"), "no stage function"
     for function in assembly.resources("dev", "AWS::Lambda::Function").values():
         variables = function["Properties"]["Environment"]["Variables"]
         if not variables.get("MISSIONS_CAPABILITY"):
@@ -512,6 +517,7 @@ def test_only_llm_stages_and_stages_that_remember_may_read_the_openai_key(assemb
 
 
 def test_no_secret_is_put_in_an_environment_variable(assembly: Assembly):
+    assert all(assembly.resources(env, "AWS::Lambda::Function") for env in ENVIRONMENTS), "no function to check"
     for env in ENVIRONMENTS:
         for function in assembly.resources(env, "AWS::Lambda::Function").values():
             variables = function["Properties"]["Environment"]["Variables"]
@@ -1049,6 +1055,7 @@ def test_every_dead_letter_queue_is_alarmed_on_as_its_nag_acknowledgement_says(a
 def test_a_capability_reaches_its_users_service_by_settings_and_a_secret_it_alone_may_read(variants: Assembly):
     # Given home_assistant connected to an HA by URL, its token in a named secret (cdk.json's connections)
     stages = _stages_by_capability(variants, "sso")
+    assert "home_assistant" in stages and len(stages) > 1, stages
     for capability, functions in stages.items():
         for function in functions.values():
             variables = function["Properties"]["Environment"]["Variables"]
@@ -1100,6 +1107,7 @@ def test_every_function_gets_its_environments_llm_settings(assembly: Assembly):
     # Given prod's cdk.json: the OpenAI provider, a default, a planner and a fallback model
     from missions.core.settings import RuntimeSettings
 
+    assert assembly.resources("prod", "AWS::Lambda::Function"), "no function in prod"
     for function in assembly.resources("prod", "AWS::Lambda::Function").values():
         variables = function["Properties"]["Environment"]["Variables"]
         # Then each function's environment names them as the runtime reads them
@@ -1311,6 +1319,7 @@ def test_on_anthropic_the_key_is_a_secret_only_model_callers_read(variants: Asse
     # Given an environment on Anthropic
     template = Template.from_json(variants.templates["claude"])
     template.has_resource_properties("AWS::SecretsManager::Secret", {"Name": "missions-claude/anthropic-api-key"})
+    assert variants.resources("claude", "AWS::Lambda::Function"), "no function on claude"
     for function in variants.resources("claude", "AWS::Lambda::Function").values():
         variables = function["Properties"]["Environment"]["Variables"]
         # Then every function names the provider, its default model and the key's secret (never the key)

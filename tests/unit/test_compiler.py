@@ -169,6 +169,7 @@ def test_every_placeholder_used_is_declared(compiled):
 
 def test_retry_policy_of_each_stage(compiled):
     pipeline, definition = compiled
+    assert stage_agents(pipeline), "no stage to check"
     for agent in stage_agents(pipeline):
         retry = definition["States"][agent.name]["Retry"]
         # Then transient Lambda errors retry with backoff ...
@@ -191,6 +192,7 @@ def test_retry_policy_of_each_stage(compiled):
 def test_every_stage_failure_goes_to_its_failed_state_then_finalize(compiled):
     pipeline, definition = compiled
     states = definition["States"]
+    assert stage_agents(pipeline), "no stage to check"
     for agent in stage_agents(pipeline):
         catch = states[agent.name]["Catch"]
         assert catch == [
@@ -235,6 +237,7 @@ def test_finalize_runs_the_final_stage_in_finalize_mode_and_ends(compiled):
 def test_route_choice_order_final_then_guards_then_awaits_then_pause_then_targets(compiled):
     pipeline, definition = compiled
     states = definition["States"]
+    assert [a for a in stage_agents(pipeline) if a.name != pipeline.final], "no route to check"
     for agent in stage_agents(pipeline):
         if agent.name == pipeline.final:
             continue
@@ -407,6 +410,7 @@ def test_no_jsonata_and_no_assign(compiled):
 
 def test_no_indexed_json_paths(compiled):
     _, definition = compiled
+    assert any(key.endswith(".$") for key, _ in strings(definition)), "no JSON path to check"
     for key, value in strings(definition):
         if (
             key.endswith(".$")
@@ -418,6 +422,7 @@ def test_no_indexed_json_paths(compiled):
 
 def test_every_next_points_at_an_existing_state(compiled):
     _, definition = compiled
+    assert definition["States"], "no state to check"
     for scope in scopes(definition):
         assert scope["StartAt"] in scope["States"]
         for name, state in scope["States"].items():
@@ -428,6 +433,7 @@ def test_every_next_points_at_an_existing_state(compiled):
 
 def test_every_state_is_reachable_from_start(compiled):
     _, definition = compiled
+    assert definition["States"], "no state to check"
     for scope in scopes(definition):
         seen, frontier = {scope["StartAt"]}, [scope["StartAt"]]
         while frontier:

@@ -201,6 +201,7 @@ def test_the_answer_names_where_the_next_segment_starts():
 
 def test_the_mission_waits_for_people_on_a_task_token(machines):
     pipeline, mission, _ = machines
+    assert list(InterruptKind), "no interrupt kind"
     for kind in InterruptKind:
         state = mission["States"][f"await.{kind.value}"]
         assert state["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"

@@ -39,6 +39,7 @@ def test_the_dev_lock_pins_every_requirement_of_pyproject_within_its_range():
         asked += [r for r in project["optional-dependencies"][extra] if not r.startswith("missions[")]
     pins = _pins(ROOT / "requirements" / "dev.lock")
     # Then each is pinned, at a version its range allows (`make lock` after editing pyproject)
+    assert _asked(asked), "pyproject asks for nothing"
     for requirement in _asked(asked):
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{name} is not in requirements/dev.lock: run make lock"

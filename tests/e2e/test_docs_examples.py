@@ -1,5 +1,5 @@
-"""The README's examples, run as written: the HTTP API block with curl against a dev server, and the
-CLI blocks with the `missions` command (on the emulation, and on the dev server).
+"""The examples of the reference pages (docs/*.md), run as written: the HTTP API block with curl against a
+dev server, and the CLI blocks with the `missions` command (on the emulation, and on the dev server).
 
 Only what a reader fills in is replaced: the port (localhost:8787 -> the test server's), the
 placeholders (`<repository id>`, `<mission id>`, `<interrupt id>`, `<cursor>`, each from an
@@ -27,6 +27,7 @@ from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 from tests.e2e.test_dev_server import Client, wait_for
 from tests.support.archives import tar_gz_bytes
+from tests.support.docs import fenced, sh_blocks
 from tests.support.git_server import serve_git
 
 pytestmark = pytest.mark.e2e
@@ -34,17 +35,6 @@ ROOT = Path(__file__).resolve().parents[2]
 MISSIONS = str(Path(sys.executable).parent / "missions")
 TAX = b'"""Taxes."""\n\n\ndef compute_tax(amount, rate=0.2):\n    return round(amount * rate, 2)\n'
 CHECKOUT = b"from billing.tax import compute_tax\n\n\ndef checkout(total):\n    return total + compute_tax(total)\n"
-
-
-def sh_blocks(heading: str) -> list[list[str]]:
-    """The ```sh blocks of a README section: their command lines, without trailing comments."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
-    blocks = [part.split("```", 1)[0] for part in section.split("```sh\n")[1:]]
-    return [
-        [line.split("   #")[0].split("  #")[0].strip() for line in block.splitlines() if line.strip()]
-        for block in blocks
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -92,11 +82,11 @@ def register_upload(client: Client, files: dict[str, bytes]) -> str:
     return str(record["repository_id"])
 
 
-# -- "The HTTP API locally" ----------------------------------------------------------------------
+# -- docs/api.md, "The HTTP API locally" ---------------------------------------------------------------------
 
 
 def test_the_http_api_block_runs_as_written(server: DevServer, shop: Path, tmp_path: Path):
-    (block,) = sh_blocks("## The HTTP API locally")
+    (block,) = sh_blocks("docs/api.md", "## The HTTP API locally")
     setup, commands = block[0], block[1:]
     assert setup.startswith("H='Authorization: Bearer dev:alice'") and len(commands) == 16, block
     alice = Client(server, "alice")
@@ -160,7 +150,7 @@ def test_the_http_api_block_runs_as_written(server: DevServer, shop: Path, tmp_p
     }
 
 
-# -- "Repositories" and "Using the CLI": the `missions` command ----------------------------------
+# -- docs/repositories.md and docs/cli.md: the `missions` command --------------------------------------------
 
 
 def run_cli(line: str, values: dict[str, str], cwd: Path, env: dict[str, str], expect: int = 0) -> str:
@@ -181,7 +171,7 @@ def run_cli(line: str, values: dict[str, str], cwd: Path, env: dict[str, str], e
 
 
 def test_the_repository_cli_block_runs_as_written(server: DevServer, shop: Path, tmp_path: Path):
-    (block,) = sh_blocks("## Repositories: what a mission may read")[1:]
+    (block,) = sh_blocks("docs/repositories.md", "## Repositories: what a mission may read")[1:]
     assert len(block) == 4, block
     env = environment(MISSIONS_API_URL=server.url, MISSIONS_CONFIG_DIR=str(tmp_path / "config"))
     with serve_git(shop) as git_url:
@@ -197,7 +187,7 @@ def test_the_repository_cli_block_runs_as_written(server: DevServer, shop: Path,
 
 
 def test_the_cli_blocks_run_as_written(server: DevServer, shop: Path, tmp_path: Path):
-    local, remote = sh_blocks("## Using the CLI")
+    local, remote = sh_blocks("docs/cli.md", "## Using the CLI")
     assert [shlex.split(line)[1] for line in local] == ["capabilities", "run", "run", "run", "asl", "classify"]
     env = environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config"))
     values = {"~/src/shop": str(shop)}
@@ -234,11 +224,11 @@ def test_the_cli_blocks_run_as_written(server: DevServer, shop: Path, tmp_path: 
     assert "safety violation(s)" in run_cli(remote[5], values, tmp_path, env)  # evaluate: the ended ones scored
 
 
-# -- "Code questions in any language" ---------------------------------------------------------------
+# -- docs/repositories.md, "Code questions in any language" --------------------------------------------------
 
 
-def test_the_typescript_questions_run_as_written_and_cite_what_the_readme_says(tmp_path: Path):
-    defined_and_called, path = sh_blocks("## Code questions in any language")[0]
+def test_the_typescript_questions_run_as_written_and_cite_what_the_page_says(tmp_path: Path):
+    defined_and_called, path = sh_blocks("docs/repositories.md", "## Code questions in any language")[0]
     env = environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config"))
     answer = run_cli(defined_and_called, {}, ROOT, env)
     assert "[src/uploads.ts:10]" in answer and "[src/uploads.ts:20]" in answer, answer
@@ -248,7 +238,7 @@ def test_the_typescript_questions_run_as_written_and_cite_what_the_readme_says(t
     assert len(cited) == 3, chain  # createUpload -> Uploads.create -> toFile -> readBytes, a call per line
 
 
-# -- "Chat in the terminal" -------------------------------------------------------------------------
+# -- docs/chat-and-streaming.md, "Chat in the terminal" ------------------------------------------------------
 
 
 def run_chat(line: str, values: dict[str, str], env: dict[str, str], typed: str = "") -> str:
@@ -270,7 +260,7 @@ def run_chat(line: str, values: dict[str, str], env: dict[str, str], typed: str 
 
 
 def test_the_chat_block_runs_as_written(server: DevServer, shop: Path, tmp_path: Path):
-    (block,) = sh_blocks("## Chat in the terminal")
+    (block,) = sh_blocks("docs/chat-and-streaming.md", "## Chat in the terminal")
     assert len(block) == 4, block
     env = environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config"))
     values = {"~/src/shop": str(shop), "127.0.0.1:8787": server.url.removeprefix("http://")}
@@ -287,11 +277,11 @@ def test_the_chat_block_runs_as_written(server: DevServer, shop: Path, tmp_path:
     assert "compute_tax" in continued and "checkout.py:5" in continued, continued
 
 
-# -- "The Home Assistant analyst" -----------------------------------------------------------------
+# -- docs/home-assistant.md ----------------------------------------------------------------------------------
 
 
 def test_the_home_assistant_block_runs_as_written_on_the_sample_home(tmp_path: Path):
-    (block,) = sh_blocks("## The Home Assistant analyst")
+    (block,) = sh_blocks("docs/home-assistant.md")
     assert len(block) == 3, block
     env = {
         k: v for k, v in environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config")).items() if not k.startswith("HA_")
@@ -305,19 +295,17 @@ def test_the_home_assistant_block_runs_as_written_on_the_sample_home(tmp_path: P
 def test_the_home_assistant_connection_example_is_a_valid_environment():
     from infra.config import load_environments
 
-    section = (ROOT / "README.md").read_text().split("## The Home Assistant analyst", 1)[1].split("\n## ", 1)[0]
-    example = json.loads("{" + section.split("```json\n", 1)[1].split("```", 1)[0] + "}")
+    (example,) = (json.loads("{" + block + "}") for block in fenced("docs/home-assistant.md", None, "json"))
     (config,) = load_environments({"qa": example}).values()
     connection = config.connections["home_assistant"]
     assert connection.secrets == {"HA_TOKEN_SECRET": "missions-prod/home-assistant-token"}
 
 
-# -- "Conversations": the chat API with the openai SDK, and an event stream with curl -----------
+# -- docs/chat-and-streaming.md, "Conversations": the chat API with the openai SDK, and an event stream with curl ---
 
 
 def test_the_chat_example_and_the_event_stream_block_run_as_written(server: DevServer, tmp_path: Path):
-    section = (ROOT / "README.md").read_text().split("## Conversations", 1)[1].split("\n## ", 1)[0]
-    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    (example,) = fenced("docs/chat-and-streaming.md", "## Conversations", "python")
     alice = Client(server, "alice")
     repository = register_upload(alice, {"shop-main/billing/tax.py": TAX, "shop-main/checkout.py": CHECKOUT})
     script = example.replace("<repository id>", repository).replace(
@@ -330,7 +318,7 @@ def test_the_chat_example_and_the_event_stream_block_run_as_written(server: DevS
     assert result.returncode == 0, result.stderr
     # the first answer cites the definition; the streamed follow-up is about compute_tax and cites its caller
     assert "billing/tax.py:4" in result.stdout and "checkout.py:5" in result.stdout, result.stdout
-    (block,) = sh_blocks("## Conversations")
+    (block,) = sh_blocks("docs/chat-and-streaming.md", "## Conversations")
     mission_id = alice.call("GET", "/missions?limit=1")[1]["missions"][0]["mission_id"]
     first_page = alice.call("GET", f"/missions/{mission_id}/events?limit=3")[1]
     values = {"<mission id>": mission_id, "<cursor>": first_page["cursor"]}

@@ -1,6 +1,6 @@
-"""The README's "Agents as data" block, run as written against a dev server whose operator is `ops`.
+"""docs/agents.md's "Agents as data" block, run as written against a dev server whose operator is `ops`.
 
-In a module of its own: its emulation must not overlap test_readme_examples' module-wide one (two
+In a module of its own: its emulation must not overlap test_docs_examples' module-wide one (two
 emulations in one process share moto's state, and the second finds the first's tables)."""
 
 from __future__ import annotations
@@ -13,13 +13,14 @@ import pytest
 
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from tests.e2e.test_readme_examples import environment, run_cli, sh_blocks
+from tests.e2e.test_docs_examples import environment, run_cli
+from tests.support.docs import sh_blocks
 
 pytestmark = pytest.mark.e2e
 
 
 def test_the_agents_block_runs_as_written(tmp_path: Path):
-    (block,) = sh_blocks("## Agents as data")
+    (block,) = sh_blocks("docs/agents.md", "## Agents as data")
     assert [shlex.split(line)[1] for line in block] == ["agents"] * 4 + ["run", "usage", "agents", "agents"]
     cloud = LocalCloud(["fitness_coach"], settings={"operators": ["ops"]})  # as `missions dev --operator ops`
     with cloud, DevServer(cloud, port=0) as server:

@@ -1,4 +1,4 @@
-"""The README's repository walkthrough, run as written against a dev server.
+"""docs/repositories.md's repository walkthrough, run as written against a dev server.
 
 Only what a reader must fill in is replaced: the port, the placeholders (`<repository id>`, `<upload id>`,
 `<upload url>`), the archive and its size, and the GitHub URL (no network here: a git server on loopback instead).
@@ -16,6 +16,7 @@ import pytest
 
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
+from tests.support.docs import sh_blocks
 from tests.support.git_server import serve_git
 
 pytestmark = pytest.mark.e2e
@@ -23,15 +24,13 @@ ROOT = Path(__file__).resolve().parents[2]
 ENVIRONMENT = "H='Authorization: Bearer dev:alice'; J='Content-Type: application/json';"
 
 
-def readme_block(heading: str) -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    section = text.split(heading, 1)[1]
-    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
-    return [line.split("   #")[0].split("  #")[0].strip() for line in block.splitlines() if line.startswith("curl")]
+def curl_lines(page: str, heading: str) -> list[str]:
+    """The curl lines of a section's first ```sh block, without trailing comments."""
+    return [line for line in sh_blocks(page, heading)[0] if line.startswith("curl")]
 
 
-def test_the_readme_repository_walkthrough_runs(tmp_path: Path):
-    commands = readme_block("## Repositories: what a mission may read")
+def test_the_repository_walkthrough_runs(tmp_path: Path):
+    commands = curl_lines("docs/repositories.md", "## Repositories: what a mission may read")
     assert len(commands) == 7, commands
     assert commands[-1].endswith("/repositories/<repository id>") and "-X DELETE" in commands[-1]
     archive = tmp_path / "shop.tar.gz"
