@@ -14,14 +14,18 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore, MemoryMissionStore
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
+from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.capability import Capability, Ctx
 from missions.core.checkpoints import SNAPSHOT_EVERY
 from missions.core.envelope import Envelope, StageRecord
 from missions.core.offload import EnvelopeCodec
 from missions.core.pipeline import AgentConfig, EdgeLimit
 from missions.core.specs import CHECKPOINTS
-from missions.ports.store import Checkpoint, CheckpointStore, MissionRecord
+from missions.ports.checkpoints import Checkpoint, CheckpointStore
+from missions.ports.missions import MissionRecord
 from missions.service.checkpoints import stage_history, state_at, states
 from missions.service.runner import StageRunner, StageServices
 from tests.support.stages import answering, stage_named, typed_capability
@@ -45,7 +49,9 @@ def backend(request, monkeypatch) -> Iterator[Backend]:
     import boto3
     from moto import mock_aws
 
-    from missions.adapters.dynamodb.store import DynamoBlobStore, DynamoCheckpointStore, table_definition
+    from missions.adapters.dynamodb.blobs import DynamoBlobStore
+    from missions.adapters.dynamodb.checkpoints import DynamoCheckpointStore
+    from missions.adapters.dynamodb.tables import table_definition
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.setenv(name, "testing")

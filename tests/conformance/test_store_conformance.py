@@ -16,27 +16,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from missions.adapters.memory.store import (
-    InMemoryMissionsByCapability,
-    MemoryArtifactStore,
-    MemoryBlobStore,
-    MemoryCheckpointStore,
-    MemoryEventStore,
-    MemoryInterruptStore,
-    MemoryMissionStore,
-)
+from missions.adapters.memory.artifacts import MemoryArtifactStore
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
+from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.interrupts import MemoryInterruptStore
+from missions.adapters.memory.missions import InMemoryMissionsByCapability, MemoryMissionStore
 from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.events import Event, EventType
 from missions.core.specs import BLOB_INLINE_LIMIT, CHECKPOINTS, TABLES
-from missions.ports.store import (
-    Checkpoint,
-    InterruptRecord,
-    MissionRecord,
-    MissionSummary,
-    event_position,
-    parse_position,
-)
+from missions.ports.checkpoints import Checkpoint
+from missions.ports.events import event_position, parse_position
+from missions.ports.interrupts import InterruptRecord
+from missions.ports.missions import MissionRecord, MissionSummary
 from missions.service.lifecycle import ALLOWED_FROM
 
 REGION = "us-east-1"
@@ -79,17 +72,13 @@ def backend(request, monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.adapters.dynamodb.missions_query import DynamoMissionsByCapability
-    from missions.adapters.dynamodb.store import (
-        DynamoArtifactStore,
-        DynamoBlobStore,
-        DynamoCheckpointStore,
-        DynamoEventStore,
-        DynamoInterruptStore,
-        DynamoMissionStore,
-        table_definition,
-        time_to_live,
-    )
+    from missions.adapters.dynamodb.artifacts import DynamoArtifactStore
+    from missions.adapters.dynamodb.blobs import DynamoBlobStore
+    from missions.adapters.dynamodb.checkpoints import DynamoCheckpointStore
+    from missions.adapters.dynamodb.events import DynamoEventStore
+    from missions.adapters.dynamodb.interrupts import DynamoInterruptStore
+    from missions.adapters.dynamodb.missions import DynamoMissionsByCapability, DynamoMissionStore
+    from missions.adapters.dynamodb.tables import table_definition, time_to_live
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")

@@ -17,7 +17,8 @@ from missions.core.events import Event, EventType
 from missions.core.requests import MissionRequest
 from missions.local import patches
 from missions.local.emulation import LocalCloud
-from missions.ports.store import InterruptRecord, MissionRecord, MissionStatus
+from missions.ports.interrupts import InterruptRecord
+from missions.ports.missions import MissionRecord, MissionStatus
 from missions.service.checkpoints import states
 from tests.support.flaky_model import API_KEY, FALLBACK_MODEL, FAULTS, FlakyModel
 

@@ -28,7 +28,7 @@ from missions.core.errors import (
 from missions.core.events import Event, EventType
 from missions.local.devserver import http_event
 from missions.local.patches import LocalContext
-from missions.ports.store import MissionStatus
+from missions.ports.missions import MissionStatus
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import FakeExecutions, memory_runtime
 

@@ -14,21 +14,21 @@ import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
-from missions.adapters.memory.store import (
-    MemoryBlobStore,
-    MemoryCheckpointStore,
-    MemoryEventStore,
-    MemoryInterruptStore,
-    MemoryMissionStore,
-)
+from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.interrupts import MemoryInterruptStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.checkpoints import diff
 from missions.core.envelope import InterruptKind
 from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.events import EventType
 from missions.core.offload import EnvelopeCodec
 from missions.core.requests import MissionRequest
-from missions.ports.store import Checkpoint, InterruptRecord, MissionStatus
+from missions.ports.checkpoints import Checkpoint
+from missions.ports.interrupts import InterruptRecord
+from missions.ports.missions import MissionStatus
 from missions.service.checkpoints import state_at
 from missions.service.control import MissionControl
 from missions.service.launcher import Launcher

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from missions.adapters.memory.store import MemoryMissionStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core import capability as registry
 from missions.core.errors import TransitionRefused
-from missions.ports.store import LIFECYCLE, MissionRecord, MissionStatus, lifecycle_of
+from missions.ports.missions import LIFECYCLE, MissionRecord, MissionStatus, lifecycle_of
 from missions.service.lifecycle import ALLOWED_FROM, Lifecycle
 
 

@@ -10,7 +10,7 @@ import pytest
 from missions.adapters.memory.notifications import InMemoryNotifications
 from missions.app.runtime import Runtime
 from missions.core.notifications import Notice
-from missions.ports.store import MissionStatus
+from missions.ports.missions import MissionStatus
 from missions.service.lifecycle import Lifecycle
 from missions.service.notifications import NotificationService
 from tests.support.fakes import memory_runtime

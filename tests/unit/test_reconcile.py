@@ -18,7 +18,8 @@ from missions.app.runtime import Runtime
 from missions.core.envelope import InterruptKind, InterruptResponse, Resume
 from missions.core.errors import NotFound
 from missions.core.requests import MissionRequest
-from missions.ports.store import InterruptRecord, MissionStatus
+from missions.ports.interrupts import InterruptRecord
+from missions.ports.missions import MissionStatus
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import memory_runtime
 

@@ -181,8 +181,8 @@ def test_a_step_functions_cause_is_absorbed_without_the_key():
 
 
 def test_a_terminal_reason_is_written_without_the_key():
-    from missions.adapters.memory.store import MemoryMissionStore
-    from missions.ports.store import MissionRecord, MissionStatus
+    from missions.adapters.memory.missions import MemoryMissionStore
+    from missions.ports.missions import MissionRecord, MissionStatus
     from missions.service.lifecycle import Lifecycle
 
     missions = MemoryMissionStore()

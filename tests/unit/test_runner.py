@@ -17,7 +17,7 @@ from missions.core.pipeline import AgentConfig, EdgeLimit, ParallelGroup, Routin
 from missions.core.requests import MissionRequest
 from missions.core.stages import StageFunction
 from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
-from missions.ports.store import MissionRecord
+from missions.ports.missions import MissionRecord
 from missions.service.checkpoints import state_at, states
 from missions.service.launcher import build_envelope
 from tests.support.driver import DirectDriver

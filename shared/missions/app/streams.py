@@ -36,7 +36,7 @@ from missions.core.chat import (
     sse,
 )
 from missions.core.errors import ConflictError, DependencyUnavailable, MissionRequestError, NotFound
-from missions.ports.store import MissionStatus
+from missions.ports.missions import MissionStatus
 from missions.service.chat import ChatTurn, Progress, Reply
 
 HEARTBEAT_SECONDS = 10.0

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from missions.adapters.dynamodb.store import table_definition, time_to_live
+from missions.adapters.dynamodb.tables import table_definition, time_to_live
 from missions.app.runtime import Runtime
 from missions.core import capability as capability_registry
 from missions.core.compiler import MissionMachines, compile_mission, compile_pipeline, placeholders
@@ -41,7 +41,7 @@ from missions.core.specs import (
     state_machine_name,
 )
 from missions.local import patches
-from missions.ports.store import MissionRecord, MissionStatus
+from missions.ports.missions import MissionRecord, MissionStatus
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.type_defs import HistoryEventTypeDef

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from missions.core.accounts import ErasureReport, export_lines
 from missions.core.errors import NotFound, TransitionRefused
 from missions.ports.accounts import MissionIndex, PersonalStore
-from missions.ports.store import MissionRecord, MissionStatus, MissionStore
+from missions.ports.missions import MissionRecord, MissionStatus, MissionStore
 
 log = logging.getLogger(__name__)
 

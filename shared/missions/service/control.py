@@ -17,7 +17,10 @@ from missions.core.errors import ConflictError, NotFound, TaskGone, TransitionRe
 from missions.core.events import Event, EventType
 from missions.core.notes import MAX_NOTES, Note
 from missions.ports.dispatch import ResumeTicket
-from missions.ports.store import EventStore, Executions, InterruptStore, MissionRecord, MissionStatus, MissionStore
+from missions.ports.events import EventStore
+from missions.ports.executions import Executions
+from missions.ports.interrupts import InterruptStore
+from missions.ports.missions import MissionRecord, MissionStatus, MissionStore
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import NOT_STARTED, NOTEABLE, Lifecycle
 

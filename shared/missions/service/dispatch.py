@@ -72,7 +72,7 @@ from missions.core.errors import ConflictError, MissionRequestError, NotFound, T
 from missions.core.requests import MissionRequest
 from missions.core.triggers import Priority
 from missions.ports.dispatch import NO_DEADLINE, Claim, DispatchStore, QueueEntry, ResumeTicket
-from missions.ports.store import MissionRecord, MissionStatus, MissionStore
+from missions.ports.missions import MissionRecord, MissionStatus, MissionStore
 from missions.service.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)

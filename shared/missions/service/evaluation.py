@@ -16,14 +16,8 @@ from typing import Any
 from missions.core.capability import Registry, UnknownCapability
 from missions.core.evaluation import Evaluation, evaluate, summary
 from missions.core.events import Event, EventType
-from missions.ports.store import (
-    EventStore,
-    MissionRecord,
-    MissionsByCapability,
-    MissionStatus,
-    MissionStore,
-    MissionSummary,
-)
+from missions.ports.events import EventStore
+from missions.ports.missions import MissionRecord, MissionsByCapability, MissionStatus, MissionStore, MissionSummary
 
 ENDED = frozenset({MissionStatus.COMPLETED, MissionStatus.FAILED, MissionStatus.CANCELLED})
 PAGE = 500

@@ -24,9 +24,10 @@ from missions.core.events import Event, EventType
 from missions.core.llm import LLMError, LLMProvider, LLMRequest
 from missions.core.memory import PREFERENCES, MemoryItem, Namespace
 from missions.core.preferences import Preference, PreferenceExtraction, combine, fold, union
+from missions.ports.events import EventStore
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import LongTermMemory
-from missions.ports.store import EventStore, MissionRecord, MissionStatus, MissionStore
+from missions.ports.missions import MissionRecord, MissionStatus, MissionStore
 
 _log = logging.getLogger(__name__)
 

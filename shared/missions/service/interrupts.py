@@ -11,14 +11,9 @@ from typing import Any
 from missions.core.envelope import InterruptResponse, Resume
 from missions.core.errors import AnswerRejected, ConflictError, NotFound, TaskGone
 from missions.core.events import Event, EventType
-from missions.ports.store import (
-    EventStore,
-    InterruptRecord,
-    InterruptStore,
-    MissionRecord,
-    MissionStatus,
-    MissionSummary,
-)
+from missions.ports.events import EventStore
+from missions.ports.interrupts import InterruptRecord, InterruptStore
+from missions.ports.missions import MissionRecord, MissionStatus, MissionSummary
 
 Resumer = Callable[[InterruptRecord, str], bool]  # (answered interrupt, Resume JSON) -> handed over now?
 

@@ -29,8 +29,8 @@ from typing import Any
 from missions.core.envelope import utcnow
 from missions.core.errors import TransitionRefused
 from missions.core.redaction import redact
-from missions.ports.store import MissionRecord, MissionStore
-from missions.ports.store import MissionStatus as S
+from missions.ports.missions import MissionRecord, MissionStore
+from missions.ports.missions import MissionStatus as S
 
 ACTIVE = frozenset({S.RUNNING, S.INTERRUPTED})
 NOT_STARTED = frozenset({S.CREATED, S.QUEUED})

@@ -1,7 +1,7 @@
 """How a capability is doing: rates and averages over its recent missions.
 
 A pure function over mission records (no I/O), so the API, the CLI and tests compute exactly the
-same numbers; fetching the records is the job of `missions.adapters.dynamodb.missions_query`.
+same numbers; fetching the records is the job of a MissionsByCapability (missions.ports.missions).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from missions.ports.learnings import Learnings
-from missions.ports.store import MissionRecord, MissionStatus, MissionSummary
+from missions.ports.missions import MissionRecord, MissionStatus, MissionSummary
 
 COMPLEXITY_LEVELS = (1, 2, 3)
 

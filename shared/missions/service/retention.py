@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX, CheckpointStore
 from missions.ports.memory import LongTermMemory
-from missions.ports.store import TOOL_JOURNAL_SUFFIX, CheckpointStore, MissionRecord, MissionStatus, MissionStore
+from missions.ports.missions import MissionRecord, MissionStatus, MissionStore
 from missions.service.lifecycle import Lifecycle
 
 ARCHIVE_NAMESPACE = ("archived_missions",)

@@ -64,19 +64,14 @@ from missions.core.stages import Ctx, Replay, StageFunction
 from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolEnv, ToolExecutor, call_id
 from missions.core.usage import Outcome, UsageRecord
 from missions.ports.agents import UsageStore
+from missions.ports.artifacts import ArtifactStore
+from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX, Checkpoint, CheckpointStore
 from missions.ports.conversations import ConversationStore, VersionConflict
+from missions.ports.events import EventStore
+from missions.ports.interrupts import InterruptStore
 from missions.ports.memory import LongTermMemory
+from missions.ports.missions import MissionStatus, MissionStore
 from missions.ports.sandbox import Sandbox
-from missions.ports.store import (
-    TOOL_JOURNAL_SUFFIX,
-    ArtifactStore,
-    Checkpoint,
-    CheckpointStore,
-    EventStore,
-    InterruptStore,
-    MissionStatus,
-    MissionStore,
-)
 from missions.service.checkpoints import state_at
 from missions.service.lifecycle import Lifecycle
 
