@@ -1,7 +1,7 @@
 """How the DynamoDB event store lays a timeline out (moto): a batch is one item, compressed, placed by a
 conditional put after the last item (no counter item); big batches go in parts; timelines written one event
 an item are read and appended to. What the timeline means is the conformance suite's
-(tests/conformance/test_store_conformance.py); this is what it costs."""
+(tests/conformance/test_event_store_conformance.py); this is what it costs."""
 
 from __future__ import annotations
 
