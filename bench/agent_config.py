@@ -27,14 +27,17 @@ from typing import Any
 from bench import ratio_rows
 from missions.adapters.llm.scripted import ScriptedProvider
 from missions.adapters.memory.agents import InMemoryAgentStore
-from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore, MemoryMissionStore
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
+from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core import capability as registry
 from missions.core.agents import AgentSettings
 from missions.core.offload import EnvelopeCodec
 from missions.core.requests import MissionRequest
 from missions.core.specs import AGENTS
 from missions.core.triggers import TriggerSource
-from missions.ports.store import MissionRecord
+from missions.ports.missions import MissionRecord
 from missions.service.agents import AgentConfigs
 from missions.service.launcher import build_envelope
 from missions.service.runner import StageRunner, StageServices, StageTimings
@@ -110,7 +113,7 @@ def run() -> dict[str, Any]:
     from moto import mock_aws
 
     from missions.adapters.dynamodb.agents import DynamoAgentStore
-    from missions.adapters.dynamodb.store import table_definition
+    from missions.adapters.dynamodb.tables import table_definition
 
     overhead = _stage_overhead(_configs(InMemoryAgentStore()))
     saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")}

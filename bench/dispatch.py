@@ -26,9 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
-from missions.adapters.memory.store import MemoryMissionStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.requests import MissionRequest
-from missions.ports.store import MissionStore
+from missions.ports.missions import MissionStore
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 from missions.service.lifecycle import Lifecycle
 
@@ -179,7 +179,8 @@ def on_moto(events: list[MissionRequest]) -> dict[str, Any]:
     from moto import mock_aws
 
     from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
-    from missions.adapters.dynamodb.store import DynamoMissionStore, table_definition
+    from missions.adapters.dynamodb.missions import DynamoMissionStore
+    from missions.adapters.dynamodb.tables import table_definition
     from missions.core.specs import DISPATCH, MISSIONS
 
     with mock_aws():

@@ -199,7 +199,9 @@ from missions.core.offload import EnvelopeCodec
 from missions.service.runner import StageRunner, StageServices
 from missions.service.launcher import build_envelope
 from missions.core.requests import MissionRequest
-from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
+from missions.adapters.memory.events import MemoryEventStore
 from missions.local.moto import LocalContext
 
 from pathlib import Path

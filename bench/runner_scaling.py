@@ -36,13 +36,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore, MemoryMissionStore
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
+from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.capability import Capability
 from missions.core.envelope import Bounds, Envelope
 from missions.core.offload import EnvelopeCodec
 from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
 from missions.core.stages import StageFunction
-from missions.ports.store import CheckpointStore, EventStore, MissionRecord, MissionStore
+from missions.ports.checkpoints import CheckpointStore
+from missions.ports.events import EventStore
+from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.runner import StageRunner, StageServices
 
 HOPS = (10, 100, 1000)
@@ -218,13 +223,11 @@ def moto_stores_factory() -> tuple[Callable[[], Stores], Any]:
     import boto3
     from moto import mock_aws
 
-    from missions.adapters.dynamodb.store import (
-        DynamoBlobStore,
-        DynamoCheckpointStore,
-        DynamoEventStore,
-        DynamoMissionStore,
-        table_definition,
-    )
+    from missions.adapters.dynamodb.blobs import DynamoBlobStore
+    from missions.adapters.dynamodb.checkpoints import DynamoCheckpointStore
+    from missions.adapters.dynamodb.events import DynamoEventStore
+    from missions.adapters.dynamodb.missions import DynamoMissionStore
+    from missions.adapters.dynamodb.tables import table_definition
     from missions.core.specs import CHECKPOINTS, EVENTS, MISSIONS
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):

@@ -19,13 +19,16 @@ from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel
 
-from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore, MemoryMissionStore
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
+from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.capability import Capability
 from missions.core.envelope import Bounds, Envelope
 from missions.core.offload import EnvelopeCodec
 from missions.core.pipeline import AgentConfig, PipelineConfig
 from missions.core.stages import StageFunction
-from missions.ports.store import MissionRecord
+from missions.ports.missions import MissionRecord
 from missions.service.runner import StageRunner, StageServices
 
 SIZES = (10, 100)

@@ -22,7 +22,7 @@ def stores(request, monkeypatch):
     from moto import mock_aws
 
     from missions.adapters.dynamodb.agents import DynamoAgentStore, DynamoUsageStore
-    from missions.adapters.dynamodb.store import table_definition
+    from missions.adapters.dynamodb.tables import table_definition
 
     for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
         monkeypatch.setenv(name, value)

@@ -1,33 +1,36 @@
 """Checkpoint stores, in memory and on DynamoDB (+ S3) in moto: snapshots, deltas and stage records come
-back exactly as written, and a mission's checkpoints give back the state at every one of its stages.
-
-(test_store_conformance holds the older cases every store kept: write-once, listing, a whole envelope's
-round trip.)
+back exactly as written (write-once, listed oldest first, deleted by thread), and a mission's checkpoints give
+back the state at every one of its stages.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pydantic import BaseModel
 
-from missions.adapters.memory.store import MemoryBlobStore, MemoryCheckpointStore, MemoryEventStore, MemoryMissionStore
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
+from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.capability import Capability, Ctx
 from missions.core.checkpoints import SNAPSHOT_EVERY
 from missions.core.envelope import Envelope, StageRecord
+from missions.core.errors import NotFound
 from missions.core.offload import EnvelopeCodec
 from missions.core.pipeline import AgentConfig, EdgeLimit
 from missions.core.specs import CHECKPOINTS
-from missions.ports.store import Checkpoint, CheckpointStore, MissionRecord
+from missions.ports.checkpoints import Checkpoint, CheckpointStore
+from missions.ports.missions import MissionRecord
 from missions.service.checkpoints import stage_history, state_at, states
 from missions.service.runner import StageRunner, StageServices
 from tests.support.stages import answering, stage_named, typed_capability
 
-REGION = "us-east-1"
-BUCKET = "missions-checkpoints-test"
+if TYPE_CHECKING:
+    from tests.conformance.conftest import Moto
 
 
 @dataclass
@@ -38,28 +41,20 @@ class Backend:
 
 
 @pytest.fixture(params=["memory", "dynamodb"])
-def backend(request, monkeypatch) -> Iterator[Backend]:
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
     if request.param == "memory":
         yield Backend("memory", MemoryCheckpointStore(), MemoryBlobStore())
         return
-    import boto3
-    from moto import mock_aws
+    from missions.adapters.dynamodb.blobs import DynamoBlobStore
+    from missions.adapters.dynamodb.checkpoints import DynamoCheckpointStore
 
-    from missions.adapters.dynamodb.store import DynamoBlobStore, DynamoCheckpointStore, table_definition
-
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-        monkeypatch.setenv(name, "testing")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    with mock_aws():
-        ddb = boto3.client("dynamodb", region_name=REGION)
-        s3 = boto3.client("s3", region_name=REGION)
-        ddb.create_table(**table_definition(CHECKPOINTS, "test-checkpoints"))
-        s3.create_bucket(Bucket=BUCKET)
-        yield Backend(
-            "dynamodb",
-            DynamoCheckpointStore("test-checkpoints", client=ddb, ttl_seconds=3600),
-            DynamoBlobStore("test-checkpoints", BUCKET, client=ddb, s3_client=s3),
-        )
+    aws: Moto = request.getfixturevalue("aws")
+    table = aws.table(CHECKPOINTS)
+    yield Backend(
+        "dynamodb",
+        DynamoCheckpointStore(table, client=aws.ddb, ttl_seconds=3600),
+        DynamoBlobStore(table, aws.bucket, client=aws.ddb, s3_client=aws.s3),
+    )
 
 
 def record(stage: str, **fields: Any) -> StageRecord:
@@ -67,6 +62,77 @@ def record(stage: str, **fields: Any) -> StageRecord:
 
 
 # -- what a store keeps ----------------------------------------------------------------------------
+
+
+def checkpoint(thread_id: str, checkpoint_id: str, parent_id: str | None = None, **envelope: Any) -> Checkpoint:
+    return Checkpoint(
+        thread_id=thread_id,
+        checkpoint_id=checkpoint_id,
+        parent_id=parent_id,
+        stage="plan",
+        envelope=envelope or {"goal": "g", "outputs": {}},
+    )
+
+
+def test_checkpoint_put_is_write_once(backend):
+    first = checkpoint("t1", "0001", goal="first")
+    assert backend.checkpoints.put(first) == first
+    retried = checkpoint("t1", "0001", goal="forked?")
+    stored = backend.checkpoints.put(retried)
+    assert stored == first
+    assert backend.checkpoints.get("t1", "0001") == first
+    assert backend.checkpoints.list("t1") == [first]
+
+
+def test_checkpoint_list_latest_oldest_first(backend):
+    assert backend.checkpoints.list("t1") == []
+    assert backend.checkpoints.latest("t1") is None
+    c2 = checkpoint("t1", "0002", parent_id="0001", step=2)
+    c1 = checkpoint("t1", "0001", step=1)
+    c3 = checkpoint("t1", "0003", parent_id="0002", step=3)
+    other = checkpoint("t2", "0009", step=9)
+    for c in (c2, c1, c3, other):
+        backend.checkpoints.put(c)
+    assert backend.checkpoints.list("t1") == [c1, c2, c3]
+    assert backend.checkpoints.latest("t1") == c3
+    assert backend.checkpoints.latest("t2") == other
+    assert backend.checkpoints.get("t1", "0002").parent_id == "0001"
+
+
+def test_checkpoint_get_missing(backend):
+    with pytest.raises(NotFound):
+        backend.checkpoints.get("t1", "0001")
+    backend.checkpoints.put(checkpoint("t1", "0001"))
+    with pytest.raises(NotFound):
+        backend.checkpoints.get("t1", "0002")
+
+
+def test_checkpoint_envelope_round_trip(backend):
+    envelope = {
+        "goal": "naïve ✓",
+        "counters": {"cost_usd": 0.1 + 0.2, "llm_calls": 7, "whole_float": 2.0, "tiny": 5e-324, "big": 1e300},
+        "outputs": {"plan": {"steps": [1, 2.25, None, True, ""]}},
+        "refs": {"context": "ab" * 32},
+        "history": [{"$ref": "cd" * 32, "bytes": 1234}],
+        "empty": {},
+    }
+    c = Checkpoint(thread_id="t1", checkpoint_id="0001", parent_id=None, stage="s", envelope=envelope)
+    backend.checkpoints.put(c)
+    got = backend.checkpoints.get("t1", "0001")
+    assert got.envelope == envelope
+    assert isinstance(got.envelope["counters"]["whole_float"], float)
+    assert got.envelope["counters"]["cost_usd"] == 0.1 + 0.2
+    assert got == c
+
+
+def test_delete_thread_removes_every_checkpoint_of_that_thread_only(backend):
+    for index in range(30):  # more than one DynamoDB batch
+        backend.checkpoints.put(checkpoint("t1", f"{index:04d}-plan"))
+    backend.checkpoints.put(checkpoint("t2", "0001-plan"))
+    assert backend.checkpoints.delete_thread("t1") == 30
+    assert backend.checkpoints.list("t1") == [] and backend.checkpoints.latest("t1") is None
+    assert len(backend.checkpoints.list("t2")) == 1
+    assert backend.checkpoints.delete_thread("t1") == 0
 
 
 def test_a_delta_and_its_records_come_back_exactly(backend: Backend):

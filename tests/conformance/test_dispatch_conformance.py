@@ -29,7 +29,7 @@ def store(request, monkeypatch):
     from moto import mock_aws
 
     from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
-    from missions.adapters.dynamodb.store import table_definition
+    from missions.adapters.dynamodb.tables import table_definition
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.setenv(name, "testing")

@@ -34,7 +34,7 @@ def store(request, monkeypatch):
     from moto import mock_aws
 
     from missions.adapters.dynamodb.idempotency import UserIdempotencyLayer
-    from missions.adapters.dynamodb.store import table_definition
+    from missions.adapters.dynamodb.tables import table_definition
 
     use_fake_aws(monkeypatch)
     with mock_aws():

@@ -30,7 +30,7 @@ def memory(request, monkeypatch):
     from moto import mock_aws
 
     from missions.adapters.dynamodb.longterm import DynamoLongTermMemory
-    from missions.adapters.dynamodb.store import table_definition
+    from missions.adapters.dynamodb.tables import table_definition
 
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")

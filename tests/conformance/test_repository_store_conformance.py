@@ -6,10 +6,10 @@ import threading
 
 import pytest
 
-from missions.adapters.memory.store import MemoryRepositoryStore
+from missions.adapters.memory.repositories import MemoryRepositoryStore
 from missions.core.errors import ConflictError, NotFound
 from missions.core.specs import REPOSITORIES
-from missions.ports.store import RepositoryRecord, RepositorySnapshot
+from missions.ports.repositories import RepositoryRecord, RepositorySnapshot
 from tests.support.aws import FAKE_AWS_ENV, SerializedClient
 
 REGION = "us-east-1"
@@ -24,7 +24,7 @@ def store(request, monkeypatch):
     from moto import mock_aws
 
     from missions.adapters.dynamodb.repositories import DynamoRepositoryStore
-    from missions.adapters.dynamodb.store import table_definition
+    from missions.adapters.dynamodb.tables import table_definition
 
     for key, value in FAKE_AWS_ENV.items():
         monkeypatch.setenv(key, value)

@@ -18,7 +18,8 @@ from missions.core.requests import MissionRequest
 from missions.core.status import TERMINAL, MissionStatus
 from missions.local import moto as moto_patches
 from missions.local.emulation import LocalCloud
-from missions.ports.store import InterruptRecord, MissionRecord
+from missions.ports.interrupts import InterruptRecord
+from missions.ports.missions import MissionRecord
 from missions.service.checkpoints import states
 from tests.support.flaky_model import API_KEY, FALLBACK_MODEL, FAULTS, FlakyModel
 

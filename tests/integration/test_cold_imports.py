@@ -18,7 +18,7 @@ settings = {"llm_provider": "openai", "openai_api_key": "sk-test", "openai_base_
 with LocalCloud(["code_analysis"], settings=settings) as cloud:
     envelope = build_envelope(MissionRequest(capability="code_analysis", goal="Where is EnvelopeCodec?",
                                              context={"repo": "."}), cloud.runtime.repositories)
-    from missions.ports.store import MissionRecord
+    from missions.ports.missions import MissionRecord
     cloud.runtime.missions.create(MissionRecord(mission_id=envelope.mission_id, user_id="u",
                                                 capability="code_analysis", goal="g"))
     import functions.stage.handler as handler

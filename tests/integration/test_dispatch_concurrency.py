@@ -26,7 +26,7 @@ import pytest
 
 from missions.core.requests import MissionRequest
 from missions.core.specs import DISPATCH, MISSIONS
-from missions.ports.store import MissionStore
+from missions.ports.missions import MissionStore
 from missions.service.dispatch import Dispatcher
 from missions.service.lifecycle import Lifecycle
 from tests.support.aws import SerializedClient
@@ -98,7 +98,8 @@ def cloud(monkeypatch):
     from moto import mock_aws
 
     from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
-    from missions.adapters.dynamodb.store import DynamoMissionStore, table_definition
+    from missions.adapters.dynamodb.missions import DynamoMissionStore
+    from missions.adapters.dynamodb.tables import table_definition
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.setenv(name, "testing")

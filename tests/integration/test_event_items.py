@@ -1,7 +1,7 @@
 """How the DynamoDB event store lays a timeline out (moto): a batch is one item, compressed, placed by a
 conditional put after the last item (no counter item); big batches go in parts; timelines written one event
 an item are read and appended to. What the timeline means is the conformance suite's
-(tests/conformance/test_store_conformance.py); this is what it costs."""
+(tests/conformance/test_event_store_conformance.py); this is what it costs."""
 
 from __future__ import annotations
 
@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
-from missions.adapters.dynamodb.store import DynamoEventStore, table_definition
+from missions.adapters.dynamodb.events import DynamoEventStore
+from missions.adapters.dynamodb.tables import table_definition
 from missions.core.costing import item_size, write_units
 from missions.core.events import Event, EventType
 from missions.core.specs import EVENTS
-from missions.ports.store import event_position
+from missions.ports.events import event_position
 from tests.support.aws import SerializedClient, use_fake_aws
 
 TABLE = "test-events"

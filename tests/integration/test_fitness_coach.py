@@ -20,7 +20,7 @@ from missions.core import capability as registry
 from missions.core.envelope import Envelope, InterruptKind
 from missions.core.llm import LLMRequest, LLMResult
 from missions.local.emulation import LocalCloud
-from missions.ports.store import InterruptRecord
+from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import stage_history
 
 CAPABILITY = "fitness_coach"

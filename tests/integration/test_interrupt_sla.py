@@ -9,7 +9,7 @@ from functions.sla.handler import lambda_handler
 from missions.core.envelope import InterruptKind
 from missions.local.emulation import LocalCloud
 from missions.local.moto import LocalContext
-from missions.ports.store import InterruptRecord
+from missions.ports.interrupts import InterruptRecord
 
 
 def _question(mission_id: str, hours_ago: float) -> InterruptRecord:

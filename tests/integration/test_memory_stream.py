@@ -10,7 +10,7 @@ import pytest
 from moto import mock_aws
 
 from missions.adapters.dynamodb.longterm import DynamoLongTermMemory, change_from_stream_record
-from missions.adapters.dynamodb.store import table_definition
+from missions.adapters.dynamodb.tables import table_definition
 from missions.core.specs import MEMORY
 
 REGION = "us-east-1"

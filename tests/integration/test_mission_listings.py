@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from missions.adapters.dynamodb.missions_query import DynamoMissionsByCapability
-from missions.adapters.dynamodb.store import DynamoMissionStore, _serialize, table_definition
+from missions.adapters.dynamodb._items import serialize
+from missions.adapters.dynamodb.missions import DynamoMissionsByCapability, DynamoMissionStore
+from missions.adapters.dynamodb.tables import table_definition
 from missions.core.costing import item_size, write_units
 from missions.core.specs import ALL, MISSIONS
-from missions.ports.store import MissionRecord, MissionSummary
+from missions.ports.missions import MissionRecord, MissionSummary
 from tests.support.aws import use_fake_aws
 
 TABLE = "test-missions"
@@ -55,7 +56,7 @@ def test_an_old_stacks_records_and_indexes_list_as_their_summaries(old_table: An
         for n, status in enumerate(("completed", "running", "interrupted"))
     ]
     for record in old:
-        old_table.put_item(TableName=TABLE, Item=_serialize(record.model_dump(mode="json", exclude_none=True)))
+        old_table.put_item(TableName=TABLE, Item=serialize(record.model_dump(mode="json", exclude_none=True)))
     store = DynamoMissionStore(TABLE, client=old_table)
     # and one written since
     store.create(old[0].model_copy(update={"mission_id": "m-new", "created_at": "2025-02-01T00:00:00.000+00:00"}))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from missions.local.emulation import LocalCloud
-from missions.ports.store import lifecycle_of
+from missions.ports.missions import lifecycle_of
 from missions.service.retention import ARCHIVE_NAMESPACE
 from tests.integration.conftest import REPO_ROOT
 

@@ -18,7 +18,7 @@ from missions.core.capability import Capability
 from missions.core.envelope import Envelope, InterruptKind
 from missions.core.errors import AnswerRejected
 from missions.local.emulation import LocalCloud
-from missions.ports.store import InterruptRecord
+from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import stage_history
 from tests.integration.conftest import stage_tasks, with_capabilities
 

@@ -17,7 +17,7 @@ import pytest
 from missions.core.envelope import Envelope, InterruptKind
 from missions.core.events import Event, EventType
 from missions.local.emulation import LocalCloud
-from missions.ports.store import InterruptRecord
+from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import states
 
 WAIT = 60.0

@@ -12,7 +12,7 @@ import pytest
 from moto import mock_aws
 
 from missions.adapters.dynamodb.schedules import COUNT_KEY, DynamoScheduleStore
-from missions.adapters.dynamodb.store import table_definition
+from missions.adapters.dynamodb.tables import table_definition
 from missions.adapters.scheduler import EventBridgeScheduler
 from missions.core.errors import NotFound, ScheduleLimitReached
 from missions.core.schedules import Firing, ScheduleRecord

@@ -19,14 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from missions.adapters.llm.scripted import ScriptedProvider
+from missions.adapters.memory.artifacts import MemoryArtifactStore
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
+from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.longterm import InMemoryLongTermMemory
-from missions.adapters.memory.store import (
-    MemoryArtifactStore,
-    MemoryBlobStore,
-    MemoryCheckpointStore,
-    MemoryEventStore,
-    MemoryMissionStore,
-)
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.adapters.sandbox_local import LocalSandbox
 from missions.core import capability as registry
 from missions.core.capability import Capability
@@ -37,7 +35,7 @@ from missions.core.requests import MissionRequest
 from missions.core.roots import AllowedRoots
 from missions.core.triggers import TriggerSource
 from missions.ports.agents import UsageStore
-from missions.ports.store import MissionRecord
+from missions.ports.missions import MissionRecord
 from missions.service.agents import AgentConfigs
 from missions.service.checkpoints import stage_history, states
 from missions.service.launcher import build_envelope

@@ -10,21 +10,17 @@ import json
 from typing import Any
 
 from missions.adapters.memory.agents import InMemoryAgentStore, InMemoryUsageStore
+from missions.adapters.memory.artifacts import MemoryArtifactStore
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
+from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.idempotency import MemoryIdempotencyLayer
+from missions.adapters.memory.interrupts import MemoryInterruptStore
 from missions.adapters.memory.learnings import InMemoryLearningsStore
 from missions.adapters.memory.longterm import InMemoryLongTermMemory
-from missions.adapters.memory.store import (
-    InMemoryMissionsByCapability,
-    MemoryArtifactStore,
-    MemoryBlobStore,
-    MemoryCheckpointStore,
-    MemoryEventStore,
-    MemoryInterruptStore,
-    MemoryMissionStore,
-    MemoryRepositoryStore,
-    MemorySnapshotStore,
-)
+from missions.adapters.memory.missions import InMemoryMissionsByCapability, MemoryMissionStore
+from missions.adapters.memory.repositories import MemoryRepositoryStore, MemorySnapshotStore
 from missions.adapters.memory.webhooks import InMemoryDeliveryStore, StaticWebhookSources
 from missions.app.runtime import Runtime
 from missions.core import capability as registry
@@ -32,7 +28,7 @@ from missions.core.errors import TaskGone
 from missions.core.llm import LLMProvider
 from missions.core.offload import EnvelopeCodec
 from missions.core.settings import RuntimeSettings
-from missions.ports.store import Checkpoint
+from missions.ports.checkpoints import Checkpoint
 
 ACCOUNT_ARN = "arn:aws:states:us-east-1:123456789012"
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from missions.adapters.memory.store import MemoryMissionStore
-from missions.ports.store import MissionRecord
+from missions.adapters.memory.missions import MemoryMissionStore
+from missions.ports.missions import MissionRecord
 from missions.service.accounts import ERASED_REASON, AccountService
 
 

@@ -12,7 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from missions.adapters.memory.conversations import InMemoryConversationStore
-from missions.adapters.memory.store import MemoryEventStore, MemoryInterruptStore, MemoryMissionStore
+from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.interrupts import MemoryInterruptStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.chat import (
     MAX_GOAL_CHARS,
     MAX_REQUEST_BYTES,
@@ -28,7 +30,8 @@ from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.events import Event, EventType
 from missions.core.requests import MissionRequest
 from missions.core.status import TERMINAL, MissionStatus
-from missions.ports.store import InterruptRecord, MissionRecord
+from missions.ports.interrupts import InterruptRecord
+from missions.ports.missions import MissionRecord
 from missions.service.chat import ChatService, Progress, Reply
 from missions.service.lifecycle import Lifecycle
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from missions.adapters.memory.store import MemoryCheckpointStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.core import capability as registry
 from missions.core.checkpoints import (
     MACHINE_FIELDS,
@@ -25,7 +25,7 @@ from missions.core.checkpoints import (
 )
 from missions.core.compiler import compile_mission, compile_pipeline
 from missions.core.envelope import StageRecord
-from missions.ports.store import Checkpoint
+from missions.ports.checkpoints import Checkpoint
 from missions.service.checkpoints import records_of, stage_history, state_at, states
 
 # -- JSON values, as encoded envelopes hold them ----------------------------------------------

@@ -92,7 +92,7 @@ def test_the_handler_parses_cloudformations_event_and_replies_through_the_runtim
     import boto3
     from moto import mock_aws
 
-    from missions.adapters.dynamodb.store import table_definition
+    from missions.adapters.dynamodb.tables import table_definition
 
     # Given the deploy function on an agents table of its own (moto)
     use_fake_aws(monkeypatch)

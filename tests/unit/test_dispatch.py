@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
-from missions.adapters.memory.store import MemoryMissionStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.envelope import Envelope
 from missions.core.errors import MissionRequestError, NotFound
 from missions.core.requests import MissionRequest

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from missions.adapters.memory.store import MemoryBlobStore
+from missions.adapters.memory.blobs import MemoryBlobStore
 from missions.core.envelope import (
     INLINE_FIELDS,
     Bounds,

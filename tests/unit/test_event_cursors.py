@@ -1,4 +1,4 @@
-"""Event positions and the cursors clients hold (missions.ports.store, missions.app.cursors)."""
+"""Event positions and the cursors clients hold (missions.ports.events, missions.app.cursors)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from missions.app.cursors import BadCursor, decode_position, encode_position
-from missions.ports.store import event_position, parse_position
+from missions.ports.events import event_position, parse_position
 
 PLACES = st.tuples(st.integers(1, 10**12 - 1), st.integers(0, 999_999))
 

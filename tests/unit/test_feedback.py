@@ -11,15 +11,16 @@ from pydantic import ValidationError
 
 from missions.adapters.dynamodb.learnings import DynamoLearningsStore
 from missions.adapters.llm.scripted import ScriptedProvider
+from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.learnings import InMemoryLearningsStore
 from missions.adapters.memory.longterm import InMemoryLongTermMemory
-from missions.adapters.memory.store import MemoryEventStore, MemoryMissionStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.errors import ConflictError, NotFound
 from missions.core.events import Event, EventType
 from missions.core.llm import LLMError, LLMRequest, LLMResult
 from missions.core.preferences import Preference, PreferenceExtraction, offline_preference_policy
 from missions.core.specs import LEARNINGS
-from missions.ports.store import MissionRecord
+from missions.ports.missions import MissionRecord
 from missions.service.feedback import (
     FEEDBACK_COMPLAINT,
     FEEDBACK_RECEIVED,
@@ -297,7 +298,7 @@ def dynamo_client(monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.adapters.dynamodb.store import table_definition
+    from missions.adapters.dynamodb.tables import table_definition
 
     use_fake_aws(monkeypatch)
     with mock_aws():

@@ -14,14 +14,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
+from missions.adapters.memory.blobs import MemoryBlobStore
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
-from missions.adapters.memory.store import (
-    MemoryBlobStore,
-    MemoryCheckpointStore,
-    MemoryEventStore,
-    MemoryInterruptStore,
-    MemoryMissionStore,
-)
+from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.interrupts import MemoryInterruptStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core import capability as registry
 from missions.core.checkpoints import diff
 from missions.core.envelope import InterruptKind
@@ -30,7 +28,8 @@ from missions.core.events import EventType
 from missions.core.offload import EnvelopeCodec
 from missions.core.requests import MissionRequest
 from missions.core.status import TERMINAL, MissionStatus
-from missions.ports.store import Checkpoint, InterruptRecord
+from missions.ports.checkpoints import Checkpoint
+from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import state_at
 from missions.service.control import MissionControl
 from missions.service.launcher import Launcher

@@ -4,11 +4,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from missions.adapters.memory.store import MemoryMissionStore
+from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core import capability as registry
 from missions.core.errors import ConflictError, TransitionRefused
 from missions.core.status import ALLOWED_FROM, TERMINAL, MissionStatus
-from missions.ports.store import LIFECYCLE, MissionRecord, lifecycle_of
+from missions.ports.missions import LIFECYCLE, MissionRecord, lifecycle_of
 from missions.service.lifecycle import Lifecycle
 
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from missions.adapters.dynamodb.missions_query import DynamoMissionsByCapability
-from missions.adapters.memory.store import InMemoryMissionsByCapability, MemoryMissionStore
+from missions.adapters.dynamodb.missions import DynamoMissionsByCapability
+from missions.adapters.memory.missions import InMemoryMissionsByCapability, MemoryMissionStore
 from missions.core.envelope import utcnow
 from missions.core.specs import MISSIONS
 from missions.ports.learnings import Learnings
-from missions.ports.store import MissionRecord, MissionSummary
+from missions.ports.missions import MissionRecord, MissionSummary
 from missions.service.metrics import mission_metrics, window_start
 from tests.support.aws import use_fake_aws
 
@@ -195,7 +195,8 @@ def test_dynamo_query_reads_the_by_capability_index_across_pages(monkeypatch):
     import boto3
     from moto import mock_aws
 
-    from missions.adapters.dynamodb.store import DynamoMissionStore, table_definition
+    from missions.adapters.dynamodb.missions import DynamoMissionStore
+    from missions.adapters.dynamodb.tables import table_definition
 
     use_fake_aws(monkeypatch)
     with mock_aws():

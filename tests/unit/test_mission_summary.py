@@ -1,9 +1,9 @@
-"""What listings show of a mission (missions.ports.store.MissionSummary): a running one where it is, a
+"""What listings show of a mission (missions.ports.missions.MissionSummary): a running one where it is, a
 stopped one where it stopped."""
 
 from __future__ import annotations
 
-from missions.ports.store import MissionRecord, MissionSummary, lifecycle_of, running_stage
+from missions.ports.missions import MissionRecord, MissionSummary, lifecycle_of, running_stage
 
 
 def _record(status: str, **fields: object) -> MissionRecord:

@@ -16,7 +16,7 @@ from missions.app import observability
 from missions.core.envelope import Counters
 from missions.core.requests import MissionRequest
 from missions.local.moto import LocalContext
-from missions.ports.store import MissionRecord
+from missions.ports.missions import MissionRecord
 from missions.service.launcher import build_envelope
 from tests.support.fakes import memory_runtime
 

@@ -19,7 +19,7 @@ from missions.core.envelope import InterruptKind, InterruptResponse, Resume
 from missions.core.errors import NotFound
 from missions.core.requests import MissionRequest
 from missions.core.status import MissionStatus
-from missions.ports.store import InterruptRecord
+from missions.ports.interrupts import InterruptRecord
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import memory_runtime
 

@@ -181,9 +181,9 @@ def test_a_step_functions_cause_is_absorbed_without_the_key():
 
 
 def test_a_terminal_reason_is_written_without_the_key():
-    from missions.adapters.memory.store import MemoryMissionStore
+    from missions.adapters.memory.missions import MemoryMissionStore
     from missions.core.status import MissionStatus
-    from missions.ports.store import MissionRecord
+    from missions.ports.missions import MissionRecord
     from missions.service.lifecycle import Lifecycle
 
     missions = MemoryMissionStore()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from dulwich import porcelain
 
-from missions.adapters.memory.store import MemoryRepositoryStore, MemorySnapshotStore
+from missions.adapters.memory.repositories import MemoryRepositoryStore, MemorySnapshotStore
 from missions.core.errors import DependencyUnavailable, NotFound, RepositoryConflict, RepositoryRequestError
 from missions.core.refs import SHARED_OWNER, RepositoryRef
 from missions.core.roots import AllowedRoots

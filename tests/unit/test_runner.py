@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from missions.adapters.memory.store import MemoryEventStore
+from missions.adapters.memory.events import MemoryEventStore
 from missions.core import capability as registry
 from missions.core.capability import Capability, Ctx, stage
 from missions.core.envelope import Envelope, InterruptKind
@@ -20,7 +20,7 @@ from missions.core.pipeline import AgentConfig, EdgeLimit, ParallelGroup, Routin
 from missions.core.requests import MissionRequest
 from missions.core.stages import StageFunction
 from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
-from missions.ports.store import MissionRecord
+from missions.ports.missions import MissionRecord
 from missions.service.checkpoints import state_at, states
 from missions.service.launcher import build_envelope
 from missions.service.runner import StageRunner

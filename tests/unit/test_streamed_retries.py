@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from missions.adapters.llm.resilient import Answer, ResilientProvider, RetryableCall
-from missions.adapters.memory.store import MemoryEventStore
+from missions.adapters.memory.events import MemoryEventStore
 from missions.core.events import EventType
 from missions.core.llm import LLMRequest
 from missions.core.pricing import Price

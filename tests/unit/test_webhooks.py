@@ -442,7 +442,7 @@ def dynamodb(monkeypatch: pytest.MonkeyPatch):
     import boto3
     from moto import mock_aws
 
-    from missions.adapters.dynamodb.store import table_definition
+    from missions.adapters.dynamodb.tables import table_definition
 
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")

@@ -29,25 +29,21 @@ if TYPE_CHECKING:
     from missions.core.llm import LLMProvider
     from missions.core.settings import RuntimeSettings
     from missions.ports.agents import AgentStore, UsageStore
+    from missions.ports.artifacts import ArtifactStore
     from missions.ports.bus import EventBus
+    from missions.ports.checkpoints import CheckpointStore
     from missions.ports.conversations import ConversationStore
     from missions.ports.deployment import DeploymentReplies
     from missions.ports.dispatch import DispatchStore
+    from missions.ports.events import EventStore
+    from missions.ports.executions import Executions
+    from missions.ports.interrupts import InterruptStore
     from missions.ports.learnings import LearningsStore
     from missions.ports.memory import Embedder, LongTermMemory
+    from missions.ports.missions import MissionsByCapability, MissionStore
+    from missions.ports.repositories import RepositoryStore, SnapshotStore
     from missions.ports.sandbox import Sandbox
     from missions.ports.secrets import SecretReader
-    from missions.ports.store import (
-        ArtifactStore,
-        CheckpointStore,
-        EventStore,
-        Executions,
-        InterruptStore,
-        MissionsByCapability,
-        MissionStore,
-        RepositoryStore,
-        SnapshotStore,
-    )
     from missions.ports.webhooks import DeliveryStore, WebhookSources
 
 
@@ -99,13 +95,13 @@ class Bindings:
 
     @cached_property
     def missions(self) -> MissionStore:
-        from missions.adapters.dynamodb.store import DynamoMissionStore
+        from missions.adapters.dynamodb.missions import DynamoMissionStore
 
         return DynamoMissionStore(self.settings.missions_table, client=self._client("dynamodb"))
 
     @cached_property
     def checkpoints(self) -> CheckpointStore:
-        from missions.adapters.dynamodb.store import DynamoCheckpointStore
+        from missions.adapters.dynamodb.checkpoints import DynamoCheckpointStore
 
         return DynamoCheckpointStore(
             self.settings.checkpoints_table, client=self._client("dynamodb"), ttl_seconds=self._ttl
@@ -113,25 +109,25 @@ class Bindings:
 
     @cached_property
     def events(self) -> EventStore:
-        from missions.adapters.dynamodb.store import DynamoEventStore
+        from missions.adapters.dynamodb.events import DynamoEventStore
 
         return DynamoEventStore(self.settings.events_table, client=self._client("dynamodb"), ttl_seconds=self._ttl)
 
     @cached_property
     def interrupts(self) -> InterruptStore:
-        from missions.adapters.dynamodb.store import DynamoInterruptStore
+        from missions.adapters.dynamodb.interrupts import DynamoInterruptStore
 
         return DynamoInterruptStore(self.settings.interrupts_table, client=self._client("dynamodb"))
 
     @cached_property
     def artifacts(self) -> ArtifactStore:
-        from missions.adapters.dynamodb.store import DynamoArtifactStore
+        from missions.adapters.dynamodb.artifacts import DynamoArtifactStore
 
         return DynamoArtifactStore(self._table("artifacts"), client=self._client("dynamodb"), ttl_seconds=self._ttl)
 
     @cached_property
     def codec(self) -> EnvelopeCodec:
-        from missions.adapters.dynamodb.store import DynamoBlobStore
+        from missions.adapters.dynamodb.blobs import DynamoBlobStore
 
         blobs = DynamoBlobStore(
             self.settings.checkpoints_table,
@@ -184,7 +180,7 @@ class Bindings:
 
     @cached_property
     def missions_by_capability(self) -> MissionsByCapability:
-        from missions.adapters.dynamodb.missions_query import DynamoMissionsByCapability
+        from missions.adapters.dynamodb.missions import DynamoMissionsByCapability
 
         return DynamoMissionsByCapability(self.settings.missions_table, client=self._client("dynamodb"))
 

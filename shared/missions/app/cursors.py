@@ -1,4 +1,4 @@
-"""An event's cursor as clients see it: its store position (`missions.ports.store.event_position`: its batch
+"""An event's cursor as clients see it: its store position (`missions.ports.events.event_position`: its batch
 and its index in it), URL-safe and opaque. GET /missions/{id}/events pages with it (`after`) and the event
 stream uses it as each event's id (`Last-Event-ID` resumes); it stays valid for as long as the event is kept."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 
-from missions.ports.store import parse_position
+from missions.ports.events import parse_position
 
 
 class BadCursor(ValueError):

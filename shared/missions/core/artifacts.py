@@ -45,7 +45,7 @@ def check_artifact(path: str, content: Any) -> None:
 
 
 class Artifacts(Protocol):
-    """What a stage may do with its mission's artifacts (missions.ports.store.ArtifactStore is one)."""
+    """What a stage may do with its mission's artifacts (missions.ports.artifacts.ArtifactStore is one)."""
 
     def put(self, mission_id: str, path: str, content: Any, *, stage: str = "", written_by: str = "") -> Artifact:
         """A new version of `path`; if the latest version has the same `written_by`, that one (a retry)."""

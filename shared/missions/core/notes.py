@@ -2,7 +2,7 @@
 
 A note is stored on the mission's record (at most `MAX_NOTES`, each at most `MAX_NOTE_CHARS`), and
 only while the mission has not ended. No stage reads the record for it: the write that records a
-stage's progress returns the record (missions.ports.store: `transition`), so the stage hands the notes
+stage's progress returns the record (missions.ports.missions: `transition`), so the stage hands the notes
 on in the envelope (`envelope.notes`, a field the state machine carries), as does the resume of a
 paused mission. The next stage that starts receives those it has not seen (`deliver`): into its
 context under `notes`, and, for a mission that is a turn of a conversation, into the conversation's

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from missions.adapters.dynamodb.store import table_definition, time_to_live
+from missions.adapters.dynamodb.tables import table_definition, time_to_live
 from missions.app.runtime import Runtime
 from missions.core import capability as capability_registry
 from missions.core.compiler import MissionMachines, compile_mission, compile_pipeline, placeholders
@@ -43,7 +43,7 @@ from missions.core.specs import (
 from missions.core.status import TERMINAL as ENDED
 from missions.core.status import MissionStatus
 from missions.local import moto as moto_patches
-from missions.ports.store import MissionRecord
+from missions.ports.missions import MissionRecord
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.type_defs import HistoryEventTypeDef

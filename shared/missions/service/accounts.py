@@ -21,7 +21,7 @@ from missions.core.accounts import ErasureReport, export_lines
 from missions.core.errors import NotFound, TransitionRefused
 from missions.core.status import TERMINAL
 from missions.ports.accounts import MissionIndex, PersonalStore
-from missions.ports.store import MissionRecord, MissionStore
+from missions.ports.missions import MissionRecord, MissionStore
 
 log = logging.getLogger(__name__)
 

@@ -43,7 +43,9 @@ from missions.core.requests import MissionRequest
 from missions.core.status import TERMINAL, MissionStatus
 from missions.core.triggers import TriggerSource
 from missions.ports.conversations import ConversationStore, VersionConflict
-from missions.ports.store import EventStore, InterruptRecord, InterruptStore, MissionRecord, MissionStore, running_stage
+from missions.ports.events import EventStore
+from missions.ports.interrupts import InterruptRecord, InterruptStore
+from missions.ports.missions import MissionRecord, MissionStore, running_stage
 from missions.service.interrupts import waiting_question
 
 POLL_SECONDS = 0.25

@@ -12,7 +12,7 @@ from typing import Any
 
 from missions.core.checkpoints import SNAPSHOT_EVERY, CheckpointChainBroken, fold
 from missions.core.envelope import StageRecord
-from missions.ports.store import Checkpoint, CheckpointStore
+from missions.ports.checkpoints import Checkpoint, CheckpointStore
 
 # a chain longer than this between a checkpoint and its snapshot is not one this runtime wrote
 MAX_CHAIN = 4 * SNAPSHOT_EVERY

@@ -21,7 +21,10 @@ from missions.core.events import Event, EventType
 from missions.core.notes import MAX_NOTES, Note
 from missions.core.status import NOT_STARTED, NOTEABLE, TERMINAL, MissionStatus
 from missions.ports.dispatch import ResumeTicket
-from missions.ports.store import EventStore, Executions, InterruptStore, MissionRecord, MissionStore
+from missions.ports.events import EventStore
+from missions.ports.executions import Executions
+from missions.ports.interrupts import InterruptStore
+from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
 

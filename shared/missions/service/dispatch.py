@@ -75,7 +75,7 @@ from missions.core.requests import MissionRequest
 from missions.core.status import TERMINAL, MissionStatus
 from missions.core.triggers import Priority
 from missions.ports.dispatch import NO_DEADLINE, Claim, DispatchStore, QueueEntry, ResumeTicket
-from missions.ports.store import MissionRecord, MissionStore
+from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)

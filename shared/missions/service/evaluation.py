@@ -18,7 +18,8 @@ from missions.core.capability import Registry, UnknownCapability
 from missions.core.evaluation import Evaluation, evaluate, summary
 from missions.core.events import Event, EventType
 from missions.core.status import MissionStatus
-from missions.ports.store import EventStore, MissionRecord, MissionsByCapability, MissionStore, MissionSummary
+from missions.ports.events import EventStore
+from missions.ports.missions import MissionRecord, MissionsByCapability, MissionStore, MissionSummary
 
 log = logging.getLogger(__name__)
 

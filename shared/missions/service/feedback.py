@@ -25,9 +25,10 @@ from missions.core.llm import LLMError, LLMProvider, LLMRequest
 from missions.core.memory import PREFERENCES, MemoryItem, Namespace
 from missions.core.preferences import Preference, PreferenceExtraction, combine, fold, union
 from missions.core.status import TERMINAL
+from missions.ports.events import EventStore
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import LongTermMemory
-from missions.ports.store import EventStore, MissionRecord, MissionStore
+from missions.ports.missions import MissionRecord, MissionStore
 
 _log = logging.getLogger(__name__)
 

@@ -17,14 +17,9 @@ from missions.core.envelope import InterruptResponse, Resume
 from missions.core.errors import AnswerRejected, ConflictError, NotFound, StageRequestError, TaskGone, TransitionRefused
 from missions.core.events import Event, EventType
 from missions.core.status import MissionStatus
-from missions.ports.store import (
-    EventStore,
-    InterruptRecord,
-    InterruptStore,
-    MissionRecord,
-    MissionStore,
-    MissionSummary,
-)
+from missions.ports.events import EventStore
+from missions.ports.interrupts import InterruptRecord, InterruptStore
+from missions.ports.missions import MissionRecord, MissionStore, MissionSummary
 from missions.service.lifecycle import Lifecycle
 
 if TYPE_CHECKING:

@@ -35,9 +35,12 @@ from missions.core.offload import EnvelopeCodec
 from missions.core.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
 from missions.core.requests import ForkSource, MissionRequest, one_line
 from missions.core.triggers import TriggerSource
+from missions.ports.checkpoints import CheckpointStore
 from missions.ports.conversations import ConversationStore
 from missions.ports.dispatch import DispatchStore, QueueEntry, ResumeTicket
-from missions.ports.store import CheckpointStore, Executions, InterruptRecord, MissionRecord, MissionStore
+from missions.ports.executions import Executions
+from missions.ports.interrupts import InterruptRecord
+from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.agents import AgentConfigs
 from missions.service.checkpoints import state_at
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for

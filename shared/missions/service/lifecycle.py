@@ -23,7 +23,7 @@ from missions.core.envelope import utcnow
 from missions.core.redaction import redact
 from missions.core.status import ACTIVE, ALLOWED_FROM, NOT_STARTED
 from missions.core.status import MissionStatus as S
-from missions.ports.store import MissionRecord, MissionStore
+from missions.ports.missions import MissionRecord, MissionStore
 
 
 class Lifecycle:

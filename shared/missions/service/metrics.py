@@ -1,7 +1,7 @@
 """How a capability is doing: rates and averages over its recent missions.
 
 A pure function over mission records (no I/O), so the API, the CLI and tests compute exactly the
-same numbers; fetching the records is the job of `missions.adapters.dynamodb.missions_query`.
+same numbers; fetching the records is the job of a MissionsByCapability (missions.ports.missions).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from missions.core.status import TERMINAL, MissionStatus
 from missions.ports.learnings import Learnings
-from missions.ports.store import MissionRecord, MissionSummary
+from missions.ports.missions import MissionRecord, MissionSummary
 
 COMPLEXITY_LEVELS = (1, 2, 3)
 

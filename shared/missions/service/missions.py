@@ -14,9 +14,10 @@ from missions.core import capability as registry
 from missions.core.classification import Classification, classify_complexity, classify_offline, select_by_keywords
 from missions.core.errors import MissionRequestError
 from missions.core.llm import LLMError, LLMProvider, LLMRequest
+from missions.ports.events import EventStore
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import LongTermMemory
-from missions.ports.store import EventStore, MissionRecord, MissionsByCapability, MissionStore
+from missions.ports.missions import MissionRecord, MissionsByCapability, MissionStore
 from missions.service.feedback import Feedback, FeedbackOutcome, apply_feedback, preferences_for
 from missions.service.health import tool_health
 from missions.service.metrics import mission_metrics, window_start

@@ -16,9 +16,10 @@ from typing import Any
 from missions.core.errors import DependencyUnavailable, MissionRequestError
 from missions.core.notifications import Notice, finished, needs_you, valid_email
 from missions.core.status import MissionStatus
+from missions.ports.interrupts import InterruptRecord
 from missions.ports.memory import LongTermMemory
+from missions.ports.missions import MissionRecord
 from missions.ports.notifications import Notifications
-from missions.ports.store import InterruptRecord, MissionRecord
 from missions.service.missions import USERS_NAMESPACE
 
 KEY = "notifications"

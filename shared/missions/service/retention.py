@@ -16,8 +16,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from missions.core.status import MissionStatus
+from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX, CheckpointStore
 from missions.ports.memory import LongTermMemory
-from missions.ports.store import TOOL_JOURNAL_SUFFIX, CheckpointStore, MissionRecord, MissionStore
+from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)

@@ -29,22 +29,16 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from missions.adapters.dynamodb import dispatch as dispatch_layout
+from missions.adapters.dynamodb._items import batch_get, deserialize, query_all, write_batches
+from missions.adapters.dynamodb.artifacts import DynamoArtifactStore
+from missions.adapters.dynamodb.blobs import BLOB_PREFIX, blob_thread
+from missions.adapters.dynamodb.events import DynamoEventStore
 from missions.adapters.dynamodb.idempotency import user_partition
-from missions.adapters.dynamodb.store import (
-    BLOB_PREFIX,
-    DynamoArtifactStore,
-    DynamoEventStore,
-    DynamoInterruptStore,
-    _deserialize,
-    _query_all,
-    _write_batches,
-    batch_get,
-    blob_thread,
-    mission_record,
-)
+from missions.adapters.dynamodb.interrupts import DynamoInterruptStore
+from missions.adapters.dynamodb.missions import mission_record
 from missions.core.refs import SNAPSHOT_PREFIX, UPLOAD_PREFIX, owner_segment
 from missions.core.specs import CHECKPOINTS, DISPATCH, EVENTS, INTERRUPTS, MEMORY, REPOSITORIES, USAGE, TableSpec
-from missions.ports.store import TOOL_JOURNAL_SUFFIX
+from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX
 
 Record = tuple[str, dict[str, Any]]
 
@@ -67,7 +61,7 @@ class _Table:
         if keys_only:
             extra["ProjectionExpression"] = ", ".join(f"#k{i}" for i in range(len(self.spec.keys)))
             names.update({f"#k{i}": key for i, key in enumerate(self.spec.keys)})
-        return _query_all(
+        return query_all(
             self.client,
             TableName=self.name,
             KeyConditionExpression=condition,
@@ -79,7 +73,7 @@ class _Table:
 
     def indexed(self, index: str, attribute: str, value: str) -> list[dict[str, Any]]:
         """The entries of an index for one value (what it projects: at least the table's keys)."""
-        return _query_all(
+        return query_all(
             self.client,
             TableName=self.name,
             IndexName=index,
@@ -100,7 +94,7 @@ class _Table:
 
     def delete(self, items: list[dict[str, Any]]) -> int:
         requests: list[Any] = [{"DeleteRequest": {"Key": self.key(item)}} for item in items]
-        _write_batches(self.client, self.name, requests)
+        write_batches(self.client, self.name, requests)
         return len(requests)
 
 
@@ -226,7 +220,7 @@ class MissionUsage:
             for raw in self._table.partition(f"mission#{mission_id}"):
                 yield "model_call", json.loads(raw["body"]["S"])
         for raw in self._table.partition(f"totals#{user_id}"):
-            yield "usage_total", {k: v for k, v in _deserialize(raw).items() if k not in ("pk",)}
+            yield "usage_total", {k: v for k, v in deserialize(raw).items() if k not in ("pk",)}
 
     def erase(self, user_id: str, mission_ids: Sequence[str]) -> int:
         return self._table.delete_partitions([*(f"mission#{m}" for m in mission_ids), f"totals#{user_id}"])
@@ -250,7 +244,7 @@ class UserDispatch:
 
     def export(self, user_id: str, mission_ids: Sequence[str]) -> Iterator[Record]:
         for raw in self._items(user_id):
-            item = _deserialize(raw)
+            item = deserialize(raw)
             if "entry" in item:
                 yield "queued", json.loads(item["entry"])
 
@@ -285,7 +279,7 @@ class UserMemory:
 
     def export(self, user_id: str, mission_ids: Sequence[str]) -> Iterator[Record]:
         for raw in self._table.whole(self._table.indexed(self.INDEX, "user_id", user_id)):
-            item = _deserialize(raw)
+            item = deserialize(raw)
             yield (
                 "memory",
                 {
@@ -314,7 +308,7 @@ class UserRepositories:
 
     def export(self, user_id: str, mission_ids: Sequence[str]) -> Iterator[Record]:
         for raw in self._table.indexed(self.INDEX, "owner", user_id):
-            yield "repository", _deserialize(raw)
+            yield "repository", deserialize(raw)
 
     def erase(self, user_id: str, mission_ids: Sequence[str]) -> int:
         erased = 0
@@ -336,7 +330,7 @@ class UserIdempotencyRecords:
 
     def export(self, user_id: str, mission_ids: Sequence[str]) -> Iterator[Record]:
         for raw in self._table.partition(user_partition(user_id)):
-            yield "idempotency_record", _deserialize(raw)
+            yield "idempotency_record", deserialize(raw)
 
     def erase(self, user_id: str, mission_ids: Sequence[str]) -> int:
         return self._table.delete(self._table.partition(user_partition(user_id), keys_only=True))

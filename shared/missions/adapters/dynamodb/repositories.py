@@ -11,10 +11,10 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from missions.adapters.dynamodb.store import _condition_failed, _deserialize, _query_all, _serialize, _value
+from missions.adapters.dynamodb._items import attribute_value, condition_failed, deserialize, query_all, serialize
 from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError, NotFound
-from missions.ports.store import RepositoryRecord, RepositorySnapshot, RepositoryStatus
+from missions.ports.repositories import RepositoryRecord, RepositorySnapshot, RepositoryStatus
 
 
 class DynamoRepositoryStore:
@@ -28,11 +28,11 @@ class DynamoRepositoryStore:
         try:
             self._client.put_item(
                 TableName=self.table_name,
-                Item=_serialize(record.model_dump(mode="json", exclude_none=True)),
+                Item=serialize(record.model_dump(mode="json", exclude_none=True)),
                 ConditionExpression="attribute_not_exists(repository_id)",
             )
         except ClientError as exc:
-            if _condition_failed(exc):
+            if condition_failed(exc):
                 raise ConflictError(f"repository {record.repository_id} exists") from None
             raise
 
@@ -42,10 +42,10 @@ class DynamoRepositoryStore:
         )
         if "Item" not in response:
             raise NotFound(f"repository {repository_id}")
-        return RepositoryRecord.model_validate(_deserialize(response["Item"]))
+        return RepositoryRecord.model_validate(deserialize(response["Item"]))
 
     def list_for_owner(self, owner: str, limit: int = 100) -> list[RepositoryRecord]:
-        items = _query_all(
+        items = query_all(
             self._client,
             TableName=self.table_name,
             IndexName=self.INDEX,
@@ -54,7 +54,7 @@ class DynamoRepositoryStore:
             ExpressionAttributeValues={":o": {"S": owner}},
             ScanIndexForward=False,
         )
-        return [RepositoryRecord.model_validate(_deserialize(item)) for item in items[:limit]]
+        return [RepositoryRecord.model_validate(deserialize(item)) for item in items[:limit]]
 
     def update(self, repository_id: str, *, expect_status: str | None = None, **fields: Any) -> RepositoryRecord:
         unknown = set(fields) - set(RepositoryRecord.model_fields)
@@ -71,7 +71,7 @@ class DynamoRepositoryStore:
         if removed:
             expression += " REMOVE " + ", ".join(f"#f{i}" for i in removed)
         condition = "attribute_exists(repository_id)"
-        attr_values = {f":v{i}": _value(values[changed[i]]) for i in kept}
+        attr_values = {f":v{i}": attribute_value(values[changed[i]]) for i in kept}
         if expect_status is not None:
             condition += " AND #status = :expected"
             names["#status"] = "status"
@@ -86,7 +86,7 @@ class DynamoRepositoryStore:
                 ExpressionAttributeValues=attr_values,
             )
         except ClientError as exc:
-            if _condition_failed(exc):
+            if condition_failed(exc):
                 latest = self.get(repository_id)  # NotFound if it was deleted meanwhile
                 raise ConflictError(f"repository {repository_id} is {latest.status}, not {expect_status}") from None
             raise
@@ -108,7 +108,7 @@ class DynamoRepositoryStore:
                     "(revision = :seen OR (attribute_not_exists(revision) AND :seen = :zero))",
                     ExpressionAttributeNames={"#status": "status"},
                     ExpressionAttributeValues={
-                        ":s": _value([s.model_dump(mode="json", exclude_none=True) for s in snapshots]),
+                        ":s": attribute_value([s.model_dump(mode="json", exclude_none=True) for s in snapshots]),
                         ":ready": {"S": RepositoryStatus.READY},
                         ":now": {"S": now},
                         ":seen": {"N": str(current.revision)},
@@ -117,7 +117,7 @@ class DynamoRepositoryStore:
                     },
                 )
             except ClientError as exc:
-                if _condition_failed(exc):
+                if condition_failed(exc):
                     continue
                 raise
             return current.model_copy(
@@ -139,6 +139,6 @@ class DynamoRepositoryStore:
                 ConditionExpression="attribute_exists(repository_id)",
             )
         except ClientError as exc:
-            if _condition_failed(exc):
+            if condition_failed(exc):
                 raise NotFound(f"repository {repository_id}") from None
             raise

@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from missions.adapters.dynamodb.store import _condition_failed, _query_all, _write_batches
+from missions.adapters.dynamodb._items import condition_failed, query_all, write_batches
 from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError, NotFound, ScheduleLimitReached
 from missions.core.schedules import Firing, ScheduleRecord, ScheduleState
@@ -45,7 +45,7 @@ class DynamoScheduleStore:
         return self._read(user_id, schedule_id)[0]
 
     def list(self, user_id: str) -> list[ScheduleRecord]:
-        items = _query_all(
+        items = query_all(
             self._client,
             TableName=self.table_name,
             KeyConditionExpression="user_id = :u AND begins_with(schedule_id, :s)",
@@ -110,7 +110,7 @@ class DynamoScheduleStore:
                     ExpressionAttributeValues={":read": {"N": str(version)}},
                 )
             except ClientError as exc:
-                if not _condition_failed(exc):
+                if not condition_failed(exc):
                     raise
                 continue  # changed (or deleted) meanwhile: read it again
             return changed
@@ -144,7 +144,7 @@ class DynamoScheduleStore:
         return True
 
     def delete_all(self, user_id: str) -> int:
-        keys = _query_all(
+        keys = query_all(
             self._client,
             TableName=self.table_name,
             KeyConditionExpression="user_id = :u",
@@ -152,7 +152,7 @@ class DynamoScheduleStore:
             ProjectionExpression="user_id, schedule_id",
             ConsistentRead=True,
         )
-        _write_batches(self._client, self.table_name, [{"DeleteRequest": {"Key": key}} for key in keys])
+        write_batches(self._client, self.table_name, [{"DeleteRequest": {"Key": key}} for key in keys])
         return len(keys)
 
     @staticmethod

@@ -41,7 +41,7 @@ from missions.core.errors import (
     ScheduleRejected,
 )
 from missions.core.redaction import redact
-from missions.ports.store import MissionRecord
+from missions.ports.missions import MissionRecord
 
 if TYPE_CHECKING:
     from missions.app.runtime import Runtime

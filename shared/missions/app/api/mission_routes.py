@@ -43,7 +43,7 @@ from missions.core.evaluation import Evaluation
 from missions.core.requests import MissionRequest
 from missions.core.status import TERMINAL, MissionStatus
 from missions.core.triggers import TriggerSource
-from missions.ports.store import MissionRecord, MissionSummary, lifecycle_of, running_stage
+from missions.ports.missions import MissionRecord, MissionSummary, lifecycle_of, running_stage
 from missions.service.checkpoints import records_of
 from missions.service.interrupts import waiting_question
 

@@ -12,7 +12,7 @@ from missions.app.api.edge import app, current_user, is_operator, responses, run
 from missions.app.api.models import ImportBody, RepositoryCreate, RepositoryList, RepositoryView
 from missions.core.errors import NotFound
 from missions.core.refs import SHARED_OWNER
-from missions.ports.store import RepositoryRecord, RepositoryStatus
+from missions.ports.repositories import RepositoryRecord, RepositoryStatus
 
 _REPOSITORY = "/repositories/<repository_id>"
 

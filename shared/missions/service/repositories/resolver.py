@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from missions.core.errors import NotFound
 from missions.core.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryRef
 from missions.core.roots import AllowedRoots, PathRefused
-from missions.ports.store import RepositoryRecord, RepositorySnapshot, RepositoryStore
+from missions.ports.repositories import RepositoryRecord, RepositorySnapshot, RepositoryStore
 
 MAX_REF_CHARS = 250
 

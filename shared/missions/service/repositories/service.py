@@ -25,7 +25,13 @@ from missions.core.errors import DependencyUnavailable, NotFound, RepositoryConf
 from missions.core.redaction import redact
 from missions.core.refs import SHARED_OWNER, SNAPSHOT_PREFIX, owner_segment, upload_key
 from missions.core.roots import AllowedRoots, PathRefused
-from missions.ports.store import RepositoryRecord, RepositorySnapshot, RepositoryStatus, RepositoryStore, SnapshotStore
+from missions.ports.repositories import (
+    RepositoryRecord,
+    RepositorySnapshot,
+    RepositoryStatus,
+    RepositoryStore,
+    SnapshotStore,
+)
 
 UPLOAD_FORMATS = ("tar.gz", "zip")
 UPLOAD_URL_SECONDS = 900

@@ -16,9 +16,13 @@ from missions.core.offload import EnvelopeCodec
 from missions.core.refs import Workspaces
 from missions.core.usage import UsageRecord
 from missions.ports.agents import UsageStore
+from missions.ports.artifacts import ArtifactStore
+from missions.ports.checkpoints import CheckpointStore
+from missions.ports.events import EventStore
+from missions.ports.interrupts import InterruptStore
 from missions.ports.memory import LongTermMemory
+from missions.ports.missions import MissionStore
 from missions.ports.sandbox import Sandbox
-from missions.ports.store import ArtifactStore, CheckpointStore, EventStore, InterruptStore, MissionStore
 
 if TYPE_CHECKING:
     from missions.service.conversations import ConversationService

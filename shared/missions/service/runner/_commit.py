@@ -14,7 +14,7 @@ from missions.core.errors import NON_RETRYABLE, NotFound, TransitionRefused
 from missions.core.events import Event, EventType
 from missions.core.pipeline import PipelineConfig
 from missions.core.status import MissionStatus
-from missions.ports.store import Checkpoint
+from missions.ports.checkpoints import Checkpoint
 from missions.service.checkpoints import state_at
 from missions.service.lifecycle import Lifecycle
 from missions.service.runner._base import Invocation, StageServices, preview

@@ -16,7 +16,7 @@ from missions.core.capability import Capability, StageContext, StageDefinitionEr
 from missions.core.events import Event, EventType
 from missions.core.llm import LLMBudgetExhausted, LLMError, LLMRequest, TransientLLMError
 from missions.core.usage import Outcome
-from missions.ports.store import EventStore
+from missions.ports.events import EventStore
 from missions.service.runner._agents import PinnedAgents
 from missions.service.runner._base import Invocation, StageServices
 from missions.service.runner._usage import UsageLedger

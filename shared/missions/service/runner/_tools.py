@@ -11,7 +11,7 @@ from missions.core.errors import NotFound
 from missions.core.events import EventType
 from missions.core.roots import AllowedRoots
 from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolEnv, ToolExecutor, call_id
-from missions.ports.store import TOOL_JOURNAL_SUFFIX, Checkpoint, CheckpointStore
+from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX, Checkpoint, CheckpointStore
 from missions.service.runner._base import Emit, StageServices, preview
 
 
