@@ -10,11 +10,13 @@ ENV ?= dev
 # machine has: the CDK CLI and the jsii runtime under the CDK library run on it in every target.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: demo dev test test-fast browser bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
+.PHONY: demo dev test check unit integration infra e2e browser bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
 
 help:
 	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
 	@echo "make test    run the whole test suite"
+	@echo "make check   the change-test loop: lint, types, unit and conformance tests (about a minute)"
+	@echo "make unit | integration | infra | e2e   one tier of the suite"
 	@echo "make dev     serve the HTTP API and the web page (http://127.0.0.1:PORT/) over the embedded emulation"
 	@echo "make browser make sure Chromium is on PATH for the browser tests (installs it with apt-get as root)"
 	@echo "make bench   run the benchmarks (writes .bench/results.json)"
@@ -70,8 +72,21 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update && apt-get install -y chromium; \
 	  else echo "the browser tests need Chromium on PATH: sudo apt-get install chromium (Debian/Ubuntu), then make test"; exit 1; fi; }
 
-test-fast: venv
+# The change-test loop: `lint` runs ruff, the import contracts and mypy itself, so the unit tests that
+# run those same tools (for `make test`, which CI runs) are left out here.
+LINT_TESTS := $(foreach t,import_linter_contracts_are_kept ruff_finds_nothing mypy_strict_finds_nothing,\
+	--deselect tests/unit/test_layering.py::test_$(t))
+check: lint
+	$(BIN)/python -m pytest tests/unit tests/conformance -n 2 $(LINT_TESTS)
+
+unit: venv
 	$(BIN)/python -m pytest tests/unit tests/conformance -n 2
+integration: venv
+	$(BIN)/python -m pytest tests/integration -n 2 --dist loadfile
+infra: venv node
+	$(BIN)/python -m pytest tests/infra -n 2 --dist loadfile
+e2e: venv node browser
+	$(BIN)/python -m pytest tests/e2e tests/browser -n 2 --dist loadfile
 
 bench: venv
 	$(BIN)/python -m bench.run
