@@ -173,7 +173,7 @@ def test_a_slow_house_times_out_within_the_deadline(fake: FakeHomeAssistant) -> 
 def test_a_bad_request_carries_HAs_message(fake: FakeHomeAssistant) -> None:
     with pytest.raises(HABadRequest) as raised:
         client(fake.url).render_template("{{ states('sensor.home_power') | nope }}")
-    assert "no filter named 'nope'" in str(raised.value)
+    assert "No filter named 'nope'" in str(raised.value)
 
 
 def test_a_missing_endpoint_says_so() -> None:
