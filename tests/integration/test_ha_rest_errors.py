@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
+from capabilities.home_assistant.dev.fake_server import FakeHomeAssistant, serve
+from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.ha import HABadRequest, HAError, HATokenRejected, HAUnknownEntity, HAUnreachable
-from capabilities.home_assistant.ha.fake_server import FakeHomeAssistant, serve
 from capabilities.home_assistant.ha.rest import RestHomeAssistant
-from capabilities.home_assistant.ha.sample import SampleHome
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.super-secret-long-lived-token.QWERTY123456"
 FACTS = SampleHome().facts

@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from capabilities.home_assistant.dev.templates import TemplateError, TemplateHome, render
 from capabilities.home_assistant.ha.port import State
-from capabilities.home_assistant.ha.templates import TemplateError, TemplateHome, render
 
 NOW = datetime(2025, 3, 14, 11, 0, tzinfo=UTC)
 
