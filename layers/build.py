@@ -70,16 +70,18 @@ def _capabilities_ignore(folder: str, names: list[str]) -> set[str]:
 
 
 def copy_sources(target: Path, include_development: bool = False) -> None:
-    """shared/missions and capabilities/ into the layer's python/ folder, development code left out
-    (`include_development`: the layer as it was before, which the bench compares with)."""
-    everything = shutil.ignore_patterns(*NEVER_SHIPPED)
+    """shared/missions and capabilities/ into the layer's python/ folder, development code left out.
+
+    `include_development`: as the layer was built before development code was left out (the web page
+    aside, which never shipped), for the bench to compare with; never for a deployment."""
+    before = shutil.ignore_patterns(*NEVER_SHIPPED, "web")
     shutil.copytree(
-        ROOT / "shared" / "missions", target / "missions", ignore=everything if include_development else _runtime_ignore
+        ROOT / "shared" / "missions", target / "missions", ignore=before if include_development else _runtime_ignore
     )
     shutil.copytree(
         ROOT / "capabilities",
         target / "capabilities",
-        ignore=everything if include_development else _capabilities_ignore,
+        ignore=shutil.ignore_patterns(*NEVER_SHIPPED) if include_development else _capabilities_ignore,
     )
 
 

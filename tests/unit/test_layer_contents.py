@@ -126,3 +126,14 @@ def test_home_assistant_without_a_connection_says_what_to_configure_in_aws(layer
     assert result.returncode == 0, result.stderr
     assert "HAError: no Home Assistant is configured" in result.stdout
     assert "connection in cdk.json" in result.stdout
+
+
+def test_the_bench_s_layer_before_is_the_layer_with_its_development_code(layer: Path, tmp_path: Path):
+    # Given the layer as it was built before development code was left out (what `make bench` compares with)
+    before = build(tmp_path / "before", sources_only=True, include_development=True) / "python"
+    # Then it is the shipped layer plus the development code, the web page aside (it never shipped)
+    added = sorted(set(_files(before)) - set(_files(layer)))
+    assert set(_files(layer)) <= set(_files(before))
+    assert "missions/local/emulation.py" in added
+    assert "capabilities/home_assistant/dev/sample_data.py" in added
+    assert not [f for f in added if "/web/" in f]
