@@ -51,6 +51,7 @@ HOME = TemplateHome(
         ("{{ state_attr('light.desk', 'brightness') }}", "128"),
         ("{{ state_attr('climate.hp', 'temperature') > 19 }}", "True"),
         ("{{ states.light.desk.state }} {{ states.light.desk.name }}", "on Desk"),
+        ("{{ states['light.desk'].state }} {{ states.light['hall'].state }}", "on off"),
         ("{{ states.light | map(attribute='entity_id') | join(', ') }}", "light.desk, light.hall"),
         ("{{ states.light | selectattr('state', 'eq', 'on') | list | count }}", "1"),
         ("{{ ['light.desk', 'light.hall'] | select('is_state', 'off') | list }}", "['light.hall']"),

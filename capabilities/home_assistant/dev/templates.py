@@ -142,9 +142,9 @@ class _DomainStates:
         return sum(1 for _ in self)
 
     def __getitem__(self, name: str) -> Any:
-        if self._domain is None:
+        if self._domain is None and "." not in name:
             return _DomainStates(self._home, name)
-        state = self._home.states.get(f"{self._domain}.{name}")
+        state = self._home.states.get(name if self._domain is None else f"{self._domain}.{name}")
         if state is None:
             raise KeyError(name)  # undefined, as HA's missing entity renders
         return TemplateState(state)
