@@ -19,12 +19,15 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+
+from bench import layer as layer_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / ".bench" / "results.json"
@@ -98,7 +101,7 @@ IMPORTS = {
     "non_llm_stage": "import handler, capabilities.code_analysis",
     "llm_stage": "import handler, capabilities.code_analysis, missions.adapters.llm.openai_provider",
 }
-STAGES = ("non_llm_stage", "llm_stage")  # also measured with the layer's sources only
+STAGES = ("non_llm_stage", "llm_stage")  # also measured with the layer's sources only, and the layer before
 LAMBDA_ARCHITECTURES = {"x86_64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}  # machine -> layers/build.py --arch
 
 
@@ -121,10 +124,14 @@ def runtime_distributions(root: str = "boto3") -> list[str]:
 
 
 def lambda_layout(into: Path) -> dict[str, list[Path]]:
-    """A Lambda-like sys.path per variant: "runtime" (the baseline's), "shipped" and "sources_only" (the stage
-    function's code, the layer, the runtime). Builds the real layer: pip fetches its wheels (PyPI or pip's cache)."""
+    """A Lambda-like sys.path per variant: "runtime" (the baseline's), "shipped", "sources_only" and "before"
+    (the stage function's code, the layer, the runtime; "before": the layer with its development code, as
+    it was built before, bench/layer.py). Builds the real layer: pip fetches its wheels (PyPI or pip's cache).
+    Where pip cannot (no pip, no network), the layer is built sources-only and its dependencies are this
+    venv's (the suite's versions, this machine's wheels): `import_times` says which it measured."""
     from importlib.metadata import distribution
 
+    from bench.layer import with_development
     from layers.build import build
 
     machine = platform.machine()
@@ -132,8 +139,14 @@ def lambda_layout(into: Path) -> dict[str, list[Path]]:
         raise RuntimeError(f"Lambda has no architecture for this machine ({machine}): its layer cannot be measured")
     task, runtime, stripped = into / "task", into / "runtime", into / "layer-sources-only"
     shutil.copytree(ROOT / "functions" / "stage", task, ignore=shutil.ignore_patterns("__pycache__"))
-    layer = build(into / "layer", arch=LAMBDA_ARCHITECTURES[machine]) / "python"
+    dependencies: list[Path] = []
+    try:
+        layer = build(into / "layer", arch=LAMBDA_ARCHITECTURES[machine]) / "python"
+    except subprocess.CalledProcessError:
+        layer = build(into / "layer", sources_only=True) / "python"
+        dependencies = [Path(sysconfig.get_paths()["purelib"])]
     shutil.copytree(layer, stripped, ignore=shutil.ignore_patterns("__pycache__"))
+    before = with_development(layer, into / "layer-before")
     for name in runtime_distributions():
         dist = distribution(name)
         for file in dist.files or []:
@@ -141,16 +154,23 @@ def lambda_layout(into: Path) -> dict[str, list[Path]]:
             if source.is_file() and not str(file).startswith(".."):  # not its scripts in the venv's bin/
                 (runtime / file).parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, runtime / file)  # with its mtime: pip's timestamp-checked pycs stay valid
-    return {"runtime": [runtime], "shipped": [task, layer, runtime], "sources_only": [task, stripped, runtime]}
+    return {
+        "runtime": [runtime],
+        "shipped": [task, layer, *dependencies, runtime],
+        "sources_only": [task, stripped, *dependencies, runtime],
+        "before": [task, before, *dependencies, runtime],
+    }
 
 
 def import_times() -> dict:
     """Medians of fresh processes, the statements interleaved so background noise hits all alike."""
     measured = [(name, "runtime" if name == "boto3" else "shipped") for name in IMPORTS]
-    measured += [(name, "sources_only") for name in STAGES]
+    measured += [(name, variant) for name in STAGES for variant in ("sources_only", "before")]
     runs: dict[tuple[str, str], list[float]] = {key: [] for key in measured}
     with tempfile.TemporaryDirectory(prefix="missions-bench-") as scratch:
         paths = lambda_layout(Path(scratch))
+        layers = layer_bench.compared(paths["before"][1], paths["shipped"][1])
+        with_dependencies = (paths["shipped"][1] / "pydantic").is_dir()
         for _ in range(IMPORT_RUNS):
             for name, variant in measured:
                 code = (
@@ -170,7 +190,8 @@ def import_times() -> dict:
         return round(median[(name, variant)] / base, 2)
 
     return {
-        "measured_as": f"Lambda-like sys.path; the layer built by layers/build.py for {platform.machine()}",
+        "measured_as": f"Lambda-like sys.path; the layer built by layers/build.py for {platform.machine()}"
+        + ("" if with_dependencies else ", sources only: its dependencies from this venv (pip could not build it)"),
         "boto3_ms": round(base * 1000, 1),
         "dependency_floor_ms": ms("dependency_floor"),
         "dependency_floor_ratio": ratio("dependency_floor"),
@@ -187,6 +208,12 @@ def import_times() -> dict:
         "non_llm_sources_only_ratio": ratio("non_llm_stage", "sources_only"),
         "llm_stage_sources_only_ms": ms("llm_stage", "sources_only"),
         "llm_sources_only_ratio": ratio("llm_stage", "sources_only"),
+        # the layer before its development code was left out (bench/layer.py), in the same run
+        "layer_with_dependencies": layers if with_dependencies else None,
+        "non_llm_stage_before_ms": ms("non_llm_stage", "before"),
+        "non_llm_import_ratio_before": ratio("non_llm_stage", "before"),
+        "llm_stage_before_ms": ms("llm_stage", "before"),
+        "llm_import_ratio_before": ratio("llm_stage", "before"),
     }
 
 
@@ -249,6 +276,7 @@ def main() -> None:
     results = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": sys.version.split()[0]}
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
+    results["layer"] = layer_bench.run()
     results["peak_rss_mb"] = peak_memory_mb()
     from bench import (
         agent_config,
@@ -339,6 +367,8 @@ def main() -> None:
         "import LLM stage handler, layer without bytecode",
         f"{imports['llm_stage_sources_only_ms']} ms ({imports['llm_sources_only_ratio']}x)",
     )
+    for measure, value in layer_bench.rows(results["layer"], imports):
+        table.add_row(measure, value)
     table.add_row("peak RSS: import + run 2 stages", f"{results['peak_rss_mb']} MB")
     for backend, figures in results["dispatch"].items():
         if isinstance(figures, dict) and "wall_seconds" in figures:

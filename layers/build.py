@@ -1,5 +1,13 @@
-"""Build the runtime layer: dependencies for the Lambda platform plus shared/ and capabilities/,
-with the bytecode of every module compiled for the runtime's Python.
+"""Build the runtime layer: dependencies for the Lambda platform plus the production code of shared/
+and capabilities/, with the bytecode of every module compiled for the runtime's Python.
+
+The layer carries production code only. Development code is left out by where it lives, so a new
+module falls under the rule by the folder it is in (`DEVELOPMENT`): in the runtime library, the
+layers above the app in pyproject.toml's import contract (the CLI, the HTTP client, the local
+emulation) and the web page (served by CloudFront and `missions dev`, never by a function); in a
+capability, its `dev/` package (sample data, fake servers). The import contract keeps the runtime's
+production code from importing its development code; tests/unit/test_layer_contents.py imports every
+module of a built layer with the development code made unimportable.
 
 pydantic-core is compiled, so wheels are chosen for the Lambda runtime's Python and
 architecture, not this machine's. Usage: python layers/build.py [--arch arm64|x86_64] [--out DIR] [--sources-only]
@@ -34,6 +42,49 @@ PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 LAMBDA_LAYER_PATH = "/opt/python"  # where Lambda puts a layer's python/ folder (on sys.path)
 
 
+# Development code, by folder: relative to shared/missions (the layer's `missions`), and the name of a
+# capability's development package (capabilities/<name>/dev).
+RUNTIME_DEVELOPMENT = ("cli", "cli.py", "client.py", "local", "web")
+CAPABILITY_DEVELOPMENT = "dev"
+NEVER_SHIPPED = ("__pycache__", "*.pyc", "tests")
+
+
+def development_modules() -> tuple[str, ...]:
+    """The dotted names of what the layer leaves out (`capabilities.*.dev`: every capability's)."""
+    runtime = sorted({f"missions.{name.removesuffix('.py')}" for name in RUNTIME_DEVELOPMENT})
+    return (*runtime, f"capabilities.*.{CAPABILITY_DEVELOPMENT}")
+
+
+def _runtime_ignore(folder: str, names: list[str]) -> set[str]:
+    ignored = set(shutil.ignore_patterns(*NEVER_SHIPPED)(folder, names))
+    if Path(folder) == ROOT / "shared" / "missions":
+        ignored |= set(RUNTIME_DEVELOPMENT) & set(names)
+    return ignored
+
+
+def _capabilities_ignore(folder: str, names: list[str]) -> set[str]:
+    ignored = set(shutil.ignore_patterns(*NEVER_SHIPPED)(folder, names))
+    if Path(folder).parent == ROOT / "capabilities" and CAPABILITY_DEVELOPMENT in names:
+        ignored.add(CAPABILITY_DEVELOPMENT)
+    return ignored
+
+
+def copy_sources(target: Path, include_development: bool = False) -> None:
+    """shared/missions and capabilities/ into the layer's python/ folder, development code left out.
+
+    `include_development`: as the layer was built before development code was left out (the web page
+    aside, which never shipped), for the bench to compare with; never for a deployment."""
+    before = shutil.ignore_patterns(*NEVER_SHIPPED, "web")
+    shutil.copytree(
+        ROOT / "shared" / "missions", target / "missions", ignore=before if include_development else _runtime_ignore
+    )
+    shutil.copytree(
+        ROOT / "capabilities",
+        target / "capabilities",
+        ignore=shutil.ignore_patterns(*NEVER_SHIPPED) if include_development else _capabilities_ignore,
+    )
+
+
 def folder_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
 
@@ -64,7 +115,10 @@ def compile_bytecode(target: Path) -> None:
         raise RuntimeError(f"some modules in {target} do not compile under {sys.executable} (listed above)")
 
 
-def build(out: Path, arch: str = "arm64", python: str = PYTHON, sources_only: bool = False) -> Path:
+def build(
+    out: Path, arch: str = "arm64", python: str = PYTHON, sources_only: bool = False, include_development: bool = False
+) -> Path:
+    """The layer in `out` (emptied first). `include_development` is for the bench's before/after only."""
     check_interpreter(python)
     target = out / "python"
     shutil.rmtree(out, ignore_errors=True)
@@ -92,14 +146,7 @@ def build(out: Path, arch: str = "arm64", python: str = PYTHON, sources_only: bo
             ],
             check=True,
         )
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "tests")
-    # the web page is served by CloudFront (infra/components/site.py) and `missions dev`, never by a function
-    shutil.copytree(
-        ROOT / "shared" / "missions",
-        target / "missions",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "tests", "web"),
-    )
-    shutil.copytree(ROOT / "capabilities", target / "capabilities", ignore=ignore)
+    copy_sources(target, include_development)
     compile_bytecode(target)
     return out
 

@@ -1,8 +1,8 @@
 """home_assistant (seed 002): an architect, a specialist team whose analyses run in the sandbox, reviewed
 and proposed automations, and changes to the home made only after the user approved them.
 
-capability.toml holds the graph, prompts and triggers; ha/ reaches Home Assistant (its REST API, or
-the bundled sample home with no HA configured); tools.py are the HA tools; stages.py the stages;
+capability.toml holds the graph, prompts and triggers; ha/ reaches Home Assistant (its REST API, or,
+in a checkout, dev/'s bundled sample home with no HA configured); tools.py are the HA tools; stages.py the stages;
 automation.py checks automations; policy.py and scripts.py are the offline model.
 """
 

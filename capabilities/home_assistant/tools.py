@@ -1,7 +1,8 @@
 """The Home Assistant tools: reading the home (the seed's query tools) and the three that change it.
 
 Every tool reaches HA through `home(env)`: the HA that HA_URL names (its token from HA_TOKEN locally,
-or read from the secret HA_TOKEN_SECRET names, in AWS), or else the sample home: one per user in this
+or read from the secret HA_TOKEN_SECRET names, in AWS), or else, in a checkout (the Lambda layer has
+no sample home: there the call fails saying what to configure), the sample home: one per user in this
 process, as each user has their own home (what one mission changed, the next one sees: a deployment
 and its rollback), a few kept. HA's errors become a failed call with HA's
 reason (token rejected, unreachable, no such entity), never a hang: the client has a deadline.

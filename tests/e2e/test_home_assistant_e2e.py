@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from capabilities.home_assistant.ha.fake_server import serve
-from capabilities.home_assistant.ha.sample import SampleHome
+from capabilities.home_assistant.dev.fake_server import serve
+from capabilities.home_assistant.dev.sample import SampleHome
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 from missions.service.webhooks import sign

@@ -9,14 +9,14 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from capabilities.home_assistant.dev.fake_server import serve
+from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.ha import (
     HABadRequest,
     HAUnknownEntity,
     HomeAssistant,
 )
-from capabilities.home_assistant.ha.fake_server import serve
 from capabilities.home_assistant.ha.rest import RestHomeAssistant
-from capabilities.home_assistant.ha.sample import SampleHome
 
 FACTS = SampleHome().facts
 SOME_ENTITIES = [

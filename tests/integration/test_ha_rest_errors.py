@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
+from capabilities.home_assistant.dev.fake_server import FakeHomeAssistant, serve
+from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.ha import HABadRequest, HAError, HATokenRejected, HAUnknownEntity, HAUnreachable
-from capabilities.home_assistant.ha.fake_server import FakeHomeAssistant, serve
 from capabilities.home_assistant.ha.rest import RestHomeAssistant
-from capabilities.home_assistant.ha.sample import SampleHome
 
 TOKEN = "eyJhbGciOiJIUzI1NiJ9.super-secret-long-lived-token.QWERTY123456"
 FACTS = SampleHome().facts
@@ -173,7 +173,7 @@ def test_a_slow_house_times_out_within_the_deadline(fake: FakeHomeAssistant) -> 
 def test_a_bad_request_carries_HAs_message(fake: FakeHomeAssistant) -> None:
     with pytest.raises(HABadRequest) as raised:
         client(fake.url).render_template("{{ states('sensor.home_power') | nope }}")
-    assert "no filter named 'nope'" in str(raised.value)
+    assert "No filter named 'nope'" in str(raised.value)
 
 
 def test_a_missing_endpoint_says_so() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from capabilities.home_assistant.automation import diff, semantic_errors, structural_errors
-from capabilities.home_assistant.ha.fake_server import serve
-from capabilities.home_assistant.ha.sample import SampleHome
+from capabilities.home_assistant.dev.fake_server import serve
+from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.models import ArchitectPlan, AutomationDraft
 from capabilities.home_assistant.policy import offline_policy
 from missions.core import capability as registry

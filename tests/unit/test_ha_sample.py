@@ -13,9 +13,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from capabilities.home_assistant.dev.sample import SampleHome
+from capabilities.home_assistant.dev.sample_data import REFERENCE_NOW
 from capabilities.home_assistant.ha import HistoryPoint, HomeAssistant, State
-from capabilities.home_assistant.ha.sample import SampleHome
-from capabilities.home_assistant.ha.sample_data import REFERENCE_NOW
 
 ZONE = ZoneInfo("Europe/Amsterdam")
 

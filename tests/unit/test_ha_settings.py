@@ -7,9 +7,9 @@ import importlib
 
 import pytest
 
+from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.ha import HASettings, HATokenRejected, connect, ha_settings
 from capabilities.home_assistant.ha.rest import RestHomeAssistant
-from capabilities.home_assistant.ha.sample import SampleHome
 from missions.core import capability as registry
 
 

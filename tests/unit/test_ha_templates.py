@@ -1,5 +1,5 @@
-"""The sample home renders HA template expressions as HA does (Jinja precedence, HA's functions and
-filters), refuses what it cannot render with a TemplateError (HA's 400), and reaches nothing else."""
+"""The sample home renders HA templates as HA does (Jinja2's sandbox, HA's functions, filters and
+tests), refuses what it cannot render with a TemplateError (HA's 400), and reaches nothing else."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from capabilities.home_assistant.dev.templates import TemplateError, TemplateHome, render
 from capabilities.home_assistant.ha.port import State
-from capabilities.home_assistant.ha.templates import TemplateError, TemplateHome, render
 
 NOW = datetime(2025, 3, 14, 11, 0, tzinfo=UTC)
 
@@ -51,6 +51,7 @@ HOME = TemplateHome(
         ("{{ state_attr('light.desk', 'brightness') }}", "128"),
         ("{{ state_attr('climate.hp', 'temperature') > 19 }}", "True"),
         ("{{ states.light.desk.state }} {{ states.light.desk.name }}", "on Desk"),
+        ("{{ states['light.desk'].state }} {{ states.light['hall'].state }}", "on off"),
         ("{{ states.light | map(attribute='entity_id') | join(', ') }}", "light.desk, light.hall"),
         ("{{ states.light | selectattr('state', 'eq', 'on') | list | count }}", "1"),
         ("{{ ['light.desk', 'light.hall'] | select('is_state', 'off') | list }}", "['light.hall']"),
@@ -70,6 +71,10 @@ HOME = TemplateHome(
         ("{{ states('sensor.power') is number }} {{ 1 is number }} {{ x is defined }}", "False True False"),
         ("{{- '  trimmed  ' | trim -}}   !", "trimmed!"),
         ("{# a comment #}{{ 1 }}", "1"),
+        ("{% if true %}x{% endif %}", "x"),  # statements, as HA renders them
+        ("{% for s in states.light %}{{ s.name }},{% endfor %}", "Desk,Hall,"),
+        ("{{ iif(is_state('light.desk', 'on'), 'lit', 'dark') }} {{ none | iif('y', 'n', 'unknown') }}", "lit unknown"),
+        ("{{ (now() - as_datetime('2025-03-14T10:00:00+00:00')).total_seconds() }}", "3600.0"),
         ("no template at all", "no template at all"),
     ],
 )
@@ -81,18 +86,42 @@ def test_expressions_render_as_HA_renders_them(template: str, expected: str) -> 
     ("template", "message"),
     [
         ("{{ states('sensor.broken') | float }}", "float got invalid input 'unavailable'"),
-        ("{% if true %}x{% endif %}", "statements"),
-        ("{{ states('sensor.power') | nope }}", "no filter named 'nope'"),
-        ("{{ nope() }}", "not a function"),
-        ("{{ 1 + }}", "unexpected"),
+        ("{{ states('sensor.power') | nope }}", "No filter named 'nope'"),
+        ("{{ nope() }}", "'nope' is undefined"),
+        ("{{ 1 + }}", "TemplateSyntaxError: unexpected"),
         ("{{ states.__class__ }}", "not allowed"),
-        ("{{ ''.join(['a']) }}", "not a function"),  # only a few harmless methods are reachable
+        ("{{ ''.join(['a']) }}", "not allowed"),  # only a few harmless methods are reachable
+        ("{{ [1].append(2) }}", "not allowed"),
         ("{{ 'x' * 100000000 }}", "not supported"),
         ("{{ 2 ** 100000 }}", "too large"),
         ("{{ " + "(" * 70 + "1" + ")" * 70 + " }}", "nested"),
-        ("{{ 1 }", "unclosed"),
+        ("{{ 1 }", "TemplateSyntaxError: unexpected '}' \\(line 1\\)"),
+        ("{% if true %}x", "TemplateSyntaxError: Unexpected end of template"),
     ],
 )
 def test_what_cannot_render_is_a_TemplateError(template: str, message: str) -> None:
     with pytest.raises(TemplateError, match=message):
+        render(template, HOME)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{{ ''.__class__.__mro__ }}",
+        "{{ ''.__class__.__mro__[1].__subclasses__() }}",
+        "{{ states.light.desk._state }}",
+        "{{ now().__class__.__init__.__globals__ }}",
+        "{{ cycler.__init__.__globals__.os }}",
+        "{{ lipsum.__globals__['os'].popen('id').read() }}",
+        "{{ '{0.__class__}'.format(1) }}",
+        "{{ self.__init__.__globals__.__builtins__ }}",
+        "{{ namespace.__init__.__globals__ }}",
+        "{% for c in [].__class__.__base__.__subclasses__() %}{{ c }}{% endfor %}",
+    ],
+)
+def test_a_template_cannot_reach_python_internals(template: str) -> None:
+    # Given a template that climbs from a value to Python's classes, modules or builtins
+    # When it is rendered
+    # Then the sandbox refuses it with a TemplateError that says so, before anything is reached
+    with pytest.raises(TemplateError, match="SecurityError: access to '_+[a-z]+_*' of a .* is not allowed"):
         render(template, HOME)

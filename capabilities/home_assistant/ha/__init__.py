@@ -1,9 +1,9 @@
 """The Home Assistant data layer of the home_assistant capability.
 
 `port.HomeAssistant` is what stages use: HA's REST API as typed operations. Two implementations:
-`rest.RestHomeAssistant` (a real HA, by URL and long-lived token) and `sample.SampleHome` (the
-bundled sample home, in memory: the offline default). `settings.connect()` picks one from HA_URL /
-HA_TOKEN. `fake_server` serves a SampleHome over HTTP as HA does, for tests.
+`rest.RestHomeAssistant` (a real HA, by URL and long-lived token) and the development package's
+`dev.sample.SampleHome` (the bundled sample home, in memory: the offline default, not in the Lambda
+layer). `settings.connect()` picks one from HA_URL / HA_TOKEN.
 
 Only the port and the settings are imported here: the HTTP client and the sample week load when
 first used, so a stage that needs neither does not pay for them at a cold start.

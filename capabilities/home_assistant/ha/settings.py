@@ -1,5 +1,8 @@
 """Which Home Assistant a mission talks to: HA_URL and its token, or the sample home when none is set.
 
+The sample home is development code (capabilities/home_assistant/dev, which the Lambda layer leaves
+out): in AWS, a mission with no HA_URL is refused with what to configure, not answered from a fake.
+
 Locally both come from the environment (HA_URL, HA_TOKEN). In AWS the token is not put in an
 environment variable: HA_TOKEN_SECRET names the Secrets Manager secret holding it, and whoever
 builds the client passes a `token_provider` reading it (the runtime's SecretReader caches it and
@@ -13,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from capabilities.home_assistant.ha.port import HATokenRejected, HomeAssistant
+from capabilities.home_assistant.ha.port import HAError, HATokenRejected, HomeAssistant
 
 
 @dataclass(frozen=True)
@@ -46,15 +49,14 @@ def connect(
     attempts: int = 3,
     deadline: float = 30.0,
 ) -> HomeAssistant:
-    """The Home Assistant the settings name, or a fresh SampleHome (ending at `now`) when they name none.
+    """The Home Assistant the settings name, or a fresh SampleHome (ending at `now`) when they name none
+    and the sample home is installed (a checkout, not the Lambda layer).
 
     A URL without a token (neither HA_TOKEN nor a `token_provider`) is refused at once, with the
     HATokenRejected a mission shows, rather than at the first call."""
     chosen = settings if settings is not None else ha_settings()
     if not chosen.url:
-        from capabilities.home_assistant.ha.sample import SampleHome
-
-        return SampleHome(now)
+        return _sample_home(now)
     from capabilities.home_assistant.ha.rest import RestHomeAssistant
 
     options = {"timeout": timeout, "attempts": attempts, "deadline": deadline}
@@ -64,3 +66,20 @@ def connect(
         return RestHomeAssistant(chosen.url, token_provider=token_provider, **options)  # type: ignore[arg-type]
     where = "HA_TOKEN_SECRET is set but no secret reader was given" if chosen.token_secret else "HA_TOKEN is not set"
     raise HATokenRejected(f"HA_URL names a Home Assistant but there is no access token: {where}")
+
+
+NOT_CONFIGURED = (
+    "no Home Assistant is configured: give this environment a home_assistant connection in cdk.json "
+    "(HA_URL, and the secret holding its token in HA_TOKEN_SECRET); the sample home runs locally only"
+)
+
+
+def _sample_home(now: datetime | None) -> HomeAssistant:
+    """The bundled sample home, where it is installed: the one import of development code, guarded."""
+    try:
+        from capabilities.home_assistant.dev.sample import SampleHome
+    except ModuleNotFoundError as missing:
+        if missing.name is None or not "capabilities.home_assistant.dev.sample".startswith(missing.name):
+            raise  # something the sample home needs is missing: not the layer's absence of it
+        raise HAError(NOT_CONFIGURED) from None
+    return SampleHome(now)

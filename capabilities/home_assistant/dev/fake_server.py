@@ -22,9 +22,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from capabilities.home_assistant.dev.sample import SampleHome
+from capabilities.home_assistant.dev.sample_data import NEED_ATTRIBUTE_DOMAINS, home_zone
 from capabilities.home_assistant.ha.port import HABadRequest, HAError, HAUnknownEntity, HistoryPoint, State
-from capabilities.home_assistant.ha.sample import SampleHome
-from capabilities.home_assistant.ha.sample_data import NEED_ATTRIBUTE_DOMAINS, home_zone
 
 DEFAULT_TOKEN = "sample-long-lived-access-token"
 

@@ -18,21 +18,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from capabilities.home_assistant.ha import templates
-from capabilities.home_assistant.ha.port import (
-    ConfigCheck,
-    HABadRequest,
-    HAConfig,
-    HAUnknownEntity,
-    HistoryPoint,
-    LogbookEntry,
-    ServiceDomain,
-    State,
-    StateContext,
-    entity_id_list,
-    require_aware,
-)
-from capabilities.home_assistant.ha.sample_data import (
+from capabilities.home_assistant.dev import templates
+from capabilities.home_assistant.dev.sample_data import (
     API_USER_ID,
     NEED_ATTRIBUTE_DOMAINS,
     REFERENCE_NOW,
@@ -46,6 +33,19 @@ from capabilities.home_assistant.ha.sample_data import (
     dataset,
     slugify,
     ulid,
+)
+from capabilities.home_assistant.ha.port import (
+    ConfigCheck,
+    HABadRequest,
+    HAConfig,
+    HAUnknownEntity,
+    HistoryPoint,
+    LogbookEntry,
+    ServiceDomain,
+    State,
+    StateContext,
+    entity_id_list,
+    require_aware,
 )
 
 SIGNIFICANT_DOMAINS = frozenset({"climate", "device_tracker", "humidifier", "thermostat", "water_heater"})
