@@ -26,7 +26,7 @@ from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, OpenA
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel, ValidationError
 
-from missions.app.api.models import ErrorBody
+from missions.app.api.models.common import ErrorBody
 from missions.app.observability import bind_mission
 from missions.core.errors import (
     AgentConfigError,

@@ -17,7 +17,7 @@ from missions.app.api.edge import (
     responses,
     runtime,
 )
-from missions.app.api.models import Erasure, Me, NotificationOptIn, NotificationSettings
+from missions.app.api.models.accounts import Erasure, Me, NotificationOptIn, NotificationSettings
 from missions.core.accounts import EXPORT_FILENAME, EXPORT_MEDIA_TYPE
 from missions.service.feedback import preferences_namespace
 
