@@ -5,7 +5,7 @@ mode (missions.app.streaming verifies the Cognito token there); locally the dev 
 - GET  /missions/{id}/events/stream  Server-Sent Events of a mission's events, each with its cursor
   as its id; `Last-Event-ID` (or `?after=`) resumes after it; an `end` event closes it when the
   mission ends. A stream stays open at most `stream_max_seconds` (the client reconnects).
-- GET  /v1/models, POST /v1/chat/completions  OpenAI's wire format (missions.core.chat): any
+- GET  /v1/models, POST /v1/chat/completions  OpenAI's wire format (missions.app.chat_wire): any
   OpenAI client can hold a conversation with any capability. Errors in OpenAI's error shape.
 
 A result's body is a string, or an iterator of chunks sent as produced (the dev server and the
@@ -22,10 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from missions.app.cursors import BadCursor, decode_position, encode_position
-from missions.app.observability import logger
-from missions.app.runtime import Runtime
-from missions.core.chat import (
+from missions.app.chat_wire import (
     CONVERSATION_HEADER,
     ChatError,
     ChatRequest,
@@ -35,6 +32,10 @@ from missions.core.chat import (
     parse_request,
     sse,
 )
+from missions.app.cursors import BadCursor, decode_position, encode_position
+from missions.app.observability import logger
+from missions.app.runtime import Runtime
+from missions.core.chat import UnknownConversation, UnknownModel
 from missions.core.errors import ConflictError, DependencyUnavailable, MissionRequestError, NotFound
 from missions.ports.store import MissionStatus
 from missions.service.chat import ChatTurn, Progress, Reply
@@ -191,6 +192,10 @@ def _openai(
         turn = runtime.chat.begin(user, request, named=headers.get(CONVERSATION_HEADER) or None)
     except ChatError as exc:
         return _json(exc.status, exc.body())
+    except UnknownModel as exc:
+        return _openai_error(404, str(exc), code="model_not_found", param="model")
+    except UnknownConversation as exc:
+        return _openai_error(404, str(exc), code="conversation_not_found", param="conversation_id")
     except (MissionRequestError, ValidationError, ValueError) as exc:
         return _openai_error(400, str(exc))
     except NotFound as exc:
