@@ -8,7 +8,8 @@ routing (`refusal`) take the same way out. The body is in the shape of the route
 - under /v1/ (the chat), OpenAI's error object, which its SDKs raise as APIError: a request it cannot
   take is 400 there (OpenAI never answers 422), and some errors carry OpenAI's `code` (OPENAI_CODES);
 - elsewhere, the API's ErrorBody, with the request's correlation id.
-Every message loses its credentials on the way out (missions.core.redaction).
+An ErrorBody's message loses its credentials on the way out (missions.core.redaction); OpenAI's
+messages are sent as the chat has always sent them.
 
 Powertools keeps the request it resolves on its base class, for the whole process. Lambda runs one
 invocation at a time in an environment, but `missions dev` runs both functions in one process, the
@@ -100,9 +101,7 @@ def openai_error(
     """OpenAI's error object for a status: 422 is its 400, a 5xx its `server_error`."""
     status = 400 if status == 422 else status
     kind = "server_error" if status >= 500 else "invalid_request_error"
-    return status, openai_error_body(
-        redact(message), type=kind, code=code or _OPENAI_STATUS_CODES.get(status), param=param
-    )
+    return status, openai_error_body(message, type=kind, code=code or _OPENAI_STATUS_CODES.get(status), param=param)
 
 
 def status_of(exc: Exception, errors: Mapping[type[Exception], int] = ERROR_STATUS) -> int:
@@ -316,6 +315,7 @@ __all__ = [
     "STREAM_ERROR_STATUS",
     "Resolver",
     "error_body",
+    "is_openai",
     "openai_error",
     "openai_error_of",
     "refusal",

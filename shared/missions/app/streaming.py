@@ -40,6 +40,7 @@ import jwt
 
 from missions.app.asgi import ASGIScope, Receive, Reply, Send, reply_of, send_reply
 from missions.app.http_event import http_event
+from missions.app.resolver import is_openai, openai_error
 from missions.core.settings import RuntimeSettings
 
 READINESS_PATH = "/_stream/ready"  # the adapter's readiness check (AWS_LWA_READINESS_CHECK_PATH); no auth, no handler
@@ -50,7 +51,6 @@ ALGORITHMS = ("RS256", "RS384", "RS512")  # the JWT authorizer accepts RSA signa
 TOKEN_USES = ("access", "id")  # Cognito's token_use of the tokens the HTTP API accepts
 FALLBACK_TIMEOUT = 900  # seconds an invocation is given when the adapter names no deadline (Lambda's ceiling)
 JWKS_LIFESPAN = 3600.0  # seconds the user pool's keys are kept before they are read again
-OPENAI_PREFIX = "/v1/"  # the OpenAI-compatible routes answer errors in OpenAI's shape
 JSON_TYPE = "application/json"
 ADAPTER_HEADERS = ("x-amzn-request-context", "x-amzn-lambda-context")
 
@@ -277,7 +277,7 @@ class StreamingApp:
         headers = _headers(scope.get("headers") or [])
         body = await _read_body(receive, headers, self.max_body)
         if body is None:
-            too_large = _failure(path, 413, "the request body is too large", "invalid_request_error")
+            too_large = _failure(path, 413, "the request body is too large")
             await send_reply(too_large, send, receive)
             return
         reply = await self._respond(scope, path, headers, body)
@@ -296,7 +296,7 @@ class StreamingApp:
             return reply_of(result)
         except Exception:  # a bug: answered as API Gateway answers a failed function
             _log.exception("the stream handler failed on %s %s", scope["method"], path)
-            return _failure(path, 502, "Internal Server Error", "server_error")
+            return _failure(path, 502, "Internal Server Error")
 
     def _invocation(
         self, scope: ASGIScope, path: str, headers: dict[str, str], body: bytes, claims: Mapping[str, Any]
@@ -377,19 +377,19 @@ def _json(status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> Re
     return Reply(status, [("content-type", JSON_TYPE), *headers], json.dumps(body).encode())
 
 
-def _failure(path: str, status: int, message: str, kind: str, code: str | None = None) -> Reply:
-    """An error in the shape of the route family: OpenAI's under /v1/, API Gateway's elsewhere."""
-    if path.startswith(OPENAI_PREFIX):
-        return _json(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
+def _failure(path: str, status: int, message: str) -> Reply:
+    """An error of the server itself (before or after the handler), in the shape of the route family:
+    OpenAI's under /v1/ (missions.app.resolver), API Gateway's own elsewhere."""
+    if is_openai(path):
+        return _json(*openai_error(status, message))
     return _json(status, {"message": message})
 
 
 def _unauthorized(path: str) -> Reply:
     challenge = [("www-authenticate", 'Bearer realm="missions"')]
-    if path.startswith(OPENAI_PREFIX):
+    if is_openai(path):
         message = "Missing or invalid bearer token: send a Cognito access token of this stack as the API key."
-        error = {"message": message, "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
-        return _json(401, {"error": error}, challenge)
+        return _json(*openai_error(401, message), challenge)
     return _json(401, {"message": "Unauthorized"}, challenge)  # exactly what the HTTP API's authorizer answers
 
 

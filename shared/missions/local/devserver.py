@@ -23,11 +23,11 @@ before reading one that is too large; 408 when a body stops arriving) and calls 
 Handlers are synchronous and can be slow (a memory write runs the stream handler, which starts a
 mission), so they run in worker threads, never on the event loop, each function within its own
 limit (`FUNCTION_CONCURRENCY`), as Lambda's reserved concurrency bounds a function:
-- api: one invocation at a time. The handler keeps per-invocation state in process globals
-  (Powertools' resolver holds the current event and its context on the class), as any Lambda
-  handler may, since Lambda never runs two invocations in one execution environment at once. In
-  one process the emulation has one environment per function, so two overlapping API calls would
-  read each other's caller; one at a time, they cannot.
+- api: one invocation at a time, as in one execution environment. The handler keeps per-invocation
+  state in process globals (the logger's keys, the metrics it flushes at its end), as any Lambda
+  handler may, since Lambda never runs two invocations in one execution environment at once, and in
+  one process the emulation has one environment per function. (The router keeps its request per
+  thread, missions.app.resolver: the stream function's requests never read an API call's caller.)
 - stream (chat completions, event streams; a function URL in AWS): many at once, since each waits on
   a mission; webhook, uploads: a few at once (no per-invocation globals); the clock: one at a time.
 
