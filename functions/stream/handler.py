@@ -13,4 +13,4 @@ from missions.app.runtime import Runtime
 
 @handler(correlation_paths.API_GATEWAY_HTTP)
 def lambda_handler(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
-    return streams.handle(event, runtime)
+    return streams.handle(event, context, runtime)

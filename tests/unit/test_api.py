@@ -12,6 +12,7 @@ import pytest
 
 from missions.app import api
 from missions.app.api import edge
+from missions.app.resolver import ERROR_STATUS
 from missions.app.runtime import Runtime
 from missions.core.errors import (
     AnswerRejected,
@@ -508,7 +509,7 @@ def test_the_status_table_is_the_only_mapping():
         errors.RepositoryConflict,
         errors.DependencyUnavailable,
     ]
-    assert all(kind in api.ERROR_STATUS for kind in requestable)
+    assert all(kind in ERROR_STATUS for kind in requestable)
 
 
 # --------------------------------------------------------------------------- webhooks

@@ -1,5 +1,5 @@
 """The chat entry with fakes: OpenAI's wire format checked, messages read as answers, a message as a turn
-of a conversation (missions.core.chat, missions.service.chat)."""
+of a conversation (missions.app.chat_wire, missions.core.chat, missions.service.chat)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,9 @@ from missions.adapters.memory.conversations import InMemoryConversationStore
 from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.interrupts import MemoryInterruptStore
 from missions.adapters.memory.missions import MemoryMissionStore
-from missions.core.chat import (
-    MAX_GOAL_CHARS,
-    MAX_REQUEST_BYTES,
-    ChatError,
-    ChatRequest,
-    interpret_answer,
-    parse_request,
-    question_text,
-    reply_digest,
-)
+from missions.app.chat_wire import MAX_GOAL_CHARS, MAX_REQUEST_BYTES, ChatError, ChatRequest, parse_request
+from missions.app.resolver import STREAM_ERROR_STATUS, openai_error_of, status_of
+from missions.core.chat import UnknownConversation, UnknownModel, interpret_answer, question_text, reply_digest
 from missions.core.conversation import Turn, fold
 from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.events import Event, EventType
@@ -276,14 +269,20 @@ def test_progress_comes_before_the_reply():
     assert steps[0] == Progress("▸ plan") and isinstance(steps[-1], Reply)
 
 
+def openai_code(exc: Exception) -> tuple[int, str | None]:
+    """The status and OpenAI `code` the chat answers a refused message with (missions.app.resolver)."""
+    status, body = openai_error_of(exc, status_of(exc, STREAM_ERROR_STATUS))
+    return status, body["error"]["code"]
+
+
 def test_an_unknown_model_or_another_users_conversation_is_404_and_starts_nothing():
     world = World()
-    with pytest.raises(ChatError) as unknown:
+    with pytest.raises(UnknownModel) as unknown:
         world.say("hi", model="gpt-4o")
-    assert unknown.value.status == 404 and unknown.value.code == "model_not_found"
-    with pytest.raises(ChatError) as missing:
+    assert openai_code(unknown.value) == (404, "model_not_found")
+    with pytest.raises(UnknownConversation) as missing:
         world.say("hi", "hello", "and?", conversation_id="someone-elses")
-    assert missing.value.status == 404 and missing.value.code == "conversation_not_found"
+    assert openai_code(missing.value) == (404, "conversation_not_found")
     assert world.started == [] and world.conversations.list("ann") == []
 
 

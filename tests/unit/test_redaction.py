@@ -194,7 +194,7 @@ def test_a_terminal_reason_is_written_without_the_key():
 
 
 def test_an_api_error_message_is_answered_without_the_key():
-    from missions.app.api.edge import error_body
+    from missions.app.resolver import error_body
 
     body = error_body(503, f"the model refused {KEY}", [{"loc": ["body"], "type": "x", "message": f"Bearer {KEY}"}])
     assert KEY not in json.dumps(body)

@@ -12,9 +12,9 @@ The function URL has no authorizer (AuthType NONE), so this app is the authorize
 `Authorization: Bearer <JWT>` as the HTTP API's JWT authorizer does (see `TokenVerifier`). A request
 that passes becomes the very payload v2 event API Gateway would have built (`http_event`, with the
 token's claims in `requestContext.authorizer.jwt.claims`), which the injected handler answers with a
-proxy result whose body is a string or an iterator of chunks. Chunks are pulled in a worker thread
-and sent as they are produced; a client that leaves is noticed between chunks, and the iterator is
-then closed (its `finally` runs).
+proxy result whose body is a string or an iterator of chunks, sent as `missions dev` sends it
+(missions.app.asgi): chunks are pulled in a worker thread and sent as they are produced; a client
+that leaves is noticed between chunks, and the iterator is then closed (its `finally` runs).
 
 The adapter adds two headers to every request it forwards, replacing any a client sent:
 `x-amzn-request-context` (the function URL's request context: request id, domain, source IP) and
@@ -24,14 +24,13 @@ event its request context and the handler its Lambda context; identity never com
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import os
 import threading
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -39,7 +38,9 @@ import anyio
 import anyio.to_thread
 import jwt
 
+from missions.app.asgi import ASGIScope, Receive, Reply, Send, reply_of, send_reply
 from missions.app.http_event import http_event
+from missions.app.resolver import is_openai, openai_error
 from missions.core.settings import RuntimeSettings
 
 READINESS_PATH = "/_stream/ready"  # the adapter's readiness check (AWS_LWA_READINESS_CHECK_PATH); no auth, no handler
@@ -50,14 +51,9 @@ ALGORITHMS = ("RS256", "RS384", "RS512")  # the JWT authorizer accepts RSA signa
 TOKEN_USES = ("access", "id")  # Cognito's token_use of the tokens the HTTP API accepts
 FALLBACK_TIMEOUT = 900  # seconds an invocation is given when the adapter names no deadline (Lambda's ceiling)
 JWKS_LIFESPAN = 3600.0  # seconds the user pool's keys are kept before they are read again
-OPENAI_PREFIX = "/v1/"  # the OpenAI-compatible routes answer errors in OpenAI's shape
 JSON_TYPE = "application/json"
 ADAPTER_HEADERS = ("x-amzn-request-context", "x-amzn-lambda-context")
 
-ASGIScope = MutableMapping[str, Any]
-ASGIMessage = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[ASGIMessage]]
-Send = Callable[[ASGIMessage], Awaitable[None]]
 # the stream handler as Lambda would call it: (payload v2 event, Lambda context) -> proxy result
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -249,13 +245,6 @@ def lambda_context(
 # -- the ASGI app ----------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Reply:
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes | Iterator[bytes]
-
-
 class StreamingApp:
     """The ASGI application: readiness, auth, the payload v2 event, the handler in a worker thread, and
     its response sent as it is produced."""
@@ -283,18 +272,18 @@ class StreamingApp:
             return
         path = scope.get("path") or "/"
         if path == self.readiness_path and scope["method"] in ("GET", "HEAD"):
-            await self._send(_json(200, {"ready": True}), send, receive)
+            await send_reply(_json(200, {"ready": True}), send, receive)
             return
         headers = _headers(scope.get("headers") or [])
         body = await _read_body(receive, headers, self.max_body)
         if body is None:
-            too_large = _failure(path, 413, "the request body is too large", "invalid_request_error")
-            await self._send(too_large, send, receive)
+            too_large = _failure(path, 413, "the request body is too large")
+            await send_reply(too_large, send, receive)
             return
         reply = await self._respond(scope, path, headers, body)
-        await self._send(reply, send, receive)
+        await send_reply(reply, send, receive)
 
-    async def _respond(self, scope: ASGIScope, path: str, headers: dict[str, str], body: bytes) -> _Reply:
+    async def _respond(self, scope: ASGIScope, path: str, headers: dict[str, str], body: bytes) -> Reply:
         try:
             # the first request reads the issuer's keys (network): never on the event loop
             claims = await anyio.to_thread.run_sync(self.verifier.claims, headers.get("authorization"))
@@ -304,10 +293,10 @@ class StreamingApp:
         event, context = self._invocation(scope, path, headers, body, claims)
         try:
             result = await anyio.to_thread.run_sync(self.handler, event, context)
-            return _reply_of(result)
+            return reply_of(result)
         except Exception:  # a bug: answered as API Gateway answers a failed function
             _log.exception("the stream handler failed on %s %s", scope["method"], path)
-            return _failure(path, 502, "Internal Server Error", "server_error")
+            return _failure(path, 502, "Internal Server Error")
 
     def _invocation(
         self, scope: ASGIScope, path: str, headers: dict[str, str], body: bytes, claims: Mapping[str, Any]
@@ -334,56 +323,6 @@ class StreamingApp:
             headers.get("x-amzn-lambda-context"), self.environ, request_id=event["requestContext"]["requestId"]
         )
         return event, context
-
-    async def _send(self, reply: _Reply, send: Send, receive: Receive) -> None:
-        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers]
-        if isinstance(reply.body, bytes):
-            headers.append((b"content-length", str(len(reply.body)).encode()))
-            await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-            await send({"type": "http.response.body", "body": reply.body, "more_body": False})
-            return
-        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-        await _stream(reply.body, send, receive)
-
-
-async def _stream(chunks: Iterator[bytes], send: Send, receive: Receive) -> None:
-    """Each chunk as it is produced (pulled in a worker thread: the handler's code blocks); the client
-    leaving stops the pulling, and the iterator is closed once its chunk in flight has returned."""
-    gone = anyio.Event()
-
-    async def watch() -> None:  # the request was read whole: the next message is the client leaving
-        while (await receive())["type"] != "http.disconnect":
-            pass
-        gone.set()
-
-    completed = False
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(watch)
-        try:
-            while not gone.is_set():
-                chunk = await anyio.to_thread.run_sync(next, chunks, None)
-                if chunk is None:
-                    completed = True
-                    break
-                if chunk and not gone.is_set():
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
-        except OSError:  # the connection broke under a send: the client is gone
-            gone.set()
-        except Exception:  # the status is sent already: the response is cut short, as a failed stream is
-            _log.exception("a streamed response failed")
-        finally:
-            with anyio.CancelScope(shield=True):  # closed even when the server stops mid-stream
-                await anyio.to_thread.run_sync(_close, chunks)
-        if completed and not gone.is_set():
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        tasks.cancel_scope.cancel()
-    # not completed: the app returns with the response open, and the server closes the connection
-
-
-def _close(chunks: Iterator[bytes]) -> None:
-    close = getattr(chunks, "close", None)
-    if close is not None:
-        close()
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
@@ -434,53 +373,23 @@ def _json_header(value: str | None) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {}
 
 
-def _reply_of(result: Any) -> _Reply:
-    """A payload v2 proxy result as the response: a body that is an iterator is streamed, chunk by chunk."""
-    if not isinstance(result, dict):
-        raise TypeError(f"the handler returned {type(result).__name__}, not a proxy result")
-    headers = [
-        (str(k), str(v))
-        for k, v in (result.get("headers") or {}).items()
-        if str(k).lower() not in ("content-length", "connection", "transfer-encoding")
-    ]
-    headers += [("set-cookie", str(cookie)) for cookie in result.get("cookies") or []]
-    status = int(result.get("statusCode", 200))
-    payload = result.get("body") or ""
-    if isinstance(payload, Iterable) and not isinstance(payload, str | bytes | bytearray | dict | list):
-        return _Reply(status, headers, _chunks(payload))
-    if result.get("isBase64Encoded"):
-        data = base64.b64decode(payload)
-    else:
-        data = payload.encode() if isinstance(payload, str) else bytes(payload)
-    return _Reply(status, headers, data)
+def _json(status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> Reply:
+    return Reply(status, [("content-type", JSON_TYPE), *headers], json.dumps(body).encode())
 
 
-def _chunks(payload: Iterable[Any]) -> Iterator[bytes]:
-    iterator = iter(payload)
-    try:
-        for chunk in iterator:
-            yield chunk.encode() if isinstance(chunk, str) else bytes(chunk)
-    finally:
-        _close(iterator)
-
-
-def _json(status: int, body: Any, headers: Sequence[tuple[str, str]] = ()) -> _Reply:
-    return _Reply(status, [("content-type", JSON_TYPE), *headers], json.dumps(body).encode())
-
-
-def _failure(path: str, status: int, message: str, kind: str, code: str | None = None) -> _Reply:
-    """An error in the shape of the route family: OpenAI's under /v1/, API Gateway's elsewhere."""
-    if path.startswith(OPENAI_PREFIX):
-        return _json(status, {"error": {"message": message, "type": kind, "param": None, "code": code}})
+def _failure(path: str, status: int, message: str) -> Reply:
+    """An error of the server itself (before or after the handler), in the shape of the route family:
+    OpenAI's under /v1/ (missions.app.resolver), API Gateway's own elsewhere."""
+    if is_openai(path):
+        return _json(*openai_error(status, message))
     return _json(status, {"message": message})
 
 
-def _unauthorized(path: str) -> _Reply:
+def _unauthorized(path: str) -> Reply:
     challenge = [("www-authenticate", 'Bearer realm="missions"')]
-    if path.startswith(OPENAI_PREFIX):
+    if is_openai(path):
         message = "Missing or invalid bearer token: send a Cognito access token of this stack as the API key."
-        error = {"message": message, "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}
-        return _json(401, {"error": error}, challenge)
+        return _json(*openai_error(401, message), challenge)
     return _json(401, {"message": "Unauthorized"}, challenge)  # exactly what the HTTP API's authorizer answers
 
 

@@ -5,8 +5,12 @@ mode (missions.app.streaming verifies the Cognito token there); locally the dev 
 - GET  /missions/{id}/events/stream  Server-Sent Events of a mission's events, each with its cursor
   as its id; `Last-Event-ID` (or `?after=`) resumes after it; an `end` event closes it when the
   mission ends. A stream stays open at most `stream_max_seconds` (the client reconnects).
-- GET  /v1/models, POST /v1/chat/completions  OpenAI's wire format (missions.core.chat): any
+- GET  /v1/models, POST /v1/chat/completions  OpenAI's wire format (missions.app.chat_wire): any
   OpenAI client can hold a conversation with any capability. Errors in OpenAI's error shape.
+
+Routes and errors are those of the API (missions.app.resolver): one router, one error mapping, each
+error in its route family's shape. A caller without an identity is refused (401) before any routing,
+as the HTTP API's authorizer refuses it; a method a route does not take is 405.
 
 A result's body is a string, or an iterator of chunks sent as produced (the dev server and the
 function URL both stream it). Comments (`: keep-alive`) keep an idle stream open through proxies.
@@ -20,114 +24,82 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pydantic import ValidationError
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError
 
+from missions.app.chat_wire import CONVERSATION_HEADER, ChatRequest, chunk, completion, parse_request, sse
 from missions.app.cursors import BadCursor, decode_position, encode_position
 from missions.app.observability import logger
+from missions.app.resolver import STREAM_ERROR_STATUS, Resolver, refusal, user_of
 from missions.app.runtime import Runtime
-from missions.core.chat import (
-    CONVERSATION_HEADER,
-    ChatError,
-    ChatRequest,
-    chunk,
-    completion,
-    error_body,
-    parse_request,
-    sse,
-)
-from missions.core.errors import ConflictError, DependencyUnavailable, MissionRequestError, NotFound
+from missions.core.chat import UnknownModel
+from missions.core.errors import NotFound
 from missions.core.status import TERMINAL
 from missions.service.chat import ChatTurn, Progress, Reply
 
 HEARTBEAT_SECONDS = 10.0
-_EVENTS_PATH = re.compile(r"^/missions/([A-Za-z0-9_.:-]{1,128})/events/stream$")
-_SSE_HEADERS = {"content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no"}
+_MISSION_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 Result = dict[str, Any]
+
+app = Resolver(errors=STREAM_ERROR_STATUS)
 
 
 def handle(
     event: dict[str, Any],
+    context: Any,
     runtime: Runtime,
     *,
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Result:
-    """Route one request (payload v2) to its stream; 404 for a path this function does not serve."""
-    context = event.get("requestContext") or {}
-    method = str((context.get("http") or {}).get("method", "GET")).upper()
-    path = str(event.get("rawPath") or "/")
-    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-    openai = path.startswith("/v1/")
-    user = _user(context)
-    if user is None:
-        return (
-            _openai_error(401, "no authenticated user", code="invalid_api_key")
-            if openai
-            else _error(401, "no authenticated user")
-        )
-    try:
-        if openai:
-            return _openai(method, path, event, headers, user, runtime, monotonic, sleep)
-        found = _EVENTS_PATH.match(path)
-        if found is None:
-            return _error(404, f"no route {method} {path}")
-        if method != "GET":
-            return _error(405, f"{method} is not allowed here; use GET")
-        query = event.get("queryStringParameters") or {}
-        after = headers.get("last-event-id") or query.get("after")
-        return _event_stream(runtime, user, found.group(1), after, monotonic, sleep)
-    except DependencyUnavailable as exc:
-        message = f"{exc}; nothing was stored, retry later"
-        if openai:
-            return _openai_error(503, message, type="server_error", code="service_unavailable")
-        return _error(503, message)
+    """Route one request (payload v2) to its stream; 401 before routing when it names no user."""
+    if user_of(event) is None:
+        return refusal(event, 401, "no authenticated user")
+    app.context.update(runtime=runtime, monotonic=monotonic, sleep=sleep)
+    return app.resolve(event, context)
 
 
-def _user(context: dict[str, Any]) -> str | None:
-    claims = ((context.get("authorizer") or {}).get("jwt") or {}).get("claims") or {}
-    user = claims.get("sub")
-    if not isinstance(user, str) or not user or "#" in user or len(user) > 256:
-        return None
-    return user
+def _only(rule: str, allowed: str) -> None:
+    """A route's other methods are 405, saying which one it takes."""
+
+    def not_allowed(**_: str) -> Response[Any]:
+        raise ServiceError(405, f"{app.current_event.http_method} is not allowed here; use {allowed}")
+
+    app.route(rule, [m for m in _METHODS if m != allowed])(not_allowed)
 
 
-def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Result:
-    return {
-        "statusCode": status,
-        "headers": {"content-type": "application/json", **(headers or {})},
-        "body": json.dumps(body, ensure_ascii=False),
-    }
+def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response[Any]:
+    return Response(status, "application/json", body=json.dumps(body, ensure_ascii=False), headers=headers)
 
 
-def _error(status: int, message: str) -> Result:
-    return _json(status, {"statusCode": status, "message": message})
-
-
-def _openai_error(status: int, message: str, **kind: Any) -> Result:
-    return _json(status, error_body(message, **kind))
+def _ambient() -> tuple[Runtime, Callable[[], float], Callable[[float], None]]:
+    """What `handle` put into this request's context: a streamed body runs after it is cleared."""
+    return app.context["runtime"], app.context["monotonic"], app.context["sleep"]
 
 
 # -- a mission's event stream ------------------------------------------------------------------------
 
 
-def _event_stream(
-    runtime: Runtime,
-    user: str,
-    mission_id: str,
-    after: str | None,
-    monotonic: Callable[[], float],
-    sleep: Callable[[float], None],
-) -> Result:
+@app.get("/missions/<mission_id>/events/stream")
+def event_stream(mission_id: str) -> Response[Any]:
+    if not _MISSION_ID.fullmatch(mission_id):
+        raise NotFoundError  # answered as no route, as for a path no route matches
+    user = app.current_user()
+    runtime, monotonic, sleep = _ambient()
+    event = app.current_event
+    after = event.headers.get("last-event-id") or (event.query_string_parameters or {}).get("after")
     try:
         record = runtime.missions.get(mission_id)
     except NotFound:
         record = None
     if record is None or record.user_id != user:  # another user's is as missing as one that does not exist
-        return _error(404, f"no mission {mission_id}")
+        raise NotFound(f"no mission {mission_id}")
     try:
         position = decode_position(after) if after else None
     except BadCursor as exc:
-        return _error(400, f"Last-Event-ID: {exc}")
+        return app.error(400, f"Last-Event-ID: {exc}")
     settings = runtime.settings
 
     def body() -> Iterator[str]:
@@ -154,58 +126,47 @@ def _event_stream(
                 yield ": keep-alive\n\n"
             sleep(settings.stream_poll_seconds)
 
-    return {"statusCode": 200, "headers": dict(_SSE_HEADERS), "body": body()}
+    return Response(200, "text/event-stream", body=body(), headers=dict(_SSE_HEADERS))
+
+
+_only("/missions/<mission_id>/events/stream", "GET")
 
 
 # -- the chat API --------------------------------------------------------------------------------
 
 
-def _openai(
-    method: str,
-    path: str,
-    event: dict[str, Any],
-    headers: dict[str, str],
-    user: str,
-    runtime: Runtime,
-    monotonic: Callable[[], float],
-    sleep: Callable[[float], None],
-) -> Result:
-    if path == "/v1/models":
-        if method != "GET":
-            return _openai_error(405, f"{method} is not allowed here; use GET")
-        models = [
-            {"id": name, "object": "model", "created": 0, "owned_by": "missions"} for name in runtime.chat.models()
-        ]
-        return _json(200, {"object": "list", "data": models})
-    if path.startswith("/v1/models/") and method == "GET":
-        name = path.removeprefix("/v1/models/")
-        if name not in runtime.chat.models():
-            return _openai_error(404, f"The model '{name}' does not exist", code="model_not_found")
-        return _json(200, {"id": name, "object": "model", "created": 0, "owned_by": "missions"})
-    if path != "/v1/chat/completions":
-        return _openai_error(404, f"no route {method} {path}", code="unknown_url")
-    if method != "POST":
-        return _openai_error(405, f"{method} is not allowed here; use POST")
-    try:
-        request = parse_request(_body_of(event))
-        turn = runtime.chat.begin(user, request, named=headers.get(CONVERSATION_HEADER) or None)
-    except ChatError as exc:
-        return _json(exc.status, exc.body())
-    except (MissionRequestError, ValidationError, ValueError) as exc:
-        return _openai_error(400, str(exc))
-    except NotFound as exc:
-        return _openai_error(404, str(exc))
-    except ConflictError as exc:
-        return _openai_error(409, str(exc))
+def _model(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "missions"}
+
+
+@app.get("/v1/models")
+def models() -> Response[Any]:
+    runtime, _, _ = _ambient()
+    return _json(200, {"object": "list", "data": [_model(name) for name in runtime.chat.models()]})
+
+
+@app.get("/v1/models/<name>")
+def model(name: str) -> Response[Any]:
+    runtime, _, _ = _ambient()
+    if name not in runtime.chat.models():
+        raise UnknownModel(f"The model '{name}' does not exist")
+    return _json(200, _model(name))
+
+
+@app.post("/v1/chat/completions")
+def chat_completions() -> Response[Any]:
+    """A chat message as a turn of a conversation (missions.service.chat), answered whole or streamed."""
+    user = app.current_user()
+    runtime, monotonic, _ = _ambient()
+    event = app.current_event
+    request = parse_request(_body_of(event.raw_event))
+    turn = runtime.chat.begin(user, request, named=event.headers.get(CONVERSATION_HEADER) or None)
     logger().info("chat turn", extra={"conversation_id": turn.conversation_id, "mission_id": turn.mission_id})
     ids = {"x-conversation-id": turn.conversation_id, "x-mission-id": turn.mission_id or turn.awaited or ""}
     wait = min(runtime.settings.chat_wait_seconds, request.wait_seconds if request.wait_seconds is not None else 1e9)
     if request.stream:
-        return {
-            "statusCode": 200,
-            "headers": {**_SSE_HEADERS, **ids},
-            "body": _chat_stream(runtime, turn, request, wait, monotonic),
-        }
+        stream = _chat_stream(runtime, turn, request, wait, monotonic)
+        return Response(200, "text/event-stream", body=stream, headers={**_SSE_HEADERS, **ids})
     reply = next(step for step in runtime.chat.follow(turn, wait) if isinstance(step, Reply))
     return _json(
         200,
@@ -219,6 +180,10 @@ def _openai(
         ),
         ids,
     )
+
+
+_only("/v1/models", "GET")
+_only("/v1/chat/completions", "POST")
 
 
 def _about(turn: ChatTurn, reply: Reply) -> dict[str, Any]:

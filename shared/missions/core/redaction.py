@@ -7,7 +7,7 @@ the API, so each place that stores or returns an error calls `redact` on it firs
 
 * `Envelope.record_error`, the runner's `_absorb_failure` (the Cause a Catch hands back),
   `Event` payloads' error fields, `Lifecycle` (terminal reasons), a repository's import reason;
-* the API's one error shape (`missions.app.api.edge.error_body`);
+* the API's one error shape (`missions.app.resolver.error_body`);
 * the OpenAI provider's own `LLMError` messages, so the key leaves no trace in logs and execution
   histories either.
 

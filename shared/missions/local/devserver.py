@@ -23,32 +23,31 @@ before reading one that is too large; 408 when a body stops arriving) and calls 
 Handlers are synchronous and can be slow (a memory write runs the stream handler, which starts a
 mission), so they run in worker threads, never on the event loop, each function within its own
 limit (`FUNCTION_CONCURRENCY`), as Lambda's reserved concurrency bounds a function:
-- api: one invocation at a time. The handler keeps per-invocation state in process globals
-  (Powertools' resolver holds the current event and its context on the class), as any Lambda
-  handler may, since Lambda never runs two invocations in one execution environment at once. In
-  one process the emulation has one environment per function, so two overlapping API calls would
-  read each other's caller; one at a time, they cannot.
+- api: one invocation at a time, as in one execution environment. The handler keeps per-invocation
+  state in process globals (the logger's keys, the metrics it flushes at its end), as any Lambda
+  handler may, since Lambda never runs two invocations in one execution environment at once, and in
+  one process the emulation has one environment per function. (The router keeps its request per
+  thread, missions.app.resolver: the stream function's requests never read an API call's caller.)
 - stream (chat completions, event streams; a function URL in AWS): many at once, since each waits on
   a mission; webhook, uploads: a few at once (no per-invocation globals); the clock: one at a time.
 
-Streaming: a handler result whose `body` is an iterator of chunks (bytes or str), or whose
-content type is `text/event-stream`, is sent chunk by chunk (chunked transfer encoding) as it is
-produced, each chunk pulled in a worker thread (`STREAMS` at once). An iterator should yield at
+Streaming, as the stream function's server sends it in AWS (missions.app.asgi): a handler
+result whose `body` is an iterator of chunks (bytes or str), or whose content type is
+`text/event-stream`, is sent chunk by chunk (chunked transfer encoding) as it is produced, each
+chunk pulled in a worker thread (`STREAMS` at once). An iterator should yield at
 least every few seconds (an SSE comment as a heartbeat will do): a client that went away is
 noticed between chunks, and the iterator is then closed.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -57,6 +56,7 @@ import anyio
 import anyio.to_thread
 import uvicorn
 
+from missions.app.asgi import ASGIScope, Receive, Reply, Send, reply_of, send_reply
 from missions.app.http_event import http_event
 from missions.local.emulation import LocalCloud
 from missions.local.moto import DEFAULT_TIMEOUT_SECONDS, LocalContext
@@ -74,26 +74,9 @@ FUNCTION_CONCURRENCY = {"api": 1, "stream": 16, "webhook": 4, "upload": 4, "cloc
 STREAMS = 16  # streamed responses producing a chunk at once
 JSON_TYPE = "application/json"
 
-ASGIScope = MutableMapping[str, Any]
-ASGIMessage = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[ASGIMessage]]
-Send = Callable[[ASGIMessage], Awaitable[None]]
 Handler = Callable[..., Any]  # a Lambda handler as the emulation calls it: (event, context, runtime=...)
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass
-class Reply:
-    """A response: its body whole (bytes), or a stream of chunks sent as they come."""
-
-    status: int
-    headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytes | Iterator[bytes] = b""
-
-    def whole(self) -> bytes:
-        """The body, a stream read to its end."""
-        return self.body if isinstance(self.body, bytes) else b"".join(self.body)
 
 
 def _error(status: int, message: str, *, close: bool = False) -> Reply:
@@ -206,7 +189,7 @@ class DevServer:
             )
         elif reply is None:  # the client went away before its body arrived: nobody to answer
             return
-        await self._send(reply, send, receive)
+        await send_reply(reply, send, receive, limiter=self._streams)
 
     async def _read_body(self, receive: Receive, headers: dict[str, str], limit: int) -> bytes | Reply | None:
         """The whole body, or the reply refusing it: 413 over the limit (by Content-Length, before
@@ -227,47 +210,6 @@ class DevServer:
                 return _error(413, "body too large", close=True)
             if not message.get("more_body", False):
                 return bytes(body)
-
-    async def _send(self, reply: Reply, send: Send, receive: Receive) -> None:
-        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in reply.headers]
-        if not isinstance(reply.body, bytes):
-            await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-            await self._stream(reply.body, send, receive)
-            return
-        headers.append((b"content-length", str(len(reply.body)).encode()))
-        await send({"type": "http.response.start", "status": reply.status, "headers": headers})
-        await send({"type": "http.response.body", "body": reply.body, "more_body": False})
-
-    async def _stream(self, chunks: Iterator[bytes], send: Send, receive: Receive) -> None:
-        gone = anyio.Event()
-
-        async def watch() -> None:  # the request is read whole: the next message is the client leaving
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
-
-        completed = False
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(watch)
-            try:
-                while not gone.is_set():
-                    chunk = await anyio.to_thread.run_sync(next, chunks, None, limiter=self._streams)
-                    if chunk is None:
-                        completed = True
-                        break
-                    if chunk:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            except Exception:  # the status is sent already: cut the response short, as a failed stream
-                _log.exception("a streamed response failed")
-            finally:
-                close = getattr(chunks, "close", None)
-                if close is not None:
-                    with anyio.CancelScope(shield=True):  # closed even when the server stops mid-stream
-                        await anyio.to_thread.run_sync(close, limiter=self._streams)
-            if completed and not gone.is_set():
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-            tasks.cancel_scope.cancel()
-        # not completed: the app returns with the response open, and uvicorn closes the connection
 
     # -- what AWS would do ---------------------------------------------------------------------
 
@@ -409,39 +351,13 @@ def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 
 
 def _reply_of(result: Any) -> Reply:
-    """A Lambda proxy result (payload v2) as the response API Gateway would send; a body that is
-    an iterator, or an event stream, is sent as it is produced."""
-    if not isinstance(result, dict):
-        raise TypeError(f"the handler returned {type(result).__name__}, not a proxy result")
-    headers = [
-        (str(k), str(v))
-        for k, v in (result.get("headers") or {}).items()
-        if str(k).lower() not in ("content-length", "connection", "transfer-encoding")
-    ]
-    headers += [("set-cookie", str(cookie)) for cookie in result.get("cookies") or []]
-    status = int(result.get("statusCode", 200))
-    payload = result.get("body") or ""
-    content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
-    if isinstance(payload, Iterable) and not isinstance(payload, str | bytes | bytearray | dict | list):
-        return Reply(status, headers, _chunks(payload))
-    if result.get("isBase64Encoded"):
-        data = base64.b64decode(payload)
-    else:
-        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-    if content_type.startswith("text/event-stream"):
-        return Reply(status, headers, _events(data))
-    return Reply(status, headers, data)
-
-
-def _chunks(payload: Iterable[Any]) -> Iterator[bytes]:
-    iterator = iter(payload)
-    try:
-        for chunk in iterator:
-            yield chunk.encode() if isinstance(chunk, str) else bytes(chunk)
-    finally:
-        close = getattr(iterator, "close", None)
-        if close is not None:
-            close()
+    """The response API Gateway would send (missions.app.asgi); a whole event stream is sent event
+    by event, as it would have been produced."""
+    reply = reply_of(result)
+    content_type = next((v for k, v in reply.headers if k.lower() == "content-type"), "")
+    if isinstance(reply.body, bytes) and content_type.startswith("text/event-stream"):
+        reply.body = _events(reply.body)
+    return reply
 
 
 def _events(data: bytes) -> Iterator[bytes]:

@@ -1,6 +1,6 @@
 """The chat entry: a chat message becomes a turn of a conversation, run as a mission.
 
-`ChatService.begin` decides what a message is (missions.core.chat has the wire format):
+`ChatService.begin` decides what a message is (missions.app.chat_wire has the wire format):
 - the answer to the question the conversation's mission is waiting on ("approve", "option 2", a
   clarification): it is answered once, through the same path as the HTTP API, and the chat follows
   that mission on; a message that does not answer it is asked again, and nothing changes;
@@ -29,8 +29,9 @@ from typing import Any
 from missions.core.chat import (
     AUTO_MODEL,
     MAX_REPLIES,
-    ChatError,
-    ChatRequest,
+    ChatMessageIn,
+    UnknownConversation,
+    UnknownModel,
     interpret_answer,
     question_text,
     reply_digest,
@@ -78,7 +79,7 @@ class ChatTurn:
     user_id: str
     conversation_id: str
     model: str
-    request: ChatRequest
+    request: ChatMessageIn
     completion_id: str = field(default_factory=lambda: f"chatcmpl-{uuid.uuid4().hex}")
     created: int = field(default_factory=lambda: int(time.time()))
     awaited: str | None = None  # a mission of an earlier turn to follow to its end first
@@ -133,16 +134,11 @@ class ChatService:
 
     # -- a message -----------------------------------------------------------------------------------
 
-    def begin(self, user_id: str, request: ChatRequest, named: str | None = None) -> ChatTurn:
-        """What this message is (see the module's docstring). ChatError when it cannot be taken;
-        nothing has changed then."""
+    def begin(self, user_id: str, request: ChatMessageIn, named: str | None = None) -> ChatTurn:
+        """What this message is (see the module's docstring). UnknownModel, UnknownConversation (both
+        NotFound) or a MissionRequestError when it cannot be taken; nothing has changed then."""
         if request.model not in self.models():
-            raise ChatError(
-                404,
-                f"The model '{request.model}' does not exist; GET /v1/models lists them",
-                code="model_not_found",
-                param="model",
-            )
+            raise UnknownModel(f"The model '{request.model}' does not exist; GET /v1/models lists them")
         memory = self._conversation(user_id, request, named)
         turn = ChatTurn(user_id=user_id, conversation_id=memory.conversation_id, model=request.model, request=request)
         awaited = self._awaited(memory)
@@ -182,7 +178,7 @@ class ChatService:
         if turn.mission_id is None:
             try:
                 turn.mission_id = self._start(turn)
-            except (ChatError, ValueError, LookupError) as exc:  # said in the reply: the status line was sent
+            except (ValueError, LookupError) as exc:  # said in the reply: the status line was sent
                 yield self._conclude(
                     turn, Reply(f"{earlier}Your new message could not be started: {exc}", None, "refused")
                 )
@@ -194,7 +190,7 @@ class ChatService:
 
     # -- the conversation ------------------------------------------------------------------------
 
-    def _conversation(self, user_id: str, request: ChatRequest, named: str | None) -> WorkingMemory:
+    def _conversation(self, user_id: str, request: ChatMessageIn, named: str | None) -> WorkingMemory:
         """The conversation this message continues, or a new one (stored when its first mission starts)."""
         named = named or request.conversation_id
         if named is not None:
@@ -202,9 +198,7 @@ class ChatService:
             if found is not None:
                 return found[0]
             if request.last_reply is not None:  # continuing a conversation this user does not have
-                raise ChatError(
-                    404, f"No conversation '{named}'", code="conversation_not_found", param="conversation_id"
-                )
+                raise UnknownConversation(f"No conversation '{named}'")
             return WorkingMemory(conversation_id=named, user_id=user_id)
         if request.last_reply is not None:
             digest = reply_digest(request.last_reply)

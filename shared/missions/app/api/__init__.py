@@ -2,8 +2,8 @@
 
 The user is whoever the authorizer says (JWT `sub`, or the IAM principal), never a body field; another
 user's mission answers 404, exactly like a missing one. `edge` checks every request before a route sees
-it and gives every error one shape; `models` is the contract (GET /openapi.json publishes it); the
-routes are grouped by resource.
+it, errors take the one mapping of both HTTP functions (missions.app.resolver), `models` is the contract
+(GET /openapi.json publishes it); the routes are grouped by resource.
 """
 
 from missions.app.api import (  # noqa: F401  the routes
@@ -17,6 +17,6 @@ from missions.app.api import (  # noqa: F401  the routes
     repository_routes,
     schedule_routes,
 )
-from missions.app.api.edge import ERROR_STATUS, app, current_user, handle
+from missions.app.api.edge import app, current_user, handle
 
-__all__ = ["ERROR_STATUS", "app", "current_user", "handle"]
+__all__ = ["app", "current_user", "handle"]

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from missions.app.api.edge import app, current_user, is_operator, metrics_owner, owned_mission, responses, runtime
-from missions.app.api.models import (
+from missions.app.api.models.agents import (
     AgentClone,
     AgentDetail,
     AgentDiff,
@@ -19,10 +19,8 @@ from missions.app.api.models import (
     AgentVersionCreate,
     AgentVersionView,
     AuditList,
-    MetricsScope,
-    MissionUsage,
-    UsageMetrics,
 )
+from missions.app.api.models.metrics import MetricsScope, MissionUsage, UsageMetrics
 from missions.core.agents import AgentSettings
 from missions.core.errors import DependencyUnavailable, NotFound
 from missions.service.agents import AgentConfigs

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from missions.app.api.edge import app, current_user, responses, runtime
-from missions.app.api.models import ConversationList, ConversationView
+from missions.app.api.models.conversations import ConversationList, ConversationView
 from missions.core.conversation import WorkingMemory
 
 _CONVERSATION = "/conversations/<conversation_id>"

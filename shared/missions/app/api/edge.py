@@ -1,46 +1,35 @@
-"""The API's edge: the resolver, what every request is checked for before any route sees it, who the
-caller is, and how every error becomes a response of one documented shape.
+"""The API's edge: its resolver, what every request is checked for before any route sees it, who the
+caller is, and what each operation documents. Errors are answered by the one error mapping of both HTTP
+functions (missions.app.resolver): `ErrorBody`s carrying the request's correlation id.
 
 Before routing: a body must be JSON (415), at most MAX_BODY_BYTES (413), valid UTF-8 and JSON (400),
 nested at most MAX_DEPTH deep (400, checked before the parser can recurse) and storable: no unpaired
-surrogates, infinite numbers or numbers of more than 38 digits (400). Errors are `ErrorBody`s carrying the request's
-correlation id; domain errors map to statuses in ERROR_STATUS, the one table of them.
+surrogates, infinite numbers or numbers of more than 38 digits (400).
 """
 
 from __future__ import annotations
 
 import base64
-import inspect
 import json
 import logging
 import math
 import re
-from collections.abc import Callable
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
-from aws_lambda_powertools.event_handler.exceptions import NotFoundError, ServiceError, UnauthorizedError
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, OpenAPI
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from missions.app.api.models import ErrorBody
+from missions.app.api.models.common import ErrorBody
 from missions.app.observability import bind_mission
+from missions.app.resolver import Resolver, refusal
 from missions.core.errors import (
-    AgentConfigError,
-    AnswerRejected,
-    ConflictError,
-    DependencyUnavailable,
-    MemoryValidationError,
     MissionRequestError,
     NotFound,
-    RepositoryConflict,
-    RepositoryRequestError,
-    ScheduleRejected,
 )
-from missions.core.redaction import redact
 from missions.ports.missions import MissionRecord
 
 if TYPE_CHECKING:
@@ -51,51 +40,9 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 256 * 1024
 MAX_DEPTH = 32
 MAX_NUMBER = 10**38  # DynamoDB keeps 38 significant digits
-RETRY_AFTER_SECONDS = 5
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
 
-Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
-
-
-class Resolver(APIGatewayHttpResolver):
-    """Powertools takes a route's return annotation for its response model and would validate responses
-    against it. Each route here declares its responses (`responses`), so routes are registered without
-    the annotation, which stays for the type checker.
-
-    A route declared with `security=[]` takes no token (liveness, readiness, this contract): Powertools
-    leaves an empty `security` out of the document, which would then claim the global bearer scheme, so
-    the document says `security: []` for those operations itself (the stack gives them no authorizer)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.public_routes: set[tuple[str, str]] = set()  # (METHOD, /path/{param}) that take no token
-
-    def route(
-        self, rule: str, method: str | list[str] | tuple[str], *args: Any, **kwargs: Any
-    ) -> Callable[[Endpoint], Endpoint]:
-        if _ROUTE.bind(self, rule, method, *args, **kwargs).arguments.get("security") == []:
-            methods = [method] if isinstance(method, str) else list(method)
-            self.public_routes.update((m.upper(), re.sub(r"<(\w+)>", r"{\1}", rule)) for m in methods)
-        register = super().route(rule, method, *args, **kwargs)
-
-        def register_unannotated(endpoint: Endpoint) -> Endpoint:
-            endpoint.__annotations__.pop("return", None)
-            return register(endpoint)
-
-        return register_unannotated
-
-    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> OpenAPI:
-        schema = super().get_openapi_schema(*args, **kwargs)
-        for method, path in self.public_routes:
-            item = (schema.paths or {}).get(path)
-            operation = getattr(item, method.lower(), None) if item is not None else None
-            if operation is not None:
-                operation.security = []
-        return schema
-
-
-_ROUTE = inspect.signature(APIGatewayHttpResolver.route)
 app = Resolver(enable_validation=True)
 app.configure_openapi(
     title="missions",
@@ -125,23 +72,9 @@ def runtime() -> Runtime:
     return app.context["runtime"]  # type: ignore[no-any-return]
 
 
-def correlation_id() -> str | None:
-    try:
-        return str(app.current_event.request_context.request_id)
-    except (AttributeError, KeyError):
-        return None
-
-
 def current_user() -> str:
     """The caller as the authorizer established it; 401 when there is none."""
-    authorizer = app.current_event.request_context.authorizer
-    claims = authorizer.jwt_claim if authorizer else None
-    user = (claims or {}).get("sub")
-    if not user and authorizer and authorizer.iam:
-        user = authorizer.iam.user_arn or authorizer.iam.caller_id
-    if not user or not isinstance(user, str) or "#" in user or len(user) > 256:
-        raise UnauthorizedError("no authenticated user")
-    return user
+    return app.current_user()
 
 
 def owned_mission(mission_id: str, user: str) -> MissionRecord:
@@ -176,96 +109,11 @@ def metrics_owner(capability: str, scope: str, what: str) -> str | None:
     return None if scope == "all" else user
 
 
-# -- the one error shape ------------------------------------------------------------------------------
+# -- errors: the one mapping (missions.app.resolver), and what only the API answers ---------------------
 
 
-def error_body(
-    status: int, message: str, detail: list[dict[str, Any]] | None = None, cid: str | None = None
-) -> dict[str, Any]:
-    """Every error the API answers is made here; a message may quote an exception, so it loses its credentials."""
-    body: dict[str, Any] = {"statusCode": status, "message": redact(message), "correlation_id": cid}
-    if detail is not None:
-        body["detail"] = [{**d, "message": redact(str(d.get("message", "")))} for d in detail]
-    return body
-
-
-def error(status: int, message: str, headers: dict[str, str] | None = None) -> Response[dict[str, Any]]:
-    return Response(status, "application/json", body=error_body(status, message, cid=correlation_id()), headers=headers)
-
-
-def _raw_error(
-    status: int, message: str, event: dict[str, Any], headers: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """An error answered before the resolver runs (it has no current event yet)."""
-    cid = (event.get("requestContext") or {}).get("requestId")
-    return {
-        "statusCode": status,
-        "headers": {"Content-Type": "application/json", **(headers or {})},
-        "body": json.dumps(error_body(status, message, cid=cid if isinstance(cid, str) else None)),
-        "isBase64Encoded": False,
-    }
-
-
-# Domain errors -> HTTP statuses, in one place. Subclasses inherit their base's status (a
-# TransitionRefused or TaskGone is a ConflictError: 409).
-ERROR_STATUS: dict[type[Exception], int] = {
-    NotFound: 404,
-    PermissionError: 403,
-    ConflictError: 409,
-    RepositoryConflict: 409,
-    MissionRequestError: 422,
-    AgentConfigError: 422,
-    AnswerRejected: 422,
-    RepositoryRequestError: 422,
-    MemoryValidationError: 422,
-    ScheduleRejected: 422,
-    ValidationError: 422,
-    DependencyUnavailable: 503,
-}
-
-
-@app.exception_handler(list(ERROR_STATUS))  # type: ignore[untyped-decorator]  # Powertools leaves it unannotated
-def _domain_error(exc: Exception) -> Response[dict[str, Any]]:
-    status = next(ERROR_STATUS[kind] for kind in type(exc).__mro__ if kind in ERROR_STATUS)
-    if status == 503:
-        message = f"{exc}; nothing was stored, retry later"
-        return error(503, message, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
-    if isinstance(exc, ValidationError):
-        return _problems(exc.errors())
-    if isinstance(exc, ScheduleRejected):  # the field, what is wrong, and when it would have fired next
-        detail = [{"loc": ["body", exc.field], "type": exc.kind, "message": str(exc)}]
-        body = error_body(422, str(exc), detail, correlation_id())
-        if exc.next_fire_times is not None:
-            body["next_fire_times"] = exc.next_fire_times
-        return Response(422, "application/json", body=body)
-    return error(status, str(exc))
-
-
-@app.exception_handler(RequestValidationError)  # type: ignore[untyped-decorator]  # Powertools leaves it unannotated
-def _invalid(exc: RequestValidationError) -> Response[dict[str, Any]]:
-    return _problems(exc.errors())
-
-
-def _problems(errors: Any) -> Response[dict[str, Any]]:
-    detail = [
-        {
-            "loc": [str(part) if not isinstance(part, int) else part for part in e.get("loc", ())],
-            "type": str(e.get("type")),
-            "message": str(e.get("msg")),
-        }
-        for e in errors
-    ]
-    return Response(422, "application/json", body=error_body(422, "invalid request", detail, correlation_id()))
-
-
-@app.exception_handler(ServiceError)  # type: ignore[untyped-decorator]  # Powertools leaves it unannotated
-def _service_error(exc: ServiceError) -> Response[dict[str, Any]]:
-    return error(exc.status_code, str(exc.msg))
-
-
-@app.not_found
-def _no_route(exc: NotFoundError) -> Response[dict[str, Any]]:
-    return error(404, f"no route {app.current_event.http_method} {app.current_event.path}")
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> Response[Any]:
+    return app.error(status, message, headers)
 
 
 @app.exception_handler(Exception)  # type: ignore[untyped-decorator]  # Powertools leaves it unannotated
@@ -318,26 +166,26 @@ def check_body(event: dict[str, Any]) -> dict[str, Any] | None:
     headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
     media = str(headers.get("content-type") or "application/json").split(";")[0].strip().lower()
     if media != "application/json" and not media.endswith("+json"):
-        return _raw_error(415, f"bodies must be application/json, not {media}", event)
+        return refusal(event, 415, f"bodies must be application/json, not {media}")
     try:
         data = base64.b64decode(raw) if event.get("isBase64Encoded") else str(raw).encode("utf-8", "surrogatepass")
     except ValueError:
-        return _raw_error(400, "the body is not valid base64", event)
+        return refusal(event, 400, "the body is not valid base64")
     if len(data) > MAX_BODY_BYTES:
-        return _raw_error(413, f"the body is {len(data)} bytes; the limit is {MAX_BODY_BYTES}", event)
+        return refusal(event, 413, f"the body is {len(data)} bytes; the limit is {MAX_BODY_BYTES}")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return _raw_error(400, "the body is not valid UTF-8", event)
+        return refusal(event, 400, "the body is not valid UTF-8")
     if _too_deep(text):
-        return _raw_error(400, f"the body is nested more than {MAX_DEPTH} levels deep", event)
+        return refusal(event, 400, f"the body is nested more than {MAX_DEPTH} levels deep")
     try:
         parsed = json.loads(text)
     except ValueError as exc:
-        return _raw_error(400, f"the body is not valid JSON: {exc}", event)
+        return refusal(event, 400, f"the body is not valid JSON: {exc}")
     why = _unstorable(parsed)
     if why is not None:
-        return _raw_error(400, f"the body holds {why}", event)
+        return refusal(event, 400, f"the body holds {why}")
     return None
 
 
@@ -402,15 +250,11 @@ def responses(
 
 
 __all__ = [
-    "ERROR_STATUS",
     "MAX_BODY_BYTES",
     "MAX_DEPTH",
-    "RETRY_AFTER_SECONDS",
     "app",
-    "correlation_id",
     "current_user",
     "error",
-    "error_body",
     "handle",
     "is_operator",
     "metrics_owner",

@@ -11,7 +11,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from missions.app.api.edge import app, metrics_owner, responses, runtime
-from missions.app.api.models import Liveness, MetricsScope, Readiness, ToolMetrics
+from missions.app.api.models.health import Liveness, Readiness
+from missions.app.api.models.metrics import MetricsScope, ToolMetrics
 
 
 @app.get("/health", summary="Liveness: the API answers", security=[], responses=responses((200, Liveness, "alive")))

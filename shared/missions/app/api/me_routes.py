@@ -7,17 +7,9 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
-from missions.app.api.edge import (
-    RETRY_AFTER_SECONDS,
-    app,
-    correlation_id,
-    current_user,
-    error_body,
-    is_operator,
-    responses,
-    runtime,
-)
-from missions.app.api.models import Erasure, Me, NotificationOptIn, NotificationSettings
+from missions.app.api.edge import app, current_user, is_operator, responses, runtime
+from missions.app.api.models.accounts import Erasure, Me, NotificationOptIn, NotificationSettings
+from missions.app.resolver import RETRY_AFTER_SECONDS, error_body
 from missions.core.accounts import EXPORT_FILENAME, EXPORT_MEDIA_TYPE
 from missions.service.feedback import preferences_namespace
 
@@ -102,6 +94,6 @@ def erase_me() -> Response[dict[str, Any]]:
     return Response(
         503,
         "application/json",
-        body=error_body(503, report.summary(), detail, correlation_id()),
+        body=error_body(503, report.summary(), detail, app.correlation_id()),
         headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
     )

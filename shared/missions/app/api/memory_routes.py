@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from missions.app.api.edge import app, current_user, responses, runtime
-from missions.app.api.models import MemoryItemView, MemoryList, MemoryValue
+from missions.app.api.models.memory import MemoryItemView, MemoryList, MemoryValue
 from missions.core.memory import MemoryItem
 
 _ITEM = "/memory/<namespace>/<key>"

@@ -9,14 +9,9 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from missions.app.api.edge import app, current_user, metrics_owner, responses, runtime
-from missions.app.api.models import (
-    CapabilityGraph,
-    CapabilityList,
-    ClassificationView,
-    ClassifyRequest,
-    MetricsScope,
-    MissionMetrics,
-)
+from missions.app.api.models.capabilities import CapabilityGraph, CapabilityList
+from missions.app.api.models.metrics import MetricsScope, MissionMetrics
+from missions.app.api.models.missions import ClassificationView, ClassifyRequest
 from missions.core.compiler import compile_mission
 from missions.core.errors import MissionRequestError
 from missions.core.graph import mission_graph

@@ -13,9 +13,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from missions.app.api.edge import app, current_user, error, owned_mission, responses, runtime
 from missions.app.api.idempotency import once
-from missions.app.api.models import (
-    AnswerAccepted,
-    AnswerBody,
+from missions.app.api.models.interrupts import AnswerAccepted, AnswerBody, Inbox
+from missions.app.api.models.missions import (
     ArtifactList,
     ArtifactView,
     Cancelled,
@@ -25,7 +24,6 @@ from missions.app.api.models import (
     FeedbackTaken,
     ForkAccepted,
     ForkRequest,
-    Inbox,
     MissionAccepted,
     MissionCreate,
     MissionList,

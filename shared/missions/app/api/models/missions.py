@@ -1,0 +1,267 @@
+"""A mission: starting, forking, steering and rating it, and reading it back (its events, checkpoints, artifacts)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, JsonValue, StrictBool, StrictInt, StrictStr, field_validator
+
+from missions.app.api.models.common import Body, bounded
+from missions.app.api.models.interrupts import PendingInterrupt
+from missions.core.notes import MAX_NOTE_CHARS
+from missions.core.triggers import Priority
+
+CONTEXT_LIMIT_BYTES = 64 * 1024  # a mission's context travels in its envelope and its first checkpoint
+
+
+class MissionCreate(Body):
+    capability: StrictStr | None = Field(None, min_length=1, max_length=64, description="default: chosen by the goal")
+    goal: StrictStr = Field(min_length=1, max_length=10_000)
+    context: dict[str, JsonValue] = Field(default_factory=dict, description="at most 64 KB as JSON")
+    priority: Priority = Priority.MEDIUM
+    deadline: datetime | None = Field(None, description="ISO 8601; earlier deadlines run first within a priority")
+    max_cost_usd: float | None = Field(
+        None,
+        gt=0,
+        le=10_000,
+        strict=True,
+        description="this mission's dollar budget: at most the capability's own (GET /capabilities)",
+    )
+    conversation_id: StrictStr | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.:-]{1,128}$",
+        description="a conversation of yours this mission is a turn of: it starts from its working memory",
+    )
+    model: StrictStr | None = Field(
+        None,
+        min_length=1,
+        max_length=100,
+        description="the model every stage asks, one of the capability's allowed models here "
+        "(GET /agents/{capability}: `models`); default: each agent's configured one",
+    )
+
+    @field_validator("context")
+    @classmethod
+    def _small_context(cls, value: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        return bounded(value, CONTEXT_LIMIT_BYTES, "context")  # type: ignore[no-any-return]
+
+
+class ClassifyRequest(Body):
+    goal: StrictStr = Field(min_length=1, max_length=10_000)
+
+
+class ForkRequest(Body):
+    checkpoint_id: StrictStr = Field(min_length=1, max_length=80)
+
+
+class NoteBody(Body):
+    text: StrictStr = Field(min_length=1, max_length=MAX_NOTE_CHARS, description="what the mission should know")
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("a note needs some text")
+        return value
+
+
+class FeedbackBody(Body):
+    completed: StrictBool
+    quality: StrictInt | None = Field(None, ge=1, le=5)
+    useful: StrictBool | None = None
+    text: StrictStr | None = Field(None, max_length=5000)
+
+
+class MissionAccepted(BaseModel):
+    mission_id: str
+    status: Literal["started", "queued", "duplicate"] = Field(
+        description="started now, queued behind the user's running missions, or an earlier request's mission"
+    )
+    capability: str
+
+
+class MissionSummary(BaseModel):
+    mission_id: str
+    capability: str
+    goal: str
+    status: str
+    lifecycle: str
+    stage: str | None = Field(description="the last stage that ran")
+    running_stage: str | None = Field(description="the stage running now (null when none is)")
+    priority: str
+    trigger: str
+    created_at: str
+    terminal_reason: str | None
+
+
+class MissionList(BaseModel):
+    missions: list[MissionSummary]
+    cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last")
+
+
+class QueuePlace(BaseModel):
+    """Why a mission has not started yet, and how many of its user's missions go first."""
+
+    position: int = Field(ge=1)
+    reason: str
+
+
+class MissionNote(BaseModel):
+    note_id: str
+    text: str
+    at: str
+
+
+class MissionView(MissionSummary):
+    updated_at: str
+    completed_at: str | None
+    archived_at: str | None
+    pending_interrupt: PendingInterrupt | None
+    queue: QueuePlace | None = None
+    result: dict[str, Any] | None
+    counters: dict[str, Any]
+    cost_usd: float
+    feedback: dict[str, Any] | None
+    paused_at: str | None = Field(None, description="when it paused, while it is paused")
+    notes: list[MissionNote] = Field(default_factory=list, description="what you told it while it ran")
+
+
+class EventView(BaseModel):
+    type: str
+    mission_id: str
+    stage: str | None
+    at: str
+    payload: dict[str, Any]
+    position: str | None
+
+
+class EventsPage(BaseModel):
+    events: list[EventView]
+    cursor: str | None = Field(description="pass as `after` to read what came next")
+
+
+class StageRun(BaseModel):
+    """One run of one stage: the mission's history, as its checkpoints keep it."""
+
+    stage: str
+    started_at: str
+    duration_ms: float
+    status: str = Field(description="ok | interrupted | error | terminated (unknown: before checkpoints kept it)")
+    next_stage: str | None = None
+    llm_calls: int = 0
+    tool_calls: int = 0
+
+
+class CheckpointView(BaseModel):
+    checkpoint_id: str
+    parent_id: str | None
+    stage: str
+    created_at: str
+    stages: list[StageRun] = Field(
+        default_factory=list, description="the stage runs it records: a join's parallel branches, then its own"
+    )
+
+
+class CheckpointList(BaseModel):
+    checkpoints: list[CheckpointView]
+
+
+class ArtifactSummary(BaseModel):
+    name: str
+    path: str
+    version: int
+    stage: str
+    created_at: str
+
+
+class ArtifactList(BaseModel):
+    artifacts: list[ArtifactSummary]
+
+
+class ArtifactView(ArtifactSummary):
+    content: Any
+
+
+class ForkAccepted(BaseModel):
+    mission_id: str
+    status: Literal["started", "queued", "duplicate"]
+    forked_from: str
+    checkpoint_id: str
+
+
+class Cancelled(BaseModel):
+    mission_id: str
+    status: Literal["cancelled"]
+
+
+class Pausing(BaseModel):
+    mission_id: str
+    status: Literal["pausing"] = Field(
+        description="its stage in flight ends and checkpoints, then it waits as `paused`, holding no running slot"
+    )
+
+
+class Resumed(BaseModel):
+    mission_id: str
+    status: Literal["running", "queued"] = Field(
+        description="running: it goes on now; queued: it goes on when one of the user's running slots frees"
+    )
+
+
+class NoteTaken(BaseModel):
+    mission_id: str
+    note_id: str
+    status: Literal["noted"] = Field(description="the next stage that starts receives it in its context")
+
+
+class FeedbackTaken(BaseModel):
+    mission_id: str
+    preferences_written: list[str]
+    complaint: bool
+
+
+class GoalAnalysisView(BaseModel):
+    subgoals: int
+    dependencies: str
+    external_services: int
+    planning: str
+    review_loop: bool
+
+
+class ClassificationView(BaseModel):
+    capability: str | None
+    level: Literal[1, 2, 3]
+    analysis: GoalAnalysisView
+    source: Literal["llm", "offline"]
+
+
+__all__ = [
+    "ArtifactList",
+    "ArtifactSummary",
+    "ArtifactView",
+    "Cancelled",
+    "CheckpointList",
+    "CheckpointView",
+    "ClassificationView",
+    "ClassifyRequest",
+    "EventView",
+    "EventsPage",
+    "FeedbackBody",
+    "FeedbackTaken",
+    "ForkAccepted",
+    "ForkRequest",
+    "GoalAnalysisView",
+    "MissionAccepted",
+    "MissionCreate",
+    "MissionList",
+    "MissionNote",
+    "MissionSummary",
+    "MissionView",
+    "NoteBody",
+    "NoteTaken",
+    "Pausing",
+    "QueuePlace",
+    "Resumed",
+    "StageRun",
+]
