@@ -31,12 +31,12 @@ from missions.adapters.memory.blobs import MemoryBlobStore
 from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.missions import MemoryMissionStore
-from missions.core import capability as registry
-from missions.core.agents import AgentSettings
-from missions.core.offload import EnvelopeCodec
-from missions.core.requests import MissionRequest
+from missions.core.capability import registry as registry
+from missions.core.llm.agents import AgentSettings
+from missions.core.mission.offload import EnvelopeCodec
+from missions.core.mission.requests import MissionRequest
 from missions.core.specs import AGENTS
-from missions.core.triggers import TriggerSource
+from missions.core.triggers.declared import TriggerSource
 from missions.ports.missions import MissionRecord
 from missions.service.agents import AgentConfigs
 from missions.service.launcher import build_envelope

@@ -6,9 +6,9 @@ import hashlib
 
 from pydantic import BaseModel
 
-from missions.core.capability import Capability, Ctx, stage
-from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
-from missions.core.tools import ToolCatalog, ToolResult
+from missions.core.capability.registry import Capability, Ctx, stage
+from missions.core.capability.tools import ToolCatalog, ToolResult
+from missions.core.pipeline.config import AgentConfig, PipelineConfig, ToolAccess
 
 CATALOG = ToolCatalog()
 

@@ -121,7 +121,7 @@ def first_bytes(url: str, repo: str) -> dict[str, Any]:
 
 
 def working_memory(url: str, repo: str, cloud: Any) -> dict[str, Any]:
-    from missions.core.conversation import KEEP_TURNS, MAX_BYTES
+    from missions.core.memory.conversation import KEEP_TURNS, MAX_BYTES
 
     sizes: list[int] = []
     conversation: str | None = None

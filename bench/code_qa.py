@@ -263,7 +263,7 @@ class Asker:
         self.cloud.__exit__(*exc)
 
     def ask(self, repo: Path, question: str) -> Answered:
-        from missions.core.envelope import InterruptResponse
+        from missions.core.mission.envelope import InterruptResponse
 
         started = time.perf_counter()
         mission_id = self.cloud.start("code_analysis", question, context={"repo": str(repo)})

@@ -5,7 +5,7 @@ stage on the Standard machine), so the ratio is the two levels' saving on the sa
 (issue 14) is $0.0003 per demo mission; LangSmith Deployment charges $0.005 per run.
 
 The mission really runs (moto executes the compiled state machine, the handlers run in-process)
-under missions.local.metering.Meter; missions.core.costing prices what it counted. The LLM is the
+under missions.local.metering.Meter; missions.core.cost.infrastructure prices what it counted. The LLM is the
 offline scripted model, so tokens cost nothing here: this is the AWS bill alone. Lambda
 durations are this machine's (warm, in-process), so that line is the least exact. DynamoDB write
 units are also split per table and index, and per stage (the stage tasks the execution ran).
@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.table import Table
 
-from missions.core.costing import estimate
+from missions.core.cost.infrastructure import estimate
 
 TARGET_DOLLARS = 0.0003
 LANGSMITH_DOLLARS_PER_RUN = 0.005

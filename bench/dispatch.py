@@ -27,7 +27,7 @@ from typing import Any
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
 from missions.adapters.memory.missions import MemoryMissionStore
-from missions.core.requests import MissionRequest
+from missions.core.mission.requests import MissionRequest
 from missions.ports.missions import MissionStore
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 from missions.service.lifecycle import Lifecycle

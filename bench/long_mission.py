@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from missions.core.capability import Capability, Ctx, stage
-from missions.core.envelope import Bounds
-from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
+from missions.core.capability.registry import Capability, Ctx, stage
+from missions.core.mission.envelope import Bounds
+from missions.core.pipeline.config import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
 
 STAGES = 5_000
 
@@ -60,7 +60,7 @@ CAPABILITY = Capability(
 
 
 def run() -> dict[str, Any]:
-    from missions.core import capability as registry
+    from missions.core.capability import registry as registry
     from missions.local.emulation import LocalCloud
 
     known = registry.Registry().including(CAPABILITY)

@@ -4,7 +4,7 @@ estimated infrastructure cost per mission, with the LLM-call budget of its compl
 Each runs twice in the same run: on the two levels the stack deploys (a Standard machine waiting for
 people, the stages in Express segments) and on the single-level layout (every stage on the Standard
 machine, as before issue 14), so the ratio of the two is the saving of the layout alone. Both are the
-full emulation (moto), with the meter's usage priced at list prices (missions.core.costing).
+full emulation (moto), with the meter's usage priced at list prices (missions.core.cost.infrastructure).
 
 Each runs its capability's example goal with the offline model; a question is answered the
 way a satisfied user would (the first option, approval), so interactive types complete.
@@ -15,9 +15,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from missions.core import capability as registry
-from missions.core.costing import estimate
-from missions.core.envelope import InterruptKind, InterruptResponse
+from missions.core.capability import registry as registry
+from missions.core.cost.infrastructure import estimate
+from missions.core.mission.envelope import InterruptKind, InterruptResponse
 
 LLM_BUDGET = {1: 2, 2: 5, 3: 20}  # issue 5: at most this many LLM calls per mission of a level
 # home_assistant's flows (seed 002), each measured on its own: the sample home, the local sandbox

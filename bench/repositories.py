@@ -33,7 +33,7 @@ def _median_seconds(action, runs: int = RUNS) -> float:
 
 def run() -> dict:
     from missions.adapters.memory.repositories import MemorySnapshotStore
-    from missions.core.refs import RepositoryRef, snapshot_key
+    from missions.core.mission.refs import RepositoryRef, snapshot_key
     from missions.core.roots import AllowedRoots
     from missions.service.repositories.archive import extract_snapshot, snapshot_from_git
     from missions.service.repositories.workspace import RepositoryWorkspaces

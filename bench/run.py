@@ -43,7 +43,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def missions_on_emulation() -> dict:
     from bench import bulky
-    from missions.core import capability as registry
+    from missions.core.capability import registry as registry
     from missions.local.emulation import LocalCloud
 
     known = registry.Registry().including(bulky.CAPABILITY)
@@ -220,12 +220,12 @@ def import_times() -> dict:
 PEAK_SCRIPT = """
 import sys
 import functions.stage.handler as handler
-from missions.core import capability as registry
+from missions.core.capability import registry as registry
 from missions.adapters.llm.scripted import ScriptedProvider
-from missions.core.offload import EnvelopeCodec
+from missions.core.mission.offload import EnvelopeCodec
 from missions.service.runner import StageRunner, StageServices
 from missions.service.launcher import build_envelope
-from missions.core.requests import MissionRequest
+from missions.core.mission.requests import MissionRequest
 from missions.adapters.memory.blobs import MemoryBlobStore
 from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.events import MemoryEventStore

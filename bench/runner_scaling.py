@@ -40,11 +40,11 @@ from missions.adapters.memory.blobs import MemoryBlobStore
 from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.missions import MemoryMissionStore
-from missions.core.capability import Capability
-from missions.core.envelope import Bounds, Envelope
-from missions.core.offload import EnvelopeCodec
-from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
-from missions.core.stages import StageFunction
+from missions.core.capability.registry import Capability
+from missions.core.capability.stages import StageFunction
+from missions.core.mission.envelope import Bounds, Envelope
+from missions.core.mission.offload import EnvelopeCodec
+from missions.core.pipeline.config import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
 from missions.ports.checkpoints import CheckpointStore
 from missions.ports.events import EventStore
 from missions.ports.missions import MissionRecord, MissionStore

@@ -23,11 +23,11 @@ from missions.adapters.memory.blobs import MemoryBlobStore
 from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.missions import MemoryMissionStore
-from missions.core.capability import Capability
-from missions.core.envelope import Bounds, Envelope
-from missions.core.offload import EnvelopeCodec
-from missions.core.pipeline import AgentConfig, PipelineConfig
-from missions.core.stages import StageFunction
+from missions.core.capability.registry import Capability
+from missions.core.capability.stages import StageFunction
+from missions.core.mission.envelope import Bounds, Envelope
+from missions.core.mission.offload import EnvelopeCodec
+from missions.core.pipeline.config import AgentConfig, PipelineConfig
 from missions.ports.missions import MissionRecord
 from missions.service.runner import StageRunner, StageServices
 

@@ -3,7 +3,7 @@
 Measured in one run on the emulation (the runtime's services on moto, no HTTP), each a median:
 - `start_ms`: a mission's start through the launcher (`submit`: its checks, the dispatcher's claim and
   StartExecution), each for a user of its own so every one starts: the baseline every ratio divides by.
-- `check_ms`: a schedule's checks alone (missions.core.schedules.check_expression: the expression, its time
+- `check_ms`: a schedule's checks alone (missions.core.triggers.schedules.check_expression: the expression, its time
   zone, and no two of its next 50 firings closer than the minimum), pure.
 - `create_ms`: creating a schedule (those checks, the launcher's check of what its firings will ask, the
   table write that takes a place in the user's count, the Scheduler's CreateSchedule).
@@ -22,8 +22,8 @@ from itertools import count
 from typing import Any
 
 from bench import ratio_rows
-from missions.core.requests import MissionRequest
-from missions.core.schedules import check_expression
+from missions.core.mission.requests import MissionRequest
+from missions.core.triggers.schedules import check_expression
 from missions.service.schedules import USER_SCHEDULE
 
 SAMPLES = 30

@@ -80,7 +80,7 @@ class LLMConfig(BaseModel):
 
     @model_validator(mode="after")
     def _every_model_is_priced(self) -> LLMConfig:
-        from missions.core.pricing import unpriced
+        from missions.core.cost.pricing import unpriced
 
         if self.provider != "scripted":
             missing = unpriced([self.model, self.fallback_model, *self.models.values()], self.prices)

@@ -29,8 +29,8 @@ from infra.components.streaming import Streaming
 from infra.components.triggers import Triggers
 from infra.components.user_schedules import UserSchedules, user_schedule_group
 from infra.config import EnvironmentConfig
-from missions.core import capability as registry
-from missions.core.capability import Capability
+from missions.core.capability import registry as registry
+from missions.core.capability.registry import Capability
 from missions.core.settings import environment_of
 from missions.core.specs import INTERRUPT_FUNCTION, SCHEDULE_FUNCTION, TABLES, state_machine_name
 

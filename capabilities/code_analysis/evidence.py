@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 from capabilities.code_analysis.models import ToolRun
-from missions.core.capability import EvidenceChainViolation
-from missions.core.envelope import Citation
+from missions.core.capability.registry import EvidenceChainViolation
+from missions.core.mission.envelope import Citation
 
 CITATION = re.compile(r"^\[?(?P<file>[^\s\[\]:]+):(?P<line>\d+)\]?$")
 EVIDENCE_CHARS = 12_000  # of evidence lines the model is shown (whole lines)

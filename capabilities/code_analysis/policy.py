@@ -22,7 +22,7 @@ from capabilities.code_analysis.models import (
     SynthesisOutput,
 )
 from capabilities.code_analysis.questions import Question, classify, identifiers, keywords, stem
-from missions.core.llm import LLMRequest
+from missions.core.llm.provider import LLMRequest
 
 GOAL_SPLIT = re.compile(r"\?|;|,\s*and\s+|\band also\b|\bas well as\b|\band (?=(?:who|what|where|how|which)\b)")
 PRONOUN = re.compile(r"\b(it|this|that|them|its)\b", re.IGNORECASE)

@@ -17,9 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from capabilities.code_analysis import index as code_index
-from missions.core.envelope import Citation, Model
+from missions.core.capability.tools import RiskLevel, ToolCatalog, ToolCategory, ToolError, ToolResult
+from missions.core.mission.envelope import Citation, Model
 from missions.core.roots import NEVER_ROOTS
-from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolError, ToolResult
 
 CATALOG = ToolCatalog()
 

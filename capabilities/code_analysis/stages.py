@@ -31,9 +31,9 @@ from capabilities.code_analysis.models import (
 )
 from capabilities.code_analysis.questions import classify
 from capabilities.code_analysis.repo_tools import CATALOG, count_mentions
-from missions.core.capability import Ctx, EvidenceChainViolation, stage
-from missions.core.envelope import InterruptKind
-from missions.core.tools import ToolResult
+from missions.core.capability.registry import Ctx, EvidenceChainViolation, stage
+from missions.core.capability.tools import ToolResult
+from missions.core.mission.envelope import InterruptKind
 
 FOLLOW_SYMBOLS = 3
 FOLLOW_MATCHES = 3

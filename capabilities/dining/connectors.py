@@ -19,7 +19,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from missions.core.connectors import ConnectorRejected
+from missions.core.capability.connectors import ConnectorRejected
 
 DIETARY = ("vegetarian", "vegan", "gluten-free")
 WEEKEND = frozenset({"friday", "saturday"})  # evenings the busy places are booked out

@@ -9,7 +9,7 @@ from typing import Any
 
 from capabilities.dining.criteria import read_goal
 from capabilities.dining.stages import OptionNote, RankNotes, Summary, describe
-from missions.core.llm import LLMRequest
+from missions.core.llm.provider import LLMRequest
 
 
 def _note(option: dict[str, Any]) -> str:

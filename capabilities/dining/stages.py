@@ -17,9 +17,9 @@ from capabilities.dining.criteria import GoalCriteria, plan_criteria
 from capabilities.dining.ranking import TOP_N, WEIGHTS, apply_filters, card, one_line
 from capabilities.dining.ranking import rank as by_score
 from capabilities.dining.tools import listings_of, tool_id
-from missions.core.capability import Ctx, stage
-from missions.core.connectors import call_source, with_simulated_failures
-from missions.core.envelope import InterruptKind
+from missions.core.capability.connectors import call_source, with_simulated_failures
+from missions.core.capability.registry import Ctx, stage
+from missions.core.mission.envelope import InterruptKind
 
 SOURCE_STAGES = ("maps", "reviews", "reservations")  # each stage is named after its source
 NONE = "none"  # the option that declines every restaurant

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from capabilities.dining.connectors import DiningQuery, RestaurantListing, RestaurantSource, sample_sources
-from missions.core.connectors import ConnectorError, ConnectorRejected
-from missions.core.tools import ToolCatalog, ToolCategory, ToolResult, TransientToolError
+from missions.core.capability.connectors import ConnectorError, ConnectorRejected
+from missions.core.capability.tools import ToolCatalog, ToolCategory, ToolResult, TransientToolError
 
 SOURCES: dict[str, RestaurantSource] = sample_sources()  # swap in real services here
 CATALOG = ToolCatalog()

@@ -6,8 +6,8 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from missions.core.capability import Ctx, stage
-from missions.core.envelope import InterruptKind
+from missions.core.capability.registry import Ctx, stage
+from missions.core.mission.envelope import InterruptKind
 
 Day = Literal["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 REST = "Rest: walk 30 min"

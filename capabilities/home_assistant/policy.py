@@ -14,7 +14,7 @@ from typing import Any
 
 from capabilities.home_assistant.models import AnalysisScript, ArchitectPlan, AutomationDraft, Discussion, Specialist
 from capabilities.home_assistant.scripts import SCRIPTS
-from missions.core.llm import LLMRequest
+from missions.core.llm.provider import LLMRequest
 
 ENERGY = ("energy", "electricity", "power", "kwh", "consumption", "usage", "bill", "cost", "standby")
 FAULT = (

@@ -41,8 +41,8 @@ from capabilities.home_assistant.models import (
     Specialist,
     Synthesis,
 )
-from missions.core.capability import Ctx, stage
-from missions.core.tools import ToolResult
+from missions.core.capability.registry import Ctx, stage
+from missions.core.capability.tools import ToolResult
 
 DEPLOYMENTS = "home_assistant.deployments"  # the user's memory: what each deployment replaced
 INSIGHTS = "home_assistant.insights"  # the user's memory: insights with their evidence

@@ -24,8 +24,8 @@ from pydantic import BaseModel, Field
 from capabilities.home_assistant.automation import diff
 from capabilities.home_assistant.ha.port import HAError, HAUnknownEntity, HomeAssistant, State
 from capabilities.home_assistant.ha.settings import connect, ha_settings
-from missions.core.envelope import Citation
-from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolEnv, ToolResult
+from missions.core.capability.tools import RiskLevel, ToolCatalog, ToolCategory, ToolEnv, ToolResult
+from missions.core.mission.envelope import Citation
 
 CATALOG = ToolCatalog()
 LOG_FILE = "home-assistant.log"  # how error-log lines are cited: home-assistant.log:<line>

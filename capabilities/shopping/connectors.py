@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from missions.core.connectors import ConnectorRejected
+from missions.core.capability.connectors import ConnectorRejected
 
 
 @dataclass(frozen=True)

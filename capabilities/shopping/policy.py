@@ -9,7 +9,7 @@ from typing import Any
 
 from capabilities.shopping.query import read_goal
 from capabilities.shopping.stages import Summary, describe
-from missions.core.llm import LLMRequest
+from missions.core.llm.provider import LLMRequest
 
 
 def offline_policy(request: LLMRequest) -> Any:

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from capabilities.shopping.connectors import Offer
 from capabilities.shopping.query import MAX_OPTIONS, ProductQuery, choose_options, constraints
 from capabilities.shopping.tools import SEARCH, SOURCE, offers_of
-from missions.core.capability import Ctx, stage
-from missions.core.connectors import call_source, with_simulated_failures
-from missions.core.envelope import InterruptKind
+from missions.core.capability.connectors import call_source, with_simulated_failures
+from missions.core.capability.registry import Ctx, stage
+from missions.core.mission.envelope import InterruptKind
 
 NONE = "none"  # the option that declines every offer
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from capabilities.shopping.connectors import Offer, PriceComparison, SamplePriceComparison
-from missions.core.connectors import ConnectorError, ConnectorRejected
-from missions.core.tools import ToolCatalog, ToolCategory, ToolResult, TransientToolError
+from missions.core.capability.connectors import ConnectorError, ConnectorRejected
+from missions.core.capability.tools import ToolCatalog, ToolCategory, ToolResult, TransientToolError
 
 SERVICE: PriceComparison = SamplePriceComparison()  # swap in a real service here
 SOURCE = SERVICE.name  # what {"simulate_failures": {...}} names

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from missions.core.connectors import ConnectorRejected
+from missions.core.capability.connectors import ConnectorRejected
 
 KINDS = ("flights", "hotels", "activities", "events", "restaurants")
 ACTIVITY_CATEGORIES = ("museum", "tour", "outdoors", "day_trip", "food")

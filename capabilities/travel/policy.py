@@ -27,7 +27,7 @@ from capabilities.travel.models import (
 )
 from capabilities.travel.ranking import category
 from capabilities.travel.state import CONFIDENCE_FLOOR, COORDINATORS, coverage_confidence
-from missions.core.llm import LLMRequest
+from missions.core.llm.provider import LLMRequest
 
 MONTHS = "January February March April May June July August September October November December".split()
 INTERESTS = ("museum", "art", "food", "wine", "hiking", "outdoors", "history", "nightlife", "day trip", "shopping")

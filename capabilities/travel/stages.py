@@ -50,8 +50,8 @@ from capabilities.travel.state import (
     coverage_confidence,
     label,
 )
-from missions.core.capability import Ctx, stage
-from missions.core.envelope import InterruptKind
+from missions.core.capability.registry import Ctx, stage
+from missions.core.mission.envelope import InterruptKind
 
 APPROVE = {"approve", "approved", "yes", "y", "ok", "accept", "looks good"}
 SEARCH_AGAIN, CONTINUE = "search again", "continue"
@@ -64,7 +64,7 @@ def _compact(option: dict[str, Any]) -> dict[str, Any]:
 
 
 def pending_notes(ctx: Ctx, state: TripState) -> list[dict[str, str]]:
-    """Notes the traveler sent while the mission ran (missions.core.notes) that no round applied yet."""
+    """Notes the traveler sent while the mission ran (missions.core.mission.notes) that no round applied yet."""
     applied = state.applied_notes()
     return [
         {"note_id": str(n["note_id"]), "text": str(n["text"])}

@@ -13,8 +13,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from capabilities.travel import connectors as travel
-from missions.core.connectors import call_source, with_simulated_failures
-from missions.core.tools import ToolCatalog, ToolCategory, ToolResult
+from missions.core.capability.connectors import call_source, with_simulated_failures
+from missions.core.capability.tools import ToolCatalog, ToolCategory, ToolResult
 
 CATALOG = ToolCatalog()
 

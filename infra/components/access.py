@@ -23,7 +23,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 
 from infra.components.nag import acknowledge, rendered
-from missions.core.pricing import foundation_model_id
+from missions.core.cost.pricing import foundation_model_id
 
 GET = "dynamodb:GetItem"
 QUERY = "dynamodb:Query"

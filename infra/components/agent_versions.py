@@ -11,8 +11,8 @@ from constructs import Construct
 
 from infra.components.access import ACCESS, Resources, grant
 from infra.components.functions import FunctionFactory
-from missions.core import agents as rules
-from missions.core.capability import Capability
+from missions.core.capability.registry import Capability
+from missions.core.llm import agents as rules
 from missions.core.specs import DEPLOY_FUNCTION
 
 RESOURCE_TYPE = "Custom::AgentConfigurations"

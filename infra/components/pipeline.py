@@ -23,8 +23,8 @@ from infra.components.nag import acknowledge, rendered
 from infra.components.sandbox import Sandbox
 from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
-from missions.core.capability import Capability
-from missions.core.compiler import compile_mission, placeholders
+from missions.core.capability.registry import Capability
+from missions.core.pipeline.compiler import compile_mission, placeholders
 from missions.core.settings import environment_of
 from missions.core.specs import STAGE_FUNCTION, segment_machine_name, state_machine_name
 

@@ -22,7 +22,7 @@ from infra.components.access import ACCESS, Resources, grant
 from infra.components.functions import FunctionFactory
 from infra.components.nag import acknowledge
 from infra.config import EnvironmentConfig
-from missions.core.capability import Capability
+from missions.core.capability.registry import Capability
 from missions.core.specs import (
     EXECUTION_ENDED,
     EXECUTION_STATUS_DETAIL_TYPE,
@@ -32,7 +32,7 @@ from missions.core.specs import (
     STATUS_FUNCTION,
     TRIGGER_FUNCTION,
 )
-from missions.core.trigger_specs import memory_rules, schedule_specs, webhook_rules
+from missions.core.triggers.specs import memory_rules, schedule_specs, webhook_rules
 
 
 class Triggers(Construct):

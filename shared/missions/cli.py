@@ -39,15 +39,15 @@ from missions.client import (
     stack_endpoints,
     urllib_transport,
 )
-from missions.core import capability as registry
-from missions.core.compiler import compile_json
-from missions.core.envelope import InterruptKind, InterruptResponse
-from missions.core.events import Event, EventType
+from missions.core.capability import registry as registry
+from missions.core.mission.envelope import InterruptKind, InterruptResponse
+from missions.core.mission.events import Event, EventType
+from missions.core.pipeline.compiler import compile_json
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
-    from missions.core.llm import LLMProvider
+    from missions.core.llm.provider import LLMProvider
     from missions.local.emulation import LocalCloud
 
 app = typer.Typer(
@@ -99,7 +99,7 @@ def classify(
 ) -> None:
     """Which capability would take a goal, and its complexity (1 simple, 2 coordinated, 3 complex)."""
     from missions.adapters.llm.scripted import ScriptedProvider
-    from missions.core.classification import classify_complexity, offline_goal_analysis, select_by_keywords
+    from missions.core.capability.classification import classify_complexity, offline_goal_analysis, select_by_keywords
 
     if not goal.strip():
         fail("the goal is empty")

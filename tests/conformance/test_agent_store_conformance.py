@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from missions.adapters.memory.agents import InMemoryAgentStore, InMemoryUsageStore
-from missions.core.agents import AgentState, AgentVersion, AuditEntry
+from missions.core.cost.usage import UsageRecord
 from missions.core.errors import ConflictError
+from missions.core.llm.agents import AgentState, AgentVersion, AuditEntry
 from missions.core.specs import AGENTS, USAGE
-from missions.core.usage import UsageRecord
 
 REGION = "us-east-1"
 

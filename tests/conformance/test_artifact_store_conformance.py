@@ -59,7 +59,7 @@ def test_a_retried_stage_finds_its_own_artifact_instead_of_adding_a_version(back
 
 
 def test_malformed_artifacts_are_rejected_and_nothing_is_written(backend):
-    from missions.core.artifacts import ArtifactRejected
+    from missions.core.mission.artifacts import ArtifactRejected
 
     with pytest.raises(ArtifactRejected, match="segments"):
         backend.artifacts.put("m1", "../etc/passwd", {})

@@ -1,4 +1,4 @@
-"""Blob stores (missions.core.offload's), in memory and on DynamoDB in moto: a backend conforms when it behaves
+"""Blob stores (missions.core.mission.offload's), in memory and on DynamoDB in moto: a backend conforms when it behaves
 exactly like the in-memory reference adapter."""
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from missions.core import capability as registry
-from missions.core.compiler import compile_pipeline
-from missions.core.envelope import InterruptKind
+from missions.core.capability import registry as registry
+from missions.core.mission.envelope import InterruptKind
+from missions.core.pipeline.compiler import compile_pipeline
 from tests.support.driver import DirectDriver
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -16,12 +16,12 @@ from missions.adapters.memory.blobs import MemoryBlobStore
 from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.missions import MemoryMissionStore
-from missions.core.capability import Capability, Ctx
-from missions.core.checkpoints import SNAPSHOT_EVERY
-from missions.core.envelope import Envelope, StageRecord
+from missions.core.capability.registry import Capability, Ctx
 from missions.core.errors import NotFound
-from missions.core.offload import EnvelopeCodec
-from missions.core.pipeline import AgentConfig, EdgeLimit
+from missions.core.mission.checkpoints import SNAPSHOT_EVERY
+from missions.core.mission.envelope import Envelope, StageRecord
+from missions.core.mission.offload import EnvelopeCodec
+from missions.core.pipeline.config import AgentConfig, EdgeLimit
 from missions.core.specs import CHECKPOINTS
 from missions.ports.checkpoints import Checkpoint, CheckpointStore
 from missions.ports.missions import MissionRecord

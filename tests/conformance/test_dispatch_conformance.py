@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
-from missions.core.requests import MissionRequest
+from missions.core.mission.requests import MissionRequest
 from missions.core.specs import DISPATCH
-from missions.core.triggers import Priority
+from missions.core.triggers.declared import Priority
 from missions.ports.dispatch import NO_DEADLINE, Claim, QueueEntry
 from missions.service.dispatch import deadline_key
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from missions.core.events import Event, EventType
+from missions.core.mission.events import Event, EventType
 from missions.core.specs import EVENTS
 from missions.ports.events import event_position, parse_position
 

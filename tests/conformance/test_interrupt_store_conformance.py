@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.errors import ConflictError, NotFound
+from missions.core.mission.envelope import InterruptKind, InterruptResponse
 from missions.core.specs import INTERRUPTS
 from missions.ports.interrupts import InterruptRecord
 

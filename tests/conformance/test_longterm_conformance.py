@@ -12,7 +12,7 @@ import pytest
 
 from missions.adapters.memory.longterm import InMemoryLongTermMemory
 from missions.core.errors import MemoryValidationError
-from missions.core.memory import MAX_VALUE_BYTES, PREFERENCES
+from missions.core.memory.longterm import MAX_VALUE_BYTES, PREFERENCES
 from missions.core.specs import MEMORY
 
 REGION = "us-east-1"

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from missions.core.refs import owner_segment
+from missions.core.mission.refs import owner_segment
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 from tests.e2e.test_cli_remote import VAGUE, missions, one_line_error

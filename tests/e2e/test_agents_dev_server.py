@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from missions.adapters.llm.scripted import ScriptedProvider
-from missions.core import capability as registry
-from missions.core.llm import LLMRequest, LLMResult
+from missions.core.capability import registry as registry
+from missions.core.llm.provider import LLMRequest, LLMResult
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 from tests.e2e.test_dev_server import Client

@@ -18,8 +18,8 @@ import pytest
 from typer.testing import CliRunner
 
 from missions.cli import Wiring, app
-from missions.core.capability import Ctx, stage
-from missions.core.envelope import InterruptKind
+from missions.core.capability.registry import Ctx, stage
+from missions.core.mission.envelope import InterruptKind
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 from tests.e2e.test_conversations_e2e import shop_repository

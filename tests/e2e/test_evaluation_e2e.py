@@ -10,12 +10,12 @@ import pytest
 from pydantic import BaseModel
 
 from functions.evaluate.handler import lambda_handler as nightly
-from missions.core import capability as registry
-from missions.core.capability import Capability, Ctx, stage
-from missions.core.events import Event, EventType
-from missions.core.offline import SchemaAnswers
-from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
-from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult
+from missions.core.capability import registry as registry
+from missions.core.capability.offline import SchemaAnswers
+from missions.core.capability.registry import Capability, Ctx, stage
+from missions.core.capability.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult
+from missions.core.mission.events import Event, EventType
+from missions.core.pipeline.config import AgentConfig, PipelineConfig, ToolAccess
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 from missions.local.moto import LocalContext

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from missions.core.envelope import InterruptKind, InterruptResponse
-from missions.core.events import Event, EventType
-from missions.core.requests import MissionRequest
-from missions.core.status import TERMINAL, MissionStatus
+from missions.core.mission.envelope import InterruptKind, InterruptResponse
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.requests import MissionRequest
+from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.local import moto as moto_patches
 from missions.local.emulation import LocalCloud
 from missions.ports.interrupts import InterruptRecord

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from missions.core.status import TERMINAL
+from missions.core.mission.status import TERMINAL
 from missions.local.emulation import LocalCloud
 from tests.integration.conftest import chain, final_answer, make_capability, with_capabilities
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from missions.core.refs import snapshot_key
+from missions.core.mission.refs import snapshot_key
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 from missions.service.repositories.archive import extract_snapshot

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from missions.core import capability as registry
-from missions.core.compiler import compile_pipeline
+from missions.core.capability import registry as registry
+from missions.core.pipeline.compiler import compile_pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
 VALIDATOR = ROOT / "node_modules" / ".bin" / "asl-validator"

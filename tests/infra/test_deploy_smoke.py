@@ -20,8 +20,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from missions.core import capability as registry
-from missions.core.refs import snapshot_key
+from missions.core.capability import registry as registry
+from missions.core.mission.refs import snapshot_key
 from missions.core.specs import segment_machine_name, state_machine_name
 from missions.local import moto as moto_patches
 from missions.local.devserver import http_event

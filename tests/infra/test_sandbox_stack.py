@@ -17,7 +17,7 @@ from aws_cdk.assertions import Match, Template
 from infra.components.functions import FunctionFactory
 from infra.components.sandbox import ENI_DESCRIBE, ENI_MANAGE, Sandbox, function_memory_mb, function_timeout_seconds
 from infra.config import load_environments
-from missions.core import capability as registry
+from missions.core.capability import registry as registry
 from missions.core.sandbox import FUNCTION_HEADROOM_MB, FUNCTION_HEADROOM_SECONDS, TIERS
 from tests.infra.conftest import Assembly, deploy_time, synthesize
 

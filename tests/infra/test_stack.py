@@ -24,9 +24,9 @@ from infra.components.monitoring import NO_SUBSCRIBER
 from infra.components.pipeline import definition_of
 from infra.config import ConfigError, load_environments
 from missions.app.streaming import READINESS_PATH
-from missions.core import capability as registry
+from missions.core.capability import registry as registry
 from missions.core.specs import TABLES
-from missions.core.trigger_specs import memory_rules, schedule_specs, webhook_rules
+from missions.core.triggers.specs import memory_rules, schedule_specs, webhook_rules
 from tests.infra.conftest import Assembly, deploy_time, synthesize
 
 ENVIRONMENTS = ("dev", "staging", "prod")

@@ -4,7 +4,7 @@ Every test in this folder runs against moto (see shared/missions/local), so ever
 marked `integration` (`-m "not integration"` skips them).
 
 Test capabilities are built with `make_capability`: a PipelineConfig from a few AgentConfigs,
-typed stage functions (missions.core.stages; see tests/support/stages.py) and a deterministic
+typed stage functions (missions.core.capability.stages; see tests/support/stages.py) and a deterministic
 offline policy (`offline_policy`) for stages that have an LLM. A LocalCloud finds them in the
 registry it is given: `with_capabilities` makes one that knows the installed capabilities and these.
 """
@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from missions.core import capability as registry
-from missions.core.capability import Capability
-from missions.core.compiler import FINALIZE
-from missions.core.llm import LLMRequest
-from missions.core.pipeline import AgentConfig
-from missions.core.stages import StageFunction
-from missions.core.tools import ToolCatalog
+from missions.core.capability import registry as registry
+from missions.core.capability.registry import Capability
+from missions.core.capability.stages import StageFunction
+from missions.core.capability.tools import ToolCatalog
+from missions.core.llm.provider import LLMRequest
+from missions.core.pipeline.compiler import FINALIZE
+from missions.core.pipeline.config import AgentConfig
 from tests.support.stages import Note, answering, typed_capability
 
 HERE = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ SCRIPT = """
 import sys
 from missions.local.emulation import LocalCloud
 from missions.service.launcher import build_envelope
-from missions.core.requests import MissionRequest
+from missions.core.mission.requests import MissionRequest
 
 settings = {"llm_provider": "openai", "openai_api_key": "sk-test", "openai_base_url": "http://127.0.0.1:9/v1"}
 with LocalCloud(["code_analysis"], settings=settings) as cloud:

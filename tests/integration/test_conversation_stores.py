@@ -9,7 +9,7 @@ import pytest
 
 from missions.adapters.dynamodb.conversations import DynamoConversationStore
 from missions.adapters.memory.conversations import InMemoryConversationStore
-from missions.core.conversation import Turn, WorkingMemory, fold
+from missions.core.memory.conversation import Turn, WorkingMemory, fold
 from missions.ports.conversations import VersionConflict
 
 

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from missions.core.requests import MissionRequest
+from missions.core.mission.requests import MissionRequest
 from missions.core.specs import DISPATCH, MISSIONS
 from missions.ports.missions import MissionStore
 from missions.service.dispatch import Dispatcher

@@ -15,8 +15,8 @@ import pytest
 
 from missions.adapters.dynamodb.events import DynamoEventStore
 from missions.adapters.dynamodb.tables import table_definition
-from missions.core.costing import item_size, write_units
-from missions.core.events import Event, EventType
+from missions.core.cost.infrastructure import item_size, write_units
+from missions.core.mission.events import Event, EventType
 from missions.core.specs import EVENTS
 from missions.ports.events import event_position
 from tests.support.aws import SerializedClient, use_fake_aws

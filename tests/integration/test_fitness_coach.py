@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from missions.adapters.llm.scripted import ScriptedProvider
-from missions.core import capability as registry
-from missions.core.envelope import Envelope, InterruptKind
-from missions.core.llm import LLMRequest, LLMResult
+from missions.core.capability import registry as registry
+from missions.core.llm.provider import LLMRequest, LLMResult
+from missions.core.mission.envelope import Envelope, InterruptKind
 from missions.local.emulation import LocalCloud
 from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import stage_history

@@ -14,8 +14,8 @@ from capabilities.home_assistant.dev.fake_server import serve
 from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.models import ArchitectPlan, AutomationDraft
 from capabilities.home_assistant.policy import offline_policy
-from missions.core import capability as registry
-from missions.core.llm import LLMRequest, LLMResult
+from missions.core.capability import registry as registry
+from missions.core.llm.provider import LLMRequest, LLMResult
 from tests.support.driver import DirectDriver
 
 CAPABILITY = registry.load("home_assistant")

@@ -16,8 +16,8 @@ from dulwich import porcelain
 from capabilities.code_analysis.models import CriticOutput, PlanOutput, PlanStep
 from capabilities.code_analysis.policy import offline_policy
 from missions.adapters.llm.scripted import ScriptedProvider
-from missions.core.events import EventType
-from missions.core.llm import LLMRequest
+from missions.core.llm.provider import LLMRequest
+from missions.core.mission.events import EventType
 from missions.local.emulation import LocalCloud
 from missions.service.checkpoints import states
 

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime, timedelta
 
 from functions.sla.handler import lambda_handler
-from missions.core.envelope import InterruptKind
+from missions.core.mission.envelope import InterruptKind
 from missions.local.emulation import LocalCloud
 from missions.local.moto import LocalContext
 from missions.ports.interrupts import InterruptRecord

@@ -15,10 +15,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from missions.core.capability import Ctx, stage
-from missions.core.envelope import InterruptKind
+from missions.core.capability.registry import Ctx, stage
 from missions.core.errors import ConflictError
-from missions.core.requests import MissionRequest
+from missions.core.mission.envelope import InterruptKind
+from missions.core.mission.requests import MissionRequest
 from missions.local.emulation import LocalCloud
 from tests.integration.conftest import chain, final_answer, make_capability, with_capabilities
 from tests.support.stages import Out

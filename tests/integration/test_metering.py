@@ -1,5 +1,5 @@
 """The meter counts a real mission on the emulation (missions.local.metering.Meter), and
-missions.core.costing prices it.
+missions.core.cost.infrastructure prices it.
 
 One LocalCloud serves the module; each test meters its own calls with its own Meter, one
 mission at a time (the meter counts every in-process invocation while it runs).
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from missions.core import capability as registry
-from missions.core.costing import Usage, estimate, item_size, lambda_gb_seconds
-from missions.core.envelope import utcnow
+from missions.core.capability import registry as registry
+from missions.core.cost.infrastructure import Usage, estimate, item_size, lambda_gb_seconds
+from missions.core.mission.envelope import utcnow
 from missions.core.specs import stage_function_name
 from missions.local import moto as moto_patches
 from missions.local.emulation import LocalCloud, MissionOutcome

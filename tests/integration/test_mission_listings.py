@@ -15,7 +15,7 @@ import pytest
 from missions.adapters.dynamodb._items import serialize
 from missions.adapters.dynamodb.missions import DynamoMissionsByCapability, DynamoMissionStore
 from missions.adapters.dynamodb.tables import table_definition
-from missions.core.costing import item_size, write_units
+from missions.core.cost.infrastructure import item_size, write_units
 from missions.core.specs import ALL, MISSIONS
 from missions.ports.missions import MissionRecord, MissionSummary
 from tests.support.aws import use_fake_aws

@@ -19,13 +19,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from missions.core.capability import Capability, Ctx, StageDefinitionError, stage
-from missions.core.compiler import FINALIZE
-from missions.core.envelope import Bounds, InterruptKind
+from missions.core.capability.registry import Capability, Ctx, StageDefinitionError, stage
+from missions.core.capability.tools import ToolCatalog, ToolResult
 from missions.core.errors import AnswerRejected, ConflictError
-from missions.core.events import EventType
-from missions.core.pipeline import AgentConfig, EdgeLimit, FanOut, RoutingRule, ToolAccess
-from missions.core.tools import ToolCatalog, ToolResult
+from missions.core.mission.envelope import Bounds, InterruptKind
+from missions.core.mission.events import EventType
+from missions.core.pipeline.compiler import FINALIZE
+from missions.core.pipeline.config import AgentConfig, EdgeLimit, FanOut, RoutingRule, ToolAccess
 from missions.local.emulation import LocalCloud, MissionOutcome
 from missions.service import launcher
 from missions.service.checkpoints import stage_history, state_at

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from missions.core.capability import Ctx, stage
+from missions.core.capability.registry import Ctx, stage
 from missions.core.errors import ConflictError
-from missions.core.requests import MissionRequest
+from missions.core.mission.requests import MissionRequest
 from missions.local.emulation import LocalCloud
 from tests.integration.conftest import chain, final_answer, make_capability, with_capabilities
 from tests.integration.test_lifecycle_cancel_fork import GATE, Gate, hold, until

@@ -10,7 +10,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from missions.core.events import EventType
+from missions.core.mission.events import EventType
 from missions.local.emulation import LocalCloud
 from tests.support.recorded_llm import (
     AnthropicTransport,

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from missions.core.capability import Capability, Ctx, stage
-from missions.core.envelope import Bounds, InterruptKind
-from missions.core.pipeline import AgentConfig, EdgeLimit, RoutingRule
-from missions.core.stages import StageFunction
+from missions.core.capability.registry import Capability, Ctx, stage
+from missions.core.capability.stages import StageFunction
+from missions.core.mission.envelope import Bounds, InterruptKind
+from missions.core.pipeline.config import AgentConfig, EdgeLimit, RoutingRule
 from missions.local.emulation import LocalCloud
 from tests.integration.conftest import final_answer, make_capability, with_capabilities
 from tests.support.stages import stage_named

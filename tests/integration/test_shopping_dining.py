@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from missions.core import capability as registry
-from missions.core.capability import Capability
-from missions.core.envelope import Envelope, InterruptKind
+from missions.core.capability import registry as registry
+from missions.core.capability.registry import Capability
 from missions.core.errors import AnswerRejected
+from missions.core.mission.envelope import Envelope, InterruptKind
 from missions.local.emulation import LocalCloud
 from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import stage_history

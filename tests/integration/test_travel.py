@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from missions.core.envelope import Envelope, InterruptKind
-from missions.core.events import Event, EventType
+from missions.core.mission.envelope import Envelope, InterruptKind
+from missions.core.mission.events import Event, EventType
 from missions.local.emulation import LocalCloud
 from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import states
@@ -36,7 +36,7 @@ class Journey:
 
 def drive(cloud: LocalCloud, answers: list[dict[str, Any]], **start: Any) -> Journey:
     """Start a travel mission and answer its interrupts in order; fail if it asks more or fewer. A
-    {"note": text} is a note sent while the next question waits (missions.core.notes), not an answer."""
+    {"note": text} is a note sent while the next question waits (missions.core.mission.notes), not an answer."""
     mission_id = cloud.start("travel", start.pop("goal", GOAL), **start)
     asked: list[InterruptRecord] = []
     for answer in answers:

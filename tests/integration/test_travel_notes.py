@@ -8,8 +8,8 @@ from __future__ import annotations
 import threading
 
 from missions.adapters.llm.scripted import ScriptedProvider
-from missions.core import capability as registry
-from missions.core.llm import LLMRequest, LLMResult
+from missions.core.capability import registry as registry
+from missions.core.llm.provider import LLMRequest, LLMResult
 from missions.local.emulation import LocalCloud
 from tests.integration.test_travel import APPROVE, GOAL, WAIT, artifact, categories, checkpoints
 

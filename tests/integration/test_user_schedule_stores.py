@@ -15,8 +15,8 @@ from missions.adapters.dynamodb.schedules import COUNT_KEY, DynamoScheduleStore
 from missions.adapters.dynamodb.tables import table_definition
 from missions.adapters.scheduler import EventBridgeScheduler
 from missions.core.errors import NotFound, ScheduleLimitReached
-from missions.core.schedules import Firing, ScheduleRecord
 from missions.core.specs import SCHEDULES
+from missions.core.triggers.schedules import Firing, ScheduleRecord
 from missions.ports.schedules import SchedulerEntry
 
 GROUP = "users"

@@ -26,14 +26,14 @@ from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.longterm import InMemoryLongTermMemory
 from missions.adapters.memory.missions import MemoryMissionStore
 from missions.adapters.sandbox_local import LocalSandbox
-from missions.core import capability as registry
-from missions.core.capability import Capability
-from missions.core.envelope import Envelope, InterruptKind, StageRecord
-from missions.core.llm import LLMProvider
-from missions.core.offload import DEFAULT_THRESHOLD, EnvelopeCodec
-from missions.core.requests import MissionRequest
+from missions.core.capability import registry as registry
+from missions.core.capability.registry import Capability
+from missions.core.llm.provider import LLMProvider
+from missions.core.mission.envelope import Envelope, InterruptKind, StageRecord
+from missions.core.mission.offload import DEFAULT_THRESHOLD, EnvelopeCodec
+from missions.core.mission.requests import MissionRequest
 from missions.core.roots import AllowedRoots
-from missions.core.triggers import TriggerSource
+from missions.core.triggers.declared import TriggerSource
 from missions.ports.agents import UsageStore
 from missions.ports.missions import MissionRecord
 from missions.service.agents import AgentConfigs

@@ -23,10 +23,10 @@ from missions.adapters.memory.missions import InMemoryMissionsByCapability, Memo
 from missions.adapters.memory.repositories import MemoryRepositoryStore, MemorySnapshotStore
 from missions.adapters.memory.webhooks import InMemoryDeliveryStore, StaticWebhookSources
 from missions.app.runtime import Runtime
-from missions.core import capability as registry
+from missions.core.capability import registry as registry
 from missions.core.errors import TaskGone
-from missions.core.llm import LLMProvider
-from missions.core.offload import EnvelopeCodec
+from missions.core.llm.provider import LLMProvider
+from missions.core.mission.offload import EnvelopeCodec
 from missions.core.settings import RuntimeSettings
 from missions.ports.checkpoints import Checkpoint
 

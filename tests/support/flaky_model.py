@@ -26,8 +26,8 @@ import openai
 from pydantic import BaseModel
 
 from missions.adapters.llm.openai_provider import OpenAIProvider
-from missions.core import capability as registry
-from missions.core.llm import LLMError, LLMRequest, LLMResult
+from missions.core.capability import registry as registry
+from missions.core.llm.provider import LLMError, LLMRequest, LLMResult
 from tests.support.fake_openai import error_body
 
 # long enough to count as a secret (core.redaction), and not shaped like one: only the provider, which

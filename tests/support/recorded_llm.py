@@ -25,8 +25,8 @@ import httpx2 as httpx  # the HTTP client the anthropic SDK uses (httpx objects 
 from pydantic import BaseModel
 
 from missions.adapters.llm.scripted import ScriptedProvider
-from missions.core import capability as registry
-from missions.core.llm import LLMRequest, LLMResult
+from missions.core.capability import registry as registry
+from missions.core.llm.provider import LLMRequest, LLMResult
 
 STAGE = re.compile(r"stage '([^']+)'")
 

@@ -1,6 +1,6 @@
 """Typed test capabilities: small pipelines whose stages are typed stage functions.
 
-Tests write stages the way capabilities do (missions.core.stages): a function named after its
+Tests write stages the way capabilities do (missions.core.capability.stages): a function named after its
 stage, reading what it needs by parameter and returning a pydantic model. `typed_capability`
 builds a Capability around them.
 """
@@ -13,11 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from missions.core.capability import Capability, Ctx, stage
-from missions.core.llm import OfflinePolicy
-from missions.core.offline import SchemaAnswers
-from missions.core.pipeline import AgentConfig, PipelineConfig
-from missions.core.stages import StageFunction
+from missions.core.capability.offline import SchemaAnswers
+from missions.core.capability.registry import Capability, Ctx, stage
+from missions.core.capability.stages import StageFunction
+from missions.core.llm.provider import OfflinePolicy
+from missions.core.pipeline.config import AgentConfig, PipelineConfig
 
 
 class Out(BaseModel):

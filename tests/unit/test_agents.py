@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from missions.adapters.llm.scripted import ScriptedProvider
 from missions.adapters.memory.agents import InMemoryAgentStore, InMemoryUsageStore
-from missions.core import agents as rules
-from missions.core import capability as registry
-from missions.core.agents import AgentSettings
+from missions.core.capability import registry as registry
 from missions.core.errors import AgentConfigError, AgentDisabled, ConflictError, MissionRequestError, NotFound
-from missions.core.llm import LLMRequest, LLMResult
+from missions.core.llm import agents as rules
+from missions.core.llm.agents import AgentSettings
+from missions.core.llm.provider import LLMRequest, LLMResult
 from missions.service.agents import AgentConfigs
 from tests.support.driver import DirectDriver
 

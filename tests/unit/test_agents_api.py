@@ -10,7 +10,7 @@ import pytest
 
 from missions.adapters.memory.agents import InMemoryUsageStore
 from missions.app.runtime import Runtime
-from missions.core.usage import UsageRecord
+from missions.core.cost.usage import UsageRecord
 from tests.support.fakes import memory_runtime
 from tests.unit.test_api import call
 

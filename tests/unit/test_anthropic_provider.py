@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from missions.adapters.llm.anthropic_provider import AnthropicProvider
-from missions.core.llm import LLMError, LLMProvider, LLMRequest, Probed, TransientLLMError
-from missions.core.pricing import cost_usd
+from missions.core.cost.pricing import cost_usd
+from missions.core.llm.provider import LLMError, LLMProvider, LLMRequest, Probed, TransientLLMError
 from tests.support.recorded_llm import AnthropicTransport, anthropic_message, anthropic_sse
 
 MODEL = "claude-haiku-4-5"

@@ -26,8 +26,8 @@ from missions.core.errors import (
     TaskGone,
     TransitionRefused,
 )
-from missions.core.events import Event, EventType
-from missions.core.status import MissionStatus
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.status import MissionStatus
 from missions.local.devserver import http_event
 from missions.local.moto import LocalContext
 from missions.service.lifecycle import Lifecycle
@@ -639,7 +639,7 @@ def test_an_answer_that_meets_an_outage_is_not_lost(runtime: Runtime, monkeypatc
 
 
 def test_a_mission_may_have_a_smaller_budget_than_its_capability_never_a_larger(runtime: Runtime):
-    from missions.core import capability as registry
+    from missions.core.capability import registry as registry
 
     ceiling = registry.load("shopping").pipeline.bounds.max_cost_usd
     # Given a client asking for half the capability's budget / When it starts the mission

@@ -9,8 +9,8 @@ from botocore.stub import ANY, Stubber
 from pydantic import BaseModel
 
 from missions.adapters.llm.bedrock_provider import BedrockProvider, converse_params
-from missions.core.llm import LLMError, LLMProvider, LLMRequest, Probed, TransientLLMError
-from missions.core.pricing import cost_usd
+from missions.core.cost.pricing import cost_usd
+from missions.core.llm.provider import LLMError, LLMProvider, LLMRequest, Probed, TransientLLMError
 from tests.support.recorded_llm import bedrock_stream_body, converse_response, serve_bedrock
 
 MODEL = "amazon.nova-lite-v1:0"

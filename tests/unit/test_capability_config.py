@@ -10,8 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from missions.adapters.llm.scripted import ScriptedProvider  # noqa: F401 (the offline policy's consumer)
-from missions.core.capability import Capability, Ctx, stage
-from missions.core.capability_config import CapabilityConfigError, load_config
+from missions.core.capability.config import CapabilityConfigError, load_config
+from missions.core.capability.registry import Capability, Ctx, stage
 from tests.support.stages import functions_by_name
 
 VALID = """

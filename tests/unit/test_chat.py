@@ -18,11 +18,11 @@ from missions.adapters.memory.missions import MemoryMissionStore
 from missions.app.chat_wire import MAX_GOAL_CHARS, MAX_REQUEST_BYTES, ChatError, ChatRequest, parse_request
 from missions.app.resolver import STREAM_ERROR_STATUS, openai_error_of, status_of
 from missions.core.chat import UnknownConversation, UnknownModel, interpret_answer, question_text, reply_digest
-from missions.core.conversation import Turn, fold
-from missions.core.envelope import InterruptKind, InterruptResponse
-from missions.core.events import Event, EventType
-from missions.core.requests import MissionRequest
-from missions.core.status import TERMINAL, MissionStatus
+from missions.core.memory.conversation import Turn, fold
+from missions.core.mission.envelope import InterruptKind, InterruptResponse
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.requests import MissionRequest
+from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.ports.interrupts import InterruptRecord
 from missions.ports.missions import MissionRecord
 from missions.service.chat import ChatService, Progress, Reply

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from missions.adapters.memory.checkpoints import MemoryCheckpointStore
-from missions.core import capability as registry
-from missions.core.checkpoints import (
+from missions.core.capability import registry as registry
+from missions.core.mission.checkpoints import (
     MACHINE_FIELDS,
     SNAPSHOT_EVERY,
     CheckpointChainBroken,
@@ -23,8 +23,8 @@ from missions.core.checkpoints import (
     same,
     snapshot_due,
 )
-from missions.core.compiler import compile_mission, compile_pipeline
-from missions.core.envelope import StageRecord
+from missions.core.mission.envelope import StageRecord
+from missions.core.pipeline.compiler import compile_mission, compile_pipeline
 from missions.ports.checkpoints import Checkpoint
 from missions.service.checkpoints import records_of, stage_history, state_at, states
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from missions.adapters.llm.scripted import ScriptedProvider
-from missions.core.classification import (
+from missions.core.capability.classification import (
     GoalAnalysis,
     classify_complexity,
     level_of,

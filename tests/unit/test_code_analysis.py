@@ -26,10 +26,10 @@ from capabilities.code_analysis.models import (
 from capabilities.code_analysis.policy import offline_policy
 from capabilities.code_analysis.stages import critic, synthesizer
 from missions.adapters.llm.scripted import ScriptedProvider
-from missions.core import capability as registry
-from missions.core.capability import Ctx, EvidenceChainViolation
-from missions.core.envelope import Bounds, Citation, Counters, Envelope
-from missions.core.llm import LLMRequest, LLMResult
+from missions.core.capability import registry as registry
+from missions.core.capability.registry import Ctx, EvidenceChainViolation
+from missions.core.llm.provider import LLMRequest, LLMResult
+from missions.core.mission.envelope import Bounds, Citation, Counters, Envelope
 from missions.service.checkpoints import states
 from tests.support.driver import DirectDriver
 

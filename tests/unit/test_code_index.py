@@ -12,7 +12,7 @@ import pytest
 
 from capabilities.code_analysis import index as code_index
 from capabilities.code_analysis.repo_tools import CATALOG
-from missions.core.tools import ToolResult
+from missions.core.capability.tools import ToolResult
 
 TS = """\
 import { readFile } from './fs';

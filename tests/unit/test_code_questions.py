@@ -25,9 +25,9 @@ from capabilities.code_analysis.models import (
 from capabilities.code_analysis.policy import offline_policy
 from capabilities.code_analysis.questions import STOPWORDS, classify
 from capabilities.code_analysis.stages import critic, synthesizer
-from missions.core import capability as registry
-from missions.core.envelope import Citation
-from missions.core.llm import LLMRequest
+from missions.core.capability import registry as registry
+from missions.core.llm.provider import LLMRequest
+from missions.core.mission.envelope import Citation
 from tests.support.driver import DirectDriver
 from tests.unit.test_code_analysis import context
 from tests.unit.test_code_index import PY_SHOP, PY_TAX, TS, write

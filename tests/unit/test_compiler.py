@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from missions.core import capability as registry
-from missions.core.compiler import (
+from missions.core.capability import registry as registry
+from missions.core.errors import NON_RETRYABLE_ERRORS
+from missions.core.mission.envelope import InterruptKind
+from missions.core.pipeline.compiler import (
     COUNTER_GUARDS,
     DONE,
     FAILED,
@@ -26,9 +28,7 @@ from missions.core.compiler import (
     placeholders,
     two_level,
 )
-from missions.core.envelope import InterruptKind
-from missions.core.errors import NON_RETRYABLE_ERRORS
-from missions.core.pipeline import (
+from missions.core.pipeline.config import (
     AgentConfig,
     EdgeLimit,
     FanOut,

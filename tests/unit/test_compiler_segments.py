@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from missions.core import capability as registry
-from missions.core.compiler import (
+from missions.core.capability import registry as registry
+from missions.core.mission.envelope import InterruptKind
+from missions.core.pipeline.compiler import (
     DONE,
     EXPRESS_SECONDS,
     FINALIZE,
@@ -29,9 +30,8 @@ from missions.core.compiler import (
     segment_spent,
     two_level,
 )
-from missions.core.envelope import InterruptKind
-from missions.core.graph import mission_graph
-from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
+from missions.core.pipeline.config import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
+from missions.core.pipeline.graph import mission_graph
 from tests.unit.test_compiler import FAN_OUT, PARALLEL
 
 LOOP = PipelineConfig(

@@ -28,11 +28,11 @@ from capabilities.dining.stages import Planned
 from capabilities.shopping.connectors import SELLERS, SamplePriceComparison, find_seller
 from capabilities.shopping.query import ProductQuery, choose_options, constraints
 from capabilities.shopping.query import read_goal as read_shopping_goal
-from missions.core import capability as registry
-from missions.core.capability import Ctx
-from missions.core.connectors import ConnectorError, ConnectorRejected, call_source, with_simulated_failures
-from missions.core.envelope import Bounds, Counters
-from missions.core.tools import ToolExecutor
+from missions.core.capability import registry as registry
+from missions.core.capability.connectors import ConnectorError, ConnectorRejected, call_source, with_simulated_failures
+from missions.core.capability.registry import Ctx
+from missions.core.capability.tools import ToolExecutor
+from missions.core.mission.envelope import Bounds, Counters
 from tests.support.stages import stage_functions
 
 WEEKNIGHT_ITALIAN = DiningQuery(cuisine="italian", day="tuesday", time="19:30", party_size=2, radius_km=5)

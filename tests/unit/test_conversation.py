@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from missions.adapters.memory.conversations import InMemoryConversationStore
-from missions.core.conversation import (
+from missions.core.memory.conversation import (
     CONTEXT_KEY,
     KEEP_TURNS,
     MAX_BYTES,
@@ -16,7 +16,7 @@ from missions.core.conversation import (
     focus_of,
     fold,
 )
-from missions.core.envelope import Envelope
+from missions.core.mission.envelope import Envelope
 from missions.service.conversations import ConversationService
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from missions.core.costing import (
+from missions.core.cost.infrastructure import (
     PRICES,
     PRICES_AS_OF,
     Usage,
@@ -188,6 +188,6 @@ def test_nothing_used_costs_nothing() -> None:
 def test_costing_imports_no_sdk() -> None:
     # Given a fresh interpreter / When the costing module is imported / Then no SDK came with it
     sdks = "('boto3', 'botocore', 'moto', 'openai')"
-    code = f"import sys, missions.core.costing\nprint(sorted(m for m in {sdks} if m in sys.modules))"
+    code = f"import sys, missions.core.cost.infrastructure\nprint(sorted(m for m in {sdks} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"

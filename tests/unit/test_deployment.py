@@ -14,7 +14,7 @@ from functions.deploy.handler import lambda_handler
 from missions.adapters.cloudformation import HttpDeploymentReplies
 from missions.adapters.memory.agents import InMemoryAgentStore
 from missions.app.runtime import Runtime
-from missions.core import capability as registry
+from missions.core.capability import registry as registry
 from missions.core.errors import DeploymentError
 from missions.core.settings import RuntimeSettings
 from missions.core.specs import AGENTS

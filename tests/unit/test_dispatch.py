@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
 from missions.adapters.memory.missions import MemoryMissionStore
-from missions.core.envelope import Envelope
 from missions.core.errors import MissionRequestError, NotFound
-from missions.core.requests import MissionRequest
+from missions.core.mission.envelope import Envelope
+from missions.core.mission.requests import MissionRequest
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 
 

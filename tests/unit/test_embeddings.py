@@ -151,7 +151,7 @@ def test_openai_embedder_refuses_vectors_of_the_wrong_size():
 
 
 def test_openai_embedder_without_a_key_fails_clearly(monkeypatch):
-    from missions.core.llm import LLMError
+    from missions.core.llm.provider import LLMError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(LLMError, match="cannot create the OpenAI client"):

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from missions.adapters.memory.blobs import MemoryBlobStore
-from missions.core.envelope import (
+from missions.core.mission.envelope import (
     INLINE_FIELDS,
     Bounds,
     Citation,
@@ -22,7 +22,7 @@ from missions.core.envelope import (
     InterruptKind,
     InterruptResponse,
 )
-from missions.core.offload import (
+from missions.core.mission.offload import (
     DEFAULT_THRESHOLD,
     PACK_THRESHOLD,
     REF_KEY,

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from missions.core.evaluation import evaluate
-from missions.core.events import Event, EventType
+from missions.core.mission.events import Event, EventType
 
 T0 = datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
 

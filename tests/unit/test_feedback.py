@@ -16,9 +16,9 @@ from missions.adapters.memory.learnings import InMemoryLearningsStore
 from missions.adapters.memory.longterm import InMemoryLongTermMemory
 from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.errors import ConflictError, NotFound
-from missions.core.events import Event, EventType
-from missions.core.llm import LLMError, LLMRequest, LLMResult
-from missions.core.preferences import Preference, PreferenceExtraction, offline_preference_policy
+from missions.core.llm.provider import LLMError, LLMRequest, LLMResult
+from missions.core.memory.preferences import Preference, PreferenceExtraction, offline_preference_policy
+from missions.core.mission.events import Event, EventType
 from missions.core.specs import LEARNINGS
 from missions.ports.missions import MissionRecord
 from missions.service.feedback import (

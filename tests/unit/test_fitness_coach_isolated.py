@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from missions.core import capability as registry
-from missions.core.compiler import compile_pipeline
-from missions.core.envelope import InterruptKind
-from missions.core.memory import MemoryChange
-from missions.core.offline import SchemaAnswers
-from missions.core.trigger_specs import memory_change_event, schedule_specs
+from missions.core.capability import registry as registry
+from missions.core.capability.offline import SchemaAnswers
+from missions.core.memory.longterm import MemoryChange
+from missions.core.mission.envelope import InterruptKind
+from missions.core.pipeline.compiler import compile_pipeline
+from missions.core.triggers.specs import memory_change_event, schedule_specs
 from missions.service.trigger_rules import requests_for_event
 from tests.support.stages import stage_functions
 

@@ -1,12 +1,12 @@
-"""A compiled state machine as a graph to draw (missions.core.graph), for every installed capability."""
+"""A compiled state machine as a graph to draw (missions.core.pipeline.graph), for every installed capability."""
 
 from __future__ import annotations
 
 import pytest
 
-from missions.core import capability as registry
-from missions.core.compiler import compile_pipeline
-from missions.core.graph import state_graph
+from missions.core.capability import registry as registry
+from missions.core.pipeline.compiler import compile_pipeline
+from missions.core.pipeline.graph import state_graph
 
 NAMES = registry.default_registry().available()
 

@@ -10,7 +10,7 @@ import pytest
 from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.ha import HASettings, HATokenRejected, connect, ha_settings
 from capabilities.home_assistant.ha.rest import RestHomeAssistant
-from missions.core import capability as registry
+from missions.core.capability import registry as registry
 
 
 def test_no_HA_URL_means_the_sample_home() -> None:

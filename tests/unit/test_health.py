@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from missions.app.runtime import Runtime
-from missions.core.events import Event, EventType
+from missions.core.mission.events import Event, EventType
 from missions.service.health import Readiness, tool_health
 from tests.support.fakes import memory_runtime
 from tests.unit.test_api import call, start

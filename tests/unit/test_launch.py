@@ -20,14 +20,14 @@ from missions.adapters.memory.dispatch import InMemoryDispatchStore
 from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.interrupts import MemoryInterruptStore
 from missions.adapters.memory.missions import MemoryMissionStore
-from missions.core import capability as registry
-from missions.core.checkpoints import diff
-from missions.core.envelope import InterruptKind
+from missions.core.capability import registry as registry
 from missions.core.errors import ConflictError, MissionRequestError, NotFound
-from missions.core.events import EventType
-from missions.core.offload import EnvelopeCodec
-from missions.core.requests import MissionRequest
-from missions.core.status import TERMINAL, MissionStatus
+from missions.core.mission.checkpoints import diff
+from missions.core.mission.envelope import InterruptKind
+from missions.core.mission.events import EventType
+from missions.core.mission.offload import EnvelopeCodec
+from missions.core.mission.requests import MissionRequest
+from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.ports.checkpoints import Checkpoint
 from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import state_at

@@ -24,7 +24,7 @@ def test_importing_the_library_reads_no_environment_and_creates_no_client():
         "import os, sys\n"
         "for k in list(os.environ):\n"
         "    if k.startswith(('AWS_', 'MISSIONS_')): del os.environ[k]\n"
-        "import missions.app.runtime, missions.service.runner, missions.core.compiler\n"
+        "import missions.app.runtime, missions.service.runner, missions.core.pipeline.compiler\n"
         "import functions.stage.handler, functions.interrupt.handler\n"
         "import capabilities.code_analysis\n"
         "assert 'openai' not in sys.modules, 'openai imported at import time'\n"

@@ -5,9 +5,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from missions.adapters.memory.missions import MemoryMissionStore
-from missions.core import capability as registry
+from missions.core.capability import registry as registry
 from missions.core.errors import ConflictError, TransitionRefused
-from missions.core.status import ALLOWED_FROM, TERMINAL, MissionStatus
+from missions.core.mission.status import ALLOWED_FROM, TERMINAL, MissionStatus
 from missions.ports.missions import LIFECYCLE, MissionRecord, lifecycle_of
 from missions.service.lifecycle import Lifecycle
 

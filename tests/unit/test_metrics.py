@@ -9,7 +9,7 @@ import pytest
 
 from missions.adapters.dynamodb.missions import DynamoMissionsByCapability
 from missions.adapters.memory.missions import InMemoryMissionsByCapability, MemoryMissionStore
-from missions.core.envelope import utcnow
+from missions.core.mission.envelope import utcnow
 from missions.core.specs import MISSIONS
 from missions.ports.learnings import Learnings
 from missions.ports.missions import MissionRecord, MissionSummary

@@ -1,8 +1,8 @@
-"""What a stage receives of its user's notes (missions.core.notes)."""
+"""What a stage receives of its user's notes (missions.core.mission.notes)."""
 
 from __future__ import annotations
 
-from missions.core.notes import MAX_NOTES, Note, deliver, texts
+from missions.core.mission.notes import MAX_NOTES, Note, deliver, texts
 
 
 def test_a_stage_receives_each_note_once_and_a_conversation_turn_keeps_them():

@@ -9,8 +9,8 @@ import pytest
 
 from missions.adapters.memory.notifications import InMemoryNotifications
 from missions.app.runtime import Runtime
+from missions.core.mission.status import MissionStatus
 from missions.core.notifications import Notice
-from missions.core.status import MissionStatus
 from missions.service.control import ExecutionStatus
 from missions.service.lifecycle import Lifecycle
 from missions.service.notifications import NotificationService

@@ -13,8 +13,8 @@ import pytest
 from functions.stage.handler import lambda_handler as stage_handler
 from functions.status.handler import lambda_handler as status_handler
 from missions.app import observability
-from missions.core.envelope import Counters
-from missions.core.requests import MissionRequest
+from missions.core.mission.envelope import Counters
+from missions.core.mission.requests import MissionRequest
 from missions.local.moto import LocalContext
 from missions.ports.missions import MissionRecord
 from missions.service.launcher import build_envelope

@@ -13,8 +13,8 @@ import pytest
 from pydantic import BaseModel
 
 from missions.adapters.llm.openai_provider import OpenAIProvider
-from missions.core.llm import LLMError, LLMProvider, LLMRequest, TransientLLMError
-from missions.core.pricing import cost_usd
+from missions.core.cost.pricing import cost_usd
+from missions.core.llm.provider import LLMError, LLMProvider, LLMRequest, TransientLLMError
 from tests.support.fake_openai import FakeOpenAI, error_body
 
 REPO = Path(__file__).resolve().parents[2]
@@ -539,7 +539,8 @@ def test_importing_the_llm_package_does_not_import_openai():
         [
             sys.executable,
             "-c",
-            "import missions.core.llm, missions.adapters.llm.scripted, sys; assert 'openai' not in sys.modules",
+            "import missions.core.llm.provider, missions.adapters.llm.scripted, sys;"
+            " assert 'openai' not in sys.modules",
         ],
         env=env,
         capture_output=True,

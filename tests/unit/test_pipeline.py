@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from missions.core.envelope import InterruptKind
-from missions.core.pipeline import (
+from missions.core.mission.envelope import InterruptKind
+from missions.core.pipeline.config import (
     AgentConfig,
     EdgeLimit,
     ParallelGroup,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from missions.core.pricing import PRICES_PER_MILLION, cost_usd, price_of, unpriced
+from missions.core.cost.pricing import PRICES_PER_MILLION, cost_usd, price_of, unpriced
 from missions.core.settings import RuntimeSettings, SettingsError
 
 TABLES = {"missions_table": "m", "checkpoints_table": "c", "events_table": "e", "interrupts_table": "i"}

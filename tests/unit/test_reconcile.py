@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from missions.app.runtime import Runtime
-from missions.core.envelope import InterruptKind, InterruptResponse, Resume
 from missions.core.errors import NotFound
-from missions.core.requests import MissionRequest
-from missions.core.status import MissionStatus
+from missions.core.mission.envelope import InterruptKind, InterruptResponse, Resume
+from missions.core.mission.requests import MissionRequest
+from missions.core.mission.status import MissionStatus
 from missions.ports.interrupts import InterruptRecord
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import memory_runtime

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from missions.core.envelope import Envelope
-from missions.core.events import Event, EventType
+from missions.core.mission.envelope import Envelope
+from missions.core.mission.events import Event, EventType
 from missions.core.redaction import REDACTED, forget_secret, redact, remember_secret
 
 KEY = "sk-proj-Zq8Xv2Lr9Tn4Wb7Kc1Hd6Fj3Mp5Sg0Ye"
@@ -182,7 +182,7 @@ def test_a_step_functions_cause_is_absorbed_without_the_key():
 
 def test_a_terminal_reason_is_written_without_the_key():
     from missions.adapters.memory.missions import MemoryMissionStore
-    from missions.core.status import MissionStatus
+    from missions.core.mission.status import MissionStatus
     from missions.ports.missions import MissionRecord
     from missions.service.lifecycle import Lifecycle
 
@@ -222,7 +222,7 @@ def test_a_domain_error_quoting_a_key_reaches_the_client_without_it(monkeypatch:
 
 def test_the_openai_provider_never_raises_its_own_key():
     from missions.adapters.llm.openai_provider import OpenAIProvider
-    from missions.core.llm import LLMError, LLMRequest
+    from missions.core.llm.provider import LLMError, LLMRequest
     from tests.support.fake_openai import FakeOpenAI, error_body
 
     opaque = "an-opaque-key-0123456789"  # no recognisable shape: only the provider knows it is the key

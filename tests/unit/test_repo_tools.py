@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from capabilities.code_analysis.repo_tools import CATALOG, resolve_inside
-from missions.core.tools import RiskLevel, ToolError, ToolResult
+from missions.core.capability.tools import RiskLevel, ToolError, ToolResult
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-REPO"
 

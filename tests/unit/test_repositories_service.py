@@ -9,7 +9,7 @@ from dulwich import porcelain
 
 from missions.adapters.memory.repositories import MemoryRepositoryStore, MemorySnapshotStore
 from missions.core.errors import DependencyUnavailable, NotFound, RepositoryConflict, RepositoryRequestError
-from missions.core.refs import SHARED_OWNER, RepositoryRef
+from missions.core.mission.refs import SHARED_OWNER, RepositoryRef
 from missions.core.roots import AllowedRoots
 from missions.service.repositories.archive import extract_snapshot
 from missions.service.repositories.resolver import RepositoryRefused, UserRepositories

@@ -9,13 +9,13 @@ import pytest
 
 from capabilities.code_analysis import repo_tools
 from capabilities.code_analysis.repo_tools import CATALOG
-from missions.core import capability as registry
+from missions.core.capability import registry as registry
+from missions.core.capability.tools import ToolExecutor
 from missions.core.errors import MissionRequestError
-from missions.core.pipeline import AgentConfig, ToolAccess
-from missions.core.refs import RepositoryRef
-from missions.core.requests import MissionRequest
+from missions.core.mission.refs import RepositoryRef
+from missions.core.mission.requests import MissionRequest
+from missions.core.pipeline.config import AgentConfig, ToolAccess
 from missions.core.roots import AllowedRoots, PathRefused
-from missions.core.tools import ToolExecutor
 from missions.service.launcher import build_envelope
 from missions.service.repositories.resolver import RepositoryRefused, UserRepositories
 from missions.service.repositories.workspace import RepositoryWorkspaces, WorkspaceRefused

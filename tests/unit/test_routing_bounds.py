@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from missions.core import routing
-from missions.core.bounds import exhausted
-from missions.core.envelope import Bounds, Counters, Envelope
-from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
+from missions.core.mission.bounds import exhausted
+from missions.core.mission.envelope import Bounds, Counters, Envelope
+from missions.core.pipeline import routing as routing
+from missions.core.pipeline.config import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
 
 
 def envelope(**kwargs: Any) -> Envelope:

@@ -10,16 +10,16 @@ import pytest
 from pydantic import BaseModel
 
 from missions.adapters.memory.events import MemoryEventStore
-from missions.core import capability as registry
-from missions.core.capability import Capability, Ctx, stage
-from missions.core.envelope import Envelope, InterruptKind
+from missions.core.capability import registry as registry
+from missions.core.capability.registry import Capability, Ctx, stage
+from missions.core.capability.stages import StageFunction
+from missions.core.capability.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
 from missions.core.errors import StageRequestError
-from missions.core.events import Event, EventType
-from missions.core.llm import LLMRequest
-from missions.core.pipeline import AgentConfig, EdgeLimit, ParallelGroup, RoutingRule, ToolAccess
-from missions.core.requests import MissionRequest
-from missions.core.stages import StageFunction
-from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolResult, call_id
+from missions.core.llm.provider import LLMRequest
+from missions.core.mission.envelope import Envelope, InterruptKind
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.requests import MissionRequest
+from missions.core.pipeline.config import AgentConfig, EdgeLimit, ParallelGroup, RoutingRule, ToolAccess
 from missions.ports.missions import MissionRecord
 from missions.service.checkpoints import state_at, states
 from missions.service.launcher import build_envelope
@@ -686,7 +686,7 @@ def test_the_model_gets_the_stage_deadline_from_the_lambda_context():
     import time
 
     from missions.adapters.llm.scripted import ScriptedProvider
-    from missions.core.llm import LLMResult
+    from missions.core.llm.provider import LLMResult
     from missions.local.moto import LocalContext
 
     seen: list[float | None] = []

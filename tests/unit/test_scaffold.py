@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from missions.core import capability as registry
-from missions.core.compiler import compile_pipeline
+from missions.core.capability import registry as registry
+from missions.core.pipeline.compiler import compile_pipeline
 from missions.local.scaffold import ScaffoldError, new_capability
 from tests.conformance.test_capability_conformance import answer
 from tests.support.driver import DirectDriver

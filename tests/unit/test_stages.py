@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from missions.core import capability as registry
-from missions.core.capability import Capability, Ctx, stage
-from missions.core.envelope import InterruptKind
-from missions.core.llm import LLMRequest, LLMResult
-from missions.core.offline import SchemaAnswers, answer_for
-from missions.core.pipeline import AgentConfig, PipelineConfig, ToolAccess
-from missions.core.stages import StageSignatureError, check_stages
-from missions.core.tools import RiskLevel, ToolCatalog, ToolCategory, ToolEnv, ToolResult
+from missions.core.capability import registry as registry
+from missions.core.capability.offline import SchemaAnswers, answer_for
+from missions.core.capability.registry import Capability, Ctx, stage
+from missions.core.capability.stages import StageSignatureError, check_stages
+from missions.core.capability.tools import RiskLevel, ToolCatalog, ToolCategory, ToolEnv, ToolResult
+from missions.core.llm.provider import LLMRequest, LLMResult
+from missions.core.mission.envelope import InterruptKind
+from missions.core.pipeline.config import AgentConfig, PipelineConfig, ToolAccess
 from tests.support.driver import DirectDriver
 from tests.support.stages import typed_capability
 

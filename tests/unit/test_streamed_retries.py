@@ -13,9 +13,9 @@ from pydantic import BaseModel
 
 from missions.adapters.llm.resilient import Answer, ResilientProvider, RetryableCall
 from missions.adapters.memory.events import MemoryEventStore
-from missions.core.events import EventType
-from missions.core.llm import LLMRequest
-from missions.core.pricing import Price
+from missions.core.cost.pricing import Price
+from missions.core.llm.provider import LLMRequest
+from missions.core.mission.events import EventType
 from missions.service.runner import ModelOutput
 
 PRICES = {"m": Price((1.0, 1.0)), "backup": Price((1.0, 1.0))}

@@ -9,11 +9,11 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from missions.core.capability import Capability, Ctx
-from missions.core.envelope import Bounds
-from missions.core.llm import LLMRequest
-from missions.core.pipeline import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
-from missions.core.stages import StageFunction
+from missions.core.capability.registry import Capability, Ctx
+from missions.core.capability.stages import StageFunction
+from missions.core.llm.provider import LLMRequest
+from missions.core.mission.envelope import Bounds
+from missions.core.pipeline.config import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
 from tests.support.driver import DirectDriver
 from tests.support.stages import Answer, stage_named, typed_capability
 

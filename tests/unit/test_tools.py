@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
-from missions.core.pipeline import AgentConfig, ToolAccess
-from missions.core.tools import (
+from missions.core.capability.tools import (
     ConfirmationRequired,
     RiskLevel,
     ToolCallRecord,
@@ -24,6 +23,7 @@ from missions.core.tools import (
     allowed,
     call_id,
 )
+from missions.core.pipeline.config import AgentConfig, ToolAccess
 
 
 class Item(BaseModel):

@@ -9,13 +9,20 @@ from typing import Any
 
 import pytest
 
-from missions.core.capability import Capability
-from missions.core.cron import parse_cron
-from missions.core.memory import MemoryChange
-from missions.core.pipeline import AgentConfig, PipelineConfig
-from missions.core.requests import MissionRequest
-from missions.core.trigger_specs import ScheduleSpec, memory_change_event, memory_rules, schedule_specs, webhook_rules
-from missions.core.triggers import MemoryTrigger, Priority, ScheduleTrigger, Triggers, TriggerSource, WebhookTrigger
+from missions.core.capability.registry import Capability
+from missions.core.memory.longterm import MemoryChange
+from missions.core.mission.requests import MissionRequest
+from missions.core.pipeline.config import AgentConfig, PipelineConfig
+from missions.core.triggers.cron import parse_cron
+from missions.core.triggers.declared import (
+    MemoryTrigger,
+    Priority,
+    ScheduleTrigger,
+    Triggers,
+    TriggerSource,
+    WebhookTrigger,
+)
+from missions.core.triggers.specs import ScheduleSpec, memory_change_event, memory_rules, schedule_specs, webhook_rules
 from missions.local.clock import LocalScheduleClock
 from missions.service.trigger_rules import (
     condition_holds,

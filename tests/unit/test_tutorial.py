@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from missions.core import capability as registry
-from missions.core.compiler import compile_pipeline
+from missions.core.capability import registry as registry
+from missions.core.pipeline.compiler import compile_pipeline
 from tests.support.driver import DirectDriver
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from missions.adapters.memory.schedules import InMemoryScheduler, InMemoryScheduleStore
-from missions.core.cron import next_fire_times, parse_expression, parse_rate
 from missions.core.errors import (
     DependencyUnavailable,
     MissionRequestError,
@@ -19,8 +18,9 @@ from missions.core.errors import (
     ScheduleLimitReached,
     ScheduleRejected,
 )
-from missions.core.requests import MissionRequest
-from missions.core.schedules import CHECKED_FIRINGS, KEPT_FIRINGS, check_expression
+from missions.core.mission.requests import MissionRequest
+from missions.core.triggers.cron import next_fire_times, parse_expression, parse_rate
+from missions.core.triggers.schedules import CHECKED_FIRINGS, KEPT_FIRINGS, check_expression
 from missions.service.schedules import USER_SCHEDULE, ScheduleService
 
 NOW = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)  # two days before Europe's clocks go forward

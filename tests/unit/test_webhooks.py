@@ -301,7 +301,7 @@ def test_bus_event_carries_the_delivery():
 
 
 def test_the_bus_source_constant_agrees_with_trigger_rules():
-    from missions.core import trigger_specs
+    from missions.core.triggers import specs as trigger_specs
     from missions.service import webhooks
 
     assert webhooks.BUS_SOURCE == trigger_specs.WEBHOOK_SOURCE

@@ -105,7 +105,7 @@ class OpenAIEmbedder:
         if client is None:
             import openai  # lazily: only processes that really embed pay for the SDK
 
-            from missions.core.llm import LLMError
+            from missions.core.llm.provider import LLMError
 
             try:
                 client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries)

@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from missions.core.errors import StageRequestError
-from missions.core.offload import EnvelopeCodec
+from missions.core.mission.offload import EnvelopeCodec
 from missions.core.redaction import remember_secret
 from missions.core.settings import SettingsError
 
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from pydantic import SecretStr
 
-    from missions.core.capability import Capability
-    from missions.core.llm import LLMProvider
+    from missions.core.capability.registry import Capability
+    from missions.core.llm.provider import LLMProvider
     from missions.core.settings import RuntimeSettings
     from missions.ports.agents import AgentStore, UsageStore
     from missions.ports.artifacts import ArtifactStore
@@ -301,7 +301,7 @@ class Bindings:
         if self._llm is not None or self.settings.llm_provider != "scripted":
             return self._llm or self._model
         from missions.adapters.llm.scripted import ScriptedProvider
-        from missions.core.preferences import offline_preference_policy
+        from missions.core.memory.preferences import offline_preference_policy
 
         return ScriptedProvider(offline_preference_policy)
 

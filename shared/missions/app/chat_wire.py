@@ -15,11 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from missions.core.conversation import CONVERSATION_ID
+from missions.core.memory.conversation import CONVERSATION_ID
 
 CONVERSATION_HEADER = "x-conversation-id"
 MAX_REQUEST_BYTES = 512 * 1024  # a chat request body larger than this is 413
-MAX_GOAL_CHARS = 10_000  # the mission's goal limit (missions.core.requests)
+MAX_GOAL_CHARS = 10_000  # the mission's goal limit (missions.core.mission.requests)
 MAX_MESSAGES = 1_000
 HISTORY_MESSAGES = 12  # earlier messages a mission gets as context, newest last
 HISTORY_CHARS = 1_500  # each, cut to this

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from missions.core.sandbox import FUNCTION_HEADROOM_MB, TierLimits
 
 if TYPE_CHECKING:
-    from missions.core.memory import MemoryChange
+    from missions.core.memory.longterm import MemoryChange
     from missions.service.control import ExecutionStatus
     from missions.service.deployment import CustomResourceRequest
     from missions.service.repositories.service import ImportRequest

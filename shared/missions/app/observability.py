@@ -24,8 +24,8 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 
-from missions.core.envelope import Counters
-from missions.core.usage import UsageRecord
+from missions.core.cost.usage import UsageRecord
+from missions.core.mission.envelope import Counters
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Tracer

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from missions.app import observability
 from missions.app.bindings import Bindings
-from missions.core import capability as registry
+from missions.core.capability import registry as registry
 from missions.core.errors import DependencyUnavailable, StageRequestError
 from missions.core.roots import AllowedRoots
 from missions.service.runner import StageRunner, StageServices
@@ -25,9 +25,9 @@ if TYPE_CHECKING:
     # cold start does not pay for the API's, the chat's or the triggers' code (bench: import times).
     from missions.adapters.sandbox_local import SandboxFunction
     from missions.app.stages import StageFunction
-    from missions.core.agents import AgentVersion
-    from missions.core.llm import LLMProvider
-    from missions.core.refs import RepositoryResolver, Workspaces
+    from missions.core.llm.agents import AgentVersion
+    from missions.core.llm.provider import LLMProvider
+    from missions.core.mission.refs import RepositoryResolver, Workspaces
     from missions.core.settings import RuntimeSettings
     from missions.ports.accounts import PersonalStore
     from missions.ports.deployment import DeploymentReplies
@@ -299,7 +299,7 @@ class Runtime(Bindings):
         """GET /ready: every table this function's settings name, the bus, and the model provider (not the
         offline one, which has nothing to reach); the answer is kept `ready_cache_seconds`."""
         from missions.adapters.readiness import bus_check, table_check
-        from missions.core.llm import Probed
+        from missions.core.llm.provider import Probed
         from missions.service.health import Check, Readiness
 
         checks: dict[str, Check] = {}

@@ -13,8 +13,8 @@ from typing import Any
 
 from missions.app import observability
 from missions.app.events import deadline_of
-from missions.core.compiler import segment_spent
 from missions.core.errors import StageRequestError
+from missions.core.pipeline.compiler import segment_spent
 from missions.service.runner import StageRunner
 
 

@@ -34,7 +34,7 @@ from missions.app.resolver import STREAM_ERROR_STATUS, Resolver, refusal, user_o
 from missions.app.runtime import Runtime
 from missions.core.chat import UnknownModel
 from missions.core.errors import NotFound
-from missions.core.status import TERMINAL
+from missions.core.mission.status import TERMINAL
 from missions.service.chat import ChatTurn, Progress, Reply
 
 HEARTBEAT_SECONDS = 10.0

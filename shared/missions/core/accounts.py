@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
-from missions.core.envelope import Model, utcnow
+from missions.core.mission.envelope import Model, utcnow
 
 EXPORT_MEDIA_TYPE = "application/x-ndjson"
 EXPORT_FILENAME = "missions-export.jsonl"

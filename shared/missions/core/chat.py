@@ -1,6 +1,6 @@
 """The rules that make a chat a mission; OpenAI's wire format is missions.app.chat_wire.
 
-A chat message is a turn of a conversation (missions.core.conversation): the last user message is
+A chat message is a turn of a conversation (missions.core.memory.conversation): the last user message is
 the goal, the earlier messages are its context. When the mission asks its user something, the
 question is the assistant's reply and the next user message answers it; `interpret_answer` reads
 "approve", "option 2" or a free-text clarification as the interrupt's kind expects, and says what
@@ -21,8 +21,8 @@ import json
 import re
 from typing import Any, Protocol
 
-from missions.core.envelope import InterruptKind, InterruptResponse
 from missions.core.errors import NotFound
+from missions.core.mission.envelope import InterruptKind, InterruptResponse
 
 AUTO_MODEL = "missions"  # the model name that lets the runtime choose the capability
 MAX_REPLIES = 40  # reply digests a conversation remembers (its history is found by the last one)

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import Field
 
-from missions.core.envelope import Model
-from missions.core.events import Event, EventType
+from missions.core.mission.envelope import Model
+from missions.core.mission.events import Event, EventType
 
 LATENCY_LIMIT_SECONDS = 30.0
 MAX_DELEGATION_DEPTH = 6

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from missions.core.envelope import Model
+from missions.core.mission.envelope import Model
 
 EMAIL = re.compile(r"^[^@\s]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9-]{1,63})+$")
 NoticeKind = Literal["needs_you", "finished"]

@@ -9,8 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
-from missions.core.offload import DEFAULT_THRESHOLD
-from missions.core.pricing import unpriced
+from missions.core.cost.pricing import unpriced
+from missions.core.mission.offload import DEFAULT_THRESHOLD
 
 
 class SettingsError(ValueError):
@@ -61,10 +61,10 @@ class RuntimeSettings(BaseModel):
     artifacts_table: str | None = None
     repositories_table: str | None = None
     idempotency_table: str | None = None  # Idempotency-Key records of the HTTP API
-    conversations_table: str | None = None  # conversations' working memories (missions.core.conversation)
-    agents_table: str | None = None  # agent configuration versions (missions.core.agents)
-    usage_table: str | None = None  # every model call (missions.core.usage)
-    schedules_table: str | None = None  # users' own schedules (missions.core.schedules)
+    conversations_table: str | None = None  # conversations' working memories (missions.core.memory.conversation)
+    agents_table: str | None = None  # agent configuration versions (missions.core.llm.agents)
+    usage_table: str | None = None  # every model call (missions.core.cost.usage)
+    schedules_table: str | None = None  # users' own schedules (missions.core.triggers.schedules)
     # users' schedules become EventBridge Scheduler schedules in this group, invoking the schedule function
     # (`schedule_target_arn`) as the scheduler's role, which may invoke only it; what it cannot deliver goes
     # to the function's dead-letter queue. Without a group, users cannot create schedules (503).
@@ -73,7 +73,7 @@ class RuntimeSettings(BaseModel):
     schedule_target_arn: str | None = None
     schedule_dead_letter_arn: str | None = None
     schedules_per_user: int = Field(10, ge=1, le=1000)
-    # no two of a schedule's next firings may be closer than this (missions.core.schedules.check_expression)
+    # no two of a schedule's next firings may be closer than this (missions.core.triggers.schedules.check_expression)
     schedule_min_interval_minutes: int = Field(15, ge=1, le=10080)
     snapshot_bucket: str | None = None  # repository snapshots and uploads
     # dev and tests only: git imports from file URLs under repo_roots and from loopback hosts
@@ -87,7 +87,7 @@ class RuntimeSettings(BaseModel):
     webhook_secrets_prefix: str | None = None  # in AWS: Secrets Manager names <prefix>/<source>
     capability: str | None = None  # a stage function serves exactly one capability
     # the model provider of this environment; its models are the <provider>_* settings below, and every
-    # provider's prices are `openai_prices` (the overrides of missions.core.pricing, whatever the provider)
+    # provider's prices are `openai_prices` (the overrides of missions.core.cost.pricing, whatever the provider)
     llm_provider: Literal["scripted", "openai", "bedrock", "anthropic"] = "scripted"
     openai_api_key: SecretStr | None = None  # local use; in AWS the key is in Secrets Manager:
     openai_secret: str | None = None  # its secret id (name or ARN), read at first use and cached
@@ -115,7 +115,7 @@ class RuntimeSettings(BaseModel):
     allowed_models: list[str] = Field(default_factory=list, max_length=100)
     # how long a warm function keeps the active agent versions it read (a promotion reaches new missions within)
     agents_cache_seconds: float = Field(60.0, ge=0, le=3600)
-    # model -> (input, output) USD per million tokens, over the list in missions.core.pricing
+    # model -> (input, output) USD per million tokens, over the list in missions.core.cost.pricing
     openai_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     offload_threshold: int = Field(DEFAULT_THRESHOLD, ge=4096, le=200_000)
     checkpoint_ttl_days: int | None = Field(None, ge=1)

@@ -155,17 +155,17 @@ REPOSITORIES = TableSpec(
 # (missions.adapters.dynamodb.idempotency)
 IDEMPOTENCY = TableSpec("idempotency", partition_key="id", sort_key="sk", ttl_attribute="expiration")
 
-# conversations' working memories (missions.core.conversation), per user, forgotten when not continued
+# conversations' working memories (missions.core.memory.conversation), per user, forgotten when not continued
 CONVERSATIONS = TableSpec(
     "conversations", partition_key="owner", sort_key="conversation_id", ttl_attribute="expires_at"
 )
 
-# agents as data (missions.core.agents): per capability, each agent's state, versions and audit trail
+# agents as data (missions.core.llm.agents): per capability, each agent's state, versions and audit trail
 AGENTS = TableSpec("agents", partition_key="capability", sort_key="sk")
-# every model call (missions.core.usage): per mission (expiring), and totals per user and for everyone
+# every model call (missions.core.cost.usage): per mission (expiring), and totals per user and for everyone
 USAGE = TableSpec("usage", partition_key="pk", sort_key="sk", ttl_attribute="expires_at")
 
-# users' own schedules (missions.core.schedules): a partition per user holds their schedules and their count
+# users' own schedules (missions.core.triggers.schedules): a partition per user holds their schedules and their count
 SCHEDULES = TableSpec("schedules", partition_key="user_id", sort_key="schedule_id")
 
 TABLES: tuple[TableSpec, ...] = (
@@ -265,7 +265,7 @@ def state_machine_name(prefix: str, capability: str) -> str:
 
 
 def segment_machine_name(prefix: str, capability: str) -> str:
-    """The capability's Express machine, whose executions are a mission's segments (missions.core.compiler)."""
+    """The capability's Express machine, whose executions are a mission's segments (missions.core.pipeline.compiler)."""
     return f"{state_machine_name(prefix, capability)[:72]}-segment"
 
 

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from missions.core.cron import MAX_WINDOW, Expression, iso_utc, parse_expression, zone
-from missions.core.trigger_specs import ScheduleSpec
+from missions.core.triggers.cron import MAX_WINDOW, Expression, iso_utc, parse_expression, zone
+from missions.core.triggers.specs import ScheduleSpec
 
 
 class LocalScheduleClock:

@@ -97,7 +97,7 @@ class DevServer:
     ):
         """`handlers` replaces a function's handler by its name ("api", "webhook", "schedule"): a
         test's stand-in; the real ones are functions/<name>/handler.py."""
-        from missions.core.trigger_specs import schedule_specs
+        from missions.core.triggers.specs import schedule_specs
         from missions.local.clock import LocalScheduleClock
 
         self.cloud = cloud

@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from missions.adapters.dynamodb.tables import table_definition, time_to_live
 from missions.app.runtime import Runtime
-from missions.core import capability as capability_registry
-from missions.core.compiler import MissionMachines, compile_mission, compile_pipeline, placeholders
-from missions.core.envelope import Envelope, InterruptResponse
-from missions.core.events import Event
-from missions.core.llm import LLMProvider
-from missions.core.requests import MissionRequest
+from missions.core.capability import registry as capability_registry
+from missions.core.llm.provider import LLMProvider
+from missions.core.mission.envelope import Envelope, InterruptResponse
+from missions.core.mission.events import Event
+from missions.core.mission.requests import MissionRequest
+from missions.core.mission.status import TERMINAL as ENDED
+from missions.core.mission.status import MissionStatus
+from missions.core.pipeline.compiler import MissionMachines, compile_mission, compile_pipeline, placeholders
 from missions.core.settings import RuntimeSettings
 from missions.core.specs import (
     INTERRUPT_FUNCTION,
@@ -40,8 +42,6 @@ from missions.core.specs import (
     stage_function_name,
     state_machine_name,
 )
-from missions.core.status import TERMINAL as ENDED
-from missions.core.status import MissionStatus
 from missions.local import moto as moto_patches
 from missions.ports.missions import MissionRecord
 
@@ -309,7 +309,7 @@ class LocalCloud:
 
     def _provision_triggers(self) -> None:
         """The event bus, a rule per webhook and memory trigger, and the memory table's stream."""
-        from missions.core.trigger_specs import memory_rules, webhook_rules
+        from missions.core.triggers.specs import memory_rules, webhook_rules
 
         bus, memory_table = self.settings.event_bus, self.settings.memory_table
         assert bus and memory_table, "__enter__ names the bus and every table"

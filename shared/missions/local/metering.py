@@ -4,7 +4,7 @@
         outcome = meter.run("code_analysis", goal)          # cloud.run, with the start billed
         cost = estimate(meter.usage_for(outcome.mission_id))
 
-How each line is counted (priced by missions.core.costing):
+How each line is counted (priced by missions.core.cost.infrastructure):
 - Lambda: every in-process invocation (`moto_patches.observe`), failed ones too: one request and its
   duration rounded up to 1 ms times the function's memory. Durations are this machine's, warm:
   a cold start's init (billed by AWS since August 2025) is not included.
@@ -45,7 +45,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from missions.core.costing import (
+from missions.core.cost.infrastructure import (
     Usage,
     billed_events,
     express_gb_seconds,

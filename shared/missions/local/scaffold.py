@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from missions.core.capability_config import CONFIG_FILE
-from missions.core.pipeline import NAME_PATTERN
+from missions.core.capability.config import CONFIG_FILE
+from missions.core.pipeline.config import NAME_PATTERN
 
 CONFIG = '''# {name}: plan -> answer. Add stages to [pipeline] and one function per stage to __init__.py.
 name = "{name}"
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from missions.core.capability import Ctx, stage
+from missions.core.capability.registry import Ctx, stage
 
 
 class Plan(BaseModel):

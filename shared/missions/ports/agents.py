@@ -1,11 +1,11 @@
-"""Where agent configuration versions (missions.core.agents) and per-call usage records live."""
+"""Where agent configuration versions (missions.core.llm.agents) and per-call usage records live."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from missions.core.agents import AgentState, AgentVersion, AuditEntry
-from missions.core.usage import UsageRecord, UsageTotal
+from missions.core.cost.usage import UsageRecord, UsageTotal
+from missions.core.llm.agents import AgentState, AgentVersion, AuditEntry
 
 
 class AgentStore(Protocol):
@@ -36,7 +36,7 @@ class AgentStore(Protocol):
 
 
 class UsageStore(Protocol):
-    """Every model call (missions.core.usage): per mission, and totals per user, capability, agent,
+    """Every model call (missions.core.cost.usage): per mission, and totals per user, capability, agent,
     version and model."""
 
     def record(self, record: UsageRecord) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from missions.core.artifacts import Artifact, Artifacts
+from missions.core.mission.artifacts import Artifact, Artifacts
 
 
 class ArtifactStore(Artifacts, Protocol):

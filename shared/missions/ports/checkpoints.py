@@ -9,11 +9,11 @@ from typing import Any, Protocol
 
 from pydantic import Field, model_validator
 
-from missions.core.envelope import Model, StageRecord, utcnow
+from missions.core.mission.envelope import Model, StageRecord, utcnow
 
 
 class Checkpoint(Model):
-    """One stage's checkpoint: what its stage changed, and the stage's record (missions.core.checkpoints).
+    """One stage's checkpoint: what its stage changed, and the stage's record (missions.core.mission.checkpoints).
 
     Exactly one of `envelope` (a snapshot: the whole encoded envelope, which may hold blob references)
     and `delta` (what changed since the parent's state) is set; a delta always has a parent. The state

@@ -1,10 +1,10 @@
-"""Where conversations' working memories live (missions.core.conversation): per user, with a TTL."""
+"""Where conversations' working memories live (missions.core.memory.conversation): per user, with a TTL."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from missions.core.conversation import WorkingMemory
+from missions.core.memory.conversation import WorkingMemory
 
 
 class VersionConflict(Exception):

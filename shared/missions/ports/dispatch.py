@@ -5,8 +5,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal, Protocol
 
-from missions.core.envelope import Model
-from missions.core.requests import MissionRequest
+from missions.core.mission.envelope import Model
+from missions.core.mission.requests import MissionRequest
 
 NO_DEADLINE = "9999-12-31T23:59:59.999999Z"  # sorts after every real deadline
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from missions.core.events import Event
+from missions.core.mission.events import Event
 
 
 def event_position(batch: int, index: int = 0) -> str:

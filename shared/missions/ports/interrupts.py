@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from missions.core.envelope import InterruptKind, InterruptResponse, Model, utcnow
+from missions.core.mission.envelope import InterruptKind, InterruptResponse, Model, utcnow
 
 
 class InterruptRecord(Model):

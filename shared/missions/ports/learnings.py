@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from missions.core.envelope import Model
+from missions.core.mission.envelope import Model
 
 
 class Learnings(Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from typing import Any, Protocol, runtime_checkable
 
-from missions.core.memory import MemoryItem, Namespace
+from missions.core.memory.longterm import MemoryItem, Namespace
 
 
 class LongTermMemory(Protocol):

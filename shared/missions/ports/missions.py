@@ -9,8 +9,8 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from missions.core.envelope import Model, utcnow
-from missions.core.status import MissionStatus
+from missions.core.mission.envelope import Model, utcnow
+from missions.core.mission.status import MissionStatus
 
 LIFECYCLE = ("created", "planning", "executing", "interrupted", "reflecting", "completed", "failed", "archived")
 
@@ -69,7 +69,7 @@ class MissionRecord(Model):
     pause_id: str | None = None
     pause_token: str | None = None
     paused_at: str | None = None
-    # what the user told the mission while it ran (missions.core.notes), oldest first: each stage that
+    # what the user told the mission while it ran (missions.core.mission.notes), oldest first: each stage that
     # records its progress gets them back, and the next stage receives the ones it has not seen
     notes: list[dict[str, Any]] = Field(default_factory=list)
 

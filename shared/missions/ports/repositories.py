@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from pydantic import Field
 
-from missions.core.envelope import Model, utcnow
+from missions.core.mission.envelope import Model, utcnow
 
 
 class RepositoryStatus:

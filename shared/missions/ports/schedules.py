@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from missions.core.schedules import Firing, ScheduleRecord, ScheduleState
+from missions.core.triggers.schedules import Firing, ScheduleRecord, ScheduleState
 
 
 class ScheduleStore(Protocol):

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from missions.core.accounts import ErasureReport, export_lines
 from missions.core.errors import NotFound, TransitionRefused
-from missions.core.status import TERMINAL
+from missions.core.mission.status import TERMINAL
 from missions.ports.accounts import MissionIndex, PersonalStore
 from missions.ports.missions import MissionRecord, MissionStore
 

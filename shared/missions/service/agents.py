@@ -1,4 +1,4 @@
-"""Agents as data: the one owner of agent configuration versions (missions.core.agents).
+"""Agents as data: the one owner of agent configuration versions (missions.core.llm.agents).
 
 New missions pin the active versions (`pins`), read through a cache each warm function keeps for
 `cache_seconds`: a promotion or rollback reaches every new mission within that time, with no deploy, and
@@ -12,7 +12,7 @@ never changes, so a mission pinned to version 1 runs version 1 as it was, whatev
 Before any deploy stored it (the emulation, whose tables live only as long as the process that ships one
 capability.toml; unit tests), version 1 is read from capability.toml.
 
-Every write goes through here: checked against the capability (`missions.core.agents.check`), stored
+Every write goes through here: checked against the capability (`missions.core.llm.agents.check`), stored
 with its audit entry in one step, refused (ConflictError) when another write came first.
 """
 
@@ -23,12 +23,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from missions.core import agents as rules
-from missions.core import capability as registry
-from missions.core.agents import AgentSettings, AgentState, AgentVersion, AuditEntry
-from missions.core.capability import Capability
+from missions.core.capability import registry as registry
+from missions.core.capability.registry import Capability
+from missions.core.cost.pricing import Price, price_of
 from missions.core.errors import AgentDisabled, ConflictError, MissionRequestError, NotFound
-from missions.core.pricing import Price, price_of
+from missions.core.llm import agents as rules
+from missions.core.llm.agents import AgentSettings, AgentState, AgentVersion, AuditEntry
 from missions.ports.agents import AgentStore
 
 DEPLOY_ATTEMPTS = 3  # a deploy racing another write to the same agent reads it again

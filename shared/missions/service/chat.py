@@ -37,12 +37,12 @@ from missions.core.chat import (
     reply_digest,
     usage_of,
 )
-from missions.core.conversation import WorkingMemory
 from missions.core.errors import ConflictError, NotFound
-from missions.core.events import Event, EventType
-from missions.core.requests import MissionRequest
-from missions.core.status import TERMINAL, MissionStatus
-from missions.core.triggers import TriggerSource
+from missions.core.memory.conversation import WorkingMemory
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.requests import MissionRequest
+from missions.core.mission.status import TERMINAL, MissionStatus
+from missions.core.triggers.declared import TriggerSource
 from missions.ports.conversations import ConversationStore, VersionConflict
 from missions.ports.events import EventStore
 from missions.ports.interrupts import InterruptRecord, InterruptStore

@@ -1,6 +1,6 @@
 """Reading a mission's checkpoints: the state at any of them, and the mission's history.
 
-Checkpoints keep what each stage changed (missions.core.checkpoints); these are the reads built on
+Checkpoints keep what each stage changed (missions.core.mission.checkpoints); these are the reads built on
 them, on demand, for whoever needs them: a retried stage (the state its first attempt committed), a
 fork (the state it carries on from), the API and the CLI (the checkpoints and the stages' history).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from missions.core.checkpoints import SNAPSHOT_EVERY, CheckpointChainBroken, fold
-from missions.core.envelope import StageRecord
+from missions.core.mission.checkpoints import SNAPSHOT_EVERY, CheckpointChainBroken, fold
+from missions.core.mission.envelope import StageRecord
 from missions.ports.checkpoints import Checkpoint, CheckpointStore
 
 # a chain longer than this between a checkpoint and its snapshot is not one this runtime wrote

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from missions.core.envelope import new_id, utcnow
 from missions.core.errors import ConflictError, NotFound, TaskGone, TransitionRefused
-from missions.core.events import Event, EventType
-from missions.core.notes import MAX_NOTES, Note
-from missions.core.status import NOT_STARTED, NOTEABLE, TERMINAL, MissionStatus
+from missions.core.mission.envelope import new_id, utcnow
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.notes import MAX_NOTES, Note
+from missions.core.mission.status import NOT_STARTED, NOTEABLE, TERMINAL, MissionStatus
 from missions.ports.dispatch import ResumeTicket
 from missions.ports.events import EventStore
 from missions.ports.executions import Executions
@@ -145,7 +145,8 @@ class MissionControl:
         return now
 
     def note(self, record: MissionRecord, text: str) -> Note:
-        """A note for a mission that has not ended: the next stage that starts receives it (missions.core.notes).
+        """A note for a mission that has not ended: the next stage that starts receives it
+        (missions.core.mission.notes).
         ConflictError when it ended (or has MAX_NOTES already); ValueError when the text is empty or long."""
         if record.status not in NOTEABLE:
             raise ConflictError(f"mission {record.mission_id} already {record.status}: a note would reach no stage")

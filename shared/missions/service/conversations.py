@@ -1,5 +1,5 @@
 """The conversations service: what a mission that is a turn of a conversation leaves in the conversation's
-working memory (missions.core.conversation) when it ends.
+working memory (missions.core.memory.conversation) when it ends.
 
 The stage that ends the mission folds its turn in before the end is recorded, so a failing write retries
 that stage and loses nothing; the fold is therefore idempotent (a turn already folded is not folded
@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from missions.core.conversation import CONTEXT_KEY, MAX_EVIDENCE, MAX_FOCUS, Turn, WorkingMemory, fold
-from missions.core.envelope import Envelope
-from missions.core.notes import texts as note_texts
+from missions.core.memory.conversation import CONTEXT_KEY, MAX_EVIDENCE, MAX_FOCUS, Turn, WorkingMemory, fold
+from missions.core.mission.envelope import Envelope
+from missions.core.mission.notes import texts as note_texts
 from missions.ports.conversations import ConversationStore, VersionConflict
 
 _FOLD_ATTEMPTS = 5

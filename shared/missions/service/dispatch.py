@@ -69,11 +69,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from missions.core.envelope import Envelope, new_id
 from missions.core.errors import ConflictError, MissionRequestError, NotFound, TaskGone, TransitionRefused
-from missions.core.requests import MissionRequest
-from missions.core.status import TERMINAL, MissionStatus
-from missions.core.triggers import Priority
+from missions.core.mission.envelope import Envelope, new_id
+from missions.core.mission.requests import MissionRequest
+from missions.core.mission.status import TERMINAL, MissionStatus
+from missions.core.triggers.declared import Priority
 from missions.ports.dispatch import NO_DEADLINE, Claim, DispatchStore, QueueEntry, ResumeTicket
 from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.lifecycle import Lifecycle

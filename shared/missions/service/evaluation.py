@@ -14,10 +14,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from missions.core.capability import Registry, UnknownCapability
+from missions.core.capability.registry import Registry, UnknownCapability
 from missions.core.evaluation import Evaluation, evaluate, summary
-from missions.core.events import Event, EventType
-from missions.core.status import MissionStatus
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.status import MissionStatus
 from missions.ports.events import EventStore
 from missions.ports.missions import MissionRecord, MissionsByCapability, MissionStore, MissionSummary
 

@@ -2,7 +2,7 @@
 
 The structured part (completed / quality / useful) is applied at once and deterministically: it
 is stored on the mission and aggregated into per-capability learnings with atomic counters. The
-free text goes through the model (offline: the rules of missions.core.preferences) to extract
+free text goes through the model (offline: the rules of missions.core.memory.preferences) to extract
 durable preferences,
 which later missions read into their context through `preferences_for`.
 
@@ -18,13 +18,13 @@ from typing import Annotated, Any
 
 from pydantic import Field, StringConstraints, ValidationError, field_validator, model_validator
 
-from missions.core.envelope import Model, utcnow
 from missions.core.errors import ConflictError, MemoryValidationError, NotFound
-from missions.core.events import Event, EventType
-from missions.core.llm import LLMError, LLMProvider, LLMRequest
-from missions.core.memory import PREFERENCES, MemoryItem, Namespace
-from missions.core.preferences import Preference, PreferenceExtraction, combine, fold, union
-from missions.core.status import TERMINAL
+from missions.core.llm.provider import LLMError, LLMProvider, LLMRequest
+from missions.core.memory.longterm import PREFERENCES, MemoryItem, Namespace
+from missions.core.memory.preferences import Preference, PreferenceExtraction, combine, fold, union
+from missions.core.mission.envelope import Model, utcnow
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.status import TERMINAL
 from missions.ports.events import EventStore
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import LongTermMemory

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from missions.core.events import Event, EventType
+from missions.core.mission.events import Event, EventType
 from missions.core.redaction import redact
 
 # a readiness check: returns when its dependency answered, raises (anything) when it did not

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from missions.core.errors import DependencyUnavailable, MissionRequestError
-from missions.core.memory import MemoryChange, is_internal
-from missions.core.requests import MissionRequest
-from missions.core.trigger_specs import memory_change_event
+from missions.core.memory.longterm import MemoryChange, is_internal
+from missions.core.mission.requests import MissionRequest
+from missions.core.triggers.specs import memory_change_event
 from missions.ports.bus import EventBus
 from missions.ports.memory import LongTermMemory
 from missions.ports.webhooks import DeliveryStore, WebhookSources

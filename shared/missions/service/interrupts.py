@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from missions.core.envelope import InterruptResponse, Resume
 from missions.core.errors import AnswerRejected, ConflictError, NotFound, StageRequestError, TaskGone, TransitionRefused
-from missions.core.events import Event, EventType
-from missions.core.status import MissionStatus
+from missions.core.mission.envelope import InterruptResponse, Resume
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.status import MissionStatus
 from missions.ports.events import EventStore
 from missions.ports.interrupts import InterruptRecord, InterruptStore
 from missions.ports.missions import MissionRecord, MissionStore, MissionSummary

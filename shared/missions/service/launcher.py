@@ -25,16 +25,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from missions.core import capability as registry
-from missions.core.compiler import initial_state
-from missions.core.conversation import CONTEXT_KEY as CONVERSATION_KEY
-from missions.core.conversation import WorkingMemory
-from missions.core.envelope import Bounds, Envelope, new_id
+from missions.core.capability import registry as registry
 from missions.core.errors import MissionRequestError, TaskGone, TransitionRefused
-from missions.core.offload import EnvelopeCodec
-from missions.core.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
-from missions.core.requests import ForkSource, MissionRequest, one_line
-from missions.core.triggers import TriggerSource
+from missions.core.memory.conversation import CONTEXT_KEY as CONVERSATION_KEY
+from missions.core.memory.conversation import WorkingMemory
+from missions.core.mission.envelope import Bounds, Envelope, new_id
+from missions.core.mission.offload import EnvelopeCodec
+from missions.core.mission.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
+from missions.core.mission.requests import ForkSource, MissionRequest, one_line
+from missions.core.pipeline.compiler import initial_state
+from missions.core.triggers.declared import TriggerSource
 from missions.ports.checkpoints import CheckpointStore
 from missions.ports.conversations import ConversationStore
 from missions.ports.dispatch import DispatchStore, QueueEntry, ResumeTicket

@@ -3,7 +3,7 @@
 Every writer of a status (the dispatcher recording a mission and starting it, a stage reporting
 progress or the end, the interrupt function, an answer, a cancel, the execution-ended notice,
 retention) asks this module, which names the statuses it may leave (the table in
-`missions.core.status`); the store refuses the write when the mission is elsewhere. So nothing
+`missions.core.mission.status`); the store refuses the write when the mission is elsewhere. So nothing
 leaves a terminal status, a stage that finishes after its mission was cancelled cannot write it back
 to running, and a queued mission cancelled before its claim can never start. Pure: it speaks only to
 the MissionStore port.
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from missions.core.envelope import utcnow
+from missions.core.mission.envelope import utcnow
+from missions.core.mission.status import ACTIVE, ALLOWED_FROM, NOT_STARTED
+from missions.core.mission.status import MissionStatus as S
 from missions.core.redaction import redact
-from missions.core.status import ACTIVE, ALLOWED_FROM, NOT_STARTED
-from missions.core.status import MissionStatus as S
 from missions.ports.missions import MissionRecord, MissionStore
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from missions.core.status import TERMINAL, MissionStatus
+from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.ports.learnings import Learnings
 from missions.ports.missions import MissionRecord, MissionSummary
 

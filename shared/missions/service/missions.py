@@ -10,10 +10,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from missions.core import capability as registry
-from missions.core.classification import Classification, classify_complexity, classify_offline, select_by_keywords
+from missions.core.capability import registry as registry
+from missions.core.capability.classification import (
+    Classification,
+    classify_complexity,
+    classify_offline,
+    select_by_keywords,
+)
 from missions.core.errors import MissionRequestError
-from missions.core.llm import LLMError, LLMProvider, LLMRequest
+from missions.core.llm.provider import LLMError, LLMProvider, LLMRequest
 from missions.ports.events import EventStore
 from missions.ports.learnings import LearningsStore
 from missions.ports.memory import LongTermMemory

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from missions.core.errors import DependencyUnavailable, MissionRequestError
+from missions.core.mission.status import MissionStatus
 from missions.core.notifications import Notice, finished, needs_you, valid_email
-from missions.core.status import MissionStatus
 from missions.ports.interrupts import InterruptRecord
 from missions.ports.memory import LongTermMemory
 from missions.ports.missions import MissionRecord

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from missions.core.status import MissionStatus
+from missions.core.mission.status import MissionStatus
 from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX, CheckpointStore
 from missions.ports.memory import LongTermMemory
 from missions.ports.missions import MissionRecord, MissionStore

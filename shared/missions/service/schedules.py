@@ -3,7 +3,7 @@
 Two stores hold a schedule: the schedules table (the truth: what the user sees, what a firing reads) and
 EventBridge Scheduler (what makes it fire: a schedule of the same name in the users' group whose target is
 the schedule function). Nothing is half-done:
-- create checks everything first (missions.core.schedules.check_expression, the goal, the context, the
+- create checks everything first (missions.core.triggers.schedules.check_expression, the goal, the context, the
   capability, and the request its firings will make, as the launcher checks it), then stores the record,
   taking a place in the user's count (the limit holds under concurrent creates), then creates the Scheduler
   schedule; when that fails the record is deleted again;
@@ -27,10 +27,11 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from missions.core.cron import iso_utc, next_fire_times
 from missions.core.errors import AgentDisabled, MissionRequestError, NotFound, ScheduleRejected
-from missions.core.requests import MissionRequest
-from missions.core.schedules import (
+from missions.core.mission.requests import MissionRequest
+from missions.core.triggers.cron import iso_utc, next_fire_times
+from missions.core.triggers.declared import TriggerSource
+from missions.core.triggers.schedules import (
     AUTO,
     CONTEXT_LIMIT,
     GOAL_LIMIT,
@@ -41,8 +42,7 @@ from missions.core.schedules import (
     check_expression,
     fire_times_view,
 )
-from missions.core.trigger_specs import SCHEDULED_TIME_PLACEHOLDER
-from missions.core.triggers import TriggerSource
+from missions.core.triggers.specs import SCHEDULED_TIME_PLACEHOLDER
 from missions.ports.schedules import Scheduler, SchedulerEntry, ScheduleStore
 
 log = logging.getLogger(__name__)

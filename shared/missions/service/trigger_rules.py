@@ -1,7 +1,7 @@
 """From arriving events to mission requests: what the trigger and schedule functions hand the launcher.
 
-Capabilities declare triggers (`missions.core.triggers`); the stack deploys rules and schedules
-for them (`missions.core.trigger_specs`). When one fires, this module names the `MissionRequest`s
+Capabilities declare triggers (`missions.core.triggers.declared`); the stack deploys rules and schedules
+for them (`missions.core.triggers.specs`). When one fires, this module names the `MissionRequest`s
 it starts. Every request carries an idempotency key derived from what fired, so a redelivered
 event never starts a second mission.
 """
@@ -14,18 +14,18 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from missions.core.capability import Capability
-from missions.core.cron import iso_utc
-from missions.core.memory import MemoryChange
-from missions.core.requests import MissionRequest
-from missions.core.trigger_specs import (
+from missions.core.capability.registry import Capability
+from missions.core.memory.longterm import MemoryChange
+from missions.core.mission.requests import MissionRequest
+from missions.core.triggers.cron import iso_utc
+from missions.core.triggers.declared import GoalTemplate, MemoryTrigger, TriggerSource
+from missions.core.triggers.specs import (
     MEMORY_DETAIL_TYPE,
     MEMORY_SOURCE,
     SCHEDULED_TIME_PLACEHOLDER,
     WEBHOOK_SOURCE,
     namespace_segments,
 )
-from missions.core.triggers import GoalTemplate, MemoryTrigger, TriggerSource
 from missions.ports.memory import LongTermMemory
 
 _KEY_LIMIT = 512  # MissionRequest.idempotency_key

@@ -45,7 +45,7 @@ from typing import Any
 
 from standardwebhooks import Webhook
 
-from missions.core.trigger_specs import WEBHOOK_SOURCE
+from missions.core.triggers.specs import WEBHOOK_SOURCE
 from missions.ports.webhooks import SOURCE_NAME, DeliveryStore, SourceMisconfigured, WebhookSources, secret_key
 
 ID_HEADER = "webhook-id"

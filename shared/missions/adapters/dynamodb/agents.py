@@ -21,9 +21,9 @@ import time
 import uuid
 from typing import Any
 
-from missions.core.agents import AgentState, AgentVersion, AuditEntry
+from missions.core.cost.usage import UsageRecord, UsageTotal
 from missions.core.errors import ConflictError
-from missions.core.usage import UsageRecord, UsageTotal
+from missions.core.llm.agents import AgentState, AgentVersion, AuditEntry
 
 # totals are summed as integers (ADD of decimals drifts, and moto re-reads a zero decimal as "0E-8"):
 # dollars in units of 1e-8 (costs are rounded so), milliseconds in microseconds

@@ -9,8 +9,8 @@ import boto3
 from botocore.exceptions import ClientError
 
 from missions.adapters.dynamodb._items import condition_failed, deserialize, expiry, query_all, serialize
-from missions.core.artifacts import Artifact, check_artifact
 from missions.core.errors import ConflictError, NotFound
+from missions.core.mission.artifacts import Artifact, check_artifact
 
 
 class DynamoArtifactStore:

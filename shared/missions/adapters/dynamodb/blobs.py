@@ -1,4 +1,4 @@
-"""The blob store of `missions.core.offload` on DynamoDB and S3: a mission's blobs live in the checkpoints
+"""The blob store of `missions.core.mission.offload` on DynamoDB and S3: a mission's blobs live in the checkpoints
 table (missions.core.specs.CHECKPOINTS), the big ones in S3."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from missions.adapters.dynamodb._items import condition_failed
-from missions.core.offload import blob_scope
+from missions.core.mission.offload import blob_scope
 from missions.core.specs import BLOB_INLINE_LIMIT
 
 BLOB_PREFIX = "blobs/"  # a mission's big blobs: blobs/<mission id>/<sha256>
@@ -23,7 +23,7 @@ def blob_thread(mission_id: str) -> str:
 class DynamoBlobStore:
     """Content-addressed blobs of a mission: small ones inline in the checkpoints table, big ones in S3.
 
-    A key is "<mission id>/<sha256>" (missions.core.offload.blob_key): its item lives under thread_id
+    A key is "<mission id>/<sha256>" (missions.core.mission.offload.blob_key): its item lives under thread_id
     f"blob#{mission id}", checkpoint_id the hash, so a mission's blobs are one partition; a blob bigger
     than `inline_limit` goes to s3://{bucket}/blobs/{mission id}/{sha256} first, then a pointer item is
     written, so a pointer never leads nowhere. Keys written before blobs were scoped (a bare hash) live

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from missions.core.conversation import WorkingMemory
+from missions.core.memory.conversation import WorkingMemory
 from missions.ports.conversations import VersionConflict
 
 CONVERSATION_TTL_DAYS = 30

@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 
 from missions.adapters.dynamodb._items import condition_failed, deserialize, expiry, query_all
 from missions.core.errors import ConflictError
-from missions.core.events import Event
+from missions.core.mission.events import Event
 from missions.ports.events import event_position, parse_position
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from missions.adapters.dynamodb._items import (
     query_all,
     serialize,
 )
-from missions.core.envelope import InterruptResponse, utcnow
 from missions.core.errors import ConflictError, NotFound
+from missions.core.mission.envelope import InterruptResponse, utcnow
 from missions.ports.interrupts import InterruptRecord
 
 

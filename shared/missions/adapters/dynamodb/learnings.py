@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from missions.core.envelope import utcnow
+from missions.core.mission.envelope import utcnow
 from missions.ports.learnings import Learnings, learning_increments
 
 

@@ -23,9 +23,8 @@ from botocore.exceptions import ClientError
 
 from missions.adapters.embeddings import HashingEmbedder, cosine
 from missions.adapters.memory.longterm import check_names, check_query, encode_value, searchable_text
-from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError
-from missions.core.memory import (
+from missions.core.memory.longterm import (
     MemoryChange,
     MemoryChangeKind,
     MemoryItem,
@@ -34,6 +33,7 @@ from missions.core.memory import (
     check_namespace,
     is_internal,
 )
+from missions.core.mission.envelope import utcnow
 from missions.core.specs import MEMORY
 from missions.ports.memory import Embedder
 

@@ -19,10 +19,10 @@ from missions.adapters.dynamodb._items import (
     deserialize,
     serialize,
 )
-from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
+from missions.core.mission.envelope import utcnow
+from missions.core.mission.status import MissionStatus
 from missions.core.specs import MISSION_SUMMARY
-from missions.core.status import MissionStatus
 from missions.ports.missions import MissionRecord, MissionSummary, cost_of
 
 

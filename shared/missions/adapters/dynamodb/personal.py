@@ -6,7 +6,7 @@ Each store is found from the user's id or their mission ids by the layout its ow
   missions       by_user index -> mission ids; records read whole (erased last: it indexes the rest)
   events, interrupts, artifacts   partition = mission id
   checkpoints    threads <mission>, <mission>#tools (tool journal) and blob#<mission> (offloaded fields,
-                 missions.core.offload.blob_key), and s3://<blob bucket>/blobs/<mission>/
+                 missions.core.mission.offload.blob_key), and s3://<blob bucket>/blobs/<mission>/
   dispatch       queue#<user>, running#<user>, and the reconciler's journal shards (sort key "<user>#...")
   conversations  partition = user
   memory         memory_by_user index (every namespace of the user: preferences, learnings, summaries, ...)
@@ -36,7 +36,7 @@ from missions.adapters.dynamodb.events import DynamoEventStore
 from missions.adapters.dynamodb.idempotency import user_partition
 from missions.adapters.dynamodb.interrupts import DynamoInterruptStore
 from missions.adapters.dynamodb.missions import mission_record
-from missions.core.refs import SNAPSHOT_PREFIX, UPLOAD_PREFIX, owner_segment
+from missions.core.mission.refs import SNAPSHOT_PREFIX, UPLOAD_PREFIX, owner_segment
 from missions.core.specs import CHECKPOINTS, DISPATCH, EVENTS, INTERRUPTS, MEMORY, REPOSITORIES, USAGE, TableSpec
 from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX
 

@@ -12,8 +12,8 @@ import boto3
 from botocore.exceptions import ClientError
 
 from missions.adapters.dynamodb._items import attribute_value, condition_failed, deserialize, query_all, serialize
-from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError, NotFound
+from missions.core.mission.envelope import utcnow
 from missions.ports.repositories import RepositoryRecord, RepositorySnapshot, RepositoryStatus
 
 

@@ -16,9 +16,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from missions.adapters.dynamodb._items import condition_failed, query_all, write_batches
-from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError, NotFound, ScheduleLimitReached
-from missions.core.schedules import Firing, ScheduleRecord, ScheduleState
+from missions.core.mission.envelope import utcnow
+from missions.core.triggers.schedules import Firing, ScheduleRecord, ScheduleState
 
 COUNT_KEY = "#count"  # sorts before every "s_..." schedule id
 _ATTEMPTS = 5  # optimistic read-modify-write retries before giving up with a ConflictError

@@ -16,7 +16,7 @@ from typing import Any
 import anthropic
 
 from missions.adapters.llm.resilient import Answer, ResilientProvider, RetryableCall, schema_name
-from missions.core.llm import LLMError, LLMRequest
+from missions.core.llm.provider import LLMError, LLMRequest
 from missions.core.redaction import redact
 
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires one

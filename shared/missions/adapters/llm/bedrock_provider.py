@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from missions.adapters.llm.resilient import Answer, ResilientProvider, RetryableCall, schema_name
-from missions.core.llm import LLMError, LLMRequest
-from missions.core.pricing import foundation_model_id
+from missions.core.cost.pricing import foundation_model_id
+from missions.core.llm.provider import LLMError, LLMRequest
 
 DEFAULT_MAX_TOKENS = 4096
 # worth retrying: Bedrock is busy, throttles, or the model is loading (https://docs.aws.amazon.com/bedrock/

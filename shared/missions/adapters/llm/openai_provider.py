@@ -19,7 +19,7 @@ from typing import Any
 import openai
 
 from missions.adapters.llm.resilient import Answer, ResilientProvider, RetryableCall, schema_name
-from missions.core.llm import LLMError, LLMRequest
+from missions.core.llm.provider import LLMError, LLMRequest
 from missions.core.redaction import redact
 
 _JSON_OBJECT_INSTRUCTION = "Reply with a single JSON object, and nothing else, that conforms to this JSON schema:\n"

@@ -27,8 +27,8 @@ from typing import Any, Protocol
 import tenacity
 from pydantic import BaseModel, ValidationError
 
-from missions.core.llm import LLMError, LLMRequest, LLMResult, TransientLLMError
-from missions.core.pricing import Price, cost_usd, unpriced
+from missions.core.cost.pricing import Price, cost_usd, unpriced
+from missions.core.llm.provider import LLMError, LLMRequest, LLMResult, TransientLLMError
 from missions.core.redaction import redact
 
 BACKOFF_BASE_S = 0.5
@@ -68,7 +68,7 @@ class ModelBackend(Protocol):
 
 
 class ResilientProvider:
-    """The provider protocol (missions.core.llm) over a backend, with the resilience described above.
+    """The provider protocol (missions.core.llm.provider) over a backend, with the resilience described above.
 
     One instance lives for the life of a Lambda container, so the breaker state carries across
     invocations of that container.

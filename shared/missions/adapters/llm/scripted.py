@@ -7,7 +7,7 @@ import time
 
 from pydantic import BaseModel, ValidationError
 
-from missions.core.llm import LLMError, LLMRequest, LLMResult, OfflinePolicy
+from missions.core.llm.provider import LLMError, LLMRequest, LLMResult, OfflinePolicy
 
 
 def estimate_tokens(text: str) -> int:

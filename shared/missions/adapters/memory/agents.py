@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from missions.core.agents import AgentState, AgentVersion, AuditEntry
+from missions.core.cost.usage import UsageRecord, UsageTotal, total_key
 from missions.core.errors import ConflictError
-from missions.core.usage import UsageRecord, UsageTotal, total_key
+from missions.core.llm.agents import AgentState, AgentVersion, AuditEntry
 
 
 class InMemoryAgentStore:

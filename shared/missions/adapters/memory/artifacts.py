@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from missions.core.artifacts import Artifact, check_artifact
 from missions.core.errors import NotFound
+from missions.core.mission.artifacts import Artifact, check_artifact
 
 
 class MemoryArtifactStore:

@@ -1,4 +1,4 @@
-"""In-memory blob store of missions.core.offload:
+"""In-memory blob store of missions.core.mission.offload:
 the fake unit tests use, and the reference the conformance suite holds every backend to."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from missions.core.conversation import WorkingMemory
+from missions.core.memory.conversation import WorkingMemory
 from missions.ports.conversations import VersionConflict
 
 

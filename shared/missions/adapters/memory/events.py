@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from missions.core.events import Event
+from missions.core.mission.events import Event
 from missions.ports.events import event_position, parse_position
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from missions.core.envelope import InterruptResponse, utcnow
 from missions.core.errors import ConflictError, NotFound
+from missions.core.mission.envelope import InterruptResponse, utcnow
 from missions.ports.interrupts import InterruptRecord
 
 

@@ -13,9 +13,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from missions.adapters.embeddings import HashingEmbedder, cosine, text_of
-from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError, MemoryValidationError
-from missions.core.memory import MAX_VALUE_BYTES, MemoryItem, Namespace, check_key, check_namespace, is_internal
+from missions.core.memory.longterm import (
+    MAX_VALUE_BYTES,
+    MemoryItem,
+    Namespace,
+    check_key,
+    check_namespace,
+    is_internal,
+)
+from missions.core.mission.envelope import utcnow
 from missions.ports.memory import Embedder
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
+from missions.core.mission.envelope import utcnow
 from missions.ports.missions import MissionRecord, MissionSummary
 
 

@@ -7,8 +7,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError, NotFound
+from missions.core.mission.envelope import utcnow
 from missions.ports.repositories import RepositoryRecord, RepositorySnapshot
 
 

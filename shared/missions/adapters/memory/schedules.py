@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from missions.core.envelope import utcnow
 from missions.core.errors import ConflictError, DependencyUnavailable, NotFound, ScheduleLimitReached
-from missions.core.schedules import Firing, ScheduleRecord, ScheduleState
+from missions.core.mission.envelope import utcnow
+from missions.core.triggers.schedules import Firing, ScheduleRecord, ScheduleState
 from missions.ports.schedules import SchedulerEntry
 
 

@@ -1,5 +1,5 @@
 """Agents as data: read and change the versioned configurations of a capability's agents (operators write),
-and read what every model call cost (missions.core.agents, missions.core.usage)."""
+and read what every model call cost (missions.core.llm.agents, missions.core.cost.usage)."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from missions.app.api.models.agents import (
     AuditList,
 )
 from missions.app.api.models.metrics import MetricsScope, MissionUsage, UsageMetrics
-from missions.core.agents import AgentSettings
 from missions.core.errors import DependencyUnavailable, NotFound
+from missions.core.llm.agents import AgentSettings
 from missions.service.agents import AgentConfigs
 
 _AGENT = "/agents/<capability>/<agent>"

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from missions.app.api.edge import app, current_user, responses, runtime
 from missions.app.api.models.conversations import ConversationList, ConversationView
-from missions.core.conversation import WorkingMemory
+from missions.core.memory.conversation import WorkingMemory
 
 _CONVERSATION = "/conversations/<conversation_id>"
 

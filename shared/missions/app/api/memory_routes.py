@@ -10,7 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from missions.app.api.edge import app, current_user, responses, runtime
 from missions.app.api.models.memory import MemoryItemView, MemoryList, MemoryValue
-from missions.core.memory import MemoryItem
+from missions.core.memory.longterm import MemoryItem
 
 _ITEM = "/memory/<namespace>/<key>"
 

@@ -12,9 +12,9 @@ from missions.app.api.edge import app, current_user, metrics_owner, responses, r
 from missions.app.api.models.capabilities import CapabilityGraph, CapabilityList
 from missions.app.api.models.metrics import MetricsScope, MissionMetrics
 from missions.app.api.models.missions import ClassificationView, ClassifyRequest
-from missions.core.compiler import compile_mission
 from missions.core.errors import MissionRequestError
-from missions.core.graph import mission_graph
+from missions.core.pipeline.compiler import compile_mission
+from missions.core.pipeline.graph import mission_graph
 
 
 @app.get("/capabilities", summary="Installed mission types", responses=responses((200, CapabilityList, "all")))

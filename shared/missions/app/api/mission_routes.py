@@ -34,13 +34,13 @@ from missions.app.api.models.missions import (
     Resumed,
 )
 from missions.app.cursors import BadCursor, decode_position, encode_position
-from missions.core.artifacts import ARTIFACT_PATH_PATTERN
-from missions.core.envelope import InterruptResponse
 from missions.core.errors import NotFound
 from missions.core.evaluation import Evaluation
-from missions.core.requests import MissionRequest
-from missions.core.status import TERMINAL, MissionStatus
-from missions.core.triggers import TriggerSource
+from missions.core.mission.artifacts import ARTIFACT_PATH_PATTERN
+from missions.core.mission.envelope import InterruptResponse
+from missions.core.mission.requests import MissionRequest
+from missions.core.mission.status import TERMINAL, MissionStatus
+from missions.core.triggers.declared import TriggerSource
 from missions.ports.missions import MissionRecord, MissionSummary, lifecycle_of, running_stage
 from missions.service.checkpoints import records_of
 from missions.service.interrupts import waiting_question

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body as BodyParam
 from missions.app.api.edge import app, current_user, is_operator, responses, runtime
 from missions.app.api.models.repositories import ImportBody, RepositoryCreate, RepositoryList, RepositoryView
 from missions.core.errors import NotFound
-from missions.core.refs import SHARED_OWNER
+from missions.core.mission.refs import SHARED_OWNER
 from missions.ports.repositories import RepositoryRecord, RepositoryStatus
 
 _REPOSITORY = "/repositories/<repository_id>"

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 
 from missions.app.api.edge import app, current_user, responses, runtime
 from missions.app.api.models.schedules import ScheduleCreate, ScheduleList, ScheduleView
-from missions.core.schedules import ScheduleRecord
+from missions.core.triggers.schedules import ScheduleRecord
 
 _SCHEDULE = "/schedules/<schedule_id>"
 

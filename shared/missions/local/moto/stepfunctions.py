@@ -27,7 +27,7 @@
    route a 500) whenever another mission was starting at that moment. An execution without an
    environment has issued no token, so it is passed over.
 14. `arn:aws:states:::states:startExecution.sync:2` (a mission's Express segments,
-   missions.core.compiler): moto hands the state's parameters to boto3 as the ASL writes them
+   missions.core.pipeline.compiler): moto hands the state's parameters to boto3 as the ASL writes them
    (`StateMachineArn`, where boto3's member is `stateMachineArn`: every call failed with KeyError) and
    hands boto3's response back as is (`executionArn`, where the integration reads `ExecutionArn`, and
    the ASL the result's `Output`). Parameters are renamed to boto3's members and responses to the

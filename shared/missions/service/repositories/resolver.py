@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from missions.core.errors import NotFound
-from missions.core.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryRef
+from missions.core.mission.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryRef
 from missions.core.roots import AllowedRoots, PathRefused
 from missions.ports.repositories import RepositoryRecord, RepositorySnapshot, RepositoryStore
 

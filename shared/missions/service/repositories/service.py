@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
-from missions.core.envelope import new_id
 from missions.core.errors import DependencyUnavailable, NotFound, RepositoryConflict, RepositoryRequestError
+from missions.core.mission.envelope import new_id
+from missions.core.mission.refs import SHARED_OWNER, SNAPSHOT_PREFIX, owner_segment, upload_key
 from missions.core.redaction import redact
-from missions.core.refs import SHARED_OWNER, SNAPSHOT_PREFIX, owner_segment, upload_key
 from missions.core.roots import AllowedRoots, PathRefused
 from missions.ports.repositories import (
     RepositoryRecord,
@@ -315,7 +315,7 @@ class RepositoryService:
 
 
 def _snapshot_key(record: RepositoryRecord, sha256: str) -> str:
-    from missions.core.refs import snapshot_key
+    from missions.core.mission.refs import snapshot_key
 
     return snapshot_key(record.owner, record.repository_id, sha256)
 

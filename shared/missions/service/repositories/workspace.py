@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from missions.core.refs import SHARED_OWNER, RepositoryRef
+from missions.core.mission.refs import SHARED_OWNER, RepositoryRef
 from missions.core.roots import AllowedRoots, PathRefused
 
 

@@ -11,7 +11,7 @@ Modes:
 Bounds are never exceptions: a reached bound routes to the final stage with a reason.
 
 A whole stage (run, join, finalize) writes one checkpoint: what it changed in the envelope it was
-given, and its record for the mission's history (missions.core.checkpoints). Nothing it does reads
+given, and its record for the mission's history (missions.core.mission.checkpoints). Nothing it does reads
 or writes more as the mission grows, so a stage costs the same at hop 1,000 as at hop 10.
 
 Its parts, each a private module with one job: `_runner` (the request, and what an invocation measured),

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from missions.core.envelope import Citation, Counters, Envelope, InterruptKind, InterruptResponse, StageRecord
-from missions.core.events import EventType
-from missions.core.offload import EnvelopeCodec
-from missions.core.pipeline import PipelineConfig
+from missions.core.mission.envelope import Citation, Counters, Envelope, InterruptKind, InterruptResponse, StageRecord
+from missions.core.mission.events import EventType
+from missions.core.mission.offload import EnvelopeCodec
+from missions.core.pipeline.config import PipelineConfig
 from missions.core.redaction import redact
 from missions.service.runner._base import Emit
 

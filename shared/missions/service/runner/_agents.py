@@ -1,15 +1,15 @@
-"""Which configuration a stage runs: the agent version its mission pinned (missions.core.agents), else the
+"""Which configuration a stage runs: the agent version its mission pinned (missions.core.llm.agents), else the
 capability as shipped."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from missions.core import agents as agents_rules
-from missions.core.agents import AgentVersion
-from missions.core.capability import Capability
-from missions.core.envelope import Envelope
-from missions.core.pipeline import AgentConfig
+from missions.core.capability.registry import Capability
+from missions.core.llm import agents as agents_rules
+from missions.core.llm.agents import AgentVersion
+from missions.core.mission.envelope import Envelope
+from missions.core.pipeline.config import AgentConfig
 from missions.service.runner._base import StageServices
 
 

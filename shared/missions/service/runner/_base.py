@@ -8,13 +8,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from missions.core.agents import AgentVersion
-from missions.core.capability import Capability
-from missions.core.envelope import Counters
-from missions.core.llm import LLMProvider
-from missions.core.offload import EnvelopeCodec
-from missions.core.refs import Workspaces
-from missions.core.usage import UsageRecord
+from missions.core.capability.registry import Capability
+from missions.core.cost.usage import UsageRecord
+from missions.core.llm.agents import AgentVersion
+from missions.core.llm.provider import LLMProvider
+from missions.core.mission.envelope import Counters
+from missions.core.mission.offload import EnvelopeCodec
+from missions.core.mission.refs import Workspaces
 from missions.ports.agents import UsageStore
 from missions.ports.artifacts import ArtifactStore
 from missions.ports.checkpoints import CheckpointStore

@@ -8,12 +8,12 @@ import logging
 import uuid
 from typing import Any
 
-from missions.core.checkpoints import diff, snapshot_due
-from missions.core.envelope import Envelope, StageRecord
 from missions.core.errors import NON_RETRYABLE, NotFound, TransitionRefused
-from missions.core.events import Event, EventType
-from missions.core.pipeline import PipelineConfig
-from missions.core.status import MissionStatus
+from missions.core.mission.checkpoints import diff, snapshot_due
+from missions.core.mission.envelope import Envelope, StageRecord
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.status import MissionStatus
+from missions.core.pipeline.config import PipelineConfig
 from missions.ports.checkpoints import Checkpoint
 from missions.service.checkpoints import state_at
 from missions.service.lifecycle import Lifecycle
@@ -72,7 +72,7 @@ class StageCommit:
             # the mission ended meanwhile (cancelled): an Express segment cannot be stopped from outside,
             # so the app tells it to hand back now instead of running the stages after this one
             self._invocation.mission_ended_meanwhile = True
-        # written between two stages, like the machine's own fields (missions.core.checkpoints): the
+        # written between two stages, like the machine's own fields (missions.core.mission.checkpoints): the
         # user's notes for the next stage, and whether the machine waits for the user's resume first
         if notes:
             encoded["notes"] = notes

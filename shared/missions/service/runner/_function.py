@@ -1,4 +1,4 @@
-"""Running a stage's typed function (missions.core.stages): its view of the mission, its reads, its state,
+"""Running a stage's typed function (missions.core.capability.stages): its view of the mission, its reads, its state,
 and the replay of what the attempt that asked did before asking, when it resumes here."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from missions.core.capability import Capability, InterruptRequested, StageContext, StageDefinitionError
-from missions.core.envelope import Envelope, InterruptResponse
-from missions.core.events import EventType
+from missions.core.capability.registry import Capability, InterruptRequested, StageContext, StageDefinitionError
+from missions.core.capability.stages import Ctx, Replay, StageFunction
+from missions.core.capability.tools import ConfirmationRequired
+from missions.core.mission.envelope import Envelope, InterruptResponse
+from missions.core.mission.events import EventType
 from missions.core.sandbox import SandboxRequest, SandboxResult
-from missions.core.stages import Ctx, Replay, StageFunction
-from missions.core.tools import ConfirmationRequired
 from missions.service.runner._base import Emit, Invocation, StageServices
 from missions.service.runner._memory import UserMemory
 from missions.service.runner._model import ModelCalls, as_json, messages

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from missions.core.capability import StageDefinitionError
-from missions.core.pipeline import AgentConfig
+from missions.core.capability.registry import StageDefinitionError
+from missions.core.pipeline.config import AgentConfig
 from missions.ports.memory import LongTermMemory
 
 

@@ -12,10 +12,10 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from missions.core.capability import Capability, StageContext, StageDefinitionError
-from missions.core.events import Event, EventType
-from missions.core.llm import LLMBudgetExhausted, LLMError, LLMRequest, TransientLLMError
-from missions.core.usage import Outcome
+from missions.core.capability.registry import Capability, StageContext, StageDefinitionError
+from missions.core.cost.usage import Outcome
+from missions.core.llm.provider import LLMBudgetExhausted, LLMError, LLMRequest, TransientLLMError
+from missions.core.mission.events import Event, EventType
 from missions.ports.events import EventStore
 from missions.service.runner._agents import PinnedAgents
 from missions.service.runner._base import Invocation, StageServices

@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from missions.core.capability import Capability, InterruptRequested, StageContext, StageDefinitionError
-from missions.core.envelope import Envelope, Interrupt, InterruptKind, StageRecord, utcnow
-from missions.core.events import Event, EventType
-from missions.core.notes import deliver as deliver_notes
-from missions.core.routing import Decision, apply, decide
-from missions.core.tools import ConfirmationRequired
+from missions.core.capability.registry import Capability, InterruptRequested, StageContext, StageDefinitionError
+from missions.core.capability.tools import ConfirmationRequired
+from missions.core.mission.envelope import Envelope, Interrupt, InterruptKind, StageRecord, utcnow
+from missions.core.mission.events import Event, EventType
+from missions.core.mission.notes import deliver as deliver_notes
+from missions.core.pipeline.routing import Decision, apply, decide
 from missions.service.runner._absorb import absorb_branches, absorb_failure, absorb_resume
 from missions.service.runner._agents import PinnedAgents, pinned
 from missions.service.runner._base import AWAIT_PREFIX, Emit, Invocation, StageReport, StageServices

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from missions.core.capability import Capability
-from missions.core.checkpoints import detached
+from missions.core.capability.registry import Capability
+from missions.core.cost.usage import UsageRecord
 from missions.core.errors import StageRequestError
-from missions.core.pipeline import PipelineConfig
-from missions.core.usage import UsageRecord
+from missions.core.mission.checkpoints import detached
+from missions.core.pipeline.config import PipelineConfig
 from missions.service.runner._agents import PinnedAgents
 from missions.service.runner._base import MODES, Invocation, StageReport, StageServices, StageTimings
 from missions.service.runner._commit import StageCommit

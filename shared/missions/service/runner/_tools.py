@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from missions.core.capability import Capability, StageContext
+from missions.core.capability.registry import Capability, StageContext
+from missions.core.capability.tools import ConfirmationRequired, ToolCallRecord, ToolEnv, ToolExecutor, call_id
 from missions.core.errors import NotFound
-from missions.core.events import EventType
+from missions.core.mission.events import EventType
 from missions.core.roots import AllowedRoots
-from missions.core.tools import ConfirmationRequired, ToolCallRecord, ToolEnv, ToolExecutor, call_id
 from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX, Checkpoint, CheckpointStore
 from missions.service.runner._base import Emit, StageServices, preview
 

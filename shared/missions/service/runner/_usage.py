@@ -1,14 +1,14 @@
-"""The record of every model call a stage makes (missions.core.usage), kept in the usage store and on the
+"""The record of every model call a stage makes (missions.core.cost.usage), kept in the usage store and on the
 invocation for its metrics."""
 
 from __future__ import annotations
 
 import logging
 
-from missions.core.envelope import Envelope
-from missions.core.llm import LLMProvider, LLMRequest, LLMResult
+from missions.core.cost.usage import Outcome, UsageRecord
+from missions.core.llm.provider import LLMProvider, LLMRequest, LLMResult
+from missions.core.mission.envelope import Envelope
 from missions.core.redaction import redact
-from missions.core.usage import Outcome, UsageRecord
 from missions.service.runner._base import Invocation, StageServices
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Agents as data (missions.core.agents): their versions, promotion, diffs and audit trail."""
+"""Agents as data (missions.core.llm.agents): their versions, promotion, diffs and audit trail."""
 
 from __future__ import annotations
 

@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field, JsonValue, StrictBool, StrictInt, StrictS
 
 from missions.app.api.models.common import Body, bounded
 from missions.app.api.models.interrupts import PendingInterrupt
-from missions.core.notes import MAX_NOTE_CHARS
-from missions.core.triggers import Priority
+from missions.core.mission.notes import MAX_NOTE_CHARS
+from missions.core.triggers.declared import Priority
 
 CONTEXT_LIMIT_BYTES = 64 * 1024  # a mission's context travels in its envelope and its first checkpoint
 

@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, JsonValue, StrictStr, field_validator
 
 from missions.app.api.models.common import Body, bounded
-from missions.core.schedules import CONTEXT_LIMIT as SCHEDULE_CONTEXT_LIMIT
-from missions.core.schedules import GOAL_LIMIT as SCHEDULE_GOAL_LIMIT
+from missions.core.triggers.schedules import CONTEXT_LIMIT as SCHEDULE_CONTEXT_LIMIT
+from missions.core.triggers.schedules import GOAL_LIMIT as SCHEDULE_GOAL_LIMIT
 
 
 class ScheduleCreate(Body):

@@ -1,0 +1,1 @@
+"""What the runtime remembers for a user: long-term memory, a conversation's working memory, preferences."""

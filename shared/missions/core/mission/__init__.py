@@ -1,0 +1,1 @@
+"""What a mission is made of: the envelope and its offload, bounds, status, events, requests, checkpoints."""

@@ -1,0 +1,59 @@
+"""A request to start a mission: what every trigger (HTTP, webhook, schedule, memory change, fork,
+the CLI) turns its input into before the launcher dispatches it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
+
+from missions.core.errors import MissionRequestError
+from missions.core.mission.envelope import Model
+from missions.core.triggers.declared import Priority, TriggerSource
+
+
+class ForkSource(Model):
+    """Where a forked mission carries on: a checkpoint of another mission of the same user."""
+
+    mission_id: str = Field(min_length=1, max_length=80)
+    checkpoint_id: str = Field(min_length=1, max_length=80)
+
+
+class MissionRequest(Model):
+    capability: str = Field(min_length=1, max_length=64)
+    goal: str = Field(min_length=1, max_length=10_000)
+    user_id: str = Field("local", min_length=1, max_length=128)
+    context: dict[str, Any] = Field(default_factory=dict)
+    bounds: dict[str, Any] = Field(default_factory=dict)  # overrides of the pipeline's bounds
+    mission_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,80}$")
+    priority: Priority = Priority.MEDIUM
+    deadline: str | None = Field(None, max_length=40)  # ISO 8601; earlier deadlines run first within a priority
+    trigger: TriggerSource = TriggerSource.API
+    idempotency_key: str | None = Field(None, min_length=1, max_length=512)
+    fork_of: ForkSource | None = None  # set by MissionService.fork only: the start uses that checkpoint
+    # the user's conversation this mission is a turn of: its working memory joins the context
+    conversation_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
+    # the model every stage and delegation of the mission asks (one of its capability's allowed models)
+    model: str | None = Field(None, min_length=1, max_length=100)
+
+    @field_validator("goal")
+    @classmethod
+    def _goal_has_words(cls, goal: str) -> str:
+        if not goal.strip():
+            raise ValueError("the goal is empty")
+        return goal.strip()
+
+    @classmethod
+    def parse(cls, **fields: Any) -> MissionRequest:
+        """Validate a request; every problem is named on one line, as MissionRequestError."""
+        try:
+            return cls.model_validate(fields)
+        except ValidationError as exc:
+            raise MissionRequestError(one_line(exc)) from None
+
+
+def one_line(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
+
+
+__all__ = ["ForkSource", "MissionRequest", "one_line"]

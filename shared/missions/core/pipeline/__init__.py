@@ -1,0 +1,1 @@
+"""A pipeline and what it compiles to: its configuration, routing, the compiler to ASL, the graph."""

@@ -1,0 +1,159 @@
+"""The mission's Standard machine over Express segments (see the package docstring)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from missions.core.mission.envelope import InterruptKind
+from missions.core.pipeline.compiler._layout import (
+    AWAIT_PAUSE,
+    DONE,
+    FAILED,
+    FINALIZE,
+    MAX_SEGMENT_RESTARTS,
+    SEGMENT,
+    SEGMENT_BEGIN,
+    SEGMENT_EXIT,
+    SEGMENT_PLACEHOLDER,
+    UNROUTABLE,
+    function_placeholder,
+)
+from missions.core.pipeline.compiler._states import (
+    _PAUSED,
+    _asl,
+    _await,
+    _await_pause,
+    _guards,
+    _machine_timeout,
+    _mission_failed,
+    _reachable,
+    _retry,
+)
+from missions.core.pipeline.config import PipelineConfig
+
+
+class _MissionCompiler:
+    """The mission's Standard machine over Express segments (see the module's docstring)."""
+
+    def __init__(self, pipeline: PipelineConfig):
+        self.p = pipeline
+        self.states: dict[str, Any] = {}
+
+    def build(self) -> dict[str, Any]:
+        self._segment()
+        for kind in InterruptKind:
+            _await(self.states, self.p, kind, next_state=SEGMENT_BEGIN)
+        _await_pause(self.states, self.p, next_state=SEGMENT_BEGIN)
+        _guards(self.states)
+        final = self.p.agent(self.p.final)
+        self.states[FINALIZE] = {
+            "Type": "Task",
+            "Resource": function_placeholder(final.name),
+            "Parameters": {"stage": final.name, "mode": "finalize", "hop.$": "$.asl.hops", "envelope.$": "$.envelope"},
+            "ResultPath": "$.envelope",
+            "TimeoutSeconds": final.timeout_seconds,
+            "Retry": _retry(self.p, final),
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.envelope.failure", "Next": FAILED}],
+            "Next": DONE,
+        }
+        self.states[DONE] = {"Type": "Succeed"}
+        self.states[FAILED] = _mission_failed()
+        return {
+            "Comment": f"Mission '{self.p.name}': waits for people, runs its stages in Express segments "
+            "(compiled by missions)",
+            "StartAt": SEGMENT_BEGIN,
+            "TimeoutSeconds": _machine_timeout(self.p),
+            "States": _reachable(self.states, SEGMENT_BEGIN),
+        }
+
+    def _segment(self) -> None:
+        self.states[SEGMENT_BEGIN] = {
+            "Type": "Pass",
+            "Parameters": _asl(
+                "$.asl.hops", restarts=0, **{"segment_end.$": f"States.MathAdd($.asl.hops, {self.p.segment_hops})"}
+            ),
+            "ResultPath": "$.asl",
+            "Next": SEGMENT,
+        }
+        self.states[SEGMENT] = {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::states:startExecution.sync:2",
+            "Parameters": {
+                "StateMachineArn": SEGMENT_PLACEHOLDER,
+                # unique per segment and per restart (a name and input seen before would return the old run)
+                "Name.$": "States.Format('{}-{}-{}', $$.Execution.Name, $.asl.hops, $.asl.restarts)",
+                "Input": {
+                    "envelope.$": "$.envelope",
+                    "asl.$": "$.asl",
+                    "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
+                },
+            },
+            "ResultSelector": {"envelope.$": "$.Output.envelope", "asl.$": "$.Output.asl"},
+            "ResultPath": "$",
+            "Retry": [
+                {
+                    "ErrorEquals": [
+                        "StepFunctions.ExecutionLimitExceededException",
+                        "StepFunctions.SdkClientException",
+                        "StepFunctions.AWSStepFunctionsException",
+                    ],
+                    "IntervalSeconds": self.p.retry_interval_seconds,
+                    "MaxAttempts": 3,
+                    "BackoffRate": 2.0,
+                }
+            ],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.segment_failure", "Next": "segment.failed"}],
+            "Next": SEGMENT_EXIT,
+        }
+        self.states[SEGMENT_EXIT] = {
+            "Type": "Choice",
+            "Choices": [
+                {"Variable": "$.asl.exit", "StringEquals": "done", "Next": DONE},
+                {
+                    "And": [{"Variable": "$.asl.exit", "StringEquals": "continue"}, *_PAUSED],
+                    "Next": AWAIT_PAUSE,
+                },
+                {"Variable": "$.asl.exit", "StringEquals": "continue", "Next": SEGMENT_BEGIN},
+                *(
+                    {
+                        "And": [
+                            {"Variable": "$.asl.exit", "StringEquals": "await"},
+                            {"Variable": "$.envelope.next_stage", "StringEquals": f"await:{kind.value}"},
+                        ],
+                        "Next": f"await.{kind.value}",
+                    }
+                    for kind in InterruptKind
+                ),
+            ],
+            "Default": UNROUTABLE,
+        }
+        self.states["segment.failed"] = {
+            "Type": "Choice",
+            "Choices": [
+                {
+                    "Variable": "$.asl.restarts",
+                    "NumericGreaterThanEquals": MAX_SEGMENT_RESTARTS,
+                    "Next": "segment.lost",
+                }
+            ],
+            "Default": "segment.retry",
+        }
+        self.states["segment.retry"] = {  # the same hop again: committed stages return what they returned
+            "Type": "Pass",
+            "Parameters": _asl(
+                "$.asl.hops",
+                **{"restarts.$": "States.MathAdd($.asl.restarts, 1)", "segment_end.$": "$.asl.segment_end"},
+            ),
+            "ResultPath": "$.asl",
+            "Next": SEGMENT,
+        }
+        self.states["segment.lost"] = {
+            "Type": "Pass",
+            "Parameters": {
+                "Error": "SegmentFailed",
+                "Cause.$": "$.segment_failure.Cause",
+                "at": {"state": SEGMENT, "reason": "segment_failed"},
+            },
+            "ResultPath": "$.envelope.failure",
+            "Next": FINALIZE,
+        }

@@ -1,0 +1,1 @@
+"""How missions start without a person: declared triggers, what the stack deploys for them, users' schedules."""
