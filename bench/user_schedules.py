@@ -24,7 +24,7 @@ from typing import Any
 from bench import ratio_rows
 from missions.core.mission.requests import MissionRequest
 from missions.core.triggers.schedules import check_expression
-from missions.service.schedules import USER_SCHEDULE
+from missions.service.triggers.schedules import USER_SCHEDULE
 
 SAMPLES = 30
 CAPABILITY, GOAL = "shopping", "a desk lamp under 40 dollars"

@@ -1,4 +1,4 @@
-"""Users' own schedules (missions.service.schedules): the EventBridge Scheduler group they live in, and the
+"""Users' own schedules (missions.service.triggers.schedules): the EventBridge Scheduler group they live in, and the
 role the Scheduler assumes to fire them, which may only invoke the schedule function and hand what it could not
 deliver to that function's dead-letter queue. The API creates, changes and deletes schedules in the group
 only (infra/components/access.py, `user_schedules`), and may pass only this role, only to the Scheduler."""

@@ -299,7 +299,7 @@ def dev(
         )
         out.print(
             f"  webhooks: POST {server.url}/webhooks/<source>, signed as Standard Webhooks with the secret "
-            f"{webhook_secret!r} (see missions.service.webhooks)",
+            f"{webhook_secret!r} (see missions.service.triggers.webhooks)",
             highlight=False,
         )
         out.print(f'  schedules: POST {server.url}/_dev/clock {{"advance_seconds": 3600}}', highlight=False)

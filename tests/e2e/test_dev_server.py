@@ -14,7 +14,7 @@ import pytest
 
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from missions.service.webhooks import sign
+from missions.service.triggers.webhooks import sign
 
 pytestmark = pytest.mark.e2e
 SECRET = "whsec_c2VjcmV0IG9mIHRoZSBnaXQgc291cmNl"  # Standard Webhooks: whsec_<base64 of the key>

@@ -22,7 +22,7 @@ from capabilities.home_assistant.dev.fake_server import serve
 from capabilities.home_assistant.dev.sample import SampleHome
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from missions.service.webhooks import sign
+from missions.service.triggers.webhooks import sign
 from tests.e2e.test_dev_server import Client, wait_for
 
 pytestmark = pytest.mark.e2e

@@ -26,7 +26,7 @@ from missions.core.specs import segment_machine_name, state_machine_name
 from missions.local import moto as moto_patches
 from missions.local.devserver import http_event
 from missions.service.repositories.archive import extract_snapshot
-from missions.service.webhooks import sign
+from missions.service.triggers.webhooks import sign
 from tests.infra.conftest import Assembly, synthesize
 from tests.support.archives import tar_gz_bytes
 from tests.support.aws import FAKE_AWS_ENV

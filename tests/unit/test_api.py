@@ -548,7 +548,7 @@ def _webhook_runtime(repo: Any, outage: list[Exception] | None = None) -> tuple[
 
 
 def _webhook(delivery: str, body: bytes, stamp: int | None = None, signature: str | None = None) -> dict[str, Any]:
-    from missions.service.webhooks import sign
+    from missions.service.triggers.webhooks import sign
 
     stamp = int(time.time()) if stamp is None else stamp
     headers = {

@@ -16,7 +16,7 @@ from missions.core.memory.longterm import MemoryChange
 from missions.core.mission.envelope import InterruptKind
 from missions.core.pipeline.compiler import compile_pipeline
 from missions.core.triggers.specs import memory_change_event, schedule_specs
-from missions.service.trigger_rules import requests_for_event
+from missions.service.triggers.rules import requests_for_event
 from tests.support.stages import stage_functions
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -24,13 +24,13 @@ from missions.core.triggers.declared import (
 )
 from missions.core.triggers.specs import ScheduleSpec, memory_change_event, memory_rules, schedule_specs, webhook_rules
 from missions.local.clock import LocalScheduleClock
-from missions.service.trigger_rules import (
+from missions.service.triggers.rules import (
     condition_holds,
     normalize_scheduled_time,
     requests_for_event,
     requests_for_schedule,
 )
-from missions.service.webhooks import Delivery, bus_event
+from missions.service.triggers.webhooks import Delivery, bus_event
 from tests.support.aws import use_fake_aws
 from tests.support.stages import typed_capability
 

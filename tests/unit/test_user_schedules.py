@@ -1,4 +1,4 @@
-"""Users' own schedules (missions.service.schedules) on the in-memory store and Scheduler: the rules a new
+"""Users' own schedules (missions.service.triggers.schedules) on the in-memory store and Scheduler: the rules a new
 schedule must pass, nothing half-done when a store fails, firings through the launcher's submit."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from missions.core.errors import (
 from missions.core.mission.requests import MissionRequest
 from missions.core.triggers.cron import next_fire_times, parse_expression, parse_rate
 from missions.core.triggers.schedules import CHECKED_FIRINGS, KEPT_FIRINGS, check_expression
-from missions.service.schedules import USER_SCHEDULE, ScheduleService
+from missions.service.triggers.schedules import USER_SCHEDULE, ScheduleService
 
 NOW = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)  # two days before Europe's clocks go forward
 MINIMUM = timedelta(minutes=15)

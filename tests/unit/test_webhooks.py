@@ -15,7 +15,7 @@ from missions.adapters.memory.webhooks import InMemoryDeliveryStore, StaticWebho
 from missions.adapters.secrets import SecretsManagerWebhookSources
 from missions.core.specs import DELIVERIES
 from missions.ports.webhooks import WebhookSource
-from missions.service.webhooks import Delivery, WebhookRejected, bus_event, sign, verify_delivery
+from missions.service.triggers.webhooks import Delivery, WebhookRejected, bus_event, sign, verify_delivery
 from tests.support.aws import use_fake_aws
 
 NOW = 1_700_000_000
@@ -302,7 +302,7 @@ def test_bus_event_carries_the_delivery():
 
 def test_the_bus_source_constant_agrees_with_trigger_rules():
     from missions.core.triggers import specs as trigger_specs
-    from missions.service import webhooks
+    from missions.service.triggers import webhooks as webhooks
 
     assert webhooks.BUS_SOURCE == trigger_specs.WEBHOOK_SOURCE
 
@@ -404,7 +404,7 @@ def test_secrets_manager_errors_other_than_not_found_propagate():
 def test_a_source_stored_in_an_old_format_is_a_503_naming_the_format_and_logged(
     stored: str, problem: str, caplog: pytest.LogCaptureFixture
 ):
-    from missions.service.ingest import receive_webhook
+    from missions.service.triggers.ingest import receive_webhook
 
     # Given a source whose secret an operator stored before sources were {"secret": "whsec_...", ...}
     sources = SecretsManagerWebhookSources("missions/webhooks", fetch=lambda secret_id: stored)
@@ -496,6 +496,6 @@ def test_importing_webhooks_imports_no_boto3():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    code = "import sys; sys.path[:0] = ['shared', '.']; import missions.service.webhooks; assert 'boto3' not in sys.modules"  # noqa: E501
+    code = "import sys; sys.path[:0] = ['shared', '.']; import missions.service.triggers.webhooks; assert 'boto3' not in sys.modules"  # noqa: E501
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

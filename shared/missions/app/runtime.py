@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from missions.service.deployment import AgentDeployment
     from missions.service.evaluation import Evaluator
     from missions.service.health import Readiness
-    from missions.service.ingest import Ingest
     from missions.service.interrupts import InterruptService
     from missions.service.launcher import Launcher
     from missions.service.lifecycle import Lifecycle
@@ -50,7 +49,8 @@ if TYPE_CHECKING:
     from missions.service.repositories.service import RepositoryService
     from missions.service.retention import Retention
     from missions.service.runner import StageTimings
-    from missions.service.schedules import ScheduleService
+    from missions.service.triggers.ingest import Ingest
+    from missions.service.triggers.schedules import ScheduleService
 
 
 class Runtime(Bindings):
@@ -189,7 +189,7 @@ class Runtime(Bindings):
 
         from missions.adapters.dynamodb.schedules import DynamoScheduleStore
         from missions.adapters.scheduler import EventBridgeScheduler
-        from missions.service.schedules import ScheduleService
+        from missions.service.triggers.schedules import ScheduleService
 
         settings = self.settings
         if not (settings.schedules_table and settings.schedule_group):
@@ -383,7 +383,7 @@ class Runtime(Bindings):
     @cached_property
     def ingest(self) -> Ingest:
         """The trigger functions: webhook, trigger (bus events), schedule and memory stream."""
-        from missions.service.ingest import Ingest
+        from missions.service.triggers.ingest import Ingest
 
         return Ingest(
             launcher=lambda: self.launcher,

@@ -1,4 +1,4 @@
-"""Users' own schedules (missions.service.schedules): where they are kept, and what makes them fire.
+"""Users' own schedules (missions.service.triggers.schedules): where they are kept, and what makes them fire.
 
 `ScheduleStore` keeps each user's schedules (DynamoDB in AWS) and counts them, so the per-user limit holds
 under concurrent creates. `Scheduler` is EventBridge Scheduler: a schedule of the same name in the users'

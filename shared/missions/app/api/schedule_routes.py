@@ -1,4 +1,4 @@
-"""Your own schedules: create, list, read, pause, resume and delete them (missions.service.schedules)."""
+"""Your own schedules: create, list, read, pause, resume and delete them (missions.service.triggers.schedules)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A user's own schedules: what one is, and the rules a new one must pass (missions.service.schedules).
+"""A user's own schedules: what one is, and the rules a new one must pass (missions.service.triggers.schedules).
 
 A schedule is a recurring EventBridge Scheduler expression (cron(...) in a time zone, or rate(...)), a goal,
 and a capability (or "auto": chosen from the goal at each firing, as POST /missions chooses). The rules,

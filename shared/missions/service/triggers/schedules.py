@@ -250,7 +250,7 @@ class ScheduleService:
     def fire(self, event: dict[str, Any]) -> dict[str, Any]:
         """One firing of a user's schedule (the schedule function): a mission through the launcher, or
         nothing, with the reason."""
-        from missions.service.trigger_rules import normalize_scheduled_time
+        from missions.service.triggers.rules import normalize_scheduled_time
 
         user_id, schedule_id = str(event.get("user_id") or ""), str(event.get("schedule_id") or "")
         scheduled_time = normalize_scheduled_time(event.get("scheduled_time"))

@@ -20,9 +20,9 @@ from missions.ports.bus import EventBus
 from missions.ports.memory import LongTermMemory
 from missions.ports.webhooks import DeliveryStore, WebhookSources
 from missions.service.launcher import Launcher
-from missions.service.schedules import ScheduleService, is_user_schedule
-from missions.service.trigger_rules import requests_for_event, requests_for_schedule
-from missions.service.webhooks import WebhookRejected, bus_event, verify_delivery
+from missions.service.triggers.rules import requests_for_event, requests_for_schedule
+from missions.service.triggers.schedules import ScheduleService, is_user_schedule
+from missions.service.triggers.webhooks import WebhookRejected, bus_event, verify_delivery
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,1 @@
+"""Missions that start without a person: webhooks, bus events, schedules, memory changes."""
