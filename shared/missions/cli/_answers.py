@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from missions.core import approvals
 from missions.core.envelope import InterruptKind, InterruptResponse
 
 from ._console import fail
@@ -32,16 +33,16 @@ def ask(kind_name: str, question: str, options: list[str], answers: list[str], q
 
 
 def response(kind: InterruptKind, text: str, options: list[str]) -> InterruptResponse:
-    """What a typed answer means for the question's kind."""
+    """What a typed answer means for the question's kind, read by the core's one parser of answers: a
+    confirmation not clearly approved is refused; a review not approved is sent back to be revised with
+    the text; a choice the parser cannot place among the options is sent as typed (the mission says)."""
     text = text.strip()
     if kind is InterruptKind.CONFIRMATION:
-        return InterruptResponse(approved=text.lower() in ("y", "yes", "true", "approve", "ok"), text=text)
+        return InterruptResponse(approved=approvals.verdict(text) is True, text=text)
     if kind is InterruptKind.AGENT_REVIEW:
-        if text.lower() in ("y", "yes", "approve", "ok"):
+        if approvals.verdict(text) is True:
             return InterruptResponse(approved=True)
         return InterruptResponse(approved=False, decision="revise", text=text)
     if kind is InterruptKind.CHOICE:
-        if text.isdigit() and 1 <= int(text) <= len(options):
-            text = options[int(text) - 1]
-        return InterruptResponse(decision=text)
+        return InterruptResponse(decision=approvals.choice(text, options) or text)
     return InterruptResponse(text=text)
