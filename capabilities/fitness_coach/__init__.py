@@ -6,6 +6,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
+from missions.core import approvals
 from missions.core.capability.registry import Ctx, stage
 from missions.core.mission.envelope import InterruptKind
 
@@ -113,7 +114,7 @@ def present(ctx: Ctx, synthesize: Plan) -> Review:
         data={"week": [day.model_dump() for day in synthesize.week]},
     )
     said = (answer.text or answer.decision or "").strip()
-    if answer.approved or said.lower() in {"accept", "accepted", "yes", "y", "ok", "approve", "looks good"}:
+    if answer.approved or approvals.verdict(said) is True:
         return Review(decision="accept")
     return Review(decision="adjust", adjustment=said)
 

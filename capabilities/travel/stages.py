@@ -50,10 +50,10 @@ from capabilities.travel.state import (
     coverage_confidence,
     label,
 )
+from missions.core import approvals
 from missions.core.capability.registry import Ctx, stage
 from missions.core.mission.envelope import InterruptKind
 
-APPROVE = {"approve", "approved", "yes", "y", "ok", "accept", "looks good"}
 SEARCH_AGAIN, CONTINUE = "search again", "continue"
 MAX_CLARIFICATIONS = 2
 WHERE = "Where would you like to go, and for how many days?"
@@ -398,7 +398,7 @@ def review(ctx: Ctx, state: TripState, synthesis: Drafted) -> Reviewed:
         data={"artifact": draft.model_dump(), "total_usd": synthesis.total_usd, "changes": synthesis.changes},
     )
     text, decision = (answer.text or "").strip(), (answer.decision or "").strip()
-    if answer.approved or (answer.approved is None and decision.lower() in APPROVE):
+    if answer.approved or (answer.approved is None and approvals.verdict(decision) is True):
         return Reviewed(decision="approve", draft=draft, comment=text)
     return Reviewed(decision="revise", draft=draft, feedback=text or decision)
 

@@ -161,17 +161,17 @@ def test_ctrl_c_stops_following_a_reply_and_the_next_message_gets_its_result(ser
 
 def test_login_caches_the_stream_url_and_chat_streams_there(tmp_path: Path, server: DevServer):
     """The stream URL a login named is used for the API it named; --stream-url and the env win over it."""
-    from missions.cli import _stream_base
+    from missions.cli._target import stream_base
     from missions.client import Endpoints, TokenCache
 
     cache = TokenCache(tmp_path / "tokens.json")
     wiring = Wiring(cache=lambda: cache)
     api = Endpoints("https://api.example/")
-    assert _stream_base(wiring, api, None) == "https://api.example"  # the API's own URL: the dev server's case
-    assert _stream_base(wiring, Endpoints(api.api_url, stream_url="https://out.example/"), None) == (
+    assert stream_base(wiring, api, None) == "https://api.example"  # the API's own URL: the dev server's case
+    assert stream_base(wiring, Endpoints(api.api_url, stream_url="https://out.example/"), None) == (
         "https://out.example"
     )
     cache.put_stream_url(api.api_url, "https://cached.example/")
-    assert _stream_base(wiring, api, None) == "https://cached.example"
-    assert _stream_base(wiring, api, "https://flag.example") == "https://flag.example"
+    assert stream_base(wiring, api, None) == "https://cached.example"
+    assert stream_base(wiring, api, "https://flag.example") == "https://flag.example"
     assert cache.remove(api.api_url) is False and cache.stream_url(api.api_url) is None  # logout forgets it

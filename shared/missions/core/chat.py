@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any, Protocol
 
+from missions.core import approvals
 from missions.core.errors import NotFound
 from missions.core.mission.envelope import InterruptKind, InterruptResponse
 
@@ -68,41 +68,6 @@ def reply_digest(text: str) -> str:
 
 # -- a question asked in the chat, and the next message as its answer ----------------------------
 
-_YES = {
-    "approve",
-    "approved",
-    "yes",
-    "y",
-    "ok",
-    "okay",
-    "sure",
-    "confirm",
-    "confirmed",
-    "go",
-    "lgtm",
-    "accept",
-    "accepted",
-    "proceed",
-    "do",
-}
-_NO = {
-    "reject",
-    "rejected",
-    "no",
-    "n",
-    "deny",
-    "denied",
-    "decline",
-    "declined",
-    "refuse",
-    "cancel",
-    "stop",
-    "don't",
-    "dont",
-    "nope",
-}
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1}
-
 
 def question_text(kind: InterruptKind, question: str, options: list[str], data: dict[str, Any]) -> str:
     """The assistant's reply that asks the user: the question, what it is about, how to answer."""
@@ -121,37 +86,6 @@ def question_text(kind: InterruptKind, question: str, options: list[str], data: 
     return "\n".join(lines)
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
-
-
-def _verdict(text: str) -> bool | None:
-    words = _words(text)
-    if not words:
-        return None
-    if words[0] in _NO or (words[0] in ("do", "please") and len(words) > 1 and words[1] in ("not", "n't")):
-        return False
-    if words[0] in _YES or (words[0] == "please" and len(words) > 1 and words[1] in _YES):
-        return True
-    return None
-
-
-def _choice(text: str, options: list[str]) -> str | None:
-    words = _words(text)
-    numbers = [int(w) for w in words if w.isdigit()]
-    if len(numbers) == 1 and 1 <= numbers[0] <= len(options):
-        return options[numbers[0] - 1]
-    ordinals = [_ORDINALS[w] for w in words if w in _ORDINALS]
-    if len(ordinals) == 1 and len(options) >= abs(ordinals[0]):
-        return options[ordinals[0] - 1 if ordinals[0] > 0 else -1]
-    said = " ".join(text.lower().split())
-    exact = [o for o in options if " ".join(o.lower().split()) == said]
-    if exact:
-        return exact[0]
-    named = [o for o in options if " ".join(o.lower().split()) in said or said in " ".join(o.lower().split())]
-    return named[0] if len(named) == 1 else None
-
-
 def interpret_answer(kind: InterruptKind, options: list[str], text: str) -> InterruptResponse | str:
     """The user's message as the answer the question expects, or (a str) what the chat should say
     instead when the message does not answer it."""
@@ -159,12 +93,12 @@ def interpret_answer(kind: InterruptKind, options: list[str], text: str) -> Inte
     if kind is InterruptKind.CLARIFICATION:
         return InterruptResponse(text=text)
     if kind is InterruptKind.CHOICE:
-        picked = _choice(text, options)
+        picked = approvals.choice(text, options)
         if picked is None:
             listed = "; ".join(f"{n}. {o}" for n, o in enumerate(options, 1))
             return f"I need one of the options to go on: {listed}. Reply with its number or name."
         return InterruptResponse(decision=picked, text=text)
-    verdict = _verdict(text)
+    verdict = approvals.verdict(text)
     if verdict is None:
         return "I need a yes or a no to go on: reply **approve** or **reject** (with a reason if you like)."
     return InterruptResponse(approved=verdict, text=text)
