@@ -341,7 +341,7 @@ def _claimed_texts(claim: str) -> list[str]:
 @pytest.fixture(scope="module")
 def analysis(cloud: LocalCloud) -> MissionOutcome:
     # Given this very repository, resolved from this file's path
-    assert (REPO_ROOT / "shared" / "missions" / "core" / "offload.py").is_file()
+    assert (REPO_ROOT / "shared" / "missions" / "core" / "mission" / "offload.py").is_file()
     # When code_analysis answers a question about it
     return _run(cloud, "code_analysis", QUESTION, context={"repo": str(REPO_ROOT)})
 
