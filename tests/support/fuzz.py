@@ -1,7 +1,8 @@
 """Schemathesis against the dev server: property-based requests generated from the published OpenAPI
 document, over real HTTP, checked for server errors and for responses the document does not describe.
 
-`make test` runs a bounded, seeded run (tests/e2e/test_fuzz.py); `make fuzz` a longer one with workers:
+`make test` runs a bounded, seeded run (tests/e2e/test_fuzz.py, 10 examples an operation after the
+schema's own examples and its coverage phase); `make fuzz` a longer one with workers:
 
     python -m tests.support.fuzz --max-examples 300 --workers 2 [--seed N]
 
