@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import statistics
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -57,6 +58,14 @@ def ha_now(ha: HomeAssistant) -> datetime:
 
 def _failed(exc: HAError) -> ToolResult:
     return ToolResult.fail(str(exc), "not_found" if isinstance(exc, HAUnknownEntity) else "error")
+
+
+def _answered(ask: Callable[[], dict[str, Any]]) -> ToolResult:
+    """What one question to HA answers as the tool's result, or HA's failure as the tool's error."""
+    try:
+        return ToolResult.ok(ask())
+    except HAError as exc:
+        return _failed(exc)
 
 
 def _row(state: State, areas: dict[str, str]) -> dict[str, Any]:
@@ -223,10 +232,7 @@ class TemplateParams(BaseModel):
 
 @CATALOG.register("ha.template", "render a template in HA (states(), area_entities(), now()...)", TemplateParams)
 def template(params: TemplateParams, env: ToolEnv) -> ToolResult:
-    try:
-        return ToolResult.ok({"rendered": home(env).render_template(params.template)})
-    except HAError as exc:
-        return _failed(exc)
+    return _answered(lambda: {"rendered": home(env).render_template(params.template)})
 
 
 class AutomationParams(BaseModel):
@@ -257,10 +263,7 @@ def automations(params: NoParams, env: ToolEnv) -> ToolResult:
 
 @CATALOG.register("ha.automation_config", "one automation's configuration, as HA's editor stores it", AutomationParams)
 def automation_config(params: AutomationParams, env: ToolEnv) -> ToolResult:
-    try:
-        return ToolResult.ok({"config": home(env).automation_config(params.automation_id)})
-    except HAError as exc:
-        return _failed(exc)
+    return _answered(lambda: {"config": home(env).automation_config(params.automation_id)})
 
 
 class ScriptParams(BaseModel):
@@ -269,18 +272,12 @@ class ScriptParams(BaseModel):
 
 @CATALOG.register("ha.script_config", "one script's configuration", ScriptParams)
 def script_config(params: ScriptParams, env: ToolEnv) -> ToolResult:
-    try:
-        return ToolResult.ok({"config": home(env).script_config(params.script_id)})
-    except HAError as exc:
-        return _failed(exc)
+    return _answered(lambda: {"config": home(env).script_config(params.script_id)})
 
 
 @CATALOG.register("ha.check_config", "HA's own check of its configuration", NoParams)
 def check_config(params: NoParams, env: ToolEnv) -> ToolResult:
-    try:
-        return ToolResult.ok(home(env).check_config().model_dump(mode="json"))
-    except HAError as exc:
-        return _failed(exc)
+    return _answered(lambda: home(env).check_config().model_dump(mode="json"))
 
 
 @CATALOG.register("ha.services", "every service this HA offers (domain.service)", NoParams)
