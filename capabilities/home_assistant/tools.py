@@ -34,6 +34,21 @@ _SAMPLES: collections.OrderedDict[str, HomeAssistant] = collections.OrderedDict(
 _LOCK = threading.Lock()
 
 
+def _changes_home(
+    tool_id: str, description: str, parameters: type[BaseModel], preview: Callable[[Any], dict[str, Any]]
+) -> Callable[[Callable[..., ToolResult]], Callable[..., ToolResult]]:
+    """Registers a tool that changes the home: a write, shown to the user as `preview`, never retried."""
+    return CATALOG.register(
+        tool_id,
+        description,
+        parameters,
+        category=ToolCategory.WRITE,
+        risk=RiskLevel.WRITE,
+        preview=preview,
+        max_retries=0,
+    )
+
+
 def home(env: ToolEnv) -> HomeAssistant:
     """The HA this mission talks to."""
     settings = ha_settings()
@@ -304,15 +319,7 @@ def _call_preview(call: ServiceCall) -> dict[str, Any]:
     return {"change": f"{call.domain}.{call.service} on {', '.join(call.entity_ids)}{extra}"}
 
 
-@CATALOG.register(
-    "ha.call_service",
-    "call a service on entities (turn on a light...)",
-    ServiceCall,
-    category=ToolCategory.WRITE,
-    risk=RiskLevel.WRITE,
-    preview=_call_preview,
-    max_retries=0,
-)
+@_changes_home("ha.call_service", "call a service on entities (turn on a light...)", ServiceCall, _call_preview)
 def call_service(call: ServiceCall, env: ToolEnv) -> ToolResult:
     try:
         ha = home(env)
@@ -338,43 +345,42 @@ def _deploy_preview(change: Deployment) -> dict[str, Any]:
     }
 
 
-def _current(ha: HomeAssistant, automation_id: str) -> dict[str, Any] | None:
+def _holds(ha: HomeAssistant, automation_id: str, expected: dict[str, Any] | None) -> bool:
+    """HA still holds `expected` as the automation (None: none), whatever its `id` field says (HA adds it)."""
     try:
-        return ha.automation_config(automation_id)
+        current: dict[str, Any] | None = ha.automation_config(automation_id)
     except HAUnknownEntity:
-        return None
-
-
-def _same(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
-    """The same automation, whatever its `id` field says (HA adds it)."""
+        current = None
 
     def strip(config: dict[str, Any] | None) -> dict[str, Any] | None:
         return None if config is None else {k: v for k, v in config.items() if k != "id"}
 
-    return strip(a) == strip(b)
+    return strip(current) == strip(expected)
 
 
-@CATALOG.register(
+def _restore(ha: HomeAssistant, automation_id: str, original: dict[str, Any] | None) -> None:
+    """Put back the automation as it was: `original`, or none (it was new)."""
+    if original is None:
+        ha.delete_automation_config(automation_id)
+    else:
+        ha.save_automation_config(automation_id, {**original, "id": automation_id})
+
+
+@_changes_home(
     "ha.deploy_automation",
     "write an automation and reload automations (refused if it changed since it was shown)",
     Deployment,
-    category=ToolCategory.WRITE,
-    risk=RiskLevel.WRITE,
-    preview=_deploy_preview,
-    max_retries=0,
+    _deploy_preview,
 )
 def deploy_automation(change: Deployment, env: ToolEnv) -> ToolResult:
     try:
         ha = home(env)
-        if not _same(_current(ha, change.automation_id), change.original):
+        if not _holds(ha, change.automation_id, change.original):
             return ToolResult.fail(f"automation {change.automation_id} changed since the diff was shown: not deployed")
         ha.save_automation_config(change.automation_id, {**change.config, "id": change.automation_id})
         checked = ha.check_config()
         if not checked.valid:  # HA would not load it: put back what was there, and say why
-            if change.original is None:
-                ha.delete_automation_config(change.automation_id)
-            else:
-                ha.save_automation_config(change.automation_id, {**change.original, "id": change.automation_id})
+            _restore(ha, change.automation_id, change.original)
             return ToolResult.fail(f"HA's configuration check refused it, nothing changed: {checked.errors}")
         ha.call_service("automation", "reload")
     except HAError as exc:
@@ -397,24 +403,18 @@ def _rollback_preview(change: Rollback) -> dict[str, Any]:
     }
 
 
-@CATALOG.register(
+@_changes_home(
     "ha.rollback_automation",
     "restore an automation as it was before a deployment (remove it if it was new)",
     Rollback,
-    category=ToolCategory.WRITE,
-    risk=RiskLevel.WRITE,
-    preview=_rollback_preview,
-    max_retries=0,
+    _rollback_preview,
 )
 def rollback_automation(change: Rollback, env: ToolEnv) -> ToolResult:
     try:
         ha = home(env)
-        if not _same(_current(ha, change.automation_id), change.deployed):
+        if not _holds(ha, change.automation_id, change.deployed):
             return ToolResult.fail(f"automation {change.automation_id} changed since it was deployed: not rolled back")
-        if change.original is None:
-            ha.delete_automation_config(change.automation_id)
-        else:
-            ha.save_automation_config(change.automation_id, {**change.original, "id": change.automation_id})
+        _restore(ha, change.automation_id, change.original)
         ha.call_service("automation", "reload")
     except HAError as exc:
         return _failed(exc)
