@@ -49,7 +49,7 @@ from missions.core.mission.envelope import Bounds, Citation, Counters, Interrupt
 from missions.core.sandbox import SandboxRequest, SandboxResult, Tier
 
 M = TypeVar("M", bound=BaseModel)
-O = TypeVar("O", bound=Mapping[str, Any])  # an option offered to choose from
+Option = TypeVar("Option", bound=Mapping[str, Any])  # an option offered to choose from
 
 SPECIAL_PARAMETERS = ("ctx", "item", "items", "state")
 
@@ -319,8 +319,8 @@ class Ctx:
     def choose(
         self,
         question: str,
-        options: Sequence[O],
-        describe: Callable[[O], str],
+        options: Sequence[Option],
+        describe: Callable[[Option], str],
         *,
         decline: str,
     ) -> InterruptResponse:
