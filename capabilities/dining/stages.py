@@ -19,7 +19,6 @@ from capabilities.dining.ranking import rank as by_score
 from capabilities.dining.tools import listings_of, tool_id
 from missions.core.capability.connectors import call_source, with_simulated_failures
 from missions.core.capability.registry import Ctx, stage
-from missions.core.mission.envelope import InterruptKind
 
 SOURCE_STAGES = ("maps", "reviews", "reservations")  # each stage is named after its source
 NONE = "none"  # the option that declines every restaurant
@@ -185,13 +184,7 @@ def rank(ctx: Ctx, plan: Planned, aggregate: Aggregated) -> Ranked:
 def present(ctx: Ctx, rank: Ranked) -> Presented:
     """Asks the user to choose (the answer resumes at `complete`); with nothing to offer it says so."""
     if rank.top:
-        lines = "\n".join(f"{i}. {one_line(option)}" for i, option in enumerate(rank.top, 1))
-        ctx.ask(
-            InterruptKind.CHOICE,
-            f"Which restaurant would you like?\n{lines}\nAnswer with its number or id, or '{NONE}'.",
-            options=[option["id"] for option in rank.top] + [NONE],
-            data={"options": rank.top},
-        )
+        ctx.choose("Which restaurant would you like?", rank.top, one_line, decline=NONE)
     return Presented(asked=False, reason="no restaurant fits the criteria")
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import statistics
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -31,6 +32,21 @@ CATALOG = ToolCatalog()
 LOG_FILE = "home-assistant.log"  # how error-log lines are cited: home-assistant.log:<line>
 _SAMPLES: collections.OrderedDict[str, HomeAssistant] = collections.OrderedDict()
 _LOCK = threading.Lock()
+
+
+def _changes_home(
+    tool_id: str, description: str, parameters: type[BaseModel], preview: Callable[[Any], dict[str, Any]]
+) -> Callable[[Callable[..., ToolResult]], Callable[..., ToolResult]]:
+    """Registers a tool that changes the home: a write, shown to the user as `preview`, never retried."""
+    return CATALOG.register(
+        tool_id,
+        description,
+        parameters,
+        category=ToolCategory.WRITE,
+        risk=RiskLevel.WRITE,
+        preview=preview,
+        max_retries=0,
+    )
 
 
 def home(env: ToolEnv) -> HomeAssistant:
@@ -57,6 +73,14 @@ def ha_now(ha: HomeAssistant) -> datetime:
 
 def _failed(exc: HAError) -> ToolResult:
     return ToolResult.fail(str(exc), "not_found" if isinstance(exc, HAUnknownEntity) else "error")
+
+
+def _answered(ask: Callable[[], dict[str, Any]]) -> ToolResult:
+    """What one question to HA answers as the tool's result, or HA's failure as the tool's error."""
+    try:
+        return ToolResult.ok(ask())
+    except HAError as exc:
+        return _failed(exc)
 
 
 def _row(state: State, areas: dict[str, str]) -> dict[str, Any]:
@@ -223,10 +247,7 @@ class TemplateParams(BaseModel):
 
 @CATALOG.register("ha.template", "render a template in HA (states(), area_entities(), now()...)", TemplateParams)
 def template(params: TemplateParams, env: ToolEnv) -> ToolResult:
-    try:
-        return ToolResult.ok({"rendered": home(env).render_template(params.template)})
-    except HAError as exc:
-        return _failed(exc)
+    return _answered(lambda: {"rendered": home(env).render_template(params.template)})
 
 
 class AutomationParams(BaseModel):
@@ -257,10 +278,7 @@ def automations(params: NoParams, env: ToolEnv) -> ToolResult:
 
 @CATALOG.register("ha.automation_config", "one automation's configuration, as HA's editor stores it", AutomationParams)
 def automation_config(params: AutomationParams, env: ToolEnv) -> ToolResult:
-    try:
-        return ToolResult.ok({"config": home(env).automation_config(params.automation_id)})
-    except HAError as exc:
-        return _failed(exc)
+    return _answered(lambda: {"config": home(env).automation_config(params.automation_id)})
 
 
 class ScriptParams(BaseModel):
@@ -269,18 +287,12 @@ class ScriptParams(BaseModel):
 
 @CATALOG.register("ha.script_config", "one script's configuration", ScriptParams)
 def script_config(params: ScriptParams, env: ToolEnv) -> ToolResult:
-    try:
-        return ToolResult.ok({"config": home(env).script_config(params.script_id)})
-    except HAError as exc:
-        return _failed(exc)
+    return _answered(lambda: {"config": home(env).script_config(params.script_id)})
 
 
 @CATALOG.register("ha.check_config", "HA's own check of its configuration", NoParams)
 def check_config(params: NoParams, env: ToolEnv) -> ToolResult:
-    try:
-        return ToolResult.ok(home(env).check_config().model_dump(mode="json"))
-    except HAError as exc:
-        return _failed(exc)
+    return _answered(lambda: home(env).check_config().model_dump(mode="json"))
 
 
 @CATALOG.register("ha.services", "every service this HA offers (domain.service)", NoParams)
@@ -307,15 +319,7 @@ def _call_preview(call: ServiceCall) -> dict[str, Any]:
     return {"change": f"{call.domain}.{call.service} on {', '.join(call.entity_ids)}{extra}"}
 
 
-@CATALOG.register(
-    "ha.call_service",
-    "call a service on entities (turn on a light...)",
-    ServiceCall,
-    category=ToolCategory.WRITE,
-    risk=RiskLevel.WRITE,
-    preview=_call_preview,
-    max_retries=0,
-)
+@_changes_home("ha.call_service", "call a service on entities (turn on a light...)", ServiceCall, _call_preview)
 def call_service(call: ServiceCall, env: ToolEnv) -> ToolResult:
     try:
         ha = home(env)
@@ -341,43 +345,42 @@ def _deploy_preview(change: Deployment) -> dict[str, Any]:
     }
 
 
-def _current(ha: HomeAssistant, automation_id: str) -> dict[str, Any] | None:
+def _holds(ha: HomeAssistant, automation_id: str, expected: dict[str, Any] | None) -> bool:
+    """HA still holds `expected` as the automation (None: none), whatever its `id` field says (HA adds it)."""
     try:
-        return ha.automation_config(automation_id)
+        current: dict[str, Any] | None = ha.automation_config(automation_id)
     except HAUnknownEntity:
-        return None
-
-
-def _same(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
-    """The same automation, whatever its `id` field says (HA adds it)."""
+        current = None
 
     def strip(config: dict[str, Any] | None) -> dict[str, Any] | None:
         return None if config is None else {k: v for k, v in config.items() if k != "id"}
 
-    return strip(a) == strip(b)
+    return strip(current) == strip(expected)
 
 
-@CATALOG.register(
+def _restore(ha: HomeAssistant, automation_id: str, original: dict[str, Any] | None) -> None:
+    """Put back the automation as it was: `original`, or none (it was new)."""
+    if original is None:
+        ha.delete_automation_config(automation_id)
+    else:
+        ha.save_automation_config(automation_id, {**original, "id": automation_id})
+
+
+@_changes_home(
     "ha.deploy_automation",
     "write an automation and reload automations (refused if it changed since it was shown)",
     Deployment,
-    category=ToolCategory.WRITE,
-    risk=RiskLevel.WRITE,
-    preview=_deploy_preview,
-    max_retries=0,
+    _deploy_preview,
 )
 def deploy_automation(change: Deployment, env: ToolEnv) -> ToolResult:
     try:
         ha = home(env)
-        if not _same(_current(ha, change.automation_id), change.original):
+        if not _holds(ha, change.automation_id, change.original):
             return ToolResult.fail(f"automation {change.automation_id} changed since the diff was shown: not deployed")
         ha.save_automation_config(change.automation_id, {**change.config, "id": change.automation_id})
         checked = ha.check_config()
         if not checked.valid:  # HA would not load it: put back what was there, and say why
-            if change.original is None:
-                ha.delete_automation_config(change.automation_id)
-            else:
-                ha.save_automation_config(change.automation_id, {**change.original, "id": change.automation_id})
+            _restore(ha, change.automation_id, change.original)
             return ToolResult.fail(f"HA's configuration check refused it, nothing changed: {checked.errors}")
         ha.call_service("automation", "reload")
     except HAError as exc:
@@ -400,24 +403,18 @@ def _rollback_preview(change: Rollback) -> dict[str, Any]:
     }
 
 
-@CATALOG.register(
+@_changes_home(
     "ha.rollback_automation",
     "restore an automation as it was before a deployment (remove it if it was new)",
     Rollback,
-    category=ToolCategory.WRITE,
-    risk=RiskLevel.WRITE,
-    preview=_rollback_preview,
-    max_retries=0,
+    _rollback_preview,
 )
 def rollback_automation(change: Rollback, env: ToolEnv) -> ToolResult:
     try:
         ha = home(env)
-        if not _same(_current(ha, change.automation_id), change.deployed):
+        if not _holds(ha, change.automation_id, change.deployed):
             return ToolResult.fail(f"automation {change.automation_id} changed since it was deployed: not rolled back")
-        if change.original is None:
-            ha.delete_automation_config(change.automation_id)
-        else:
-            ha.save_automation_config(change.automation_id, {**change.original, "id": change.automation_id})
+        _restore(ha, change.automation_id, change.original)
         ha.call_service("automation", "reload")
     except HAError as exc:
         return _failed(exc)

@@ -16,7 +16,6 @@ from capabilities.shopping.query import MAX_OPTIONS, ProductQuery, choose_option
 from capabilities.shopping.tools import SEARCH, SOURCE, offers_of
 from missions.core.capability.connectors import call_source, with_simulated_failures
 from missions.core.capability.registry import Ctx, stage
-from missions.core.mission.envelope import InterruptKind
 
 NONE = "none"  # the option that declines every offer
 
@@ -119,13 +118,7 @@ def execute(ctx: Ctx) -> Found:
 def present(ctx: Ctx, execute: Found) -> Presented:
     """Asks the user to choose (the answer resumes at `complete`); with nothing to offer it says so."""
     if execute.options:
-        lines = "\n".join(f"{i}. {one_line(option)}" for i, option in enumerate(execute.options, 1))
-        ctx.ask(
-            InterruptKind.CHOICE,
-            f"Which offer for {execute.product} would you like?\n{lines}\nAnswer with its number or id, or '{NONE}'.",
-            options=[option["id"] for option in execute.options] + [NONE],
-            data={"options": execute.options},
-        )
+        ctx.choose(f"Which offer for {execute.product} would you like?", execute.options, one_line, decline=NONE)
     return Presented(asked=False, reason="no offer fits")
 
 

@@ -1,5 +1,5 @@
-"""What every DynamoDB adapter here shares: the codec between plain Python and attribute values, and the
-paged and batched requests.
+"""What every DynamoDB adapter here shares: the codec between plain Python and attribute values, the
+paged and batched requests, and a consistent read and a create of one item.
 
 Only the low-level client is used, with boto3's TypeSerializer/TypeDeserializer. DynamoDB has no
 float type: floats are written as Decimal (through their shortest repr, so they round-trip exactly)
@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import Binary, TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
+
+from missions.core.errors import ConflictError, NotFound
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, WriteRequestTypeDef
@@ -75,6 +77,25 @@ def deserialize(item: dict[str, Any]) -> dict[str, Any]:
 
 def condition_failed(exc: ClientError) -> bool:
     return exc.response.get("Error", {}).get("Code") == _CONDITION_FAILED
+
+
+def read_item(client: Any, table_name: str, key: dict[str, Any], missing: str) -> dict[str, Any]:
+    """The item under `key`, read consistently; NotFound(`missing`) when there is none."""
+    response = client.get_item(TableName=table_name, Key=key, ConsistentRead=True)
+    if "Item" not in response:
+        raise NotFound(missing)
+    item: dict[str, Any] = response["Item"]
+    return item
+
+
+def create_item(client: Any, table_name: str, item: dict[str, Any], key_attribute: str, exists: str) -> None:
+    """Write a new item; ConflictError(`exists`) when one with its key is there already."""
+    try:
+        client.put_item(TableName=table_name, Item=item, ConditionExpression=f"attribute_not_exists({key_attribute})")
+    except ClientError as exc:
+        if condition_failed(exc):
+            raise ConflictError(exists) from None
+        raise
 
 
 def write_batches(client: Any, table_name: str, requests: list[WriteRequestTypeDef]) -> None:

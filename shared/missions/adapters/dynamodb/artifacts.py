@@ -8,7 +8,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from missions.adapters.dynamodb._items import condition_failed, deserialize, expiry, query_all, serialize
+from missions.adapters.dynamodb._items import condition_failed, deserialize, expiry, query_all, read_item, serialize
 from missions.core.errors import ConflictError, NotFound
 from missions.core.mission.artifacts import Artifact, check_artifact
 
@@ -60,14 +60,13 @@ class DynamoArtifactStore:
             if latest is None:
                 raise NotFound(f"artifact {path} of {mission_id}")
             return latest
-        response = self._client.get_item(
-            TableName=self.table_name,
-            Key={"mission_id": {"S": mission_id}, "key": {"S": self._key(path, version)}},
-            ConsistentRead=True,
+        item = read_item(
+            self._client,
+            self.table_name,
+            {"mission_id": {"S": mission_id}, "key": {"S": self._key(path, version)}},
+            f"artifact {path} v{version} of {mission_id}",
         )
-        if "Item" not in response:
-            raise NotFound(f"artifact {path} v{version} of {mission_id}")
-        return self._decode(response["Item"])
+        return self._decode(item)
 
     def list(self, mission_id: str) -> list[Artifact]:
         items = query_all(

@@ -15,10 +15,10 @@ from missions.adapters.dynamodb._items import (
     deserialize,
     expiry,
     query_all,
+    read_item,
     serialize,
     write_batches,
 )
-from missions.core.errors import NotFound
 from missions.ports.checkpoints import Checkpoint
 
 
@@ -57,14 +57,13 @@ class DynamoCheckpointStore:
         return checkpoint
 
     def get(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
-        response = self._client.get_item(
-            TableName=self.table_name,
-            Key={"thread_id": {"S": thread_id}, "checkpoint_id": {"S": checkpoint_id}},
-            ConsistentRead=True,
+        item = read_item(
+            self._client,
+            self.table_name,
+            {"thread_id": {"S": thread_id}, "checkpoint_id": {"S": checkpoint_id}},
+            f"checkpoint {thread_id}/{checkpoint_id}",
         )
-        if "Item" not in response:
-            raise NotFound(f"checkpoint {thread_id}/{checkpoint_id}")
-        return self._decode(response["Item"])
+        return self._decode(item)
 
     def list(self, thread_id: str) -> list[Checkpoint]:
         items = query_all(

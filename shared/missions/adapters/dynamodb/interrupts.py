@@ -14,6 +14,7 @@ from missions.adapters.dynamodb._items import (
     deserialize,
     expiry,
     query_all,
+    read_item,
     serialize,
 )
 from missions.core.errors import ConflictError, NotFound
@@ -52,12 +53,10 @@ class DynamoInterruptStore:
             raise
 
     def get(self, mission_id: str, interrupt_id: str) -> InterruptRecord:
-        response = self._client.get_item(
-            TableName=self.table_name, Key=self._key(mission_id, interrupt_id), ConsistentRead=True
+        item = read_item(
+            self._client, self.table_name, self._key(mission_id, interrupt_id), f"interrupt {mission_id}/{interrupt_id}"
         )
-        if "Item" not in response:
-            raise NotFound(f"interrupt {mission_id}/{interrupt_id}")
-        return self._decode(response["Item"])
+        return self._decode(item)
 
     def answer(self, mission_id: str, interrupt_id: str, response: InterruptResponse) -> InterruptRecord:
         try:

@@ -22,7 +22,14 @@ import boto3
 from botocore.exceptions import ClientError
 
 from missions.adapters.embeddings import HashingEmbedder, cosine
-from missions.adapters.memory.longterm import check_names, check_query, encode_value, searchable_text
+from missions.adapters.memory.longterm import (
+    LongTermWrites,
+    Write,
+    check_names,
+    check_query,
+    encode_value,
+    searchable_text,
+)
 from missions.core.errors import ConflictError
 from missions.core.memory.longterm import (
     MemoryChange,
@@ -31,7 +38,6 @@ from missions.core.memory.longterm import (
     Namespace,
     check_key,
     check_namespace,
-    is_internal,
 )
 from missions.core.mission.envelope import utcnow
 from missions.core.specs import MEMORY
@@ -70,7 +76,7 @@ def unpack_embedding(data: bytes) -> list[float]:
     return floats.tolist()
 
 
-class DynamoLongTermMemory:
+class DynamoLongTermMemory(LongTermWrites):
     def __init__(self, table_name: str, client: Any = None, embedder: Embedder | None = None) -> None:
         self._table = table_name
         self._client = client or boto3.client("dynamodb")
@@ -78,23 +84,9 @@ class DynamoLongTermMemory:
 
     # ------------------------------------------------------------------ writes
 
-    def put(self, user_id: str, namespace: Namespace, key: str, value: Any) -> MemoryItem:
-        return self._put(user_id, namespace, key, value, seen=None, compare=False)
-
-    def put_if_unchanged(
-        self, user_id: str, namespace: Namespace, key: str, value: Any, seen: MemoryItem | None
-    ) -> MemoryItem:
-        return self._put(user_id, namespace, key, value, seen=seen, compare=True)
-
-    def _put(
-        self, user_id: str, namespace: Namespace, key: str, value: Any, *, seen: MemoryItem | None, compare: bool
-    ) -> MemoryItem:
-        namespace = check_names(user_id, namespace)
-        check_key(key)
-        encoded = encode_value(value)
-        value = json.loads(encoded)
-        vector = [] if is_internal(namespace) else self._embedder.embed([searchable_text(key, value)])[0]
-        embedding = pack_embedding(vector)
+    def _store(self, user_id: str, key: str, write: Write, *, seen: MemoryItem | None, compare: bool) -> MemoryItem:
+        namespace, value, encoded = write.namespace, write.value, write.encoded
+        embedding = pack_embedding(write.embedding)
         owner = owner_of(user_id, namespace)
         for _ in range(_PUT_ATTEMPTS):
             current = self._client.get_item(

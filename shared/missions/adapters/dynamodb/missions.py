@@ -16,10 +16,12 @@ from missions.adapters.dynamodb._items import (
     batch_get,
     compressed,
     condition_failed,
+    create_item,
     deserialize,
+    read_item,
     serialize,
 )
-from missions.core.errors import ConflictError, NotFound, TransitionRefused
+from missions.core.errors import ConflictError, TransitionRefused
 from missions.core.mission.envelope import utcnow
 from missions.core.mission.status import MissionStatus
 from missions.core.specs import MISSION_SUMMARY
@@ -61,24 +63,11 @@ class DynamoMissionStore:
         item["listed_cost_usd"] = cost_of(record.counters)
         if record.stage is not None:
             item["listed_stage"] = record.stage
-        try:
-            self._client.put_item(
-                TableName=self.table_name,
-                Item=serialize(item),
-                ConditionExpression="attribute_not_exists(mission_id)",
-            )
-        except ClientError as exc:
-            if condition_failed(exc):
-                raise ConflictError(f"mission {record.mission_id} exists") from None
-            raise
+        create_item(self._client, self.table_name, serialize(item), "mission_id", f"mission {record.mission_id} exists")
 
     def get(self, mission_id: str) -> MissionRecord:
-        response = self._client.get_item(
-            TableName=self.table_name, Key={"mission_id": {"S": mission_id}}, ConsistentRead=True
-        )
-        if "Item" not in response:
-            raise NotFound(f"mission {mission_id}")
-        return mission_record(response["Item"])
+        item = read_item(self._client, self.table_name, {"mission_id": {"S": mission_id}}, f"mission {mission_id}")
+        return mission_record(item)
 
     def update(self, mission_id: str, **fields: Any) -> None:
         if "status" in fields:

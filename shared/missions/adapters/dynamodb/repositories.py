@@ -11,7 +11,15 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from missions.adapters.dynamodb._items import attribute_value, condition_failed, deserialize, query_all, serialize
+from missions.adapters.dynamodb._items import (
+    attribute_value,
+    condition_failed,
+    create_item,
+    deserialize,
+    query_all,
+    read_item,
+    serialize,
+)
 from missions.core.errors import ConflictError, NotFound
 from missions.core.mission.envelope import utcnow
 from missions.ports.repositories import RepositoryRecord, RepositorySnapshot, RepositoryStatus
@@ -25,24 +33,19 @@ class DynamoRepositoryStore:
         self._client = client or boto3.client("dynamodb")
 
     def create(self, record: RepositoryRecord) -> None:
-        try:
-            self._client.put_item(
-                TableName=self.table_name,
-                Item=serialize(record.model_dump(mode="json", exclude_none=True)),
-                ConditionExpression="attribute_not_exists(repository_id)",
-            )
-        except ClientError as exc:
-            if condition_failed(exc):
-                raise ConflictError(f"repository {record.repository_id} exists") from None
-            raise
+        create_item(
+            self._client,
+            self.table_name,
+            serialize(record.model_dump(mode="json", exclude_none=True)),
+            "repository_id",
+            f"repository {record.repository_id} exists",
+        )
 
     def get(self, repository_id: str) -> RepositoryRecord:
-        response = self._client.get_item(
-            TableName=self.table_name, Key={"repository_id": {"S": repository_id}}, ConsistentRead=True
+        item = read_item(
+            self._client, self.table_name, {"repository_id": {"S": repository_id}}, f"repository {repository_id}"
         )
-        if "Item" not in response:
-            raise NotFound(f"repository {repository_id}")
-        return RepositoryRecord.model_validate(deserialize(response["Item"]))
+        return RepositoryRecord.model_validate(deserialize(item))
 
     def list_for_owner(self, owner: str, limit: int = 100) -> list[RepositoryRecord]:
         items = query_all(

@@ -1,7 +1,7 @@
 """The in-memory long-term memory: the unit tests' fake and the conformance suite's reference.
 
-It also holds the validation rules every adapter shares (`check_user_id`, `encode_value`), so
-that all backends refuse exactly the same inputs.
+It also holds the validation rules every adapter shares (`check_user_id`, `encode_value`) and the
+writes' checks and embedding (`LongTermWrites`), so that all backends refuse exactly the same inputs.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import builtins
 import json
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,34 +64,58 @@ def check_query(query: str) -> str:
     return query
 
 
+@dataclass(frozen=True)
+class Write:
+    """A checked write: its namespace, its value as a JSON round trip gives it back (as DynamoDB stores it),
+    that JSON, and its embedding (none in an internal namespace)."""
+
+    namespace: Namespace
+    value: Any
+    encoded: str
+    embedding: builtins.list[float]
+
+
+class LongTermWrites(ABC):
+    """The writes every backend shares: the same checks and embedding, then the backend's `_store`."""
+
+    _embedder: Embedder
+
+    def put(self, user_id: str, namespace: Namespace, key: str, value: Any) -> MemoryItem:
+        return self._store(user_id, key, self._checked(user_id, namespace, key, value), seen=None, compare=False)
+
+    def put_if_unchanged(
+        self, user_id: str, namespace: Namespace, key: str, value: Any, seen: MemoryItem | None
+    ) -> MemoryItem:
+        return self._store(user_id, key, self._checked(user_id, namespace, key, value), seen=seen, compare=True)
+
+    def _checked(self, user_id: str, namespace: Namespace, key: str, value: Any) -> Write:
+        namespace = check_names(user_id, namespace)
+        check_key(key)
+        encoded = encode_value(value)
+        value = json.loads(encoded)
+        # before any lock or write: the embedder may be remote
+        embedding = [] if is_internal(namespace) else self._embedder.embed([searchable_text(key, value)])[0]
+        return Write(namespace, value, encoded, embedding)
+
+    @abstractmethod
+    def _store(self, user_id: str, key: str, write: Write, *, seen: MemoryItem | None, compare: bool) -> MemoryItem:
+        """Store the write; with `compare`, only while the value is still `seen` (None: absent), else ConflictError."""
+
+
 @dataclass
 class _Stored:
     item: MemoryItem
     embedding: list[float]
 
 
-class InMemoryLongTermMemory:
+class InMemoryLongTermMemory(LongTermWrites):
     def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder or HashingEmbedder()
         self._items: dict[tuple[str, Namespace], dict[str, _Stored]] = {}
         self._lock = threading.Lock()
 
-    def put(self, user_id: str, namespace: Namespace, key: str, value: Any) -> MemoryItem:
-        return self._put(user_id, namespace, key, value, seen=None, compare=False)
-
-    def put_if_unchanged(
-        self, user_id: str, namespace: Namespace, key: str, value: Any, seen: MemoryItem | None
-    ) -> MemoryItem:
-        return self._put(user_id, namespace, key, value, seen=seen, compare=True)
-
-    def _put(
-        self, user_id: str, namespace: Namespace, key: str, value: Any, *, seen: MemoryItem | None, compare: bool
-    ) -> MemoryItem:
-        namespace = check_names(user_id, namespace)
-        check_key(key)
-        value = json.loads(encode_value(value))  # store what a JSON round trip gives back, like DynamoDB
-        # outside the lock: the embedder may be remote
-        embedding = [] if is_internal(namespace) else self._embedder.embed([searchable_text(key, value)])[0]
+    def _store(self, user_id: str, key: str, write: Write, *, seen: MemoryItem | None, compare: bool) -> MemoryItem:
+        namespace, value, embedding = write.namespace, write.value, write.embedding
         with self._lock:
             items = self._items.setdefault((user_id, namespace), {})
             now = utcnow()

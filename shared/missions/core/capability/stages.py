@@ -49,6 +49,7 @@ from missions.core.mission.envelope import Bounds, Citation, Counters, Interrupt
 from missions.core.sandbox import SandboxRequest, SandboxResult, Tier
 
 M = TypeVar("M", bound=BaseModel)
+Option = TypeVar("Option", bound=Mapping[str, Any])  # an option offered to choose from
 
 SPECIAL_PARAMETERS = ("ctx", "item", "items", "state")
 
@@ -314,6 +315,24 @@ class Ctx:
             self.answered.append(answer)
             return answer
         raise InterruptRequested(kind, question, options=options, data=data)
+
+    def choose(
+        self,
+        question: str,
+        options: Sequence[Option],
+        describe: Callable[[Option], str],
+        *,
+        decline: str,
+    ) -> InterruptResponse:
+        """Ask the user to pick one of `options` (each has an `id`), numbered and each described in a line,
+        by its number or id, or to answer `decline` to refuse them all."""
+        lines = "\n".join(f"{i}. {describe(option)}" for i, option in enumerate(options, 1))
+        return self.ask(
+            InterruptKind.CHOICE,
+            f"{question}\n{lines}\nAnswer with its number or id, or '{decline}'.",
+            options=[option["id"] for option in options] + [decline],
+            data={"options": list(options)},
+        )
 
     def report(self, kind: str, message: str) -> None:
         """Record an error the mission should show (a source that failed) without failing the stage."""

@@ -3,6 +3,7 @@ capability as shipped."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from missions.core.capability.registry import Capability
@@ -13,10 +14,10 @@ from missions.core.pipeline.config import AgentConfig
 from missions.service.runner._base import StageServices
 
 
+@dataclass(eq=False)
 class PinnedAgents:
-    def __init__(self, capability: Capability, services: StageServices):
-        self._capability = capability
-        self._services = services
+    _capability: Capability
+    _services: StageServices
 
     def configured(self, envelope: Envelope, stage: str) -> tuple[AgentConfig, str | None, AgentVersion | None]:
         """The stage's agent config, its rendered prompt and the version they come from."""

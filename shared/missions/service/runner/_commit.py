@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from missions.core.errors import NON_RETRYABLE, NotFound, TransitionRefused
@@ -22,11 +23,11 @@ from missions.service.runner._base import Invocation, StageServices, preview
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class StageCommit:
-    def __init__(self, pipeline: PipelineConfig, services: StageServices, invocation: Invocation):
-        self._pipeline = pipeline
-        self._services = services
-        self._invocation = invocation
+    _pipeline: PipelineConfig
+    _services: StageServices
+    _invocation: Invocation
 
     def commit(
         self,

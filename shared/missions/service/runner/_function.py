@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -21,20 +22,13 @@ from missions.service.runner._model import ModelCalls, as_json, messages
 from missions.service.runner._tools import StageTools
 
 
+@dataclass(eq=False)
 class StageFunctions:
-    def __init__(
-        self,
-        capability: Capability,
-        services: StageServices,
-        model: ModelCalls,
-        tools: StageTools,
-        invocation: Invocation,
-    ):
-        self._capability = capability
-        self._services = services
-        self._model = model
-        self._tools = tools
-        self._invocation = invocation
+    _capability: Capability
+    _services: StageServices
+    _model: ModelCalls
+    _tools: StageTools
+    _invocation: Invocation
 
     def work(self, ctx: StageContext, emit: Emit, partial: bool = False) -> dict[str, Any]:
         """The stage's function; a stage without one outputs nothing, and a fan-out stage's join without

@@ -8,6 +8,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -28,20 +29,13 @@ class Clock(Protocol):
     def __call__(self) -> float: ...
 
 
+@dataclass(eq=False)
 class ModelCalls:
-    def __init__(
-        self,
-        capability: Capability,
-        services: StageServices,
-        agents: PinnedAgents,
-        usage: UsageLedger,
-        invocation: Invocation,
-    ):
-        self._capability = capability
-        self._services = services
-        self._agents = agents
-        self._usage = usage
-        self._invocation = invocation
+    _capability: Capability
+    _services: StageServices
+    _agents: PinnedAgents
+    _usage: UsageLedger
+    _invocation: Invocation
 
     def complete(
         self,

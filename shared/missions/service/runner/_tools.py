@@ -45,10 +45,10 @@ class StageToolJournal:
         )
 
 
+@dataclass(eq=False)
 class StageTools:
-    def __init__(self, capability: Capability, services: StageServices):
-        self._capability = capability
-        self._services = services
+    _capability: Capability
+    _services: StageServices
 
     def executor(self, ctx: StageContext, emit: Emit, replay: dict[str, Any] | None = None) -> ToolExecutor:
         """The stage's tool executor; `replay` is what the attempt that asked ran before asking."""

@@ -4,6 +4,7 @@ invocation for its metrics."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from missions.core.cost.usage import Outcome, UsageRecord
 from missions.core.llm.provider import LLMProvider, LLMRequest, LLMResult
@@ -14,11 +15,11 @@ from missions.service.runner._base import Invocation, StageServices
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False)
 class UsageLedger:
-    def __init__(self, capability: str, services: StageServices, invocation: Invocation):
-        self._capability = capability
-        self._services = services
-        self._invocation = invocation
+    _capability: str
+    _services: StageServices
+    _invocation: Invocation
 
     def record(
         self,
