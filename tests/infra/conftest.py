@@ -1,5 +1,5 @@
-"""One synthesized CDK assembly per test module (synth costs ~8 s and ~1 GB: shared, never repeated
-per test). The layer is built sources-only: the template does not depend on its contents."""
+"""One synthesized CDK assembly per test process (synth costs ~8 s and ~1 GB: shared, never repeated
+per test or module). The layer is built sources-only: the template does not depend on its contents."""
 
 from __future__ import annotations
 
@@ -118,7 +118,55 @@ def _resolve_outputs(value: Any, stack_id: str, outputs: dict[str, Any]) -> Any:
     return {k: _resolve_outputs(v, stack_id, outputs) for k, v in value.items()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
-    """dev, staging and prod as cdk.json defines them."""
+    """dev, staging and prod as cdk.json defines them: read-only, so one synth per test process serves
+    every module that reads it."""
     return synthesize(tmp_path_factory.mktemp("synth"))
+
+
+# sign-in, alarm and model settings the `variants` environments use, that their tests look for
+OPS_EMAIL = "oncall@team.test"
+
+BEDROCK_PROFILE = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+
+OPS_CALLBACKS = ["https://console.team.test/callback", "http://localhost:8787/callback"]
+
+
+@pytest.fixture(scope="session")
+def variants(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """Environments configured otherwise than cdk.json's, synthesized once per
+    test process for every test that reads them (read-only, as `assembly`)."""
+    context = {
+        "environments": {
+            "iamonly": {"auth": {"type": "iam"}, "alarms": False, "llm": {"provider": "scripted"}},
+            "sso": {
+                "auth": {"issuer": "https://login.example.com", "audience": ["missions"]},
+                "alarms": False,
+                "capabilities": ["home_assistant", "shopping"],
+                "connections": {
+                    "home_assistant": {
+                        "environment": {"HA_URL": "https://ha.home.example"},
+                        "secrets": {"HA_TOKEN_SECRET": "missions-sso/home-assistant-token"},
+                    }
+                },
+                "account": "111122223333",  # a concrete environment renders ARNs (and nag findings) with values
+                "region": "eu-west-1",
+            },
+            "bedrock": {
+                "alarms": False,
+                "capabilities": ["shopping"],
+                "llm": {"provider": "bedrock", "fallback_model": BEDROCK_PROFILE},
+                "account": "111122223333",
+                "region": "us-east-1",
+            },
+            "claude": {"alarms": False, "capabilities": ["shopping"], "llm": {"provider": "anthropic"}},
+            "ops": {
+                "alarms": True,
+                "alarm_email": OPS_EMAIL,
+                "auth": {"domain_prefix": "team-missions", "callback_urls": OPS_CALLBACKS},
+                "capabilities": ["shopping"],
+            },
+        }
+    }
+    return synthesize(tmp_path_factory.mktemp("variants"), context=context)
