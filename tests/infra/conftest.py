@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+
+from missions.local import moto as moto_patches
+from tests.support.aws import FAKE_AWS_ENV
+from tests.support.deploy import Deployment, deploy, emulate_bootstrap, run_in_process
+from tests.support.deployed_stack import PROMPTS, ROOT, STACK, _free_port
 
 # the CDK library's jsii runtime runs on the Node 24 LTS that `make node` installs (as `make test` does);
 # a bare `pytest` on a machine without it falls back to the machine's Node, quietly if that is Node 20
@@ -170,3 +177,49 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
         }
     }
     return synthesize(tmp_path_factory.mktemp("variants"), context=context)
+
+
+# the dev stack deployed into moto, for test_deploy_smoke.py: a deploy takes ~50 s, made once for that module
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    # as an operator who mounts repositories into the functions (EFS) would: this checkout is a root
+    environments = json.loads((ROOT / "cdk.json").read_text())["context"]["environments"]
+    # and, for this test only, git imports from a server on loopback
+    environments["dev"] = {**environments["dev"], "repo_roots": [str(ROOT)], "local_git_sources": True}
+    # and without the dashboard: moto's CloudFormation has no CloudFront (tests/infra/test_site.py checks
+    # the site in the template)
+    environments["dev"]["dashboard"] = False
+    # and the sign-in callback on a free port (the CLI listens there for `login --browser`), not on 8787
+    auth = environments["dev"].get("auth", {})
+    environments["dev"]["auth"] = {**auth, "callback_urls": [f"http://localhost:{_free_port()}/callback"]}
+    return synthesize(
+        tmp_path_factory.mktemp("synth-dev"), environments=["dev"], context={"environments": environments}
+    )
+
+
+@pytest.fixture(scope="module")
+def deployed(dev: Assembly) -> Iterator[tuple[Deployment, boto3.Session]]:
+    from moto import mock_aws
+
+    saved = {k: os.environ.get(k) for k in FAKE_AWS_ENV}
+    os.environ.update(FAKE_AWS_ENV)
+    mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+    mock.start()
+    moto_patches.install()
+    try:
+        session = boto3.Session(region_name="us-east-1")
+        emulate_bootstrap(session, dev.directory, STACK)
+        deployment = deploy(
+            session, dev.directory, STACK, session_factory=lambda: boto3.Session(region_name="us-east-1")
+        )
+        run_in_process(deployment, lambda: boto3.Session(region_name="us-east-1"), stage_llm=PROMPTS)
+        yield deployment, session
+    finally:
+        for name in list(moto_patches.functions._FUNCTIONS):
+            moto_patches.unregister(name)
+        mock.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
