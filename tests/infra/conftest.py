@@ -1,15 +1,22 @@
-"""One synthesized CDK assembly per test module (synth costs ~8 s and ~1 GB: shared, never repeated
-per test). The layer is built sources-only: the template does not depend on its contents."""
+"""One synthesized CDK assembly per test process (synth costs ~8 s and ~1 GB: shared, never repeated
+per test or module). The layer is built sources-only: the template does not depend on its contents."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+
+from missions.local import moto as moto_patches
+from tests.support.aws import FAKE_AWS_ENV
+from tests.support.deploy import Deployment, deploy, emulate_bootstrap, run_in_process
+from tests.support.deployed_stack import PROMPTS, ROOT, STACK, _free_port
 
 # the CDK library's jsii runtime runs on the Node 24 LTS that `make node` installs (as `make test` does);
 # a bare `pytest` on a machine without it falls back to the machine's Node, quietly if that is Node 20
@@ -118,7 +125,101 @@ def _resolve_outputs(value: Any, stack_id: str, outputs: dict[str, Any]) -> Any:
     return {k: _resolve_outputs(v, stack_id, outputs) for k, v in value.items()}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
-    """dev, staging and prod as cdk.json defines them."""
+    """dev, staging and prod as cdk.json defines them: read-only, so one synth per test process serves
+    every module that reads it."""
     return synthesize(tmp_path_factory.mktemp("synth"))
+
+
+# sign-in, alarm and model settings the `variants` environments use, that their tests look for
+OPS_EMAIL = "oncall@team.test"
+
+BEDROCK_PROFILE = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+
+OPS_CALLBACKS = ["https://console.team.test/callback", "http://localhost:8787/callback"]
+
+
+@pytest.fixture(scope="session")
+def variants(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    """Environments configured otherwise than cdk.json's, synthesized once per
+    test process for every test that reads them (read-only, as `assembly`)."""
+    context = {
+        "environments": {
+            "iamonly": {"auth": {"type": "iam"}, "alarms": False, "llm": {"provider": "scripted"}},
+            "sso": {
+                "auth": {"issuer": "https://login.example.com", "audience": ["missions"]},
+                "alarms": False,
+                "capabilities": ["home_assistant", "shopping"],
+                "connections": {
+                    "home_assistant": {
+                        "environment": {"HA_URL": "https://ha.home.example"},
+                        "secrets": {"HA_TOKEN_SECRET": "missions-sso/home-assistant-token"},
+                    }
+                },
+                "account": "111122223333",  # a concrete environment renders ARNs (and nag findings) with values
+                "region": "eu-west-1",
+            },
+            "bedrock": {
+                "alarms": False,
+                "capabilities": ["shopping"],
+                "llm": {"provider": "bedrock", "fallback_model": BEDROCK_PROFILE},
+                "account": "111122223333",
+                "region": "us-east-1",
+            },
+            "claude": {"alarms": False, "capabilities": ["shopping"], "llm": {"provider": "anthropic"}},
+            "ops": {
+                "alarms": True,
+                "alarm_email": OPS_EMAIL,
+                "auth": {"domain_prefix": "team-missions", "callback_urls": OPS_CALLBACKS},
+                "capabilities": ["shopping"],
+            },
+        }
+    }
+    return synthesize(tmp_path_factory.mktemp("variants"), context=context)
+
+
+# the dev stack deployed into moto, for test_deploy_smoke.py: a deploy takes ~50 s, made once for that module
+@pytest.fixture(scope="module")
+def dev(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
+    # as an operator who mounts repositories into the functions (EFS) would: this checkout is a root
+    environments = json.loads((ROOT / "cdk.json").read_text())["context"]["environments"]
+    # and, for this test only, git imports from a server on loopback
+    environments["dev"] = {**environments["dev"], "repo_roots": [str(ROOT)], "local_git_sources": True}
+    # and without the dashboard: moto's CloudFormation has no CloudFront (tests/infra/test_site.py checks
+    # the site in the template)
+    environments["dev"]["dashboard"] = False
+    # and the sign-in callback on a free port (the CLI listens there for `login --browser`), not on 8787
+    auth = environments["dev"].get("auth", {})
+    environments["dev"]["auth"] = {**auth, "callback_urls": [f"http://localhost:{_free_port()}/callback"]}
+    return synthesize(
+        tmp_path_factory.mktemp("synth-dev"), environments=["dev"], context={"environments": environments}
+    )
+
+
+@pytest.fixture(scope="module")
+def deployed(dev: Assembly) -> Iterator[tuple[Deployment, boto3.Session]]:
+    from moto import mock_aws
+
+    saved = {k: os.environ.get(k) for k in FAKE_AWS_ENV}
+    os.environ.update(FAKE_AWS_ENV)
+    mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
+    mock.start()
+    moto_patches.install()
+    try:
+        session = boto3.Session(region_name="us-east-1")
+        emulate_bootstrap(session, dev.directory, STACK)
+        deployment = deploy(
+            session, dev.directory, STACK, session_factory=lambda: boto3.Session(region_name="us-east-1")
+        )
+        run_in_process(deployment, lambda: boto3.Session(region_name="us-east-1"), stage_llm=PROMPTS)
+        yield deployment, session
+    finally:
+        for name in list(moto_patches.functions._FUNCTIONS):
+            moto_patches.unregister(name)
+        mock.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

@@ -1,165 +1,44 @@
 """The synthesized dev stack, deployed into moto's CloudFormation, runs a real mission.
 
-Everything a mission touches comes from the deployment: table and bucket names, the state
-machine (the compiler's definition with CloudFormation's substitutions), each function's
-environment. Every AWS call each function makes is recorded and must be allowed by the role
-the template gave that function, so the access table is proven sufficient as well as narrow.
+Everything a mission touches comes from the deployment: table and bucket names, the state machine (the compiler's
+definition with CloudFormation's substitutions), each function's environment. Every AWS call each function makes
+is recorded and must be allowed by the role the template gave that function, so the access table is proven
+sufficient as well as narrow. The deployment (`deployed`, in conftest.py) is made once for this module.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
-import socket
 import time
-from collections.abc import Iterator
-from pathlib import Path
-
-import boto3
-import pytest
 
 from missions.core.capability import registry as registry
 from missions.core.mission.refs import snapshot_key
 from missions.core.specs import segment_machine_name, state_machine_name
-from missions.local import moto as moto_patches
 from missions.local.devserver import http_event
 from missions.service.repositories.archive import extract_snapshot
 from missions.service.triggers.webhooks import sign
-from tests.infra.conftest import Assembly, synthesize
 from tests.support.archives import tar_gz_bytes
-from tests.support.aws import FAKE_AWS_ENV
 from tests.support.deploy import (
-    Deployment,
     Need,
     allowed,
-    deploy,
-    emulate_bootstrap,
     needs,
     role_statements,
-    run_in_process,
     table_arn,
 )
-from tests.support.docs import sh_blocks
+from tests.support.deployed_stack import (
+    GOAL,
+    PROMPTS,
+    ROOT,
+    _api,
+    _asked,
+    _execution_of,
+    _invoke,
+    _wait_for_end,
+    _walkthrough,
+)
 from tests.support.git_server import serve_git
-
-STACK = "missions-dev"
-
-
-class RecordedPrompts:
-    """The offline model every deployed stage asks (as the dev stack's scripted provider answers), remembering
-    the system prompt each mission's stages sent, by mission and stage."""
-
-    name = "scripted"
-
-    def __init__(self) -> None:
-        self.prompts: dict[tuple[str, str], list[str]] = {}
-
-    def complete(self, request):
-        from missions.adapters.llm.scripted import ScriptedProvider
-
-        key = (request.envelope.mission_id, request.stage)
-        self.prompts.setdefault(key, []).append(request.messages[0]["content"])
-        return ScriptedProvider(registry.load(request.envelope.capability).offline_policy).complete(request)
-
-
-PROMPTS = RecordedPrompts()
-ROOT = Path(__file__).resolve().parents[2]
-GOAL = "How does EnvelopeCodec offload large fields, and where is max_agent_hops enforced?"
-
-
-@pytest.fixture(scope="module")
-def dev(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
-    # as an operator who mounts repositories into the functions (EFS) would: this checkout is a root
-    environments = json.loads((ROOT / "cdk.json").read_text())["context"]["environments"]
-    # and, for this test only, git imports from a server on loopback
-    environments["dev"] = {**environments["dev"], "repo_roots": [str(ROOT)], "local_git_sources": True}
-    # and without the dashboard: moto's CloudFormation has no CloudFront (tests/infra/test_site.py checks
-    # the site in the template)
-    environments["dev"]["dashboard"] = False
-    # and the sign-in callback on a free port (the CLI listens there for `login --browser`), not on 8787
-    auth = environments["dev"].get("auth", {})
-    environments["dev"]["auth"] = {**auth, "callback_urls": [f"http://localhost:{_free_port()}/callback"]}
-    return synthesize(
-        tmp_path_factory.mktemp("synth-dev"), environments=["dev"], context={"environments": environments}
-    )
-
-
-@pytest.fixture(scope="module")
-def deployed(dev: Assembly) -> Iterator[tuple[Deployment, boto3.Session]]:
-    from moto import mock_aws
-
-    saved = {k: os.environ.get(k) for k in FAKE_AWS_ENV}
-    os.environ.update(FAKE_AWS_ENV)
-    mock = mock_aws(config={"stepfunctions": {"execute_state_machine": True}})
-    mock.start()
-    moto_patches.install()
-    try:
-        session = boto3.Session(region_name="us-east-1")
-        emulate_bootstrap(session, dev.directory, STACK)
-        deployment = deploy(
-            session, dev.directory, STACK, session_factory=lambda: boto3.Session(region_name="us-east-1")
-        )
-        run_in_process(deployment, lambda: boto3.Session(region_name="us-east-1"), stage_llm=PROMPTS)
-        yield deployment, session
-    finally:
-        for name in list(moto_patches.functions._FUNCTIONS):
-            moto_patches.unregister(name)
-        mock.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _invoke(session: boto3.Session, function: str, event: dict) -> dict:
-    response = session.client("lambda").invoke(FunctionName=function, Payload=json.dumps(event).encode())
-    payload = json.loads(response["Payload"].read())
-    assert "FunctionError" not in response, payload
-    return payload
-
-
-def _api(session, deployment, method, path, body=None, user="ada", claims=None):
-    event = http_event(
-        method,
-        path,
-        "",
-        {"content-type": "application/json"},
-        json.dumps(body).encode() if body else b"",
-        user,
-        claims=claims,
-    )
-    response = _invoke(session, deployment.function_named("missions-api"), event)
-    return response["statusCode"], json.loads(response["body"]) if response.get("body") else None
-
-
-def _execution_of(session, deployment, mission_id: str) -> str:
-    """Executions are named after their mission."""
-    sfn = session.client("stepfunctions")
-    for arn in deployment.state_machines.values():
-        for execution in sfn.list_executions(stateMachineArn=arn)["executions"]:
-            if execution["name"] == mission_id:
-                return execution["executionArn"]
-    raise AssertionError(f"no execution for {mission_id}")
-
-
-def _wait_for_end(session, arn: str, timeout: float = 240) -> dict:
-    sfn = session.client("stepfunctions")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        described = sfn.describe_execution(executionArn=arn)
-        if described["status"] != "RUNNING":
-            return described
-        time.sleep(0.05)
-    raise TimeoutError(arn)
 
 
 def test_the_stack_deploys_completely(deployed):
@@ -234,18 +113,6 @@ def test_health_and_readiness_answer_without_a_token_from_the_deployed_api(deplo
     assert status == 200 and ready["ready"] is True, ready
     tables = {name for name in ready["checks"] if name.startswith("table:")}
     assert len(tables) >= 12 and ready["checks"]["bus"]["ok"], ready
-
-
-def _asked(session, deployment, mission_id: str, user: str, timeout: float = 120) -> dict:
-    """The mission once it waits for its user (its first stage asked)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        status, mission = _api(session, deployment, "GET", f"/missions/{mission_id}", user=user)
-        assert status == 200, mission
-        if mission["status"] == "interrupted":
-            return mission
-        assert mission["status"] not in ("failed", "completed", "cancelled") and time.monotonic() < deadline, mission
-        time.sleep(0.1)
 
 
 def test_the_deploy_stored_version_one_of_every_agent_before_any_mission_ran(deployed):
@@ -333,7 +200,6 @@ def test_a_chat_turn_runs_through_the_deployed_stream_function_with_its_role(dep
     assert "offload" in reply["choices"][0]["message"]["content"].lower()
     status, conversation = _api(session, deployment, "GET", f"/conversations/{reply['conversation_id']}", user="cy")
     assert status == 200 and conversation["turns"][0]["mission_id"] == reply["mission_id"]
-    # (test_every_call_a_function_made_is_allowed_by_its_own_role checks each call it made against its role)
 
 
 def test_a_repository_registered_by_git_url_is_analyzed_on_the_deployed_stack(deployed, tmp_path):
@@ -445,12 +311,6 @@ def test_a_signed_webhook_starts_a_mission_through_the_bus_rule(deployed):
     assert response["statusCode"] == 503, response
     reason = json.loads(response["body"])["message"]
     assert "webhook source 'legacy' is misconfigured" in reason and '{"secret": "whsec_<base64>"' in reason
-
-
-def _walkthrough() -> tuple[list[str], list[str]]:
-    """docs/deploying.md's two blocks under "From `make deploy` to a first mission": a person's, a machine's."""
-    people, machines = sh_blocks("docs/deploying.md", "## From `make deploy` to a first mission")
-    return people, machines
 
 
 def test_the_docs_walkthrough_from_make_deploy_to_a_first_mission_runs_on_the_stack(deployed, tmp_path):

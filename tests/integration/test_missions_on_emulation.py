@@ -1,307 +1,53 @@
-"""Missions end to end on the local emulation: moto executes the compiled ASL and calls the
-real stage and interrupt handlers in-process (missions.local.emulation.LocalCloud).
+"""Missions end to end on the local emulation: moto executes the compiled ASL and calls the real stage and interrupt
+handlers in-process (missions.local.emulation.LocalCloud).
 
-One LocalCloud serves the whole module (creating one costs seconds); every test capability is
-given to it in a registry. Retries wait 1 s and the timeout test waits 2 s: moto really
-sleeps on both.
+One LocalCloud serves the whole module (creating one costs seconds); every test capability
+(tests/support/emulated.py) is given to it in a registry. Retries wait 1 s and the timeout test waits 2 s: moto
+really sleeps on both.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
 
-from missions.core.capability.registry import Capability, Ctx, StageDefinitionError, stage
-from missions.core.capability.tools import ToolCatalog, ToolResult
+from missions.core.capability.registry import Capability
 from missions.core.errors import AnswerRejected, ConflictError
-from missions.core.mission.envelope import Bounds, InterruptKind
+from missions.core.mission.envelope import InterruptKind
 from missions.core.mission.events import EventType
 from missions.core.pipeline.compiler import FINALIZE
-from missions.core.pipeline.config import AgentConfig, EdgeLimit, FanOut, RoutingRule, ToolAccess
 from missions.local.emulation import LocalCloud, MissionOutcome
 from missions.service import launcher
 from missions.service.checkpoints import stage_history, state_at
 from tests.integration.conftest import (
     REPO_ROOT,
-    chain,
-    final_answer,
-    make_capability,
     stage_tasks,
     with_capabilities,
 )
-from tests.support.stages import Note, Out
+from tests.support.emulated import (
+    BLOB,
+    BROKEN,
+    BROKEN_CALLS,
+    BULKY,
+    CLARIFY_AT_ASKER,
+    CLARIFY_AT_WORK,
+    FAN_CONCURRENCY,
+    FAN_OUT,
+    FLAKY,
+    FLAKY_CALLS,
+    LOOP,
+    MISDEFINED,
+    MISDEFINED_CALLS,
+    PARALLEL,
+    TEST_CAPABILITIES,
+    TIMEOUT,
+)
 
 WAIT = 30.0  # seconds; a mission here takes well under 5
-
-
-# =========================================================================== test capabilities
-
-
-def _counted(fail: Any = None) -> tuple[Any, list[int]]:
-    """A call a stage makes first, counting its calls in a closure; `fail(n)` returns an exception to
-    raise on call n."""
-    calls = [0]
-
-    def count() -> None:
-        calls[0] += 1
-        error = fail(calls[0]) if fail else None
-        if error is not None:
-            raise error
-
-    return count, calls
-
-
-class Asked(BaseModel):
-    """The output of a stage that asked: the answer it was resumed with (None if it was not)."""
-
-    resumed_with: str | None = None
-
-
-class Heard(Note):
-    """What the model said, and the answer this stage was resumed with."""
-
-    resumed_with: str | None = None
-
-
-@stage
-def ask(ctx: Ctx) -> Asked:
-    """Asks a clarification unless it is resumed (then `ask` returns the answer)."""
-    answer = ctx.ask(InterruptKind.CLARIFICATION, "which?")
-    return Asked(resumed_with=answer.text)
-
-
-@stage
-def work(ctx: Ctx) -> Heard:
-    said = ctx.think(Note)
-    return Heard(**said.model_dump(), resumed_with=ctx.answer.text if ctx.answer else None)
-
-
-def _clarifying(name: str, **pipeline: Any) -> Capability:
-    """ask -> work -> final, where ask asks a clarification unless it is resumed; work has an LLM."""
-    return make_capability(
-        name,
-        chain("ask", "work", "final", work={"has_llm": True}),
-        ask,
-        work,
-        final_answer("painted"),
-        **pipeline,
-    )
-
-
-CLARIFY_AT_WORK = _clarifying("t_clarify_work", resume={"clarification": "work"})
-CLARIFY_AT_ASKER = _clarifying("t_clarify_asker")
-TIMEOUT = make_capability(
-    "t_timeout",
-    chain("ask", "final"),
-    ask,
-    final_answer("nobody answered"),
-    interrupt_timeout_seconds=2,
-)
-
-_count_flaky, FLAKY_CALLS = _counted(lambda n: RuntimeError("first call fails") if n == 1 else None)
-_count_broken, BROKEN_CALLS = _counted(lambda n: RuntimeError(f"always broken (call {n})"))
-_count_misdefined, MISDEFINED_CALLS = _counted(lambda n: StageDefinitionError("stage wired wrongly"))
-
-
-@stage
-def flaky() -> Out:
-    _count_flaky()
-    return Out(ok=True)
-
-
-@stage
-def broken() -> Out:
-    _count_broken()
-    return Out()
-
-
-@stage
-def misdefined() -> Out:
-    _count_misdefined()
-    return Out()
-
-
-FLAKY = make_capability("t_flaky", chain("start", "flaky", "final", flaky={"max_retries": 1}), flaky, final_answer())
-BROKEN = make_capability(
-    "t_broken", chain("start", "broken", "final", broken={"max_retries": 1}), broken, final_answer("partial")
-)
-MISDEFINED = make_capability(
-    "t_misdefined",
-    chain("start", "misdefined", "final", misdefined={"max_retries": 1}),
-    misdefined,
-    final_answer("partial"),
-)
-
-# 2 MB that does not compress to nothing: half repetition, half random hex
-BLOB = "x" * 1_000_000 + os.urandom(500_000).hex()
-assert len(BLOB) == 2_000_000
-
-
-class _NoParams(BaseModel):
-    pass
-
-
-_BULKY_TOOLS = ToolCatalog()
-
-
-@_BULKY_TOOLS.register("data.fetch_bulk", "Return 2 MB of data", _NoParams)
-def _fetch_bulk(params: _NoParams) -> ToolResult:
-    return ToolResult.ok({"blob": BLOB})
-
-
-class Fetched(BaseModel):
-    status: str
-    blob: str = ""
-
-
-class Measured(BaseModel):
-    answer: str
-    blob_len: int
-
-
-@stage
-def fetch(ctx: Ctx) -> Fetched:
-    assert ctx.tools is not None
-    fetched = ctx.tools.execute("data.fetch_bulk", {})
-    return Fetched(status=fetched.status, blob=fetched.data["blob"])
-
-
-@stage
-def report(fetch: Fetched) -> Measured:
-    return Measured(answer="measured", blob_len=len(fetch.blob))
-
-
-BULKY = make_capability(
-    "t_bulky",
-    chain(
-        "fetch",
-        "report",
-        fetch={"has_tools": True, "tool_access": ToolAccess.READ, "allowed_tools": ["data.fetch_bulk"]},
-    ),
-    fetch,
-    report,
-    catalog=_BULKY_TOOLS,
-)
-
-
-def _parallel() -> Capability:
-    """a -> {b, c} -> d: the branches read a, the join reads both branches."""
-
-    @stage
-    def a() -> Out:
-        return Out(base=1)
-
-    @stage
-    def b(a: Out) -> Out:
-        return Out(**{"from": "b", "value": a.base + 10})
-
-    @stage
-    def c(a: Out) -> Out:
-        return Out(**{"from": "c", "value": a.base + 20})
-
-    @stage
-    def d(b: Out, c: Out) -> Out:
-        return Out(answer="joined", seen={"b": b.model_dump(), "c": c.model_dump()})
-
-    return make_capability(
-        "t_parallel",
-        [
-            AgentConfig(name="a", default_next="bc"),
-            AgentConfig(name="b", default_next="d"),
-            AgentConfig(name="c", default_next="d"),
-            AgentConfig(name="d"),
-        ],
-        a,
-        b,
-        c,
-        d,
-        parallel=[{"name": "bc", "stages": ["b", "c"]}],
-    )
-
-
-PARALLEL = _parallel()
-
-_fan_lock = threading.Lock()
-FAN_CONCURRENCY = {"now": 0, "peak": 0}
-
-
-class Each(BaseModel):
-    value: int
-
-
-@stage
-def plan(ctx: Ctx) -> Out:
-    ctx.fan_out([1, 2, 3, 4])
-    return Out(planned=4)
-
-
-@stage
-def each(item: int) -> Each:
-    """One work item (mode "item"); the stage after the Map joins the items' outputs."""
-    with _fan_lock:
-        FAN_CONCURRENCY["now"] += 1
-        FAN_CONCURRENCY["peak"] = max(FAN_CONCURRENCY["peak"], FAN_CONCURRENCY["now"])
-    try:
-        time.sleep(0.05)
-        return Each(value=item * 10)
-    finally:
-        with _fan_lock:
-            FAN_CONCURRENCY["now"] -= 1
-
-
-@stage
-def total(items: list[Each]) -> Out:
-    values = [item.value for item in items]
-    return Out(answer="summed", values=values, sum=sum(values))
-
-
-FAN_OUT = make_capability(
-    "t_fan_out",
-    chain("plan", "each", "total", each={"fan_out": FanOut(max_concurrency=2)}),
-    plan,
-    each,
-    total,
-)
-
-# a <-> b forever: the edge limit is far away and no stage counts iterations (a and b have no
-# function: they output {}, and b's rule never matches)
-LOOP = make_capability(
-    "t_loop",
-    [
-        AgentConfig(name="a", default_next="b", counts_iteration=False),
-        AgentConfig(
-            name="b",
-            default_next="a",
-            counts_iteration=False,
-            routing_rules=[RoutingRule(field="done", value=True, target="final")],
-        ),  # never true
-        AgentConfig(name="final"),
-    ],
-    final_answer("stopped"),
-    edge_limits=[EdgeLimit(from_stage="a", to_stage="b", max_count=1000)],
-    bounds=Bounds(max_agent_hops=6),
-)
-
-TEST_CAPABILITIES = [
-    CLARIFY_AT_WORK,
-    CLARIFY_AT_ASKER,
-    TIMEOUT,
-    FLAKY,
-    BROKEN,
-    MISDEFINED,
-    BULKY,
-    PARALLEL,
-    FAN_OUT,
-    LOOP,
-]
 
 
 @pytest.fixture(scope="module")
@@ -320,10 +66,10 @@ def _states_after(states: list[str], state: str) -> list[str]:
     return states[states.index(state) + 1 :]
 
 
-# =========================================================================== a. code_analysis
-
 QUESTION = "How does EnvelopeCodec offload large fields?"
+
 READS = re.compile(r"^\S+ line \d+ reads `(?P<text>.*)`$", re.S)
+
 SYMBOL = re.compile(
     r"^`(?P<qualname>[^`]+)` is a (?:class|function|method|interface|type) defined at \S+ as `(?P<signature>[^`]*)`"
 )
@@ -429,9 +175,6 @@ def test_code_analysis_records_the_mission_and_a_checkpoint_chain(cloud: LocalCl
     assert last.model_dump(exclude={"segment_yield"}) == envelope.model_dump(exclude={"segment_yield"})
 
 
-# =========================================================================== b. interrupts
-
-
 def ended_with(cloud: LocalCloud, mission_id: str) -> dict[str, Any]:
     """The state at the mission's last checkpoint, decoded (the handler's word to its segment aside)."""
     last = cloud.runtime.checkpoints.latest(mission_id)
@@ -529,9 +272,6 @@ def test_an_interrupt_takes_one_answer_of_the_right_shape(cloud: LocalCloud) -> 
     assert cloud.runtime.interrupts.get(mission_id, record.interrupt_id).response.text == "the blue one"
 
 
-# =========================================================================== c. interrupt timeout
-
-
 @pytest.fixture(scope="module")
 def timed_out(cloud: LocalCloud) -> MissionOutcome:
     # Given a mission that asks a human, who never answers within interrupt_timeout_seconds=2
@@ -573,9 +313,6 @@ def test_a_late_answer_after_the_timeout_is_refused_and_not_recorded(
     after = cloud.runtime.interrupts.get(timed_out.mission_id, record.interrupt_id)
     assert after.status != "answered" and after.response is None
     assert cloud.runtime.missions.get(timed_out.mission_id).status == "failed"
-
-
-# =========================================================================== d./e. stage failures
 
 
 def test_a_stage_that_fails_once_is_retried_by_step_functions(cloud: LocalCloud) -> None:
@@ -636,9 +373,6 @@ def test_a_stage_definition_error_is_not_retried(cloud: LocalCloud) -> None:
     assert cloud.runtime.missions.get(outcome.mission_id).status == "failed"
 
 
-# =========================================================================== f. large data
-
-
 def test_two_megabytes_from_a_tool_never_swell_the_state_machine_state(cloud: LocalCloud) -> None:
     # When a stage's tool returns 2 MB and the final stage measures it
     outcome = _run(cloud, BULKY.name)
@@ -662,9 +396,6 @@ def test_two_megabytes_from_a_tool_never_swell_the_state_machine_state(cloud: Lo
     # too big even compressed for a DynamoDB item: the blob went to S3
     assert cloud.s3.list_objects_v2(Bucket=cloud.settings.blob_bucket, Prefix="blobs/").get("KeyCount", 0) >= 1
     assert cloud.runtime.missions.get(outcome.mission_id).result["answer"] == "measured"
-
-
-# =========================================================================== g. parallel and fan-out
 
 
 def test_a_parallel_group_runs_in_a_parallel_state_and_the_join_sees_both(cloud: LocalCloud) -> None:
@@ -707,9 +438,6 @@ def test_a_fan_out_stage_maps_over_work_items_and_its_join_folds_them(cloud: Loc
     assert envelope.output("total")["values"] == [10, 20, 30, 40]
     assert envelope.output("total")["sum"] == 100
     assert envelope.work_items is None  # spent by the join: nothing after it sees them
-
-
-# =========================================================================== h. the hop guard
 
 
 def _lift_the_envelopes_hop_bound(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from missions.core.mission.events import EventType
 from missions.local.emulation import LocalCloud
+from tests.support.api import call
 from tests.support.recorded_llm import (
     AnthropicTransport,
     RecordedAnswers,
@@ -20,7 +21,6 @@ from tests.support.recorded_llm import (
     bedrock_stream_body,
     serve_bedrock,
 )
-from tests.unit.test_api import call
 
 GOAL = "Find the best price for Sony WH-1000XM5 headphones"
 USER = "ada"

@@ -11,8 +11,8 @@ import pytest
 from missions.adapters.memory.agents import InMemoryUsageStore
 from missions.app.runtime import Runtime
 from missions.core.cost.usage import UsageRecord
+from tests.support.api import call
 from tests.support.fakes import memory_runtime
-from tests.unit.test_api import call
 
 FITNESS = "fitness_coach"
 GOAL = "I'm a beginner with dumbbells at home: help me get stronger."

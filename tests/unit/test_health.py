@@ -9,8 +9,8 @@ import pytest
 from missions.app.runtime import Runtime
 from missions.core.mission.events import Event, EventType
 from missions.service.health import Readiness, tool_health
+from tests.support.api import call, start
 from tests.support.fakes import memory_runtime
-from tests.unit.test_api import call, start
 
 
 @pytest.fixture()

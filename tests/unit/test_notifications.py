@@ -14,8 +14,8 @@ from missions.core.notifications import Notice
 from missions.service.control import ExecutionStatus
 from missions.service.lifecycle import Lifecycle
 from missions.service.notifications import NotificationService
+from tests.support.api import _ask, _question, call, exchange, start
 from tests.support.fakes import memory_runtime
-from tests.unit.test_api import _ask, _question, call, exchange, start
 
 
 @pytest.fixture()
