@@ -24,7 +24,7 @@ import pytest
 from missions.core.mission.refs import owner_segment
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from tests.e2e.test_cli_remote import VAGUE, missions, one_line_error
+from tests.e2e.cli.test_cli_remote import VAGUE, missions, one_line_error
 from tests.e2e.test_dev_server import Client, wait_for
 
 pytestmark = pytest.mark.e2e

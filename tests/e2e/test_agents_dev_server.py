@@ -113,7 +113,7 @@ def test_a_promoted_prompt_runs_the_next_mission_and_a_rollback_restores_it(dev)
 
 def test_the_cli_changes_and_shows_agents_over_the_api(dev):
     # Given the CLI pointed at the dev server
-    from tests.e2e.test_cli_remote import missions, one_line_error
+    from tests.e2e.cli.test_cli_remote import missions, one_line_error
 
     # When a user who is no operator creates a version / Then one line says why, exit 2
     one_line_error(missions(dev, "agents", "create", FITNESS, "workout", "--temperature", "0.2", user="bob"), "403")

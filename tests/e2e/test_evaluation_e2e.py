@@ -19,7 +19,7 @@ from missions.core.pipeline.config import AgentConfig, PipelineConfig, ToolAcces
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 from missions.local.moto import LocalContext
-from tests.e2e.test_cli_remote import missions
+from tests.e2e.cli.test_cli_remote import missions
 from tests.e2e.test_dev_server import Client, wait_for
 
 pytestmark = pytest.mark.e2e

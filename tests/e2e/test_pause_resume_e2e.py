@@ -12,7 +12,7 @@ import pytest
 
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from tests.e2e.test_cli_remote import missions, one_line_error
+from tests.e2e.cli.test_cli_remote import missions, one_line_error
 from tests.e2e.test_dev_server import Client, wait_for
 from tests.integration.conftest import with_capabilities
 from tests.integration.test_lifecycle_cancel_fork import GATE, Gate

@@ -13,7 +13,7 @@ import pytest
 
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from tests.e2e.test_cli_remote import missions, one_line_error
+from tests.e2e.cli.test_cli_remote import missions, one_line_error
 from tests.e2e.test_dev_server import Client
 
 pytestmark = pytest.mark.e2e

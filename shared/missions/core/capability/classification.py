@@ -4,7 +4,7 @@
 The level follows seed 004's decision tree over an analysis of the goal (subgoals,
 dependencies, external services, planning depth). The LLM produces the analysis; offline, a
 deterministic reading of the goal does (`offline_goal_analysis`), good enough for the
-examples in tests/unit/test_classification.py.
+examples in tests/unit/core/test_classification.py.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ day-of-month and day-of-week must be '?', L, W, LW, nL and n#k in the day fields
 daylight-saving rules (a wall time skipped when clocks go forward does not fire, one repeated when
 they go back fires once). croniter and its kin speak the Unix/Quartz dialects with other DST
 semantics; an adapter translating between them would be longer than this evaluator and still
-differ at the edges the tests pin down (tests/unit/test_cron.py).
+differ at the edges the tests pin down (tests/unit/triggers/test_cron.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 function's handler (called directly with an event, as Lambda would), and the composition root's choice.
 
 moto cannot run the function (it would need Docker), and need not: the handler runs the same local
-backend that tests/unit/test_sandbox_local.py holds to the contract.
+backend that tests/unit/adapters/test_sandbox_local.py holds to the contract.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.e2e
 GOAL = "I'm an advanced lifter with a full gym, 5 days a week: build muscle."
 

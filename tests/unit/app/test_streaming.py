@@ -37,7 +37,7 @@ from missions.app.streaming import (
 )
 from missions.core.settings import RuntimeSettings
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ISSUER = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Pool"
 PEOPLE, MACHINES = "people-client", "machine-client"
 KID = "key-1"

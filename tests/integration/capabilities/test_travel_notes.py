@@ -1,7 +1,7 @@
 """A travel draft written while the traveler sent a note is revised before they are asked to review it.
 
 Its own module: it runs an emulation of its own (a model that holds the first draft), and an emulation
-runs alone in a process (see tests/integration/test_travel.py for the module-wide one)."""
+runs alone in a process (see tests/integration/capabilities/test_travel.py for the module-wide one)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from missions.adapters.llm.scripted import ScriptedProvider
 from missions.core.capability import registry as registry
 from missions.core.llm.provider import LLMRequest, LLMResult
 from missions.local.emulation import LocalCloud
-from tests.integration.test_travel import APPROVE, GOAL, WAIT, artifact, categories, checkpoints
+from tests.integration.capabilities.test_travel import APPROVE, GOAL, WAIT, artifact, categories, checkpoints
 
 
 class DraftingGate:

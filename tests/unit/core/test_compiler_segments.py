@@ -32,7 +32,7 @@ from missions.core.pipeline.compiler import (
 )
 from missions.core.pipeline.config import AgentConfig, EdgeLimit, PipelineConfig, RoutingRule
 from missions.core.pipeline.graph import mission_graph
-from tests.unit.test_compiler import FAN_OUT, PARALLEL
+from tests.unit.core.test_compiler import FAN_OUT, PARALLEL
 
 LOOP = PipelineConfig(
     name="loop",

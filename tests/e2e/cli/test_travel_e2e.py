@@ -19,7 +19,7 @@ import pytest
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GOAL = "Plan a 5-day Paris trip for May 2026, budget $3000, 2 travelers"
 FEEDBACK = "too many museums, add a day trip"
 pytestmark = pytest.mark.e2e

@@ -21,7 +21,7 @@ from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHOPPING_GOAL = "Find the best price for Sony WH-1000XM5 headphones"
 DINING_GOAL = "Find an Italian restaurant for a weeknight dinner for 2"
 FEEDBACK = "great but too expensive for a weeknight, and I want more vegetarian options"

@@ -9,7 +9,7 @@ from missions.core.capability import registry as registry
 from missions.core.pipeline.compiler import compile_pipeline
 from tests.support.driver import DirectDriver
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TUTORIAL = ROOT / "docs" / "adding-a-capability.md"
 FILE_BLOCK = re.compile(r"<!-- file: (?P<name>[\w.]+) -->\n```\w*\n(?P<body>.*?)\n```", re.S)
 

@@ -15,7 +15,7 @@ from missions.adapters.embeddings import HashingEmbedder, OpenAIEmbedder, cosine
 from missions.ports.memory import Embedder
 from tests.support.fake_openai import FakeOpenAI
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEXTS = ["vegetarian restaurants near me", "Car insurance renewal", "ünïcödé straße", ""]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from tests.support.fake_anthropic import FakeAnthropic
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.e2e
 
 

@@ -22,7 +22,7 @@ from missions.service.triggers.rules import (
 from missions.service.triggers.webhooks import Delivery, bus_event
 from tests.support.aws import use_fake_aws
 from tests.support.triggers import CAPABILITIES, capability, memory_event, webhook_event
-from tests.unit.test_trigger_events import ids
+from tests.unit.triggers.test_trigger_events import ids
 
 AWS_NAME = re.compile(r"^[.\-_A-Za-z0-9]{1,64}$")
 

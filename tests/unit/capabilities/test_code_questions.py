@@ -29,8 +29,8 @@ from missions.core.capability import registry as registry
 from missions.core.llm.provider import LLMRequest
 from missions.core.mission.envelope import Citation
 from tests.support.driver import DirectDriver
-from tests.unit.test_code_analysis import context
-from tests.unit.test_code_index import PY_SHOP, PY_TAX, TS, write
+from tests.unit.capabilities.test_code_analysis import context
+from tests.unit.capabilities.test_code_index import PY_SHOP, PY_TAX, TS, write
 
 CAPABILITY = registry.load("code_analysis")
 

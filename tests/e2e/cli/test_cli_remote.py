@@ -18,7 +18,7 @@ from missions.local.emulation import LocalCloud
 from tests.e2e.test_dev_server import Client, wait_for
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 VAGUE = "help"  # too vague to search: the mission asks which code to look at
 
 

@@ -207,7 +207,7 @@ def test_the_daily_schedule_leaves_an_energy_insight_for_users_who_opted_in(serv
 
 
 def test_the_cli_runs_the_flows_on_the_sample_home():
-    from tests.e2e.test_cli import missions
+    from tests.e2e.cli.test_cli import missions
 
     analyzed = missions("run", "home_assistant", "Analyze my energy usage this week", "--json")
     assert analyzed.returncode == 0, analyzed.stderr

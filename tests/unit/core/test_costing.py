@@ -25,7 +25,7 @@ from missions.core.cost.infrastructure import (
     write_units,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # =========================================================================== item sizes
 

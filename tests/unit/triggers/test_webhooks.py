@@ -495,7 +495,7 @@ def test_importing_webhooks_imports_no_boto3():
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     code = "import sys; sys.path[:0] = ['shared', '.']; import missions.service.triggers.webhooks; assert 'boto3' not in sys.modules"  # noqa: E501
     result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

@@ -19,7 +19,7 @@ from missions.core.llm.provider import LLMError, LLMProvider, TransientLLMError
 from tests.support.fake_openai import error_body
 from tests.support.openai_provider import VALID, Verdict, make_provider, request
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_provider_satisfies_the_protocol(fake, sleeps):

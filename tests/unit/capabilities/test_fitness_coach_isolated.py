@@ -19,7 +19,7 @@ from missions.core.triggers.specs import memory_change_event, schedule_specs
 from missions.service.triggers.rules import requests_for_event
 from tests.support.stages import stage_functions
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FOLDER = ROOT / "capabilities" / "fitness_coach"
 SCANNED = (".py", ".toml", ".json")
 SKIPPED_TOP = {"tests", "docs"}  # tests and docs may name the example; README.md is not scanned (.md)

@@ -14,7 +14,7 @@ from missions.local.scaffold import ScaffoldError, new_capability
 from tests.conformance.test_capability_conformance import answer
 from tests.support.driver import DirectDriver
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_a_scaffolded_capability_runs_offline_as_generated(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ import pytest
 from missions.adapters.sandbox_local import Caps, LocalSandbox, isolation
 from missions.core.sandbox import TAIL_CHARS, SandboxRequest, SandboxResult, TierLimits
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUICK = {"quick": TierLimits(memory_mb=256, timeout_seconds=2)}
 SMALL_CAPS = Caps(
     output_bytes=64 * 1024,

@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.fake_openai import FakeOpenAI
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.e2e
 
 
