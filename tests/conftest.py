@@ -28,14 +28,26 @@ def responses_keep_the_contract() -> Iterator[None]:
     api.handle = handle
 
 
-# Files run whole on one worker (`--dist loadfile`) in the order collected; the long end-to-end and
-# infrastructure files go first so two workers finish together instead of one waiting on the last.
+# Files run whole on one worker (`--dist loadfile`) in the order collected; the longest files go first
+# (measured: the fuzzer, the flaky-model fleet, mypy from a cold cache, the deploy into moto), then
+# the other end-to-end, infrastructure, browser and integration files, so the workers finish together
+# instead of one waiting on the last long file.
+_LONGEST = (
+    "tests/e2e/test_fuzz.py",
+    "tests/e2e/test_llm_faults.py",
+    "tests/unit/test_layering.py",
+    "tests/infra/test_deploy_smoke.py",
+    "tests/e2e/test_docs_examples.py",
+    "tests/integration/test_dispatch_concurrency.py",
+)
 _FIRST = ("tests/e2e/", "tests/infra/", "tests/browser/", "tests/integration/")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    def weight(item: pytest.Item) -> int:
-        path = item.nodeid
-        return next((i for i, prefix in enumerate(_FIRST) if path.startswith(prefix)), len(_FIRST))
+    def weight(item: pytest.Item) -> tuple[int, int]:
+        path = item.nodeid.split("::", 1)[0]
+        if path in _LONGEST:
+            return 0, _LONGEST.index(path)
+        return 1, next((i for i, prefix in enumerate(_FIRST) if path.startswith(prefix)), len(_FIRST))
 
-    items.sort(key=weight)  # stable: within a folder, collection order
+    items.sort(key=weight)  # stable: otherwise in collection order
