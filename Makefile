@@ -64,9 +64,10 @@ dev: venv
 	$(BIN)/missions dev --port $(PORT)
 
 # Three workers on two cores: about a quarter of a worker's time is spent waiting (on the emulation's
-# polls, the CLI's subprocesses, a browser), which a third worker fills; measured 8:36 -> 8:03 here.
+# polls, the CLI's subprocesses, a browser), which a third worker fills. Files are handed out in the
+# order tests/conftest.py sorts them (the longest first), not xdist's default (the most tests first).
 test: venv node browser
-	$(BIN)/python -m pytest -n 3 --dist loadfile
+	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
 
 # The web page's tests (tests/browser) drive the system Chromium: Debian's `chromium` package.
 browser:

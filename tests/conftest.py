@@ -28,7 +28,8 @@ def responses_keep_the_contract() -> Iterator[None]:
     api.handle = handle
 
 
-# Files run whole on one worker (`--dist loadfile`) in the order collected; the longest files go first
+# Files run whole on one worker (`--dist loadfile --no-loadscope-reorder`: in the order collected, not
+# the most tests first); the longest files go first
 # (measured: the fuzzer, the flaky-model fleet, mypy from a cold cache, the deploy into moto), then
 # the other end-to-end, infrastructure, browser and integration files, so the workers finish together
 # instead of one waiting on the last long file.
