@@ -1,5 +1,5 @@
 """100 missions on the full emulation against a model that fails 30% of its HTTP attempts (timeouts,
-429s, 5xx, prose instead of JSON; tests/support/flaky_model.py): every mission ends, a failed one with
+429s, 5xx, prose instead of JSON; tests/support/models/flaky_model.py): every mission ends, a failed one with
 its reason; none is stuck; and nothing a mission did happened twice (events, tool calls, answers,
 executions)."""
 
@@ -21,7 +21,7 @@ from missions.local.emulation import LocalCloud
 from missions.ports.interrupts import InterruptRecord
 from missions.ports.missions import MissionRecord
 from missions.service.checkpoints import states
-from tests.support.flaky_model import API_KEY, FALLBACK_MODEL, FAULTS, FlakyModel
+from tests.support.models.flaky_model import API_KEY, FALLBACK_MODEL, FAULTS, FlakyModel
 
 pytestmark = pytest.mark.e2e
 GOALS = {

@@ -15,7 +15,7 @@ from missions.local.devserver import http_event
 from missions.local.emulation import LocalCloud
 from missions.local.moto import LocalContext
 from missions.service.checkpoints import states
-from tests.support.fake_openai import FakeOpenAI, error_body
+from tests.support.models.fake_openai import FakeOpenAI, error_body
 
 pytestmark = pytest.mark.integration
 API_KEY = "sk-live-Zq8Xv2Lr9Tn4Wb7Kc1Hd6Fj3Mp5Sg0Ye"  # what the operator configured

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pytest
 
 from missions.app.runtime import Runtime
-from tests.support.fake_openai import FakeOpenAI
 from tests.support.fakes import memory_runtime
+from tests.support.models.fake_openai import FakeOpenAI
 
 
 @pytest.fixture()

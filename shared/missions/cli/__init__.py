@@ -15,9 +15,9 @@ import sys
 import typer
 from rich.markup import escape
 
-from . import agents, capabilities, chat, dev, login, me, missions, new, repos, run, schedules
 from ._console import err
 from ._wiring import Wiring
+from .commands import agents, capabilities, chat, dev, login, me, missions, new, repos, run, schedules
 
 __all__ = ["Wiring", "app", "main"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_anthropic import FakeAnthropic
+from tests.support.models.fake_anthropic import FakeAnthropic
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.e2e

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.models.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = pytest.mark.e2e

@@ -13,7 +13,7 @@ import pytest
 from missions.core.mission.events import EventType
 from missions.local.emulation import LocalCloud
 from tests.support.api import call
-from tests.support.recorded_llm import (
+from tests.support.models.recorded_llm import (
     AnthropicTransport,
     RecordedAnswers,
     anthropic_sse,

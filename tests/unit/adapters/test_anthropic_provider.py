@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from missions.adapters.llm.anthropic_provider import AnthropicProvider
 from missions.core.cost.pricing import cost_usd
 from missions.core.llm.provider import LLMError, LLMProvider, LLMRequest, Probed, TransientLLMError
-from tests.support.recorded_llm import AnthropicTransport, anthropic_message, anthropic_sse
+from tests.support.models.recorded_llm import AnthropicTransport, anthropic_message, anthropic_sse
 
 MODEL = "claude-haiku-4-5"
 KEY = "sk-ant-api03-recorded-0123456789abcdefghij"

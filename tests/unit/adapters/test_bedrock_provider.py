@@ -11,7 +11,7 @@ from pydantic import BaseModel
 from missions.adapters.llm.bedrock_provider import BedrockProvider, converse_params
 from missions.core.cost.pricing import cost_usd
 from missions.core.llm.provider import LLMError, LLMProvider, LLMRequest, Probed, TransientLLMError
-from tests.support.recorded_llm import bedrock_stream_body, converse_response, serve_bedrock
+from tests.support.models.recorded_llm import bedrock_stream_body, converse_response, serve_bedrock
 
 MODEL = "amazon.nova-lite-v1:0"
 FALLBACK = "us.anthropic.claude-haiku-4-5-20251001-v1:0"

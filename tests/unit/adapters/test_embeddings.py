@@ -13,7 +13,7 @@ import pytest
 
 from missions.adapters.embeddings import HashingEmbedder, OpenAIEmbedder, cosine, text_of
 from missions.ports.memory import Embedder
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.models.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[3]
 TEXTS = ["vegetarian restaurants near me", "Car insurance renewal", "ünïcödé straße", ""]

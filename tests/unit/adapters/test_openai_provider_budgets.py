@@ -8,7 +8,7 @@ import pytest
 
 from missions.core.cost.pricing import cost_usd
 from missions.core.llm.provider import LLMError, TransientLLMError
-from tests.support.openai_provider import VALID, FakeClock, make_provider, request
+from tests.support.models.openai_provider import VALID, FakeClock, make_provider, request
 
 
 def test_tokens_and_dollars_are_accounted(fake, sleeps):

@@ -16,8 +16,8 @@ import pytest
 
 from missions.adapters.llm.openai_provider import OpenAIProvider
 from missions.core.llm.provider import LLMError, LLMProvider, TransientLLMError
-from tests.support.fake_openai import error_body
-from tests.support.openai_provider import VALID, Verdict, make_provider, request
+from tests.support.models.fake_openai import error_body
+from tests.support.models.openai_provider import VALID, Verdict, make_provider, request
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -10,8 +10,8 @@ import pytest
 from missions.adapters.llm.openai_provider import OpenAIProvider
 from missions.core.cost.pricing import cost_usd
 from missions.core.llm.provider import LLMError, TransientLLMError
-from tests.support.fake_openai import FakeOpenAI, error_body
-from tests.support.openai_provider import VALID, FakeClock, make_provider, request
+from tests.support.models.fake_openai import FakeOpenAI, error_body
+from tests.support.models.openai_provider import VALID, FakeClock, make_provider, request
 
 
 def enqueue_failures(fake: FakeOpenAI, status: int, count: int) -> None:

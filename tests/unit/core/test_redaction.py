@@ -223,7 +223,7 @@ def test_a_domain_error_quoting_a_key_reaches_the_client_without_it(monkeypatch:
 def test_the_openai_provider_never_raises_its_own_key():
     from missions.adapters.llm.openai_provider import OpenAIProvider
     from missions.core.llm.provider import LLMError, LLMRequest
-    from tests.support.fake_openai import FakeOpenAI, error_body
+    from tests.support.models.fake_openai import FakeOpenAI, error_body
 
     opaque = "an-opaque-key-0123456789"  # no recognisable shape: only the provider knows it is the key
     with FakeOpenAI() as server:

@@ -8,9 +8,9 @@ from rich.markup import escape
 
 from missions.core.mission.envelope import InterruptResponse
 
-from ._answers import ask
-from ._console import fail, one_line, out
-from ._target import JsonOption, Target, path, targeted
+from .._answers import ask
+from .._console import fail, one_line, out
+from .._target import JsonOption, Target, path, targeted
 
 app = typer.Typer()
 MissionId = typer.Argument(..., help="The mission's id.")

@@ -20,9 +20,9 @@ from missions.client import (
     sign_in,
 )
 
-from ._console import err, fail, one_line, out
-from ._target import Target, targeted
-from ._wiring import Wiring
+from .._console import err, fail, one_line, out
+from .._target import Target, targeted
+from .._wiring import Wiring
 
 app = typer.Typer()
 

@@ -8,8 +8,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from ._console import fail, one_line, out
-from ._target import JsonOption, Target, path, targeted
+from .._console import fail, one_line, out
+from .._target import JsonOption, Target, path, targeted
 
 app = typer.Typer(
     no_args_is_help=True,

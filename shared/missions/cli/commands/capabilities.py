@@ -12,9 +12,9 @@ from rich.table import Table
 from missions.core.capability import registry as registry
 from missions.core.pipeline.compiler import compile_json
 
-from ._console import err, fail, out
-from ._inputs import capability as load_capability
-from ._inputs import llm_settings
+from .._console import err, fail, out
+from .._inputs import capability as load_capability
+from .._inputs import llm_settings
 
 if TYPE_CHECKING:
     from missions.core.llm.provider import LLMProvider

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from ._answers import ask
-from ._console import fail, out
-from ._inputs import capability as load_capability
-from ._inputs import llm_settings, model_label, parse_context, repo_roots
-from ._remote import run_remote
-from ._render import print_summary, render, succeeded
-from ._target import Target, targeted
+from .._answers import ask
+from .._console import fail, out
+from .._inputs import capability as load_capability
+from .._inputs import llm_settings, model_label, parse_context, repo_roots
+from .._remote import run_remote
+from .._render import print_summary, render, succeeded
+from .._target import Target, targeted
 
 if TYPE_CHECKING:
     from missions.local.emulation import LocalCloud

@@ -9,8 +9,8 @@ import typer
 
 from missions.core.capability import registry as registry
 
-from ._console import fail, out
-from ._inputs import llm_settings, model_label, operators_from_env, repo_roots
+from .._console import fail, out
+from .._inputs import llm_settings, model_label, operators_from_env, repo_roots
 
 app = typer.Typer()
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import typer
 
-from ._chat_session import ChatSession
-from ._console import fail
-from ._inputs import capability as load_capability
-from ._inputs import llm_settings, model_label, parse_context, repo_roots
-from ._target import Target, targeted
-from ._tokens import dev_token
+from .._chat_session import ChatSession
+from .._console import fail
+from .._inputs import capability as load_capability
+from .._inputs import llm_settings, model_label, parse_context, repo_roots
+from .._target import Target, targeted
+from .._tokens import dev_token
 
 app = typer.Typer()
 

@@ -1,6 +1,6 @@
 """A real, local server speaking Anthropic's Messages API, for the CLI's end-to-end tests: the anthropic
 SDK in a child process talks to it as to api.anthropic.com. Answers are scripted in a FIFO queue (as
-tests.support.fake_openai's); a request that asks to stream gets the answer as server-sent events."""
+tests.support.models.fake_openai's); a request that asks to stream gets the answer as server-sent events."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from tests.support.recorded_llm import anthropic_message, anthropic_sse
+from tests.support.models.recorded_llm import anthropic_message, anthropic_sse
 
 
 class FakeAnthropic:

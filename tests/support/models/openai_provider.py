@@ -6,7 +6,7 @@ from pydantic import BaseModel
 
 from missions.adapters.llm.openai_provider import OpenAIProvider
 from missions.core.llm.provider import LLMRequest
-from tests.support.fake_openai import FakeOpenAI
+from tests.support.models.fake_openai import FakeOpenAI
 
 
 class Verdict(BaseModel):

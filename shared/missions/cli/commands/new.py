@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from ._console import fail, out
+from .._console import fail, out
 
 app = typer.Typer(no_args_is_help=True, help="Make new things from templates that run as made.")
 

@@ -10,8 +10,8 @@ import typer
 
 from missions.client import ApiClient
 
-from ._console import fail, one_line, out
-from ._target import JsonOption, Target, path, targeted
+from .._console import fail, one_line, out
+from .._target import JsonOption, Target, path, targeted
 
 app = typer.Typer(no_args_is_help=True, help="Register, list and delete repositories missions may read.")
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from missions.adapters.llm.openai_provider import OpenAIProvider
 from missions.core.capability import registry as registry
 from missions.core.llm.provider import LLMError, LLMRequest, LLMResult
-from tests.support.fake_openai import error_body
+from tests.support.models.fake_openai import error_body
 
 # long enough to count as a secret (core.redaction), and not shaped like one: only the provider, which
 # knows it, can keep it out of errors

@@ -6,8 +6,8 @@ import sys
 
 import typer
 
-from ._console import fail, one_line, out
-from ._target import Target, targeted
+from .._console import fail, one_line, out
+from .._target import Target, targeted
 
 app = typer.Typer(no_args_is_help=True, help="Your data: export everything stored about you, or erase it.")
 
