@@ -4,7 +4,7 @@ automations and scripts it runs (a part of `sample.SampleHome`, kept in a module
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -39,22 +39,8 @@ class SampleServices:
         _automations: dict[str, dict[str, Any]]
         notifications: list[dict[str, Any]]
 
-        def _set(
-            self, entity_id: str, state: str, attributes: Mapping[str, Any] | None, when: datetime, context: str
-        ) -> bool: ...
-
-        def _run(
-            self,
-            kind: str,
-            when: datetime,
-            *,
-            entity_id: str | None = None,
-            name: str | None = None,
-            source: str | None = None,
-            user_id: str | None = None,
-            domain: str | None = None,
-            service: str | None = None,
-        ) -> str: ...
+        _set: Callable[..., bool]  # SampleHome._set: records a new state; False when nothing changed
+        _run: Callable[..., str]  # SampleHome._run: starts a run (a context), returns its id
 
     # ------------------------------------------------------------------ services
 
