@@ -13,6 +13,7 @@ from missions.app.api import (  # noqa: F401  the routes
     me_routes,
     memory_routes,
     meta_routes,
+    metrics_routes,
     mission_routes,
     repository_routes,
     schedule_routes,

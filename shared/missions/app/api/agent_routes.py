@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
-from missions.app.api.edge import app, current_user, is_operator, metrics_owner, owned_mission, responses, runtime
+from missions.app.api.edge import app, current_user, is_operator, owned_mission, responses, runtime
 from missions.app.api.models.agents import (
     AgentClone,
     AgentDetail,
@@ -20,7 +20,7 @@ from missions.app.api.models.agents import (
     AgentVersionView,
     AuditList,
 )
-from missions.app.api.models.metrics import MetricsScope, MissionUsage, UsageMetrics
+from missions.app.api.models.metrics import MissionUsage
 from missions.core.errors import DependencyUnavailable, NotFound
 from missions.core.llm.agents import AgentSettings
 from missions.service.agents import AgentConfigs
@@ -193,37 +193,6 @@ def mission_usage(mission_id: Annotated[str, Path(min_length=1, max_length=80)])
         "latency_ms": round(sum(c.latency_ms for c in calls), 3),
     }
     return {"mission_id": mission_id, "calls": [c.model_dump(mode="json") for c in calls], "total": total}
-
-
-@app.get(
-    "/metrics/usage",
-    summary="Model calls of a capability per agent, configuration version and model: yours, or everyone's",
-    responses=responses((200, UsageMetrics, "the totals"), 403, 422, 503),
-)
-def usage_metrics(
-    capability: Annotated[str, Query(min_length=1, max_length=64)],
-    scope: Annotated[
-        MetricsScope,
-        Query(description="`mine` (the default): your missions' calls; `all`: everyone's, for operators only"),
-    ] = "mine",
-) -> dict[str, Any]:
-    """Compare a prompt with the one before it: calls, errors, tokens, cost and latency per version."""
-    owner = metrics_owner(capability, scope, "missions' usage")
-    if not runtime().settings.usage_table:
-        raise DependencyUnavailable("usage is not recorded here (no usage table)")
-    totals = runtime().usage.totals(capability, owner)
-    return {
-        "scope": scope,
-        "capability": capability,
-        "totals": [
-            {
-                **t.model_dump(mode="json"),
-                "average_latency_ms": round(t.latency_ms / t.calls, 3) if t.calls else None,
-                "average_cost_usd": round(t.cost_usd / t.calls, 8) if t.calls else None,
-            }
-            for t in totals
-        ],
-    }
 
 
 def _state(configs: AgentConfigs, capability: str, agent: str) -> dict[str, Any]:

@@ -4,15 +4,13 @@ uptime checks and load balancers hold none, and they reveal nothing a user owns.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from missions.app.api.edge import app, metrics_owner, responses, runtime
+from missions.app.api.edge import app, responses, runtime
 from missions.app.api.models.health import Liveness, Readiness
-from missions.app.api.models.metrics import MetricsScope, ToolMetrics
 
 
 @app.get("/health", summary="Liveness: the API answers", security=[], responses=responses((200, Liveness, "alive")))
@@ -35,20 +33,3 @@ _NOT_READY: OpenAPIResponse = {
 def ready() -> Response[dict[str, Any]]:
     report = runtime().readiness.report()
     return Response(200 if report["ready"] else 503, "application/json", body=report)
-
-
-@app.get(
-    "/metrics/tools",
-    summary="Each tool's recent error rate and latency in a capability: your missions', or everyone's",
-    responses=responses((200, ToolMetrics, "per tool"), 403, 422),
-)
-def tool_metrics(
-    capability: Annotated[str, Query(min_length=1, max_length=64)],
-    days: Annotated[int, Query(ge=1, le=90)] = 7,
-    scope: Annotated[
-        MetricsScope,
-        Query(description="`mine` (the default): your missions' tool calls; `all`: everyone's, for operators only"),
-    ] = "mine",
-) -> dict[str, Any]:
-    owner = metrics_owner(capability, scope, "missions' tool calls")
-    return {**runtime().service.tool_metrics(capability, days, user_id=owner), "scope": scope}

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from missions.app.api.edge import app, current_user, metrics_owner, responses, runtime
+from missions.app.api.edge import app, current_user, responses, runtime
 from missions.app.api.models.capabilities import CapabilityGraph, CapabilityList
-from missions.app.api.models.metrics import MetricsScope, MissionMetrics
 from missions.app.api.models.missions import ClassificationView, ClassifyRequest
 from missions.core.errors import MissionRequestError
 from missions.core.pipeline.compiler import compile_mission
@@ -50,25 +48,6 @@ def classify(body: ClassifyRequest) -> dict[str, Any]:
         capability = None
     classification = runtime().service.classify_goal(body.goal)
     return {"capability": capability, **classification.model_dump(mode="json")}
-
-
-@app.get(
-    "/metrics/missions",
-    summary="How a capability's missions are doing: yours, or every user's for an operator",
-    responses=responses((200, MissionMetrics, "rates and averages over the window"), 403, 422),
-)
-def metrics(
-    capability: Annotated[str, Query(min_length=1, max_length=64)],
-    days: Annotated[int, Query(ge=1, le=365)] = 30,
-    scope: Annotated[
-        MetricsScope,
-        Query(description="`mine` (the default): your missions; `all`: every user's, for operators only (else 403)"),
-    ] = "mine",
-) -> dict[str, Any]:
-    """Rates and averages of the caller's missions of a capability; `scope=all` gives an operator every user's,
-    with the capability's learnings (every user's feedback)."""
-    owner = metrics_owner(capability, scope, "missions' metrics")
-    return {**runtime().service.mission_metrics(capability, days, user_id=owner), "scope": scope}
 
 
 @app.get(
