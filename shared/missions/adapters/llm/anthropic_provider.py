@@ -15,9 +15,8 @@ from typing import Any
 
 import anthropic
 
-from missions.adapters.llm.resilient import Answer, ResilientProvider, RetryableCall, schema_name
+from missions.adapters.llm.resilient import Answer, RetryableCall, SdkProvider, schema_name
 from missions.core.llm.provider import LLMError, LLMRequest
-from missions.core.redaction import redact
 
 DEFAULT_MAX_TOKENS = 4096  # the Messages API requires one
 
@@ -124,32 +123,25 @@ def _retry_after(exc: anthropic.APIStatusError) -> float | None:
         return None
 
 
-class AnthropicProvider(ResilientProvider):
-    """Anthropic's Messages API with the shared retries, breaker, fallback and usage accounting (`options`:
-    see ResilientProvider). `http_client`: an httpx2 client for the SDK (tests serve recorded responses)."""
+class AnthropicProvider(SdkProvider):
+    """Anthropic's Messages API with the shared retries, breaker, fallback and usage accounting (see
+    SdkProvider). `http_client`: an httpx client for the SDK (tests serve recorded responses)."""
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        default_model: str = "claude-haiku-4-5",
-        timeout: float = 60.0,
-        client: Any = None,
-        http_client: Any = None,
-        **options: Any,
-    ):
-        secrets = (api_key,) if api_key else ()
-        if client is None:
-            try:
-                client = anthropic.Anthropic(
-                    api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0, http_client=http_client
-                )
-            except anthropic.AnthropicError as exc:  # no key in the arguments or ANTHROPIC_API_KEY
-                raise LLMError(redact(f"cannot create the Anthropic client: {exc}", secrets)) from exc
-        super().__init__(
-            AnthropicMessages(client), default_model=default_model, timeout=timeout, secrets=secrets, **options
+    vendor = "Anthropic"
+    refused = anthropic.AnthropicError
+    standard_model = "claude-haiku-4-5"
+
+    def __init__(self, *, http_client: Any = None, **options: Any):
+        self._http_client = http_client
+        super().__init__(**options)
+
+    def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> anthropic.Anthropic:
+        return anthropic.Anthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0, http_client=self._http_client
         )
+
+    def _api(self, client: Any) -> AnthropicMessages:
+        return AnthropicMessages(client)
 
 
 __all__ = ["AnthropicMessages", "AnthropicProvider", "messages_params"]

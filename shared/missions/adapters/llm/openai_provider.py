@@ -18,9 +18,8 @@ from typing import Any
 
 import openai
 
-from missions.adapters.llm.resilient import Answer, ResilientProvider, RetryableCall, schema_name
+from missions.adapters.llm.resilient import Answer, RetryableCall, SdkProvider, schema_name
 from missions.core.llm.provider import LLMError, LLMRequest
-from missions.core.redaction import redact
 
 _JSON_OBJECT_INSTRUCTION = "Reply with a single JSON object, and nothing else, that conforms to this JSON schema:\n"
 
@@ -142,32 +141,23 @@ class OpenAIChat:
         return params
 
 
-class OpenAIProvider(ResilientProvider):
-    """Calls an OpenAI-compatible endpoint and returns validated pydantic outputs (see the module doc).
-    `options`: the shared resilience and accounting (ResilientProvider: models, fallback_model, prices,
-    max_retries, sleep, breaker_threshold, breaker_cooldown_s, clock)."""
+class OpenAIProvider(SdkProvider):
+    """Calls an OpenAI-compatible endpoint and returns validated pydantic outputs (see the module doc and
+    SdkProvider). `stream`: ask for server-sent chunks, so a stage can stream its text as it comes."""
 
-    def __init__(
-        self,
-        *,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        default_model: str = "gpt-4o-mini",
-        timeout: float = 60.0,
-        client: Any = None,
-        stream: bool = False,
-        **options: Any,
-    ):
-        secrets = (api_key,) if api_key else ()
-        if client is None:
-            try:
-                # SDK retries are off: the shared ones are the only ones, so backoff and breaker agree.
-                client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
-            except openai.OpenAIError as exc:  # e.g. no key in the arguments or OPENAI_API_KEY
-                raise LLMError(redact(f"cannot create the OpenAI client: {exc}", secrets)) from exc
-        super().__init__(
-            OpenAIChat(client, stream), default_model=default_model, timeout=timeout, secrets=secrets, **options
-        )
+    vendor = "OpenAI"
+    refused = openai.OpenAIError
+    standard_model = "gpt-4o-mini"
+
+    def __init__(self, *, stream: bool = False, **options: Any):
+        self._stream = stream
+        super().__init__(**options)
+
+    def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> openai.OpenAI:
+        return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+
+    def _api(self, client: Any) -> OpenAIChat:
+        return OpenAIChat(client, self._stream)
 
 
 # ---------------------------------------------------------------------- helpers

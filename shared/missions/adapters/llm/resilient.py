@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import tenacity
 from pydantic import BaseModel, ValidationError
@@ -264,6 +264,44 @@ class ResilientProvider:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+class SdkProvider(ResilientProvider):
+    """A provider on a vendor SDK's client, made from a key, a base URL and a timeout (or given, in tests).
+    `options`: the shared resilience and accounting (ResilientProvider: models, fallback_model, prices,
+    max_retries, sleep, breaker_threshold, breaker_cooldown_s, clock)."""
+
+    vendor: ClassVar[str]
+    refused: ClassVar[type[Exception]]  # what the SDK raises when it cannot make a client (e.g. no key)
+    standard_model: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        default_model: str | None = None,
+        timeout: float = 60.0,
+        client: Any = None,
+        **options: Any,
+    ):
+        secrets = (api_key,) if api_key else ()
+        if client is None:
+            try:
+                client = self._connect(api_key, base_url, timeout)
+            except self.refused as exc:
+                raise LLMError(redact(f"cannot create the {self.vendor} client: {exc}", secrets)) from exc
+        backend = self._api(client)
+        model = default_model or self.standard_model
+        super().__init__(backend, default_model=model, timeout=timeout, secrets=secrets, **options)
+
+    def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> Any:
+        """The SDK's client, with the SDK's own retries off: the shared ones are the only ones, so backoff and
+        breaker agree."""
+        raise NotImplementedError
+
+    def _api(self, client: Any) -> ModelBackend:
+        raise NotImplementedError
 
 
 class _OutOfTime(Exception):

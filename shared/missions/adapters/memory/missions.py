@@ -3,24 +3,19 @@ the fake unit tests use, and the reference the conformance suite holds every bac
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
+from missions.adapters.memory._records import KeyedRecords
 from missions.core.errors import ConflictError, NotFound, TransitionRefused
 from missions.core.mission.envelope import utcnow
 from missions.ports.missions import MissionRecord, MissionSummary
 
 
-class MemoryMissionStore:
-    def __init__(self) -> None:
-        self._items: dict[str, MissionRecord] = {}
-        self._lock = threading.Lock()
+class MemoryMissionStore(KeyedRecords[MissionRecord]):
+    noun = "mission"
 
     def create(self, record: MissionRecord) -> None:
-        with self._lock:
-            if record.mission_id in self._items:
-                raise ConflictError(f"mission {record.mission_id} exists")
-            self._items[record.mission_id] = record.model_copy(deep=True)
+        self._insert(record.mission_id, record)
 
     def discard(self, mission_id: str) -> bool:
         with self._lock:
@@ -31,10 +26,7 @@ class MemoryMissionStore:
             return True
 
     def get(self, mission_id: str) -> MissionRecord:
-        try:
-            return self._items[mission_id].model_copy(deep=True)
-        except KeyError:
-            raise NotFound(f"mission {mission_id}") from None
+        return self._read(mission_id)
 
     def update(self, mission_id: str, **fields: Any) -> None:
         if "status" in fields:

@@ -3,31 +3,23 @@ the fake unit tests use, and the reference the conformance suite holds every bac
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
+from missions.adapters.memory._records import KeyedRecords
 from missions.core.errors import ConflictError, NotFound
 from missions.core.mission.envelope import utcnow
 from missions.ports.repositories import RepositoryRecord, RepositorySnapshot
 
 
-class MemoryRepositoryStore:
-    def __init__(self) -> None:
-        self._items: dict[str, RepositoryRecord] = {}
-        self._lock = threading.Lock()
+class MemoryRepositoryStore(KeyedRecords[RepositoryRecord]):
+    noun = "repository"
 
     def create(self, record: RepositoryRecord) -> None:
-        with self._lock:
-            if record.repository_id in self._items:
-                raise ConflictError(f"repository {record.repository_id} exists")
-            self._items[record.repository_id] = record.model_copy(deep=True)
+        self._insert(record.repository_id, record)
 
     def get(self, repository_id: str) -> RepositoryRecord:
-        try:
-            return self._items[repository_id].model_copy(deep=True)
-        except KeyError:
-            raise NotFound(f"repository {repository_id}") from None
+        return self._read(repository_id)
 
     def list_for_owner(self, owner: str, limit: int = 100) -> list[RepositoryRecord]:
         found = [r for r in self._items.values() if r.owner == owner]
