@@ -31,6 +31,22 @@ _BATCH_GET_SIZE = 100
 _BATCH_ATTEMPTS = 8
 
 
+class DynamoTable:
+    """A store on one table: its name, a client (boto3's default, made when the store is, never at import),
+    and how long its items live (`ttl_seconds`; None keeps them)."""
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        self.table_name = table_name
+        self._client = client if client is not None else default_client()
+        self.ttl_seconds = ttl_seconds
+
+
+def default_client() -> Any:
+    import boto3
+
+    return boto3.client("dynamodb")
+
+
 def _to_dynamo(value: Any) -> Any:
     """JSON-plain Python -> values TypeSerializer accepts (floats become Decimal)."""
     if isinstance(value, bool) or value is None or isinstance(value, (str, int, bytes, Binary, Decimal)):
@@ -126,6 +142,19 @@ def query_all(client: Any, **kwargs: Any) -> list[dict[str, Any]]:
         if not last:
             return items
         kwargs["ExclusiveStartKey"] = last
+
+
+def query_partition(client: Any, table_name: str, key: str, value: str, **options: Any) -> list[dict[str, Any]]:
+    """Every item of one partition (string key `key` = `value`), all pages; `options` add to the query
+    (ConsistentRead, ProjectionExpression, ...)."""
+    return query_all(
+        client,
+        TableName=table_name,
+        KeyConditionExpression="#pk = :pk",
+        ExpressionAttributeNames={"#pk": key},
+        ExpressionAttributeValues={":pk": {"S": value}},
+        **options,
+    )
 
 
 def batch_get(client: Any, table_name: str, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ import time
 import uuid
 from typing import Any
 
+from missions.adapters.dynamodb._items import DynamoTable
 from missions.core.cost.usage import UsageRecord, UsageTotal
 from missions.core.errors import ConflictError
 from missions.core.llm.agents import AgentState, AgentVersion, AuditEntry
@@ -41,11 +42,7 @@ def _client_or_default(client: Any) -> Any:
     return client
 
 
-class DynamoAgentStore:
-    def __init__(self, table_name: str, client: Any = None):
-        self.table_name = table_name
-        self._client = _client_or_default(client)
-
+class DynamoAgentStore(DynamoTable):
     # -- reads -----------------------------------------------------------------------------------
 
     def _query(

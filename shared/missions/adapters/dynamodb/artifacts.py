@@ -5,21 +5,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
-from missions.adapters.dynamodb._items import condition_failed, deserialize, expiry, query_all, read_item, serialize
+from missions.adapters.dynamodb._items import (
+    DynamoTable,
+    condition_failed,
+    deserialize,
+    expiry,
+    query_partition,
+    read_item,
+    serialize,
+)
 from missions.core.errors import ConflictError, NotFound
 from missions.core.mission.artifacts import Artifact, check_artifact
 
 
-class DynamoArtifactStore:
+class DynamoArtifactStore(DynamoTable):
     """Artifacts table: mission_id / key = "<path>#<version:06d>", so a Query lists them in order."""
-
-    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
-        self.table_name = table_name
-        self._client = client or boto3.client("dynamodb")
-        self.ttl_seconds = ttl_seconds
 
     def put(self, mission_id: str, path: str, content: Any, *, stage: str = "", written_by: str = "") -> Artifact:
         check_artifact(path, content)
@@ -69,13 +71,7 @@ class DynamoArtifactStore:
         return self._decode(item)
 
     def list(self, mission_id: str) -> list[Artifact]:
-        items = query_all(
-            self._client,
-            TableName=self.table_name,
-            KeyConditionExpression="mission_id = :m",
-            ExpressionAttributeValues={":m": {"S": mission_id}},
-            ConsistentRead=True,
-        )
+        items = query_partition(self._client, self.table_name, "mission_id", mission_id, ConsistentRead=True)
         return [self._decode(item) for item in items]
 
     def _latest(self, mission_id: str, path: str) -> Artifact | None:

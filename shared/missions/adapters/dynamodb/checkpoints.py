@@ -6,15 +6,15 @@ import json
 import zlib
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
 from missions.adapters.dynamodb._items import (
+    DynamoTable,
     compressed,
     condition_failed,
     deserialize,
     expiry,
-    query_all,
+    query_partition,
     read_item,
     serialize,
     write_batches,
@@ -22,18 +22,13 @@ from missions.adapters.dynamodb._items import (
 from missions.ports.checkpoints import Checkpoint
 
 
-class DynamoCheckpointStore:
+class DynamoCheckpointStore(DynamoTable):
     """Checkpoints table: thread_id / checkpoint_id. The whole envelope (a snapshot) or the delta, and
     the stage records, are compact JSON: a number comes back as the very type it was written
     (DynamoDB's numbers would turn every float and int into a Decimal), and an attribute holds any key.
     Each is stored compressed (zlib, as binary): a checkpoint is written at every stage, and JSON of
     tool outputs compresses several times, so most of a stage's write units went to its checkpoint.
     Checkpoints written before as text still read."""
-
-    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
-        self.table_name = table_name
-        self._client = client or boto3.client("dynamodb")
-        self.ttl_seconds = ttl_seconds
 
     def put(self, checkpoint: Checkpoint) -> Checkpoint:
         item = checkpoint.model_dump(mode="json", exclude=set(_JSON_ATTRIBUTES))
@@ -66,22 +61,12 @@ class DynamoCheckpointStore:
         return self._decode(item)
 
     def list(self, thread_id: str) -> list[Checkpoint]:
-        items = query_all(
-            self._client,
-            TableName=self.table_name,
-            KeyConditionExpression="thread_id = :t",
-            ExpressionAttributeValues={":t": {"S": thread_id}},
-            ConsistentRead=True,
-        )
+        items = query_partition(self._client, self.table_name, "thread_id", thread_id, ConsistentRead=True)
         return [self._decode(item) for item in items]
 
     def delete_thread(self, thread_id: str) -> int:
-        keys = query_all(
-            self._client,
-            TableName=self.table_name,
-            KeyConditionExpression="thread_id = :t",
-            ExpressionAttributeValues={":t": {"S": thread_id}},
-            ProjectionExpression="thread_id, checkpoint_id",
+        keys = query_partition(
+            self._client, self.table_name, "thread_id", thread_id, ProjectionExpression="thread_id, checkpoint_id"
         )
         write_batches(self._client, self.table_name, [{"DeleteRequest": {"Key": key}} for key in keys])
         return len(keys)

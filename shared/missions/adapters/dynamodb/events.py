@@ -6,10 +6,9 @@ import json
 import zlib
 from typing import TYPE_CHECKING, Any
 
-import boto3
 from botocore.exceptions import ClientError
 
-from missions.adapters.dynamodb._items import condition_failed, deserialize, expiry, query_all
+from missions.adapters.dynamodb._items import DynamoTable, condition_failed, deserialize, expiry, query_all
 from missions.core.errors import ConflictError
 from missions.core.mission.events import Event
 from missions.ports.events import event_position, parse_position
@@ -18,7 +17,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 
-class DynamoEventStore:
+class DynamoEventStore(DynamoTable):
     """Events table: mission_id / position. A batch (a stage's events, an answer's, a cancel's) is one
     item, its events compressed together (zlib of their JSON), at position "e<batch:012d>"; a batch too
     big for one item (PART_BYTES compressed) goes on in parts "e<batch:012d>+<first event's index:06d>",
@@ -38,11 +37,6 @@ class DynamoEventStore:
     FIRST = "e"  # every position of an event item starts with it (the old counter item, "c", sorts before)
     ATTEMPTS = 20  # conditional puts lost to concurrent writers before giving up
     PAGE_ITEMS = 10  # items a read queries at a time: enough for a page of events, few read needlessly
-
-    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
-        self.table_name = table_name
-        self._client = client or boto3.client("dynamodb")
-        self.ttl_seconds = ttl_seconds
 
     # -- writing -----------------------------------------------------------------------------------
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 
 from missions.adapters.dynamodb._items import (
+    DynamoTable,
     attribute_value,
     batch_get,
     condition_failed,
@@ -22,13 +22,8 @@ from missions.core.mission.envelope import InterruptResponse, utcnow
 from missions.ports.interrupts import InterruptRecord
 
 
-class DynamoInterruptStore:
+class DynamoInterruptStore(DynamoTable):
     """Interrupts table: mission_id / interrupt_id."""
-
-    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
-        self.table_name = table_name
-        self._client = client or boto3.client("dynamodb")
-        self.ttl_seconds = ttl_seconds
 
     WAITING_INDEX = "waiting"
 

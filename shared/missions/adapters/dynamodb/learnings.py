@@ -2,26 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from missions.adapters.dynamodb._items import DynamoTable
 from missions.core.mission.envelope import utcnow
 from missions.ports.learnings import Learnings, learning_increments
 
 
-class DynamoLearningsStore:
+class DynamoLearningsStore(DynamoTable):
     """Learnings table (partition "capability"): one item per capability, counters bumped with ADD.
 
     A single UpdateItem with ADD is atomic in DynamoDB, so concurrent feedback never loses a count
     (a read-modify-write would).
     """
-
-    def __init__(self, table_name: str, client: Any = None):
-        self.table_name = table_name
-        if client is None:
-            import boto3
-
-            client = boto3.client("dynamodb")
-        self._client = client
 
     def record(self, capability: str, *, completed: bool | None, rating: int | None) -> None:
         increments = learning_increments(completed, rating)

@@ -7,11 +7,11 @@ import zlib
 from functools import cache
 from typing import Any
 
-import boto3
 from botocore.exceptions import ClientError
 from pydantic import TypeAdapter
 
 from missions.adapters.dynamodb._items import (
+    DynamoTable,
     attribute_value,
     batch_get,
     compressed,
@@ -36,7 +36,7 @@ def _mission_field_adapter(name: str) -> TypeAdapter[Any]:
     return TypeAdapter(annotation)
 
 
-class DynamoMissionStore:
+class DynamoMissionStore(DynamoTable):
     """Missions table: key mission_id; GSIs by_user (user_id, created_at) and by_capability (capability,
     created_at), which hold a mission's summary (specs.MISSION_SUMMARY), and by_status (status,
     completed_at), which holds its keys. Unset fields are absent, not NULL: an index key may not be NULL.
@@ -51,10 +51,6 @@ class DynamoMissionStore:
     INDEX = "by_user"
     STATUS_INDEX = "by_status"
     LISTED = ("listed_stage", "listed_cost_usd")
-
-    def __init__(self, table_name: str, client: Any = None):
-        self.table_name = table_name
-        self._client = client or boto3.client("dynamodb")
 
     def create(self, record: MissionRecord) -> None:
         item = record.model_dump(mode="json", exclude_none=True)
@@ -297,7 +293,7 @@ def _entry_summary(raw: dict[str, Any]) -> MissionSummary:
 _SUMMARY_ENTRY = frozenset({"mission_id", "created_at", *MISSION_SUMMARY})
 
 
-class DynamoMissionsByCapability:
+class DynamoMissionsByCapability(DynamoTable):
     """A capability's recent missions, for metrics and the nightly evaluation: GSI "by_capability"
     (capability, created_at), every page followed. Its entries hold the missions' summaries
     (specs.MISSION_SUMMARY); running missions are read whole, in one batch, for where they are and what
@@ -308,10 +304,6 @@ class DynamoMissionsByCapability:
     """
 
     INDEX = "by_capability"
-
-    def __init__(self, table_name: str, client: Any = None):
-        self.table_name = table_name
-        self._client = client or boto3.client("dynamodb")
 
     def list(self, capability: str, since_iso: str) -> list[MissionSummary]:
         kwargs: dict[str, Any] = {

@@ -15,7 +15,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from missions.adapters.dynamodb._items import condition_failed, query_all, write_batches
+from missions.adapters.dynamodb._items import condition_failed, query_all, query_partition, write_batches
 from missions.core.errors import ConflictError, NotFound, ScheduleLimitReached
 from missions.core.mission.envelope import utcnow
 from missions.core.triggers.schedules import Firing, ScheduleRecord, ScheduleState
@@ -144,11 +144,11 @@ class DynamoScheduleStore:
         return True
 
     def delete_all(self, user_id: str) -> int:
-        keys = query_all(
+        keys = query_partition(
             self._client,
-            TableName=self.table_name,
-            KeyConditionExpression="user_id = :u",
-            ExpressionAttributeValues={":u": {"S": user_id}},
+            self.table_name,
+            "user_id",
+            user_id,
             ProjectionExpression="user_id, schedule_id",
             ConsistentRead=True,
         )
