@@ -373,19 +373,39 @@ def _restore(ha: HomeAssistant, automation_id: str, original: dict[str, Any] | N
     _deploy_preview,
 )
 def deploy_automation(change: Deployment, env: ToolEnv) -> ToolResult:
-    try:
-        ha = home(env)
-        if not _holds(ha, change.automation_id, change.original):
-            return ToolResult.fail(f"automation {change.automation_id} changed since the diff was shown: not deployed")
+    def write(ha: HomeAssistant) -> ToolResult | None:
         ha.save_automation_config(change.automation_id, {**change.config, "id": change.automation_id})
         checked = ha.check_config()
         if not checked.valid:  # HA would not load it: put back what was there, and say why
             _restore(ha, change.automation_id, change.original)
             return ToolResult.fail(f"HA's configuration check refused it, nothing changed: {checked.errors}")
+        return None
+
+    held = (change.original, "the diff was shown", "deployed")
+    return _swap(env, change.automation_id, held, write, {"deployed": change.automation_id})
+
+
+def _swap(
+    env: ToolEnv,
+    automation_id: str,
+    held: tuple[dict[str, Any] | None, str, str],
+    write: Callable[[HomeAssistant], ToolResult | None],
+    done: dict[str, Any],
+) -> ToolResult:
+    """Change an automation only if HA still holds what the person saw (`held`: that config, since when, and
+    what was not done otherwise), then reload automations; `write` may refuse with a result."""
+    expected, since, verb = held
+    try:
+        ha = home(env)
+        if not _holds(ha, automation_id, expected):
+            return ToolResult.fail(f"automation {automation_id} changed since {since}: not {verb}")
+        refused = write(ha)
+        if refused is not None:
+            return refused
         ha.call_service("automation", "reload")
     except HAError as exc:
         return _failed(exc)
-    return ToolResult.ok({"deployed": change.automation_id})
+    return ToolResult.ok(done)
 
 
 class Rollback(BaseModel):
@@ -410,12 +430,9 @@ def _rollback_preview(change: Rollback) -> dict[str, Any]:
     _rollback_preview,
 )
 def rollback_automation(change: Rollback, env: ToolEnv) -> ToolResult:
-    try:
-        ha = home(env)
-        if not _holds(ha, change.automation_id, change.deployed):
-            return ToolResult.fail(f"automation {change.automation_id} changed since it was deployed: not rolled back")
+    def write(ha: HomeAssistant) -> None:
         _restore(ha, change.automation_id, change.original)
-        ha.call_service("automation", "reload")
-    except HAError as exc:
-        return _failed(exc)
-    return ToolResult.ok({"rolled_back": change.automation_id, "removed": change.original is None})
+
+    held = (change.deployed, "it was deployed", "rolled back")
+    done = {"rolled_back": change.automation_id, "removed": change.original is None}
+    return _swap(env, change.automation_id, held, write, done)

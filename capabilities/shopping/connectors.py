@@ -3,15 +3,19 @@
 `PriceComparison` is what a shopping mission needs from a price-comparison service (one
 search, every seller's offer for the best-matching product). `SamplePriceComparison` answers
 from a small bundled catalogue, deterministically, so the mission runs offline and inside the
-Lambda layer (plain Python data, no files). A real service (a retailer API, a comparison
+Lambda layer (a JSON file beside this module, no service). A real service (a retailer API, a comparison
 site) implements the same protocol.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel
 
 from missions.core.capability.connectors import ConnectorRejected
 
@@ -76,86 +80,33 @@ SELLERS: dict[str, Seller] = {
 }
 
 
-@dataclass(frozen=True)
-class _Product:
+class _Terms(BaseModel):
+    """One seller's terms for one product in the catalogue."""
+
+    price: float
+    shipping_cost: float
+    shipping_days: int
+    in_stock: bool
+    condition: Literal["new", "refurbished"]
+
+
+class _Product(BaseModel):
     id: str
     title: str
     category: str
     aliases: tuple[str, ...]
-    # seller -> (price, shipping cost, shipping days, in stock, condition)
-    offers: dict[str, tuple[float, float, int, bool, str]]
+    offers: dict[str, _Terms]  # by seller id (SELLERS)
 
 
-PRODUCTS: tuple[_Product, ...] = (
-    _Product(
-        "sony-wh1000xm5",
-        "Sony WH-1000XM5 Wireless Noise Cancelling Headphones",
-        "electronics",
-        ("wh1000xm5", "xm5", "sony headphones", "noise cancelling headphones"),
-        {
-            "amazon": (349.0, 0.0, 2, True, "new"),
-            "bestbuy": (379.0, 0.0, 3, True, "new"),
-            "bh": (339.0, 0.0, 4, True, "new"),
-            "walmart": (359.0, 5.99, 5, True, "new"),
-            "target": (369.0, 0.0, 4, False, "new"),
-            "soundsaver": (289.0, 12.0, 9, True, "new"),
-            "gadgetdeals": (249.0, 0.0, 6, True, "refurbished"),
-        },
-    ),
-    _Product(
-        "iphone-15-pro-128",
-        "Apple iPhone 15 Pro 128GB",
-        "electronics",
-        ("iphone 15 pro", "iphone15 pro", "iphone"),
-        {
-            "apple": (999.0, 0.0, 2, True, "new"),
-            "amazon": (979.0, 0.0, 2, True, "new"),
-            "bestbuy": (999.0, 0.0, 1, True, "new"),
-            "target": (989.0, 0.0, 3, False, "new"),
-            "phonehub": (849.0, 15.0, 8, True, "refurbished"),
-            "gadgetdeals": (899.0, 9.99, 7, True, "new"),
-        },
-    ),
-    _Product(
-        "kindle-paperwhite",
-        "Amazon Kindle Paperwhite (16 GB)",
-        "electronics",
-        ("kindle", "paperwhite", "e-reader", "ereader"),
-        {
-            "amazon": (149.99, 0.0, 1, True, "new"),
-            "bestbuy": (149.99, 0.0, 2, True, "new"),
-            "target": (139.99, 5.0, 4, True, "new"),
-            "walmart": (154.0, 0.0, 3, True, "new"),
-            "gadgetdeals": (109.0, 7.5, 8, True, "refurbished"),
-        },
-    ),
-    _Product(
-        "nespresso-vertuo-next",
-        "Nespresso Vertuo Next Coffee Machine",
-        "home",
-        ("nespresso", "vertuo", "coffee machine", "coffee maker", "espresso machine"),
-        {
-            "amazon": (159.0, 0.0, 2, True, "new"),
-            "target": (149.0, 0.0, 3, True, "new"),
-            "walmart": (144.0, 8.0, 5, True, "new"),
-            "bestbuy": (169.0, 0.0, 2, True, "new"),
-            "gadgetdeals": (119.0, 12.0, 10, True, "new"),
-        },
-    ),
-    _Product(
-        "logitech-mx-master-3s",
-        "Logitech MX Master 3S Wireless Mouse",
-        "electronics",
-        ("mx master", "mx master 3s", "logitech mouse", "wireless mouse"),
-        {
-            "amazon": (99.99, 0.0, 1, True, "new"),
-            "bestbuy": (99.99, 0.0, 2, True, "new"),
-            "bh": (94.99, 0.0, 4, True, "new"),
-            "walmart": (89.0, 4.99, 6, True, "new"),
-            "soundsaver": (72.0, 6.0, 12, True, "new"),
-        },
-    ),
-)
+class _Catalogue(BaseModel):
+    products: tuple[_Product, ...]
+
+
+@functools.cache
+def products() -> tuple[_Product, ...]:
+    """The bundled catalogue (catalog.json beside this module), read on first search."""
+    return _Catalogue.model_validate_json((Path(__file__).parent / "catalog.json").read_bytes()).products
+
 
 _WORD = re.compile(r"[a-z0-9]+")
 _NOISE = frozenset(
@@ -193,7 +144,7 @@ class SamplePriceComparison:
     def search(self, query: str, *, limit: int = 30) -> list[Offer]:
         if not query or not query.strip():
             raise ConnectorRejected("the product query is empty")
-        score, product = max(((match_score(query, p), p) for p in PRODUCTS), key=lambda pair: pair[0])
+        score, product = max(((match_score(query, p), p) for p in products()), key=lambda pair: pair[0])
         if score < self.MIN_SCORE:
             return []
         # the best-matching product only: a comparison is about one product
@@ -201,9 +152,8 @@ class SamplePriceComparison:
         return sorted(offers, key=lambda o: (o.total, o.offer_id))[:limit]
 
 
-def _offer(product: _Product, seller_id: str, terms: tuple[float, float, int, bool, str]) -> Offer:
+def _offer(product: _Product, seller_id: str, terms: _Terms) -> Offer:
     seller = SELLERS[seller_id]
-    price, shipping_cost, shipping_days, in_stock, condition = terms
     return Offer(
         offer_id=f"{seller_id}:{product.id}",
         product_id=product.id,
@@ -212,13 +162,9 @@ def _offer(product: _Product, seller_id: str, terms: tuple[float, float, int, bo
         seller=seller.id,
         seller_name=seller.name,
         trusted=seller.trusted,
-        price=price,
-        shipping_cost=shipping_cost,
-        shipping_days=shipping_days,
-        in_stock=in_stock,
         rating=seller.rating,
         rating_count=seller.rating_count,
-        condition=condition,
+        **terms.model_dump(),
     )
 
 

@@ -33,6 +33,7 @@ def test_the_layer_holds_no_development_code(layer: Path):
     assert "missions/app/runtime.py" in files
     assert "capabilities/home_assistant/ha/rest.py" in files
     assert "capabilities/home_assistant/tools.py" in files
+    assert "capabilities/shopping/catalog.json" in files  # production data the sample price service answers from
     # And none of the development code: the emulation, the CLI, the HTTP client, the web page...
     development = [
         f
