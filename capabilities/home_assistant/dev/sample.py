@@ -473,21 +473,8 @@ class SampleHome(SampleServices):
         self._ticks += 1
         return self._clock()
 
-    def _run(
-        self,
-        kind: str,
-        when: datetime,
-        *,
-        entity_id: str | None = None,
-        name: str | None = None,
-        source: str | None = None,
-        user_id: str | None = None,
-        domain: str | None = None,
-        service: str | None = None,
-    ) -> str:
-        run = Run(
-            ulid(when.timestamp(), self._rng), when.timestamp(), kind, entity_id, name, source, user_id, domain, service
-        )
+    def _run(self, kind: str, when: datetime, **cause: str | None) -> str:
+        run = Run.started(kind, when.timestamp(), self._rng, **cause)
         if kind != "reload":
             self._runs.append(run)
         self._runs_by_id[run.id] = run

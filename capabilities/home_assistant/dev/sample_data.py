@@ -21,6 +21,7 @@ mission's own changes on top, so no mission sees another's.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import random
 import statistics
@@ -28,8 +29,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from functools import lru_cache
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+import yaml
 
 SEED = 2025
 REFERENCE_NOW = datetime(2025, 3, 14, 11, 0, tzinfo=UTC)  # a Friday, noon in Amsterdam
@@ -105,6 +109,11 @@ class Run:
     user_id: str | None = None
     domain: str | None = None  # call_service: the service's domain
     service: str | None = None
+
+    @classmethod
+    def started(cls, kind: str, when: float, rng: random.Random, **cause: str | None) -> Run:
+        """A run at `when`, with a fresh context id (a ULID of that time); `cause`: the optional fields."""
+        return cls(ulid(when, rng), when, kind, **cause)
 
 
 @dataclass(frozen=True)
@@ -321,281 +330,21 @@ _LIGHT_WATTS = {
 }
 
 # (id, alias, description, mode, triggers, conditions, actions, enabled)
-_AUTOMATIONS: tuple[dict[str, Any], ...] = (
-    {
-        "id": "1709900000001",
-        "alias": "Living room lights follow motion",
-        "description": "On when someone is in the living room after dark; off 5 minutes after the last motion.",
-        "triggers": [
-            {"trigger": "state", "entity_id": "binary_sensor.living_room_motion", "to": "on", "id": "motion"},
-            {"trigger": "sun", "event": "sunset", "offset": "-00:30:00", "id": "dusk"},
-            {
-                "trigger": "state",
-                "entity_id": "binary_sensor.living_room_motion",
-                "to": "off",
-                "for": {"minutes": 5},
-                "id": "clear",
-            },
-        ],
-        "conditions": [],
-        "actions": [
-            {
-                "choose": [
-                    {
-                        "conditions": [
-                            {"condition": "trigger", "id": ["motion", "dusk"]},
-                            {"condition": "state", "entity_id": "binary_sensor.living_room_motion", "state": "on"},
-                            {
-                                "condition": "sun",
-                                "after": "sunset",
-                                "after_offset": "-00:30:00",
-                                "before": "sunrise",
-                                "before_offset": "00:20:00",
-                            },
-                        ],
-                        "sequence": [
-                            {
-                                "action": "light.turn_on",
-                                "target": {"entity_id": "light.living_room_ceiling"},
-                                "data": {"brightness_pct": 80},
-                            }
-                        ],
-                    },
-                    {
-                        "conditions": [{"condition": "trigger", "id": "clear"}],
-                        "sequence": [
-                            {"action": "light.turn_off", "target": {"entity_id": "light.living_room_ceiling"}}
-                        ],
-                    },
-                ]
-            }
-        ],
-        "mode": "restart",
-    },
-    {
-        "id": "1709900000002",
-        "alias": "Office lights follow occupancy",
-        "description": "Office lights on while someone works there; off 10 minutes after the last motion.",
-        "triggers": [
-            {"trigger": "state", "entity_id": "binary_sensor.office_motion", "to": "on", "id": "occupied"},
-            {
-                "trigger": "state",
-                "entity_id": "binary_sensor.office_motion",
-                "to": "off",
-                "for": {"minutes": 10},
-                "id": "empty",
-            },
-        ],
-        "conditions": [],
-        "actions": [
-            {
-                "choose": [
-                    {
-                        "conditions": [{"condition": "trigger", "id": "occupied"}],
-                        "sequence": [
-                            {
-                                "action": "light.turn_on",
-                                "target": {"entity_id": ["light.office_ceiling", "light.office_desk_lamp"]},
-                            }
-                        ],
-                    },
-                    {
-                        "conditions": [{"condition": "trigger", "id": "empty"}],
-                        "sequence": [
-                            {
-                                "action": "light.turn_off",
-                                "target": {"entity_id": ["light.office_ceiling", "light.office_desk_lamp"]},
-                            }
-                        ],
-                    },
-                ]
-            }
-        ],
-        "mode": "queued",
-    },
-    {
-        "id": "1709900000003",
-        "alias": "Hallway night light",
-        "description": "A dim hallway light on motion after dark.",
-        "triggers": [{"trigger": "state", "entity_id": "binary_sensor.hallway_motion", "to": "on"}],
-        "conditions": [{"condition": "sun", "after": "sunset", "after_offset": "-00:30:00", "before": "sunrise"}],
-        "actions": [
-            {"action": "light.turn_on", "target": {"entity_id": "light.hallway"}, "data": {"brightness_pct": 30}},
-            {
-                "wait_for_trigger": [
-                    {
-                        "trigger": "state",
-                        "entity_id": "binary_sensor.hallway_motion",
-                        "to": "off",
-                        "for": {"minutes": 2},
-                    }
-                ]
-            },
-            {"action": "light.turn_off", "target": {"entity_id": "light.hallway"}},
-        ],
-        "mode": "restart",
-    },
-    {
-        "id": "1709900000004",
-        "alias": "Garage light when door opens",
-        "description": "Light the garage for five minutes whenever its door opens.",
-        "triggers": [{"trigger": "state", "entity_id": "binary_sensor.garage_door", "to": "on"}],
-        "conditions": [],
-        "actions": [
-            {
-                "action": "light.turn_on",
-                "target": {"entity_id": "light.garage_ceiling"},
-                "data": {"brightness_pct": 100},
-            },
-            {"delay": {"minutes": 5}},
-            {"action": "light.turn_off", "target": {"entity_id": "light.garage_ceiling"}},
-        ],
-        "mode": "restart",
-    },
-    {
-        "id": "1709900000005",
-        "alias": "Heat pump night setback",
-        "description": "17 °C from 22:30, back to 20 °C from 04:45 so the house is warm at 06:30.",
-        "triggers": [
-            {"trigger": "time", "at": "22:30:00", "id": "night"},
-            {"trigger": "time", "at": "04:45:00", "id": "morning"},
-        ],
-        "conditions": [],
-        "actions": [
-            {
-                "choose": [
-                    {
-                        "conditions": [{"condition": "trigger", "id": "night"}],
-                        "sequence": [
-                            {
-                                "action": "climate.set_temperature",
-                                "target": {"entity_id": "climate.heat_pump"},
-                                "data": {"temperature": 17},
-                            }
-                        ],
-                    }
-                ],
-                "default": [
-                    {
-                        "action": "climate.set_temperature",
-                        "target": {"entity_id": "climate.heat_pump"},
-                        "data": {"temperature": 20},
-                    }
-                ],
-            }
-        ],
-        "mode": "single",
-    },
-    {
-        "id": "1709900000006",
-        "alias": "Garden path lights at sunset",
-        "description": "Garden path lit from sunset to 23:00.",
-        "triggers": [
-            {"trigger": "sun", "event": "sunset", "id": "on"},
-            {"trigger": "time", "at": "23:00:00", "id": "off"},
-        ],
-        "conditions": [],
-        "actions": [
-            {
-                "choose": [
-                    {
-                        "conditions": [{"condition": "trigger", "id": "on"}],
-                        "sequence": [{"action": "light.turn_on", "target": {"entity_id": "light.garden_path"}}],
-                    },
-                    {
-                        "conditions": [{"condition": "trigger", "id": "off"}],
-                        "sequence": [{"action": "light.turn_off", "target": {"entity_id": "light.garden_path"}}],
-                    },
-                ]
-            }
-        ],
-        "mode": "single",
-    },
-    {
-        "id": "1709900000007",
-        "alias": "Morning coffee",
-        "description": "Warm up the coffee machine on weekday mornings.",
-        "triggers": [{"trigger": "time", "at": "06:40:00"}],
-        "conditions": [{"condition": "time", "weekday": ["mon", "tue", "wed", "thu", "fri"]}],
-        "actions": [
-            {"action": "switch.turn_on", "target": {"entity_id": "switch.coffee_machine"}},
-            {"delay": {"minutes": 25}},
-            {"action": "switch.turn_off", "target": {"entity_id": "switch.coffee_machine"}},
-        ],
-        "mode": "single",
-    },
-    {
-        "id": "1709900000008",
-        "alias": "Vacation lights",
-        "description": "Simulate presence while away (disabled).",
-        "triggers": [{"trigger": "sun", "event": "sunset"}],
-        "conditions": [{"condition": "state", "entity_id": "zone.home", "state": "0"}],
-        "actions": [{"action": "light.turn_on", "target": {"entity_id": "light.living_room_floor_lamp"}}],
-        "mode": "single",
-    },
-    {
-        "id": "1709900000009",
-        "alias": "Tell Sam the car is charged",
-        "description": "A notification when the charger has drawn less than 100 W for 5 minutes.",
-        "triggers": [
-            {"trigger": "numeric_state", "entity_id": "sensor.ev_charger_power", "below": 100, "for": {"minutes": 5}}
-        ],
-        "conditions": [],
-        "actions": [
-            {
-                "action": "notify.mobile_app_sam_phone",
-                "data": {
-                    "title": "Car charged",
-                    "message": "Charged {{ states('sensor.ev_charger_energy') }} kWh so far.",
-                },
-            }
-        ],
-        "mode": "single",
-    },
-)
 _DISABLED_AUTOMATIONS = frozenset({"1709900000008"})
 
-_SCRIPTS: dict[str, dict[str, Any]] = {
-    "good_night": {
-        "alias": "Good night",
-        "icon": "mdi:weather-night",
-        "mode": "single",
-        "sequence": [
-            {
-                "action": "light.turn_off",
-                "target": {"entity_id": ["light.living_room_floor_lamp", "light.kitchen_ceiling"]},
-            },
-            {"action": "media_player.turn_off", "target": {"entity_id": "media_player.living_room_tv"}},
-            {"action": "lock.lock", "target": {"entity_id": ["lock.front_door", "lock.back_door"]}},
-        ],
-    },
-    "movie_night": {
-        "alias": "Movie night",
-        "icon": "mdi:movie-open",
-        "mode": "single",
-        "sequence": [
-            {"action": "scene.turn_on", "target": {"entity_id": "scene.movie_time"}},
-            {"action": "media_player.turn_on", "target": {"entity_id": "media_player.living_room_tv"}},
-        ],
-    },
-    "leave_home": {
-        "alias": "Leave home",
-        "icon": "mdi:home-export-outline",
-        "mode": "single",
-        "sequence": [
-            {"action": "light.turn_off", "target": {"entity_id": "all"}},
-            {"action": "lock.lock", "target": {"entity_id": ["lock.front_door", "lock.back_door"]}},
-            {
-                "action": "climate.set_temperature",
-                "target": {"entity_id": "climate.heat_pump"},
-                "data": {"temperature": 18},
-            },
-        ],
-    },
-}
+_CONFIG = Path(__file__).parent / "config"  # as HA keeps them: automations.yaml, scripts.yaml
 
 
-# ------------------------------------------------------------------------------ services
+@functools.cache
+def _automations() -> tuple[dict[str, Any], ...]:
+    return tuple(yaml.safe_load((_CONFIG / "automations.yaml").read_text(encoding="utf-8")))
+
+
+@functools.cache
+def _scripts() -> dict[str, dict[str, Any]]:
+    scripts: dict[str, dict[str, Any]] = yaml.safe_load((_CONFIG / "scripts.yaml").read_text(encoding="utf-8"))
+    return scripts
+
 
 _ENTITY = {"entity_id": None}  # marker: a target of entities of the service's domain
 
@@ -698,7 +447,7 @@ def _services() -> tuple[Mapping[str, Any], ...]:
             "reload": _service("Reload", "Reloads all the available scripts.", target=None),
             **{
                 object_id: {"name": config["alias"], "description": "", "fields": {}}
-                for object_id, config in _SCRIPTS.items()
+                for object_id, config in _scripts().items()
             },
         },
         "scene": {
@@ -1040,24 +789,13 @@ class _Builder:
     ) -> None:
         self.changes.setdefault(entity_id, []).append(Row(when, state, attributes, context))
 
-    def run(
-        self,
-        kind: str,
-        when: float,
-        *,
-        entity_id: str | None = None,
-        name: str | None = None,
-        source: str | None = None,
-        user_id: str | None = None,
-        domain: str | None = None,
-        service: str | None = None,
-    ) -> str:
-        context = ulid(when, self.rng)
-        self.runs.append(Run(context, when, kind, entity_id, name, source, user_id, domain, service))
-        return context
+    def run(self, kind: str, when: float, **cause: str | None) -> str:
+        run = Run.started(kind, when, self.rng, **cause)
+        self.runs.append(run)
+        return run.id
 
     def automation(self, automation_id: str, when: float, source: str) -> str:
-        config = next(a for a in _AUTOMATIONS if a["id"] == automation_id)
+        config = next(a for a in _automations() if a["id"] == automation_id)
         return self.run(
             "automation_triggered",
             when,
@@ -1071,7 +809,7 @@ class _Builder:
             "script_started",
             when,
             entity_id=f"script.{object_id}",
-            name=_SCRIPTS[object_id]["alias"],
+            name=_scripts()[object_id]["alias"],
             user_id=USERS[user] if user else None,
         )
 
@@ -1124,7 +862,7 @@ def dataset(now: datetime = REFERENCE_NOW) -> Dataset:
         entity_id: Entity(entity_id, name, area, integration, MappingProxyType({**attributes, "friendly_name": name}))
         for entity_id, name, area, integration, attributes in _ENTITIES
     }
-    for config in _AUTOMATIONS:
+    for config in _automations():
         entity_id = _automation_entity_id(config)
         entities[entity_id] = Entity(
             entity_id,
@@ -1135,7 +873,7 @@ def dataset(now: datetime = REFERENCE_NOW) -> Dataset:
                 {"id": config["id"], "mode": config["mode"], "current": 0, "friendly_name": config["alias"]}
             ),
         )
-    for object_id, script in _SCRIPTS.items():
+    for object_id, script in _scripts().items():
         entity_id = f"script.{object_id}"
         entities[entity_id] = Entity(
             entity_id,
@@ -1169,10 +907,10 @@ def dataset(now: datetime = REFERENCE_NOW) -> Dataset:
         build.change(entity_id, ha_started, state)
     build.change("light.garage_ceiling", ha_started, "off", _light_off(entities["light.garage_ceiling"].attributes))
     build.change("light.garage_ceiling", garage_bulb_lost, "unavailable")
-    for config in _AUTOMATIONS:
+    for config in _automations():
         state = "off" if config["id"] in _DISABLED_AUTOMATIONS else "on"
         build.change(_automation_entity_id(config), ha_started, state)
-    for object_id in _SCRIPTS:
+    for object_id in _scripts():
         build.change(f"script.{object_id}", ha_started, "off")
     for entity_id in _LIGHT_WATTS:
         build.change(entity_id, ha_started, "off", _light_off(entities[entity_id].attributes))
@@ -1701,8 +1439,8 @@ def dataset(now: datetime = REFERENCE_NOW) -> Dataset:
         last_updated=MappingProxyType(last_updated),
         runs=runs,
         log=log,
-        automations=tuple(MappingProxyType(dict(a)) for a in _AUTOMATIONS),
-        scripts=MappingProxyType({k: MappingProxyType(v) for k, v in _SCRIPTS.items()}),
+        automations=tuple(MappingProxyType(dict(a)) for a in _automations()),
+        scripts=MappingProxyType({k: MappingProxyType(v) for k, v in _scripts().items()}),
         areas=MappingProxyType(dict(AREAS)),
         services=_services(),
         config=MappingProxyType(config),
