@@ -283,15 +283,9 @@ class Runtime(Bindings):
     def service(self) -> MissionService:
         from missions.service.missions import MissionService
 
+        stores = (self.missions, self.events, self.learnings, self.memory, self.missions_by_capability)
         return MissionService(
-            missions=self.missions,
-            events=self.events,
-            learnings=self.learnings,
-            memory=self.memory,
-            by_capability=self.missions_by_capability,
-            feedback_llm=self.feedback_llm,
-            classifier_llm=self.classifier_llm,
-            capabilities=self.capabilities,
+            *stores, feedback_llm=self.feedback_llm, classifier_llm=self.classifier_llm, capabilities=self.capabilities
         )
 
     @cached_property

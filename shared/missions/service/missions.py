@@ -40,12 +40,12 @@ class _Choice(BaseModel):
 class MissionService:
     def __init__(
         self,
-        *,
         missions: MissionStore,
         events: EventStore,
         learnings: LearningsStore,
         memory: LongTermMemory,
         by_capability: MissionsByCapability,
+        *,
         feedback_llm: Callable[[], LLMProvider],
         classifier_llm: Callable[[], LLMProvider | None],
         capabilities: registry.Registry | None = None,
