@@ -525,6 +525,28 @@ def test_items_are_only_for_the_stage_after_a_fan_out():
         typed(brief, write, done)
 
 
+@pytest.mark.parametrize(("failed", "status"), [(False, "completed"), (True, "failed")])
+def test_a_final_stage_that_says_the_mission_failed_ends_it_failed_with_its_reason(failed: bool, status: str):
+    # Given a final stage that found the outside world refused what the mission was for
+    @stage
+    def done(ctx: Ctx, write: Draft) -> Final:
+        ctx.end_reason("deploy_refused", failed=failed)
+        ctx.end_reason("later_reasons_do_not_replace_it", failed=not failed)
+        return Final(answer="Home Assistant refused it")
+
+    @stage
+    def write(ctx: Ctx, brief: Brief) -> Draft:
+        return Draft(text="x")
+
+    driver = DirectDriver(typed(brief, write, done))
+    # When the mission runs to its end
+    envelope = driver.run("penguins")
+    # Then its reason is the first one named, and it is failed only when the stage said so, never completed
+    assert envelope.terminal_reason == "deploy_refused"
+    record = driver.stores.missions.get(envelope.mission_id)
+    assert record.status == status and record.terminal_reason == "deploy_refused"
+
+
 def test_the_final_stage_names_why_the_mission_ended_and_reads_its_artifacts_and_evidence():
     seen: dict[str, Any] = {}
 

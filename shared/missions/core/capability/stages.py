@@ -236,7 +236,7 @@ class Ctx:
         citations: Sequence[Citation] = (),
         update_state: Callable[[BaseModel], None] | None = None,
         read_artifact: Callable[[str, int | None], Any] | None = None,
-        end_reason: Callable[[str], None] | None = None,
+        end_reason: Callable[[str, bool], None] | None = None,
         asked: list[InterruptResponse] | None = None,
         memory: Memory | None = None,
         analyze: Callable[[SandboxRequest], SandboxResult] | None = None,
@@ -383,12 +383,14 @@ class Ctx:
             raise LookupError(f"no artifact store is wired for stage '{self.stage}'")
         return self._read_artifact(path, version)
 
-    def end_reason(self, reason: str) -> None:
+    def end_reason(self, reason: str, *, failed: bool = False) -> None:
         """Say why the mission ends, other than 'completed' (the final stage only, e.g. 'no_destination');
-        a bound or failure that is already ending it keeps its own reason."""
+        a bound or failure that is already ending it keeps its own reason. `failed`: the mission did not do
+        what it was for (the outside world refused it, e.g. 'deploy_refused'), so it ends failed, never
+        completed, whatever its answer says."""
         if self._end_reason is None:
             raise StageDefinitionError(f"only the final stage names why the mission ends, not '{self.stage}'")
-        self._end_reason(reason)
+        self._end_reason(reason, failed)
 
     def repository_root(self) -> str:
         """The directory holding the mission's repository (capabilities with `repository`)."""

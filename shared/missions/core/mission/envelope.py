@@ -169,6 +169,9 @@ class Envelope(Model):
     edge_counts: dict[str, int] = Field(default_factory=dict)
     bounds: Bounds = Field(default_factory=Bounds)
     terminal_reason: str | None = None
+    # the final stage said the mission failed at what it was for (Ctx.end_reason(..., failed=True)): it ends
+    # failed with terminal_reason, like a failing stage, though every stage ran
+    failed: bool = False
     # set by a stage of an Express segment that has used its time: the segment hands back to the
     # mission's machine, which starts the next one at next_stage (missions.core.pipeline.compiler)
     segment_yield: bool = False

@@ -101,9 +101,10 @@ class StageFunctions:
                 )
             new_state[:] = [value]
 
-        def end_reason(reason: str) -> None:
+        def end_reason(reason: str, failed: bool) -> None:
             if envelope.terminal_reason is None:
                 envelope.terminal_reason = reason
+                envelope.failed = failed
 
         if sequential:
             envelope.work_items = None  # only the stage right before a fan-out stage gives it items

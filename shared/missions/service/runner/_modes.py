@@ -178,7 +178,7 @@ class StageModes:
                 terminal_reason=envelope.terminal_reason,
                 counters=envelope.counters.model_dump(),
             )
-        if failure is not None:
+        if failure is not None or (final and envelope.failed):
             status = "failed"
         ended = ("failed" if status == "failed" else "completed") if envelope.next_stage is None else None
         if ended is not None:  # before the end is recorded: a failing write retries this stage, losing nothing
