@@ -108,6 +108,8 @@ class Proposal(_Out):
     valid: bool
     reasons: list[str] = Field(default_factory=list)
     diff: str = ""
+    written_for: str | None = None  # the HA version whose syntax the config is in
+    checked_by_home_assistant: bool = False  # HA's own validate_config took it (else the shape check alone)
 
 
 class Proposals(_Out):

@@ -41,6 +41,8 @@ from capabilities.home_assistant.models import (
     Specialist,
     Synthesis,
 )
+from capabilities.home_assistant.syntax import spelling_errors, written_for
+from capabilities.home_assistant.tools import REFUSED
 from missions.core.capability.registry import Ctx, stage
 from missions.core.capability.tools import ToolResult
 
@@ -409,14 +411,26 @@ def proposals(ctx: Ctx, architect: Architecture, synthesis: Synthesis | None) ->
     if architect.route == "propose" and architect.automation is not None:
         wanted.append((None, architect.automation.model_dump(exclude_defaults=False)))
     wanted += [(fix["automation_id"], fix["config"]) for fix in (synthesis.fixes if synthesis else [])]
+    version = home.get("version")
     made = []
     for automation_id, config in wanted:
         original = None
         if automation_id is not None:
             original = _ok(tools.execute("ha.automation_config", {"automation_id": automation_id})).get("config")
         identifier = automation_id or automation_id_for(str(config.get("alias", "automation")), existing)
-        body = {k: v for k, v in config.items() if k != "id"}
-        reasons = structural_errors(body) or semantic_errors(body, entities, services, home["areas"])
+        body = written_for({k: v for k, v in config.items() if k != "id"}, version)
+        reasons = (
+            structural_errors(body)
+            or spelling_errors(body, version)
+            or semantic_errors(body, entities, services, home["areas"])
+        )
+        checked = False
+        if not reasons:  # what is approved is what this HA takes: it checks the proposal before anyone is asked
+            verdict = tools.execute("ha.validate_automation", {"config": body})
+            if verdict.status != "success":
+                reasons = [f"Home Assistant could not check it: {verdict.error}"]
+            else:
+                reasons, checked = list(verdict.data["refusals"]), bool(verdict.data["checked"])
         made.append(
             Proposal(
                 automation_id=identifier,
@@ -426,6 +440,8 @@ def proposals(ctx: Ctx, architect: Architecture, synthesis: Synthesis | None) ->
                 valid=not reasons,
                 reasons=reasons,
                 diff=diff(original, body, identifier),
+                written_for=version,
+                checked_by_home_assistant=checked and not reasons,
             )
         )
     return Proposals(ready=any(p.valid for p in made), proposals=made)
@@ -450,9 +466,27 @@ def deploy(ctx: Ctx, proposals: Proposals) -> Deployed:
                     "original": proposal.original,
                 },
             )
+        elif done.status == "denied":
+            results[proposal.automation_id] = "declined"
         else:
-            results[proposal.automation_id] = "declined" if done.status == "denied" else f"failed: {done.error}"
+            said_no = isinstance(done.data, dict) and done.data.get(REFUSED)
+            results[proposal.automation_id] = f"{'refused' if said_no else 'failed'}: {done.error}"
     return Deployed(results=results)
+
+
+def _change_failure(deploy: Deployed | None, control: Controlled | None, rollback: RolledBack | None) -> str | None:
+    """Why an approved change did not happen, as the mission's terminal reason: HA refused the deployment
+    (`deploy_refused`), or a change failed on the way (`deploy_failed`, `control_failed`, `rollback_failed`)."""
+    statuses = list(deploy.results.values()) if deploy else []
+    if any(status.startswith("refused") for status in statuses):
+        return "deploy_refused"
+    if any(status.startswith("failed") for status in statuses):
+        return "deploy_failed"
+    if control is not None and control.status.startswith("failed"):
+        return "control_failed"
+    if rollback is not None and rollback.status.startswith("failed"):
+        return "rollback_failed"
+    return None
 
 
 def _key(automation_id: str) -> str:
@@ -513,7 +547,9 @@ def report(
     lines: list[str] = []
     insights = synthesis.insights if synthesis else []
     if architect.route == "unavailable":
-        ctx.end_reason(architect.problem_kind or "ha_unavailable")
+        kind = architect.problem_kind or "ha_unavailable"
+        # a home it could not reach is a failure; a request for what the home does not have is an answer
+        ctx.end_reason(kind, failed=kind != "unknown_entity")
         lines.append(f"I could not work on your home: {architect.problem}.")
     elif architect.route == "answer":
         lines.append(architect.answer or "I found nothing to answer that with.")
@@ -526,7 +562,7 @@ def report(
         if not proposal.valid:
             lines.append(f"Proposal '{proposal.alias}' is not valid: {'; '.join(proposal.reasons)}.")
     if proposals is not None and not proposals.ready and architect.route == "propose":
-        ctx.end_reason("invalid_proposal")
+        ctx.end_reason("invalid_proposal", failed=True)  # nothing the user could approve: not done
     for automation_id, status in (deploy.results if deploy else {}).items():
         lines.append(f"Automation {automation_id}: {status}.")
     if control is not None:
@@ -534,6 +570,9 @@ def report(
         lines.append(f"{control.service}: {control.status}" + (f" ({after})." if after else "."))
     if rollback is not None:
         lines.append(f"Rollback of {rollback.automation_id or 'the last deployment'}: {rollback.status}.")
+    failure = _change_failure(deploy, control, rollback)
+    if failure is not None:  # the home did not change as approved: the mission failed, whatever else it did
+        ctx.end_reason(failure, failed=True)
     for insight in insights:  # kept for the user, listed at GET /memory/home_assistant.insights
         stamp = (insight.period_end or architect.now or "")[:10]
         ctx.remember(INSIGHTS, _key(f"{insight.specialist}-{stamp}-{insight.title}".lower()), insight.model_dump())

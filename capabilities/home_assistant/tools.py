@@ -23,7 +23,14 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from capabilities.home_assistant.automation import diff
-from capabilities.home_assistant.ha.port import HAError, HAUnknownEntity, HomeAssistant, State
+from capabilities.home_assistant.ha.port import (
+    HABadRequest,
+    HAError,
+    HAUnknownEntity,
+    HAUnsupported,
+    HomeAssistant,
+    State,
+)
 from capabilities.home_assistant.ha.settings import connect, ha_settings
 from missions.core.capability.tools import RiskLevel, ToolCatalog, ToolCategory, ToolEnv, ToolResult
 from missions.core.mission.envelope import Citation
@@ -123,6 +130,7 @@ def overview(params: NoParams, env: ToolEnv) -> ToolResult:
         {
             "now": now.isoformat(),
             "location": config.location_name,
+            "version": config.version,  # which automation syntax it reads (capabilities.home_assistant.syntax)
             "time_zone": config.time_zone,
             "areas": sorted(set(areas.values())),
             "domains": dict(sorted(domains.items())),
@@ -285,6 +293,22 @@ class ScriptParams(BaseModel):
     script_id: str = Field(min_length=1, max_length=120)
 
 
+class AutomationDraft(BaseModel):
+    config: dict[str, Any]
+
+
+@CATALOG.register(
+    "ha.validate_automation", "HA's own check of an automation before it is saved (nothing changes)", AutomationDraft
+)
+def validate_automation(params: AutomationDraft, env: ToolEnv) -> ToolResult:
+    try:
+        return ToolResult.ok({"refusals": home(env).validate_automation(params.config), "checked": True})
+    except HAUnsupported:  # a release without validate_config: the shape its version reads is all there is
+        return ToolResult.ok({"refusals": [], "checked": False})
+    except HAError as exc:
+        return _failed(exc)
+
+
 @CATALOG.register("ha.script_config", "one script's configuration", ScriptParams)
 def script_config(params: ScriptParams, env: ToolEnv) -> ToolResult:
     return _answered(lambda: {"config": home(env).script_config(params.script_id)})
@@ -378,11 +402,18 @@ def deploy_automation(change: Deployment, env: ToolEnv) -> ToolResult:
         checked = ha.check_config()
         if not checked.valid:  # HA would not load it: put back what was there, and say why
             _restore(ha, change.automation_id, change.original)
-            return ToolResult.fail(f"HA's configuration check refused it, nothing changed: {checked.errors}")
+            return refused(f"HA's configuration check refused it, nothing changed: {checked.errors}")
         return None
 
     held = (change.original, "the diff was shown", "deployed")
     return _swap(env, change.automation_id, held, write, {"deployed": change.automation_id})
+
+
+REFUSED = "refused_by_home_assistant"  # a failed change's data says HA itself said no (not unreachable)
+
+
+def refused(message: str) -> ToolResult:
+    return ToolResult(status="error", error=message, data={REFUSED: True})
 
 
 def _swap(
@@ -399,10 +430,12 @@ def _swap(
         ha = home(env)
         if not _holds(ha, automation_id, expected):
             return ToolResult.fail(f"automation {automation_id} changed since {since}: not {verb}")
-        refused = write(ha)
-        if refused is not None:
-            return refused
+        refusal = write(ha)
+        if refusal is not None:
+            return refusal
         ha.call_service("automation", "reload")
+    except HABadRequest as exc:  # HA read the change and would not take it (e.g. a syntax it does not read)
+        return refused(str(exc))
     except HAError as exc:
         return _failed(exc)
     return ToolResult.ok(done)

@@ -22,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from capabilities.home_assistant.dev.fake_websocket import serve_websocket
 from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.dev.sample_data import NEED_ATTRIBUTE_DOMAINS, home_zone
 from capabilities.home_assistant.ha.port import HABadRequest, HAError, HAUnknownEntity, HistoryPoint, State
@@ -310,6 +311,11 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
 
     def _serve(self) -> None:
+        if urlsplit(self.path).path == "/api/websocket" and self.headers.get("Upgrade", "").lower() == "websocket":
+            owner = self.owner
+            serve_websocket(self.connection, self.path, self.headers, owner.token, owner.home, owner._lock)
+            self.close_connection = True
+            return
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         status, payload, content_type, extra = self.owner.handle(self.command, self.path, self.headers, body)

@@ -35,6 +35,7 @@ from capabilities.home_assistant.dev.sample_data import (
     ulid,
 )
 from capabilities.home_assistant.dev.sample_services import SampleServices
+from capabilities.home_assistant.dev.sample_validation import validate_parts
 from capabilities.home_assistant.ha.port import (
     ConfigCheck,
     HABadRequest,
@@ -45,7 +46,9 @@ from capabilities.home_assistant.ha.port import (
     ServiceDomain,
     State,
     StateContext,
+    automation_parts,
     entity_id_list,
+    refusals,
     require_aware,
 )
 
@@ -183,6 +186,16 @@ class SampleHome(SampleServices):
         if self._config_errors:
             return ConfigCheck(result="invalid", errors=self._config_errors)
         return ConfigCheck(result="valid")
+
+    def validate_automation(self, config: Mapping[str, Any]) -> list[str]:
+        return refusals(self.validate_config(automation_parts(config)))
+
+    def validate_config(self, parts: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """The websocket command `validate_config`, as the HA version this home plays answers it."""
+        try:
+            return validate_parts(parts, self.config().version)
+        except ValueError as exc:
+            raise HABadRequest(str(exc), status=400) from None
 
     def automation_config(self, automation_id: str) -> dict[str, Any]:
         with self._lock:

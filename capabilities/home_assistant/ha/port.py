@@ -46,6 +46,10 @@ class HAUnreachable(HAError):
     """No answer at all (refused, unresolvable, timed out), after the retries the deadline allowed."""
 
 
+class HAUnsupported(HAError):
+    """This Home Assistant does not offer the operation (a websocket command older releases lack)."""
+
+
 class HABadRequest(HAError):
     """400: HA refused the request itself (a template that does not render, a malformed automation,
     an unknown service)."""
@@ -268,6 +272,12 @@ class HomeAssistant(Protocol):
         """POST /api/config/core/check_config."""
         ...
 
+    def validate_automation(self, config: Mapping[str, Any]) -> list[str]:
+        """HA's own check of an automation before anything is saved (the websocket command
+        `validate_config`, as HA's automation editor uses it): one line per part HA refuses, in HA's
+        words; empty when HA would take it."""
+        ...
+
     def automation_config(self, automation_id: str) -> dict[str, Any]:
         """GET /api/config/automation/config/<id>: the automation as its editor stores it (id, alias,
         triggers, conditions, actions...); HAUnknownEntity when there is none with that id."""
@@ -289,6 +299,24 @@ class HomeAssistant(Protocol):
         """POST /api/services/<domain>/<service> (e.g. light.turn_on, automation.reload): the states
         that changed while it ran."""
         ...
+
+
+def automation_parts(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The parts of an automation `validate_config` checks, under the keys the automation spells them with
+    (HA reads its version's spelling there as in the automation: trigger or triggers...)."""
+    keys = ("trigger", "triggers", "condition", "conditions", "action", "actions")
+    return {key: config[key] for key in keys if key in config}
+
+
+def refusals(answer: Any) -> list[str]:
+    """`validate_config`'s answer ({part: {valid, error}}) as one line per refused part."""
+    if not isinstance(answer, Mapping):
+        return [f"unexpected answer to validate_config: {type(answer).__name__}"]
+    return [
+        f"{part}: {' '.join(str(result.get('error') or 'invalid').split())}"
+        for part, result in answer.items()
+        if not (isinstance(result, Mapping) and result.get("valid"))
+    ]
 
 
 def require_aware(moment: datetime, name: str) -> datetime:

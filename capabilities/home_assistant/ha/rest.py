@@ -42,9 +42,12 @@ from capabilities.home_assistant.ha.port import (
     LogbookEntry,
     ServiceDomain,
     State,
+    automation_parts,
     entity_id_list,
+    refusals,
     require_aware,
 )
+from capabilities.home_assistant.ha.websocket import HAWebSocket
 
 logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
@@ -103,6 +106,7 @@ class RestHomeAssistant:
             base_url=self.base_url, transport=transport, timeout=timeout, follow_redirects=False
         )
         self._token_seen = ""  # the token of the operation under way, to scrub from messages
+        self._websocket = HAWebSocket(self.base_url, self._token, host=self.host, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"RestHomeAssistant({self.base_url!r})"
@@ -207,6 +211,9 @@ class RestHomeAssistant:
 
     def check_config(self) -> ConfigCheck:
         return _parse(ConfigCheck, self._json("POST", "api/config/core/check_config"), "check_config", self)
+
+    def validate_automation(self, config: Mapping[str, Any]) -> list[str]:
+        return refusals(self._websocket.call("validate_config", **automation_parts(config)))
 
     def automation_config(self, automation_id: str) -> dict[str, Any]:
         answer = self._json(

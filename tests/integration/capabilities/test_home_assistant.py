@@ -32,8 +32,10 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def test_home_assistant_down_ends_the_mission_with_that_reason(fake: Any):
     fake.down()
-    envelope = DirectDriver(CAPABILITY).run("Analyze my energy usage this week", user_id="u-down")
+    driver = DirectDriver(CAPABILITY)
+    envelope = driver.run("Analyze my energy usage this week", user_id="u-down")
     assert envelope.terminal_reason == "ha_unreachable"
+    assert driver.stores.missions.get(envelope.mission_id).status == "failed"  # never reported as done
     answer = envelope.outputs["report"]["answer"]
     assert answer.startswith("I could not work on your home:") and "127.0.0.1" in answer
 
@@ -78,6 +80,7 @@ def test_an_invalid_automation_carries_its_reasons_and_is_never_offered():
         "Turn off the office lights at night", answer_with=lambda i: asked.append(i) or {"approved": True}
     )
     assert asked == [] and envelope.terminal_reason == "invalid_proposal"
+    assert driver.stores.missions.get(envelope.mission_id).status == "failed"
     proposal = envelope.outputs["proposals"]["proposals"][0]
     assert not proposal["valid"] and proposal["reasons"] == [
         "triggers.0: Value error, a time trigger needs `at` as HH:MM[:SS] (or an input_datetime entity)"
@@ -164,12 +167,15 @@ def test_a_deployment_that_ha_refuses_to_load_is_undone_and_says_why(monkeypatch
     # Given a home whose configuration check fails once the automation is written
     broken = SampleHome(config_errors="Invalid config for 'automation': required key 'triggers' not provided")
     monkeypatch.setitem(tools._SAMPLES, "u-refused", broken)
-    envelope = DirectDriver(CAPABILITY).run(
+    driver = DirectDriver(CAPABILITY)
+    envelope = driver.run(
         "Turn off the office lights every night at 23:00", answer_with=lambda i: {"approved": True}, user_id="u-refused"
     )
-    # Then the automation is not left behind, and the answer gives HA's reason
+    # Then the automation is not left behind, the answer gives HA's reason, and the mission failed
     result = envelope.outputs["deploy"]["results"]["turn_off_the_office_lights_every_night_at_23_00"]
-    assert result.startswith("failed: HA's configuration check refused it, nothing changed: Invalid config")
+    assert result.startswith("refused: HA's configuration check refused it, nothing changed: Invalid config")
+    assert envelope.terminal_reason == "deploy_refused"
+    assert driver.stores.missions.get(envelope.mission_id).status == "failed"
     assert "turn_off_the_office_lights_every_night_at_23_00" not in [
         s.attributes.get("id") for s in broken.states() if s.domain == "automation"
     ]
