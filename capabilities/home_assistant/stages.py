@@ -194,7 +194,7 @@ def energy(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Findin
     carried = [e for e in energy_meters if e in architect.carried]  # a follow-up: the meters analysed before
     chosen = (carried or energy_meters)[:8] + [p for p in [power] if p]
     window = {"hours": architect.period_hours, **({"end": architect.period_end} if architect.period_end else {})}
-    found = _ok(ctx.tools.execute("ha.history", {"entity_ids": chosen, **window}))
+    found = _ok(ctx.tools.execute("ha.statistics", {"entity_ids": chosen, **window}))  # any period, not 10 days
     names = {e["entity_id"]: e for e in meters}
     data = {
         "start": found.get("start"),

@@ -30,6 +30,7 @@ from capabilities.home_assistant.ha.port import (
     HAUnsupported,
     HomeAssistant,
     State,
+    StatisticPoint,
 )
 from capabilities.home_assistant.ha.settings import connect, ha_settings
 from missions.core.capability.tools import RiskLevel, ToolCatalog, ToolCategory, ToolEnv, ToolResult
@@ -199,6 +200,82 @@ def history(params: HistoryParams, env: ToolEnv) -> ToolResult:
             changes = [{"at": p.last_changed.isoformat(), "state": p.state} for p in points]
             series[entity_id] = {"kind": "states", "points": len(points), "changes": changes[-300:]}
     return ToolResult.ok({"start": start.isoformat(), "end": end.isoformat(), "series": series})
+
+
+class StatisticsParams(HistoryParams):
+    hours: int = Field(168, ge=1, le=24 * 31)
+
+
+@CATALOG.register(
+    "ha.statistics",
+    "entities' long-term statistics per hour (kept for ever; the state history is purged after 10 days), "
+    "the state history for entities without statistics",
+    StatisticsParams,
+    timeout_seconds=30,
+)
+def long_term(params: StatisticsParams, env: ToolEnv) -> ToolResult:
+    try:
+        ha = home(env)
+        end = datetime.fromisoformat(params.end) if params.end else ha_now(ha)
+        start = end - timedelta(hours=params.hours)
+        found = ha.statistics(params.entity_ids, start, end, period="hour")
+        current = {s.entity_id: s for s in ha.states() if s.entity_id in params.entity_ids}
+    except HAError as exc:
+        return _failed(exc)
+    series: dict[str, Any] = {}
+    for entity_id, points in found.items():
+        if not points:
+            continue
+        state = current.get(entity_id)
+        gone = state is not None and state.state in ("unavailable", "unknown")
+        hourly = [_hour(point) for point in points]
+        reading = _number(state.state) if state is not None else None
+        if (
+            params.end is None
+            and points[-1].state is not None
+            and reading is not None
+            and reading != hourly[-1]["last"]
+        ):
+            # up to now: the hour under way, which HA compiles only once it ends, from the meter's reading now
+            hourly.append(
+                {
+                    "hour": points[-1].end.isoformat(),
+                    "mean": reading,
+                    "min": hourly[-1]["last"],
+                    "max": reading,
+                    "last": reading,
+                }
+            )
+        series[entity_id] = {
+            "kind": "numeric",
+            "source": "statistics",
+            "points": len(points),
+            "hourly": hourly,
+            "unavailable_since": state.last_changed.isoformat() if gone and state else None,
+        }
+    rest = [e for e in params.entity_ids if e not in series]
+    if rest:  # no statistics (no state_class, or none compiled yet): what the recorder still holds
+        recorded = history(params.model_copy(update={"entity_ids": rest}), env)
+        if recorded.status != "success":
+            return recorded
+        series.update({k: {**v, "source": "history"} for k, v in recorded.data["series"].items()})
+    return ToolResult.ok({"start": start.isoformat(), "end": end.isoformat(), "series": series})
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:  # unavailable, unknown
+        return None
+
+
+def _hour(point: StatisticPoint) -> dict[str, Any]:
+    """A statistic hour in the history tool's shape: a meter's reading at the hour's start and end (`min`,
+    `last`), a measurement's mean, min and max."""
+    if point.state is not None:
+        before, after = round(point.state - (point.change or 0.0), 4), point.state
+        return {"hour": point.start.isoformat(), "mean": after, "min": before, "max": after, "last": after}
+    return {"hour": point.start.isoformat(), "mean": point.mean, "min": point.min, "max": point.max, "last": point.mean}
 
 
 def _unavailable_since(points: list[Any]) -> str | None:

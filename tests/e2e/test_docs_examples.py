@@ -281,13 +281,14 @@ def test_the_chat_block_runs_as_written(server: DevServer, shop: Path, tmp_path:
 
 
 def test_the_home_assistant_block_runs_as_written_on_the_sample_home(tmp_path: Path):
-    (block,) = sh_blocks("docs/home-assistant.md")
-    assert len(block) == 3, block
+    block, month = sh_blocks("docs/home-assistant.md")[:2]
+    assert len(block) == 3 and len(month) == 1, block
     env = {
         k: v for k, v in environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config")).items() if not k.startswith("HA_")
     }
-    energy, diagnosis, switched = (" ".join(run_cli(line, {}, ROOT, env).split()) for line in block)
+    energy, diagnosis, switched, last_month = (" ".join(run_cli(line, {}, ROOT, env).split()) for line in block + month)
     assert "The home used 424.5 kWh" in energy
+    assert "kWh from 2025-02-11 to 2025-03-14" in last_month  # the statistics before the recorded week
     assert "'wallbox' started failing" in diagnosis and "home-assistant.log:" in diagnosis
     assert "light.turn_on on light.living_room_ceiling" in switched and "light.living_room_ceiling is on" in switched
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from websockets.frames import Frame, Opcode
@@ -27,6 +28,29 @@ def commands(home: SampleHome) -> dict[str, Callable[[dict[str, Any]], Any]]:
     return {
         "validate_config": lambda fields: home.validate_config(fields),
         "get_config": lambda fields: home.config().model_dump(mode="json"),
+        "recorder/statistics_during_period": lambda fields: _statistics(home, fields),
+    }
+
+
+def _statistics(home: SampleHome, fields: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """As HA answers it: per statistic id, each period with `start`/`end` in milliseconds since the epoch."""
+    try:
+        start = datetime.fromisoformat(fields["start_time"])
+        end = datetime.fromisoformat(fields["end_time"]) if fields.get("end_time") else home.now
+        ids, period = fields["statistic_ids"], fields["period"]
+    except (KeyError, ValueError) as exc:
+        raise HABadRequest(f"invalid statistics request: {exc}") from None
+    answer = home.statistics(ids, start, end, period=period)
+    return {
+        statistic_id: [
+            {
+                **point.model_dump(exclude={"start", "end"}, exclude_none=True),
+                "start": int(point.start.timestamp() * 1000),
+                "end": int(point.end.timestamp() * 1000),
+            }
+            for point in points
+        ]
+        for statistic_id, points in answer.items()
     }
 
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from capabilities.home_assistant.dev import templates
+from capabilities.home_assistant.dev import sample_statistics, templates
 from capabilities.home_assistant.dev.sample_data import (
     API_USER_ID,
     NEED_ATTRIBUTE_DOMAINS,
@@ -46,6 +46,8 @@ from capabilities.home_assistant.ha.port import (
     ServiceDomain,
     State,
     StateContext,
+    StatisticPoint,
+    StatisticsPeriod,
     automation_parts,
     entity_id_list,
     refusals,
@@ -142,6 +144,12 @@ class SampleHome(SampleServices):
                 if points:
                     result[entity_id] = points
         return result
+
+    def statistics(
+        self, statistic_ids: Sequence[str], start: datetime, end: datetime, *, period: StatisticsPeriod = "hour"
+    ) -> dict[str, list[StatisticPoint]]:
+        require_aware(start, "start"), require_aware(end, "end")
+        return sample_statistics.statistics(self, entity_id_list(statistic_ids), start, end, period)
 
     def logbook(self, start: datetime, end: datetime, *, entity_ids: Sequence[str] = ()) -> list[LogbookEntry]:
         t0, t1 = require_aware(start, "start").timestamp(), require_aware(end, "end").timestamp()

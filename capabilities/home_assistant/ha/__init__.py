@@ -26,6 +26,7 @@ from capabilities.home_assistant.ha.port import (
     ServiceField,
     State,
     StateContext,
+    StatisticPoint,
     UnitSystem,
 )
 from capabilities.home_assistant.ha.settings import HASettings, connect, ha_settings
@@ -48,6 +49,7 @@ __all__ = [
     "ServiceField",
     "State",
     "StateContext",
+    "StatisticPoint",
     "UnitSystem",
     "connect",
     "ha_settings",

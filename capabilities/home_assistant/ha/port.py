@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -112,6 +112,25 @@ class HistoryPoint(_Model):
             return float(self.state)
         except ValueError:
             return None
+
+
+class StatisticPoint(_Model):
+    """One period of an entity's long-term statistics (websocket `recorder/statistics_during_period`):
+    kept by HA for ever, unlike the state history its recorder purges after 10 days. A measurement has
+    mean/min/max; a meter (total, total_increasing) has `state` (its reading at the period's end), `sum`
+    (since HA began counting) and `change` (what the period used)."""
+
+    start: AwareDatetime
+    end: AwareDatetime
+    mean: float | None = None
+    min: float | None = None
+    max: float | None = None
+    state: float | None = None
+    sum: float | None = None
+    change: float | None = None
+
+
+StatisticsPeriod = Literal["hour", "day", "week", "month"]
 
 
 class LogbookEntry(_Model):
@@ -254,6 +273,13 @@ class HomeAssistant(Protocol):
         from `start` (its state then, dated `start`) to before `end`, oldest first. Entities without
         any recorded state are left out, as HA does. `minimal_response` and `no_attributes` (the
         default: what analyses need, and much less for HA to send) drop attributes."""
+        ...
+
+    def statistics(
+        self, statistic_ids: Sequence[str], start: datetime, end: datetime, *, period: StatisticsPeriod = "hour"
+    ) -> dict[str, list[StatisticPoint]]:
+        """Long-term statistics per `period` between two aware times (websocket
+        `recorder/statistics_during_period`); an entity without statistics is absent from the answer."""
         ...
 
     def logbook(self, start: datetime, end: datetime, *, entity_ids: Sequence[str] = ()) -> list[LogbookEntry]:

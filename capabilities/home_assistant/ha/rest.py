@@ -42,6 +42,8 @@ from capabilities.home_assistant.ha.port import (
     LogbookEntry,
     ServiceDomain,
     State,
+    StatisticPoint,
+    StatisticsPeriod,
     automation_parts,
     entity_id_list,
     refusals,
@@ -211,6 +213,25 @@ class RestHomeAssistant:
 
     def check_config(self) -> ConfigCheck:
         return _parse(ConfigCheck, self._json("POST", "api/config/core/check_config"), "check_config", self)
+
+    def statistics(
+        self, statistic_ids: Sequence[str], start: datetime, end: datetime, *, period: StatisticsPeriod = "hour"
+    ) -> dict[str, list[StatisticPoint]]:
+        answer = self._websocket.call(
+            "recorder/statistics_during_period",
+            start_time=_iso(require_aware(start, "start")),
+            end_time=_iso(require_aware(end, "end")),
+            statistic_ids=entity_id_list(statistic_ids),
+            period=period,
+            types=["mean", "min", "max", "state", "sum", "change"],
+        )
+        if not isinstance(answer, Mapping):
+            raise HAError(f"unexpected answer from Home Assistant at {self.host} to statistics: not an object")
+        return {
+            statistic_id: [_parse(StatisticPoint, _from_milliseconds(row), "statistics", self) for row in rows]
+            for statistic_id, rows in answer.items()
+            if isinstance(rows, list)
+        }
 
     def validate_automation(self, config: Mapping[str, Any]) -> list[str]:
         return refusals(self._websocket.call("validate_config", **automation_parts(config)))
@@ -487,6 +508,14 @@ def _message(response: httpx2.Response) -> str:
 def _describe(exc: Exception) -> str:
     detail = " ".join(str(exc).split())
     return f"{type(exc).__name__}: {detail}"[:200] if detail else type(exc).__name__
+
+
+def _from_milliseconds(row: Any) -> Any:
+    """HA sends a statistic's `start` and `end` as milliseconds since the epoch."""
+    if not isinstance(row, Mapping):
+        return row
+    times = {k: row[k] for k in ("start", "end") if isinstance(row.get(k), int | float)}
+    return {**row, **{k: datetime.fromtimestamp(v / 1000, UTC) for k, v in times.items()}}
 
 
 def _iso(moment: datetime) -> str:
