@@ -11,7 +11,6 @@ HA runs as a child process and is stopped (SIGTERM, then SIGKILL) when the block
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -127,7 +126,6 @@ def running_home_assistant(config_dir: Path, *, timeout: float = START_TIMEOUT) 
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
         )
     try:
         deadline = started + timeout
