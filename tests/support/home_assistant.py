@@ -111,7 +111,7 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_home_assistant(config_dir: Path, *, timeout: float = START_TIMEOUT) -> Iterator[RunningHomeAssistant]:
+def running_home_assistant(config_dir: Path) -> Iterator[RunningHomeAssistant]:
     """HA started in `config_dir`, onboarded, running; stopped when the block ends."""
     if not installed():
         raise RuntimeError(MISSING)
@@ -128,15 +128,18 @@ def running_home_assistant(config_dir: Path, *, timeout: float = START_TIMEOUT) 
             stdin=subprocess.DEVNULL,
         )
     try:
-        deadline = started + timeout
+        deadline = started + START_TIMEOUT
         _wait(lambda: _get(f"{url}/api/onboarding") is not None, process, deadline, log, "to answer HTTP")
-        onboarded = subprocess.run(
-            [str(HA_VENV / "bin" / "python"), str(ONBOARD), url],
-            capture_output=True,
-            text=True,
-            timeout=max(1.0, deadline - time.monotonic()),
-            check=False,
-        )
+        try:
+            onboarded = subprocess.run(
+                [str(HA_VENV / "bin" / "python"), str(ONBOARD), url],
+                capture_output=True,
+                text=True,
+                timeout=max(1.0, deadline - time.monotonic()),
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"onboarding Home Assistant did not finish in time\n{_tail(log)}") from None
         if onboarded.returncode != 0:
             raise RuntimeError(f"onboarding Home Assistant failed: {onboarded.stderr.strip()[-2000:]}\n{_tail(log)}")
         answer = json.loads(onboarded.stdout)
@@ -168,7 +171,7 @@ def _wait(ready: Callable[[], bool], process: subprocess.Popen[bytes], deadline:
         if process.poll() is not None:
             raise RuntimeError(f"Home Assistant exited with {process.returncode} before {what}\n{_tail(log)}")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"Home Assistant did not get {what} in time\n{_tail(log)}")
+            raise RuntimeError(f"Home Assistant did not get {what} within {START_TIMEOUT:.0f} s\n{_tail(log)}")
         time.sleep(0.25)
 
 
