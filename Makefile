@@ -51,19 +51,19 @@ update-deps: venv
 	$(UV_COMPILE) --upgrade layers/requirements.in -c $(LOCK) -o $(LAYER_LOCK)
 
 # The real Home Assistant the tests run against (tests/support/home_assistant.py) lives in its own venv:
-# its exact pins conflict with the project's. The stamp holds the lock's hash, so an unchanged lock
-# installs nothing; `uv pip sync` makes the venv exactly the lock (HA starts with --skip-pip), compiled
-# once here (about 10 s) so that each start of HA in the tests does not (about 3 s rather than 5).
+# its exact pins conflict with the project's. The stamp holds the lock's checksum (POSIX cksum), so an
+# unchanged lock installs nothing; `uv pip sync` makes the venv exactly the lock (HA starts with
+# --skip-pip), compiled once here (about 10 s) so that HA's starts in the tests need not (2-3 s, not 5).
 HA_PYTHON ?= python3.11
 HA_VENV := .ha/venv
 HA_LOCK := requirements/ha.lock
 HA_STAMP := $(HA_VENV)/.installed
 ha: venv
-	@if [ "$$(cat $(HA_STAMP) 2>/dev/null)" != "$$(sha256sum < $(HA_LOCK))" ]; then \
+	@if [ "$$(cat $(HA_STAMP) 2>/dev/null)" != "$$(cksum < $(HA_LOCK))" ]; then \
 	  set -e; test -x $(HA_VENV)/bin/python || $(HA_PYTHON) -m venv $(HA_VENV); \
 	  echo "installing Home Assistant into $(HA_VENV) from $(HA_LOCK)"; \
 	  $(BIN)/uv pip sync --quiet --compile-bytecode --python $(HA_VENV)/bin/python $(HA_LOCK); \
-	  sha256sum < $(HA_LOCK) > $(HA_STAMP); fi
+	  cksum < $(HA_LOCK) > $(HA_STAMP); fi
 
 # HA's own package_constraints.txt (requirements/ha-constraints.txt) holds what HA pins beyond its wheel;
 # what neither pins is taken as it was when that release came out (later majors broke it: josepy 2).
