@@ -10,7 +10,7 @@ ENV ?= dev
 # machine has: the CDK CLI and the jsii runtime under the CDK library run on it in every target.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: demo dev test check unit integration infra e2e browser bench fuzz asl lint venv node clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
+.PHONY: demo dev test check unit integration infra e2e browser bench fuzz asl lint venv node ha ha-lock clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
 
 help:
 	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
@@ -24,6 +24,7 @@ help:
 	@echo "make asl     print the compiled state machine of CAPABILITY (default code_analysis)"
 	@echo "make lint    ruff, the import-layering contracts and mypy (strict on the runtime)"
 	@echo "make lock    pin requirements/dev.lock and layers/requirements.lock (update-deps: the newest allowed)"
+	@echo "make ha      the real Home Assistant the tests start, in its own .ha/venv (requirements/ha.lock; ha-lock pins it)"
 	@echo "make layer   build the Lambda layer for ARCH (default arm64) into build/layer-ARCH"
 	@echo "make synth   ENV=dev|staging|prod: CloudFormation template in cdk.out, cdk-nag and cfn-lint checked"
 	@echo "make deploy  ENV=...: cdk deploy with the pinned aws-cdk 2.x CLI (needs AWS credentials; see README)"
@@ -49,6 +50,26 @@ update-deps: venv
 	$(UV_COMPILE) --upgrade pyproject.toml --extra dev --extra bench -o $(LOCK)
 	$(UV_COMPILE) --upgrade layers/requirements.in -c $(LOCK) -o $(LAYER_LOCK)
 
+# The real Home Assistant the tests run against (tests/support/home_assistant.py) lives in its own venv:
+# its exact pins conflict with the project's. The stamp holds the lock's checksum (POSIX cksum), so an
+# unchanged lock installs nothing; `uv pip sync` makes the venv exactly the lock (HA starts with
+# --skip-pip), compiled once here (about 10 s) so that HA's starts in the tests need not (2-3 s, not 5).
+HA_PYTHON ?= python3.11
+HA_VENV := .ha/venv
+HA_LOCK := requirements/ha.lock
+HA_STAMP := $(HA_VENV)/.installed
+ha: venv
+	@if [ "$$(cat $(HA_STAMP) 2>/dev/null)" != "$$(cksum < $(HA_LOCK))" ]; then \
+	  set -e; test -x $(HA_VENV)/bin/python || $(HA_PYTHON) -m venv $(HA_VENV); \
+	  echo "installing Home Assistant into $(HA_VENV) from $(HA_LOCK)"; \
+	  $(BIN)/uv pip sync --quiet --compile-bytecode --python $(HA_VENV)/bin/python $(HA_LOCK); \
+	  cksum < $(HA_LOCK) > $(HA_STAMP); fi
+
+# HA's own package_constraints.txt (requirements/ha-constraints.txt) holds what HA pins beyond its wheel;
+# what neither pins is taken as it was when that release came out (later majors broke it: josepy 2).
+ha-lock: venv
+	$(UV_COMPILE) --exclude-newer 2024-04-01 requirements/ha.in -c requirements/ha-constraints.txt -o $(HA_LOCK)
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $(NODE_STAMP)
@@ -66,7 +87,7 @@ dev: venv
 # Three workers on two cores: about a quarter of a worker's time is spent waiting (on the emulation's
 # polls, the CLI's subprocesses, a browser), which a third worker fills. Files are handed out in the
 # order tests/conftest.py sorts them (the longest first), not xdist's default (the most tests first).
-test: venv node browser
+test: venv node browser ha
 	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
 
 # The web page's tests (tests/browser) drive the system Chromium: Debian's `chromium` package.
@@ -84,7 +105,7 @@ check: lint
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit tests/conformance -n 2
-integration: venv
+integration: venv ha
 	$(BIN)/python -m pytest tests/integration -n 2 --dist loadfile
 infra: venv node
 	$(BIN)/python -m pytest tests/infra -n 2 --dist loadfile
@@ -141,4 +162,4 @@ destroy: layer node
 	$(CDK) destroy missions-$(ENV) $(CDK_ARGS) $(if $(filter 1 yes true,$(FORCE)),--force)
 
 clean:
-	rm -rf $(VENV) node_modules .bench cdk.out .pytest_cache .hypothesis
+	rm -rf $(VENV) .ha node_modules .bench cdk.out .pytest_cache .hypothesis

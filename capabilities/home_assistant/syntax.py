@@ -71,6 +71,12 @@ def written_for(config: Mapping[str, Any], version: str | None) -> dict[str, Any
     return result
 
 
+def script_written_for(config: Mapping[str, Any], version: str | None) -> dict[str, Any]:
+    """A script (its `sequence` of steps) spelt as the HA at `version` reads it."""
+    syntax = syntax_for(version)
+    return {key: _nested(value, syntax, key) for key, value in config.items()}
+
+
 def spelling_errors(config: Mapping[str, Any], version: str | None) -> list[str]:
     """What in `config` the HA at `version` would refuse for its spelling alone (one line each)."""
     syntax = syntax_for(version)

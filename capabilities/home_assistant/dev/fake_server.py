@@ -227,7 +227,12 @@ class FakeHomeAssistant:
             if method == "GET" and rest[:3] == ["config", "script", "config"] and len(rest) == 4:
                 return home.script_config(rest[3]), "application/json"
             if method == "POST" and rest[:1] == ["services"] and len(rest) == 3:
-                changed = home.call_service(rest[1], rest[2], _body(body))
+                try:
+                    changed = home.call_service(rest[1], rest[2], _body(body))
+                except HABadRequest as exc:
+                    if str(exc).endswith(" not found"):  # HA raises a bare HTTPBadRequest on ServiceNotFound
+                        raise _Answer(400, "400: Bad Request", "text/plain") from exc
+                    raise
                 return [_state(s) for s in changed], "application/json"
         except HAUnknownEntity as exc:
             message = "Entity not found." if rest[:1] == ["states"] else "Resource not found"

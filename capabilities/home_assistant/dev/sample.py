@@ -19,11 +19,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from capabilities.home_assistant.dev import sample_statistics, templates
+from capabilities.home_assistant.dev.automation_schema import release, validated_automation, validated_parts
 from capabilities.home_assistant.dev.sample_data import (
     API_USER_ID,
     NEED_ATTRIBUTE_DOMAINS,
     REFERENCE_NOW,
     SEED,
+    VERSION,
     Dataset,
     Entity,
     LogLine,
@@ -35,7 +37,6 @@ from capabilities.home_assistant.dev.sample_data import (
     ulid,
 )
 from capabilities.home_assistant.dev.sample_services import SampleServices
-from capabilities.home_assistant.dev.sample_validation import validate_parts
 from capabilities.home_assistant.ha.port import (
     ConfigCheck,
     HABadRequest,
@@ -53,6 +54,7 @@ from capabilities.home_assistant.ha.port import (
     refusals,
     require_aware,
 )
+from capabilities.home_assistant.syntax import script_written_for, written_for
 
 SIGNIFICANT_DOMAINS = frozenset({"climate", "device_tracker", "humidifier", "thermostat", "water_heater"})
 
@@ -62,9 +64,16 @@ class SampleHome(SampleServices):
 
     `now`: when the week ends (default `sample_data.REFERENCE_NOW`); the same `now` always gives the
     same house. `config_errors`: what check_config should report (None: a valid configuration).
+    `version`: the HA release it plays (`sample_data.VERSION` by default): what /api/config reports,
+    the automation syntax its config API accepts on save, and how its automations and scripts are
+    written (`automation_schema`).
     """
 
-    def __init__(self, now: datetime | None = None, *, config_errors: str | None = None) -> None:
+    def __init__(
+        self, now: datetime | None = None, *, config_errors: str | None = None, version: str = VERSION
+    ) -> None:
+        release(version)  # refuses what is not a version before anything is built
+        self.version = version
         self._data: Dataset = dataset(require_aware(now, "now") if now is not None else REFERENCE_NOW)
         self._config_errors = config_errors
         self._lock = threading.RLock()
@@ -77,7 +86,10 @@ class SampleHome(SampleServices):
         self._runs_by_id: dict[str, Run] = {}
         self._log: list[LogLine] = []
         self._automations: dict[str, dict[str, Any]] = {
-            str(config["id"]): copy.deepcopy(dict(config)) for config in self._data.automations
+            str(config["id"]): written_for(config, version) for config in self._data.automations
+        }
+        self._scripts: dict[str, dict[str, Any]] = {
+            script_id: script_written_for(script, version) for script_id, script in self._data.scripts.items()
         }
         self._automation_entities: dict[str, str] = {
             str(entity.attributes["id"]): entity_id
@@ -108,7 +120,7 @@ class SampleHome(SampleServices):
     # ------------------------------------------------------------------ the port
 
     def config(self) -> HAConfig:
-        return HAConfig.model_validate(copy.deepcopy(dict(self._data.config)))
+        return HAConfig.model_validate({**copy.deepcopy(dict(self._data.config)), "version": self.version})
 
     def services(self) -> list[ServiceDomain]:
         return [ServiceDomain.model_validate(copy.deepcopy(dict(domain))) for domain in self._data.services]
@@ -196,12 +208,15 @@ class SampleHome(SampleServices):
         return ConfigCheck(result="valid")
 
     def validate_automation(self, config: Mapping[str, Any]) -> list[str]:
-        return refusals(self.validate_config(automation_parts(config)))
+        try:
+            return refusals(self.validate_config(automation_parts(config)))
+        except HABadRequest as refused:
+            return [str(refused)]
 
     def validate_config(self, parts: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         """The websocket command `validate_config`, as the HA version this home plays answers it."""
         try:
-            return validate_parts(parts, self.config().version)
+            return validated_parts(parts, self.config().version)
         except ValueError as exc:
             raise HABadRequest(str(exc), status=400) from None
 
@@ -215,30 +230,17 @@ class SampleHome(SampleServices):
             return copy.deepcopy(config)
 
     def save_automation_config(self, automation_id: str, config: Mapping[str, Any]) -> None:
-        new = _validated_automation(config)
+        new = validated_automation(config, self.version)
         with self._lock:
-            current = self._automations.get(automation_id, {})
-            merged: dict[str, Any] = {}  # HA keeps unknown keys of the old config and orders the known ones
-            for key in (
-                "id",
-                "alias",
-                "description",
-                "triggers",
-                "trigger",
-                "conditions",
-                "condition",
-                "actions",
-                "action",
-                "mode",
-            ):
-                if key in current:
-                    merged[key] = current[key]
+            # HA stores the body as sent (nothing of the old config is kept), its id first, then
+            # alias, description, triggers, conditions, actions in that order, then the rest
+            stored: dict[str, Any] = {"id": automation_id}
+            for key in ("alias", "description", "triggers", "trigger", "conditions", "condition", "actions", "action"):
                 if key in new:
-                    merged[key] = new[key]
-            merged.update(current)
-            merged.update(new)
-            merged["id"] = automation_id
-            self._automations[automation_id] = copy.deepcopy(merged)
+                    stored[key] = new[key]
+            stored.update(new)
+            stored["id"] = automation_id
+            self._automations[automation_id] = stored
             self._sync_automation(automation_id, self._stamp())
 
     def delete_automation_config(self, automation_id: str) -> None:
@@ -254,7 +256,7 @@ class SampleHome(SampleServices):
                 self._entities.pop(entity_id, None)
 
     def script_config(self, script_id: str) -> dict[str, Any]:
-        script = self._data.scripts.get(script_id)
+        script = self._scripts.get(script_id)
         if script is None:
             raise HAUnknownEntity(
                 f"Home Assistant has no script with id '{script_id}'", entity_id=f"script.{script_id}"
@@ -500,26 +502,6 @@ class SampleHome(SampleServices):
             self._runs.append(run)
         self._runs_by_id[run.id] = run
         return run.id
-
-
-def _validated_automation(config: Mapping[str, Any]) -> dict[str, Any]:
-    """What HA's config API checks before it stores an automation (the rest it checks at run time)."""
-    if not isinstance(config, Mapping):
-        raise HABadRequest("Message malformed: expected a dictionary", status=400)
-    for plural, singular in (("triggers", "trigger"), ("actions", "action")):
-        value = config.get(plural, config.get(singular))
-        if not value:
-            raise HABadRequest(f"Message malformed: required key not provided @ data['{plural}']", status=400)
-        items = value if isinstance(value, list) else [value]
-        if not all(isinstance(item, Mapping) for item in items):
-            raise HABadRequest(f"Message malformed: expected a dictionary @ data['{plural}'][0]", status=400)
-    triggers = config.get("triggers", config.get("trigger"))
-    for index, trigger in enumerate(triggers if isinstance(triggers, list) else [triggers]):
-        if "trigger" not in trigger and "platform" not in trigger:
-            raise HABadRequest(
-                f"Message malformed: required key not provided @ data['triggers'][{index}]['trigger']", status=400
-            )
-    return copy.deepcopy(dict(config))
 
 
 def _dt(moment: float) -> datetime:

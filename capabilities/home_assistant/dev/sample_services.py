@@ -37,6 +37,7 @@ class SampleServices:
         _runs_by_id: dict[str, Run]
         _log: list[LogLine]
         _automations: dict[str, dict[str, Any]]
+        _scripts: dict[str, dict[str, Any]]
         notifications: list[dict[str, Any]]
 
         _set: Callable[..., bool]  # SampleHome._set: records a new state; False when nothing changed
@@ -184,12 +185,13 @@ class SampleServices:
             source="action automation.trigger",
         )
         attributes = {**self._current[entity_id].attributes, "last_triggered": when.isoformat()}
-        changed = [entity_id] if self._set(entity_id, self._current[entity_id].state, attributes, when, run) else []
-        return changed + self._perform(config.get("actions", config.get("action", [])), run, when, depth)
+        self._set(entity_id, self._current[entity_id].state, attributes, when, run)
+        self._perform(config.get("actions", config.get("action", [])), run, when, depth)
+        return []  # all of it happened in the run's own context, not the caller's: HA reports none of it
 
     def _run_script(self, object_id: str, context: str, when: datetime, depth: int) -> list[str]:
         entity_id = f"script.{object_id}"
-        script = self._data.scripts.get(object_id)
+        script = self._scripts.get(object_id)
         if script is None or entity_id not in self._current:
             return []
         caller = self._runs_by_id.get(context)

@@ -234,7 +234,10 @@ class RestHomeAssistant:
         }
 
     def validate_automation(self, config: Mapping[str, Any]) -> list[str]:
-        return refusals(self._websocket.call("validate_config", **automation_parts(config)))
+        try:
+            return refusals(self._websocket.call("validate_config", **automation_parts(config)))
+        except HABadRequest as refused:  # the command's own schema refused it: a spelling this release lacks
+            return [str(refused)]
 
     def automation_config(self, automation_id: str) -> dict[str, Any]:
         answer = self._json(

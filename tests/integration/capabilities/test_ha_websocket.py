@@ -37,7 +37,7 @@ def test_an_automation_ha_takes_has_no_refusals(fake: FakeHomeAssistant):
         good, bad = ha.validate_automation(GOOD), ha.validate_automation({**GOOD, "triggers": [{"at": "23:00"}]})
     # Then the first passes, and the second is refused part by part in HA's words
     assert good == []
-    assert bad == ["triggers: required key not provided @ data[0]['platform']"]
+    assert bad == ["triggers: required key not provided @ data[0]['trigger']"]
 
 
 def test_a_command_ha_refuses_is_HABadRequest_with_its_message(fake: FakeHomeAssistant):
