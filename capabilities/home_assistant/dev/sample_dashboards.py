@@ -25,6 +25,7 @@ BUILT_IN_PANELS = frozenset(
     {"lovelace", "energy", "map", "logbook", "history", "config", "developer-tools", "profile", "media-browser"}
 )
 CREATE_FIELDS = frozenset({"url_path", "title", "icon", "mode", "require_admin", "show_in_sidebar"})
+DEFAULTS = {"show_in_sidebar": True, "require_admin": False, "mode": "storage"}  # (HA fills them in its own order)
 
 
 class CommandRefused(Exception):
@@ -41,7 +42,7 @@ class LovelaceCommands:
 
     def __init__(self) -> None:
         self._items: dict[str, dict[str, Any]] = {}  # url_path -> the dashboard, as HA stores it
-        self._configs: dict[str, dict[str, Any]] = {}  # url_path -> its saved configuration
+        self._configs: dict[str, Any] = {}  # url_path -> its saved configuration
 
     def handlers(self) -> dict[str, Callable[[dict[str, Any]], Any]]:
         """Each command's type and what answers it (the fields of the message besides id and type)."""
@@ -54,26 +55,29 @@ class LovelaceCommands:
         }
 
     def create(self, fields: dict[str, Any]) -> dict[str, Any]:
+        # first the command's schema (HA says what is wrong and the value it got there)...
         missing = [k for k in ("url_path", "title") if k not in fields]
         extra = sorted(set(fields) - CREATE_FIELDS)
-        if missing or extra:
-            what = (
-                f"required key not provided @ data['{missing[0]}']"
-                if missing
-                else f"extra keys not allowed @ data['{extra[0]}']"
+        if missing:
+            raise CommandRefused("invalid_format", f"required key not provided @ data['{missing[0]}']. Got None")
+        if extra:
+            raise CommandRefused(
+                "invalid_format", f"extra keys not allowed @ data['{extra[0]}']. Got {fields[extra[0]]!r}"
             )
-            raise CommandRefused("invalid_format", f"{what}. Got {fields}")
-        url_path = str(fields["url_path"])
-        if "-" not in url_path:
-            raise CommandRefused("invalid_format", f"Url path needs to contain a hyphen (-). Got {fields}")
-        if url_path in BUILT_IN_PANELS or url_path in self._items:
-            raise CommandRefused("invalid_format", f"Panel url path needs to be unique. Got {fields}")
         if fields.get("mode", "storage") != "storage":
-            raise CommandRefused("invalid_format", f"value must be one of ['storage'] @ data['mode']. Got {fields}")
+            message = "not a valid value for dictionary value @ data['mode']"
+            raise CommandRefused("invalid_format", f"{message}. Got {fields['mode']!r}")
         icon = fields.get("icon")
         if icon is not None and ":" not in str(icon):
-            message = "Icons should be specified in the form \"prefix:name\" @ data['icon']"
-            raise CommandRefused("invalid_format", f"{message}. Got {fields}")
+            message = "Icons should be specified in the form \"prefix:name\" for dictionary value @ data['icon']"
+            raise CommandRefused("invalid_format", f"{message}. Got {icon!r}")
+        # ...then the collection's own rules, quoting the fields with the schema's defaults filled in
+        data = {**fields, **{k: v for k, v in DEFAULTS.items() if k not in fields}}
+        url_path = str(fields["url_path"])
+        if "-" not in url_path:
+            raise CommandRefused("invalid_format", f"Url path needs to contain a hyphen (-). Got {data}")
+        if url_path in BUILT_IN_PANELS or url_path in self._items:
+            raise CommandRefused("invalid_format", f"Panel url path needs to be unique. Got {data}")
         base = re.sub(r"[^a-z0-9]+", "_", url_path.lower()).strip("_") or "unknown"
         taken = {item["id"] for item in self._items.values()}
         ident, n = base, 2
@@ -99,16 +103,18 @@ class LovelaceCommands:
         del self._items[found]
         self._configs.pop(found, None)  # HA removes the dashboard's stored configuration with it
 
-    def config(self, fields: dict[str, Any]) -> dict[str, Any]:
+    def config(self, fields: dict[str, Any]) -> Any:
         url_path = self._known(fields)
         if url_path not in self._configs:  # the default dashboard too: this home never saved one
             raise CommandRefused("config_not_found", "No config found.")
         return copy.deepcopy(self._configs[url_path])
 
     def save(self, fields: dict[str, Any]) -> None:
-        if not isinstance(fields.get("config"), dict):
-            message = "expected a dictionary for dictionary value @ data['config']"
-            raise CommandRefused("invalid_format", f"{message}. Got {fields}")
+        if "config" not in fields:
+            raise CommandRefused("invalid_format", "required key not provided @ data['config']. Got None")
+        if not isinstance(fields["config"], dict | str):  # HA stores a string as it is
+            message = "expected str for dictionary value @ data['config']"
+            raise CommandRefused("invalid_format", f"{message}. Got {fields['config']!r}")
         self._configs[self._known(fields)] = copy.deepcopy(fields["config"])
 
     def _known(self, fields: dict[str, Any]) -> str:
