@@ -7,7 +7,8 @@ architect (route dashboard_rollback) -> dashboard_rollback -> report
 
 The layout is deterministic, so what a person approves does not depend on how a model lays out cards:
 energy meters as daily bars of their long-term statistics, power sensors as gauges and a day's history,
-other measurements as history graphs by device class, everything else as an entities card per area.
+other measurements as history graphs by device class, a thermostat card per climate entity, everything
+else as an entities card per area.
 A card naming an entity the home lacks makes the dashboard invalid, with that reason, as for automations.
 What each deployment replaced is kept in the user's memory (DASHBOARDS), so a later mission can undo it.
 """
@@ -82,8 +83,9 @@ def layout(draft: DashboardDraft, entities: list[dict[str, Any]]) -> dict[str, A
     power = [e for e in shown if e.get("unit") in POWER_UNITS]
     measured: dict[str, list[str]] = defaultdict(list)
     listed: dict[str, list[str]] = defaultdict(list)
+    thermostats = [e["entity_id"] for e in shown if e["entity_id"].startswith("climate.")]
     for e in shown:
-        if e.get("unit") in ENERGY_UNITS or e.get("unit") in POWER_UNITS:
+        if e.get("unit") in ENERGY_UNITS or e.get("unit") in POWER_UNITS or e["entity_id"] in thermostats:
             continue
         if e.get("unit") and e["entity_id"].startswith("sensor."):
             measured[str(e.get("device_class") or e["unit"])].append(e["entity_id"])
@@ -108,6 +110,7 @@ def layout(draft: DashboardDraft, entities: list[dict[str, Any]]) -> dict[str, A
                 "chart_type": "bar",
             }
         )
+    cards += [{"type": "thermostat", "entity": entity} for entity in thermostats]
     for kind, ids in sorted(measured.items()):
         title = f"{kind.replace('_', ' ').capitalize()}, last 24 hours"
         cards.append({"type": "history-graph", "title": title, "hours_to_show": 24, "entities": ids})

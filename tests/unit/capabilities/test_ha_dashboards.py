@@ -19,6 +19,7 @@ HOME = [
     row("sensor.home_energy", "kWh", "energy", "utility_room"),
     row("sensor.living_room_temperature", "°C", "temperature", "living_room"),
     row("light.living_room_ceiling", area="living_room"),
+    row("climate.heat_pump", area="living_room"),
     row("binary_sensor.front_door", device_class="door", area="hallway"),
     row("automation.porch", area="living_room"),
 ]
@@ -49,12 +50,14 @@ def test_an_energy_dashboard_shows_power_as_gauges_and_history_and_energy_as_dai
 def test_an_area_dashboard_lists_what_is_there_by_kind_and_leaves_automations_out():
     # Given a draft for an area, naming no domain nor device class
     draft = DashboardDraft(title="Living room", areas=["living_room"])
-    # Then it shows everything there but automations, measurements as history and the rest as a list
+    # Then it shows everything there but automations: a thermostat, measurements as history, the rest as a list
     assert [e["entity_id"] for e in chosen(draft, HOME)] == [
         "sensor.living_room_temperature",
         "light.living_room_ceiling",
+        "climate.heat_pump",
     ]
     assert [(c["type"], c.get("title")) for c in cards(layout(draft, HOME))] == [
+        ("thermostat", None),
         ("history-graph", "Temperature, last 24 hours"),
         ("entities", "Living room"),
     ]
