@@ -3,11 +3,14 @@ and proposed automations, and changes to the home made only after the user appro
 
 capability.toml holds the graph, prompts and triggers; ha/ reaches Home Assistant (its REST API, or,
 in a checkout, dev/'s bundled sample home with no HA configured); tools.py are the HA tools; stages.py the stages;
-automation.py checks automations; policy.py and scripts.py are the offline model.
+automation.py checks automations; dashboards.py is the Dashboard Designer (its tools in
+dashboard_tools.py); policy.py and scripts.py are the offline model.
 """
 
 from __future__ import annotations
 
+from capabilities.home_assistant import dashboard_tools  # noqa: F401  (registers the dashboard tools)
+from capabilities.home_assistant.dashboards import dashboard, dashboard_deploy, dashboard_rollback
 from capabilities.home_assistant.policy import offline_policy
 from capabilities.home_assistant.stages import (
     architect,
@@ -29,6 +32,9 @@ __all__ = [
     "architect",
     "behavioral",
     "control",
+    "dashboard",
+    "dashboard_deploy",
+    "dashboard_rollback",
     "deploy",
     "diagnostic",
     "energy",

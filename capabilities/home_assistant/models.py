@@ -6,7 +6,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Route = Literal["answer", "team", "review", "propose", "control", "rollback", "unavailable"]
+Route = Literal[
+    "answer", "team", "review", "propose", "control", "rollback", "dashboard", "dashboard_rollback", "unavailable"
+]
 Specialist = Literal["energy", "behavioral", "diagnostic"]
 SPECIALISTS: tuple[Specialist, ...] = ("energy", "behavioral", "diagnostic")
 
@@ -26,6 +28,21 @@ class AutomationDraft(_Out):
     mode: Literal["single", "restart", "queued", "parallel"] = "single"
 
 
+class DashboardDraft(_Out):
+    """A Lovelace dashboard to propose: what it shows. The dashboard stage lays out its cards from the
+    entities that exist (those named, and those of the domains and device classes named, in the areas
+    named), unless the model wrote the views itself; either way it is checked against the home."""
+
+    title: str = Field(min_length=1, max_length=80)
+    icon: str = Field("mdi:view-dashboard", description="prefix:name, e.g. mdi:lightning-bolt")
+    url_path: str | None = Field(None, description="where it lives, with a hyphen (default: dashboard-<title>)")
+    entities: list[str] = Field(default_factory=list, description="entity ids to show")
+    domains: list[str] = Field(default_factory=list, description="show the entities of these domains (light...)")
+    device_classes: list[str] = Field(default_factory=list, description="...and of these (energy, power...)")
+    areas: list[str] = Field(default_factory=list, description="only those in these areas (area ids)")
+    views: list[dict[str, Any]] = Field(default_factory=list, description="Lovelace views, if written by hand")
+
+
 class ArchitectPlan(_Out):
     """The architect's decision: answer, consult the team, review, propose an automation, act, or undo."""
 
@@ -36,6 +53,8 @@ class ArchitectPlan(_Out):
     service: str | None = Field(None, description="for route control: domain.service, e.g. light.turn_on")
     automation: AutomationDraft | None = Field(None, description="for route propose")
     automation_id: str | None = Field(None, description="for review of one automation, or rollback")
+    dashboard: DashboardDraft | None = Field(None, description="for route dashboard")
+    url_path: str | None = Field(None, description="for route dashboard_rollback: the dashboard to undo")
     reasoning: str = ""
 
 
@@ -130,6 +149,32 @@ class Controlled(_Out):
 
 class RolledBack(_Out):
     automation_id: str | None
+    status: str
+
+
+class DashboardProposal(_Out):
+    """A dashboard as it would be saved, checked against this home, shown as YAML and in words."""
+
+    ready: bool  # valid: offered for approval
+    url_path: str
+    title: str
+    icon: str
+    config: dict[str, Any]
+    original: dict[str, Any] | None = None  # the configuration HA holds there now (None: none)
+    exists: bool = False  # the dashboard is there already: its configuration is replaced, not created
+    reasons: list[str] = Field(default_factory=list)  # why it is not valid
+    yaml: str = ""
+    description: str = ""  # the preview in words: its views and cards
+    diff: str = ""
+
+
+class DashboardDeployed(_Out):
+    url_path: str
+    status: str  # deployed | declined | refused: <HA's words> | failed: <why>
+
+
+class DashboardRolledBack(_Out):
+    url_path: str | None
     status: str
 
 

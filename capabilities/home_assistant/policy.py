@@ -1,6 +1,7 @@
 """The offline model of home_assistant: how it answers with no API key, from the facts a stage gave.
 
-The architect reads the request the way a careful person would: an undo, a schedule ("every night at
+The architect reads the request the way a careful person would: a dashboard (drafted for the topic and
+areas it names, listed, or undone), an undo, a schedule ("every night at
 23:00") that becomes an automation, an action on named things ("turn on the living room lights"), a
 review of automations, an analysis (energy, a fault, habits) for the team, or a question answered
 from the entities the request names. Specialists write the analysis scripts of
@@ -12,7 +13,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from capabilities.home_assistant.models import AnalysisScript, ArchitectPlan, AutomationDraft, Discussion, Specialist
+from capabilities.home_assistant.models import (
+    AnalysisScript,
+    ArchitectPlan,
+    AutomationDraft,
+    DashboardDraft,
+    Discussion,
+    Specialist,
+)
 from capabilities.home_assistant.scripts import SCRIPTS
 from missions.core.llm.provider import LLMRequest
 
@@ -60,6 +68,8 @@ def offline_policy(request: LLMRequest) -> Any:
 def architect(goal: str, facts: dict[str, Any]) -> ArchitectPlan:
     text = goal.lower()
     candidates: list[dict[str, Any]] = facts.get("candidates", [])
+    if re.search(r"\bdashboards?\b", text):
+        return dashboard(text, facts)
     if re.search(r"\b(roll ?back|undo|revert)\b", text):
         named = [d["automation_id"] for d in facts.get("deployments", []) if _mentions(text, d.get("alias") or "")]
         return ArchitectPlan(route="rollback", automation_id=named[0] if named else None, reasoning="an undo")
@@ -101,6 +111,50 @@ def architect(goal: str, facts: dict[str, Any]) -> ArchitectPlan:
         )
         return ArchitectPlan(route="answer", entities=[c["entity_id"] for c in candidates[:8]], answer=answer + ".")
     return ArchitectPlan(route="answer", answer="I found nothing in your home that the question names.")
+
+
+# what a dashboard is for: its title, icon, and the device classes and domains it shows
+DASHBOARD_TOPICS: tuple[tuple[tuple[str, ...], str, str, list[str], list[str]], ...] = (
+    (ENERGY, "Energy", "mdi:lightning-bolt", ["energy", "power"], []),
+    (
+        ("climate", "temperature", "heating", "humidity"),
+        "Climate",
+        "mdi:thermometer",
+        ["temperature", "humidity"],
+        ["climate"],
+    ),
+    (("light", "lights", "lamp"), "Lights", "mdi:lightbulb-group", [], ["light"]),
+    (
+        ("security", "door", "doors", "motion", "lock"),
+        "Security",
+        "mdi:shield-home",
+        ["door", "motion", "window"],
+        ["lock"],
+    ),
+)
+
+
+def dashboard(text: str, facts: dict[str, Any]) -> ArchitectPlan:
+    """Undo a dashboard, list the dashboards, or draft one for the topic and areas the request names."""
+    if re.search(r"\b(roll ?back|undo|revert|remove)\b", text):
+        mine = facts.get("dashboard_deployments", [])
+        named = [d["url_path"] for d in mine if _mentions(text, f"{d.get('title') or ''} {d['url_path']}")]
+        return ArchitectPlan(route="dashboard_rollback", url_path=named[0] if named else None, reasoning="an undo")
+    if re.search(r"\b(list|which|what)\b.*\bdashboards\b|\bmy dashboards\b", text):
+        listed = facts.get("dashboards", [])
+        shown = "; ".join(f"{d.get('title') or d['url_path']} (/{d['url_path']})" for d in listed)
+        answer = f"Your dashboards: {shown}." if listed else "You have no dashboards besides the default one."
+        return ArchitectPlan(route="answer", answer=answer, reasoning="the dashboards HA lists")
+    areas = sorted(
+        {c["area"] for c in facts.get("candidates", []) if c.get("area") and c["area"].replace("_", " ") in text}
+    )
+    for words, title, icon, classes, domains in DASHBOARD_TOPICS:
+        if any(re.search(rf"\b{w}\b", text) for w in words):
+            draft = DashboardDraft(title=title, icon=icon, device_classes=classes, domains=domains, areas=areas)
+            return ArchitectPlan(route="dashboard", dashboard=draft, reasoning=f"a {title.lower()} dashboard")
+    title = " and ".join(a.replace("_", " ") for a in areas).capitalize() or "Home"
+    draft = DashboardDraft(title=title, icon="mdi:home", areas=areas, domains=[] if areas else ["light", "climate"])
+    return ArchitectPlan(route="dashboard", dashboard=draft, reasoning="a dashboard of the home")
 
 
 def _mentions(text: str, alias: str) -> bool:

@@ -3,6 +3,7 @@
 architect -> answer | team (energy, behavioral, diagnostic in one Parallel state) -> synthesis
           | review (automations) -> team -> synthesis -> proposals -> deploy
           | propose -> proposals -> deploy | control | rollback          -> report
+          | dashboard -> dashboard_deploy | dashboard_rollback (dashboards.py) -> report
 
 Every change to the home is a write-risk tool call the user approves, seeing what it changes (the
 service call, the automation's diff); an approval runs exactly that call, once.
@@ -24,11 +25,15 @@ from capabilities.home_assistant.automation import (
     semantic_errors,
     structural_errors,
 )
+from capabilities.home_assistant.dashboards import dashboard_facts, dashboard_report
 from capabilities.home_assistant.models import (
     AnalysisScript,
     ArchitectPlan,
     Architecture,
     Controlled,
+    DashboardDeployed,
+    DashboardProposal,
+    DashboardRolledBack,
     Deployed,
     Discussion,
     Findings,
@@ -119,6 +124,7 @@ def architect(ctx: Ctx) -> Architecture:
         unavailable=home["unavailable"],
         candidates=candidates,
         deployments=[{"automation_id": k, "alias": v.get("alias")} for k, v in deployments.items()],
+        **dashboard_facts(ctx, request),
     )
     known = {e["entity_id"] for e in home["entities"]}
     unknown = [e for e in plan.entities if e not in known]
@@ -539,6 +545,9 @@ def report(
     deploy: Deployed | None,
     control: Controlled | None,
     rollback: RolledBack | None,
+    dashboard: DashboardProposal | None,
+    dashboard_deploy: DashboardDeployed | None,
+    dashboard_rollback: DashboardRolledBack | None,
 ) -> Report:
     """The answer; insights kept in the user's memory with their evidence; why it stopped, if it did."""
     if architect is None:
@@ -570,7 +579,9 @@ def report(
         lines.append(f"{control.service}: {control.status}" + (f" ({after})." if after else "."))
     if rollback is not None:
         lines.append(f"Rollback of {rollback.automation_id or 'the last deployment'}: {rollback.status}.")
-    failure = _change_failure(deploy, control, rollback)
+    designed, dashboard_failure = dashboard_report(dashboard, dashboard_deploy, dashboard_rollback)
+    lines += designed
+    failure = _change_failure(deploy, control, rollback) or dashboard_failure
     if failure is not None:  # the home did not change as approved: the mission failed, whatever else it did
         ctx.end_reason(failure, failed=True)
     for insight in insights:  # kept for the user, listed at GET /memory/home_assistant.insights

@@ -281,7 +281,8 @@ def test_the_chat_block_runs_as_written(server: DevServer, shop: Path, tmp_path:
 
 
 def test_the_home_assistant_block_runs_as_written_on_the_sample_home(tmp_path: Path):
-    block, month = sh_blocks("docs/home-assistant.md")[:2]
+    (block,) = sh_blocks("docs/home-assistant.md", "# The Home Assistant analyst")
+    (month,) = sh_blocks("docs/home-assistant.md", "## Long-term statistics")
     assert len(block) == 3 and len(month) == 1, block
     env = {
         k: v for k, v in environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config")).items() if not k.startswith("HA_")
@@ -291,6 +292,17 @@ def test_the_home_assistant_block_runs_as_written_on_the_sample_home(tmp_path: P
     assert "kWh from 2025-02-11 to 2025-03-14" in last_month  # the statistics before the recorded week
     assert "'wallbox' started failing" in diagnosis and "home-assistant.log:" in diagnosis
     assert "light.turn_on on light.living_room_ceiling" in switched and "light.living_room_ceiling is on" in switched
+
+
+def test_the_dashboard_line_designs_and_deploys_an_energy_dashboard_on_the_sample_home(tmp_path: Path):
+    ((line,),) = sh_blocks("docs/home-assistant.md", "## Dashboards")
+    env = {
+        k: v for k, v in environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config")).items() if not k.startswith("HA_")
+    }
+    shown = " ".join(run_cli(line, {}, ROOT, env).split())
+    # the person saw the YAML as a diff before it was saved, and the answer says what is on it
+    assert "create dashboard 'Energy' at /dashboard-energy" in shown and "+ - type: statistics-graph" in shown
+    assert "Dashboard /dashboard-energy: deployed." in shown
 
 
 def test_the_home_assistant_connection_example_is_a_valid_environment():

@@ -18,6 +18,7 @@ from websockets.http11 import Request
 from websockets.server import ServerProtocol
 
 from capabilities.home_assistant.dev.sample import SampleHome
+from capabilities.home_assistant.dev.sample_dashboards import CommandRefused
 from capabilities.home_assistant.ha.port import HABadRequest, HAError
 
 HA_VERSION_FIELD = "ha_version"
@@ -29,6 +30,7 @@ def commands(home: SampleHome) -> dict[str, Callable[[dict[str, Any]], Any]]:
         "validate_config": lambda fields: home.validate_config(fields),
         "get_config": lambda fields: home.config().model_dump(mode="json"),
         "recorder/statistics_during_period": lambda fields: _statistics(home, fields),
+        **home.lovelace_commands(),  # the dashboards: lovelace/dashboards/list, create, delete; lovelace/config, save
     }
 
 
@@ -101,6 +103,8 @@ def _result(message: dict[str, Any], known: dict[str, Callable[[dict[str, Any]],
     try:
         with lock:
             result = known[str(kind)](fields)
+    except CommandRefused as exc:  # the sample answered as HA does: its code and message
+        return _error(ident, exc.code, exc.message)
     except HABadRequest as exc:
         return _error(ident, "invalid_format", str(exc))
     except HAError as exc:

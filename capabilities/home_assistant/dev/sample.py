@@ -20,6 +20,7 @@ from typing import Any
 
 from capabilities.home_assistant.dev import sample_statistics, templates
 from capabilities.home_assistant.dev.automation_schema import release, validated_automation, validated_parts
+from capabilities.home_assistant.dev.sample_dashboards import LovelaceCommands, SampleLovelace
 from capabilities.home_assistant.dev.sample_data import (
     API_USER_ID,
     NEED_ATTRIBUTE_DOMAINS,
@@ -59,7 +60,7 @@ from capabilities.home_assistant.syntax import script_written_for, written_for
 SIGNIFICANT_DOMAINS = frozenset({"climate", "device_tracker", "humidifier", "thermostat", "water_heater"})
 
 
-class SampleHome(SampleServices):
+class SampleHome(SampleServices, SampleLovelace):
     """The sample home, as a Home Assistant (implements `port.HomeAssistant`).
 
     `now`: when the week ends (default `sample_data.REFERENCE_NOW`); the same `now` always gives the
@@ -96,6 +97,7 @@ class SampleHome(SampleServices):
             for entity_id, entity in self._entities.items()
             if entity.domain == "automation"
         }
+        self._lovelace = LovelaceCommands()  # dashboards: none yet, as in a new HA
         self.notifications: list[dict[str, Any]] = []  # what notify.* and persistent_notification were asked to send
 
     # ------------------------------------------------------------------ what tests read

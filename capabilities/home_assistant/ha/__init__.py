@@ -11,6 +11,7 @@ first used, so a stage that needs neither does not pay for them at a cold start.
 
 from capabilities.home_assistant.ha.port import (
     ConfigCheck,
+    Dashboard,
     HABadRequest,
     HAConfig,
     HAError,
@@ -33,6 +34,7 @@ from capabilities.home_assistant.ha.settings import HASettings, connect, ha_sett
 
 __all__ = [
     "ConfigCheck",
+    "Dashboard",
     "HABadRequest",
     "HAConfig",
     "HAError",

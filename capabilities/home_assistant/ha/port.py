@@ -232,6 +232,20 @@ class ConfigCheck(_Model):
         return self.result == "valid"
 
 
+class Dashboard(_Model):
+    """One dashboard besides the default one, as `lovelace/dashboards/list` gives it. A dashboard made in
+    the UI or over the websocket API (mode storage) has the `id` that `lovelace/dashboards/delete` takes;
+    one declared in configuration.yaml (mode yaml) has none and cannot be changed over the API."""
+
+    url_path: str
+    title: str | None = None
+    id: str | None = None
+    mode: str = "storage"
+    icon: str | None = None
+    require_admin: bool = False
+    show_in_sidebar: bool = True
+
+
 # ----------------------------------------------------------------------------------- port
 
 
@@ -240,8 +254,8 @@ class HomeAssistant(Protocol):
     """A Home Assistant instance, through the operations of its REST API.
 
     Times are timezone-aware (naive ones are refused: HA would read them in its own zone).
-    Mutating operations (`save_automation_config`, `delete_automation_config`, `call_service`) act at
-    once: a mission calls them only after the user approved.
+    Mutating operations (`save_automation_config`, `delete_automation_config`, `call_service`, and the
+    dashboards' create, save and delete) act at once: a mission calls them only after the user approved.
     """
 
     def config(self) -> HAConfig:
@@ -324,6 +338,40 @@ class HomeAssistant(Protocol):
     def call_service(self, domain: str, service: str, data: Mapping[str, Any] | None = None) -> list[State]:
         """POST /api/services/<domain>/<service> (e.g. light.turn_on, automation.reload): the states
         that changed while it ran."""
+        ...
+
+    # Lovelace dashboards: HA's websocket API only (the REST API has none)
+
+    def dashboards(self) -> list[Dashboard]:
+        """`lovelace/dashboards/list`: every dashboard besides the default one."""
+        ...
+
+    def create_dashboard(
+        self,
+        url_path: str,
+        title: str,
+        *,
+        icon: str | None = None,
+        require_admin: bool = False,
+        show_in_sidebar: bool = True,
+    ) -> Dashboard:
+        """`lovelace/dashboards/create` (mode storage), empty until its configuration is saved;
+        HABadRequest in HA's words when HA refuses (a url_path without a hyphen, or one already taken)."""
+        ...
+
+    def dashboard_config(self, url_path: str) -> dict[str, Any]:
+        """`lovelace/config`: the dashboard's configuration (views, cards); HAUnknownEntity when there is
+        no such dashboard or it holds no configuration yet."""
+        ...
+
+    def save_dashboard_config(self, url_path: str, config: Mapping[str, Any]) -> None:
+        """`lovelace/config/save`: replace the dashboard's configuration; HAUnknownEntity when there is
+        no such dashboard."""
+        ...
+
+    def delete_dashboard(self, dashboard_id: str) -> None:
+        """`lovelace/dashboards/delete` (the dashboard's `id`, not its url_path), its configuration with
+        it; HAUnknownEntity when none has that id."""
         ...
 
 

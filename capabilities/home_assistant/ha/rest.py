@@ -32,6 +32,7 @@ from pydantic import BaseModel, ValidationError
 
 from capabilities.home_assistant.ha.port import (
     ConfigCheck,
+    Dashboard,
     HABadRequest,
     HAConfig,
     HAError,
@@ -283,6 +284,42 @@ class RestHomeAssistant:
             answer = answer["changed_states"]
         what = f"POST /api/services/{domain}/{service}"
         return [_parse(State, item, what, self) for item in _list(answer, what, self)]
+
+    def dashboards(self) -> list[Dashboard]:
+        what = "lovelace/dashboards/list"
+        return [_parse(Dashboard, item, what, self) for item in _list(self._websocket.call(what), what, self)]
+
+    def create_dashboard(
+        self,
+        url_path: str,
+        title: str,
+        *,
+        icon: str | None = None,
+        require_admin: bool = False,
+        show_in_sidebar: bool = True,
+    ) -> Dashboard:
+        fields: dict[str, Any] = {
+            "url_path": url_path,
+            "title": title,
+            "mode": "storage",
+            "require_admin": require_admin,
+            "show_in_sidebar": show_in_sidebar,
+            **({"icon": icon} if icon else {}),
+        }
+        what = "lovelace/dashboards/create"
+        return _parse(Dashboard, self._websocket.call(what, **fields), what, self)
+
+    def dashboard_config(self, url_path: str) -> dict[str, Any]:
+        answer = self._websocket.call("lovelace/config", url_path=url_path)
+        if not isinstance(answer, dict):  # a YAML dashboard's file may hold anything
+            raise HAError(f"unexpected answer from Home Assistant at {self.host} to lovelace/config", host=self.host)
+        return answer
+
+    def save_dashboard_config(self, url_path: str, config: Mapping[str, Any]) -> None:
+        self._websocket.call("lovelace/config/save", url_path=url_path, config=dict(config))
+
+    def delete_dashboard(self, dashboard_id: str) -> None:
+        self._websocket.call("lovelace/dashboards/delete", dashboard_id=dashboard_id)
 
     # ------------------------------------------------------------------ HTTP
 

@@ -17,9 +17,25 @@ from capabilities.home_assistant.ha.port import (
     HABadRequest,
     HAError,
     HATokenRejected,
+    HAUnknownEntity,
     HAUnreachable,
     HAUnsupported,
 )
+
+NOT_FOUND = frozenset({"not_found", "config_not_found"})  # HA's codes for "nothing by that id or url_path"
+
+
+def refusal(command: str, fields: dict[str, Any], code: str, message: str, host: str | None) -> HAError:
+    """The port's error for a command HA answered with an error (its `code` and `message`), in one place so
+    the sample home, answering the same commands in memory, fails in the same words."""
+    text = " ".join((message or code or "refused").split())
+    at = f" at {host}" if host else ""
+    if code == "unknown_command":
+        return HAUnsupported(f"Home Assistant{at} does not know {command}: {text}", host=host)
+    if code in NOT_FOUND:  # what was missing is what the command named (a url_path, a dashboard_id)
+        named = " ".join(str(v) for v in fields.values() if isinstance(v, str))
+        return HAUnknownEntity(f"Home Assistant{at} found nothing for {command}: {text}", entity_id=named, host=host)
+    return HABadRequest(f"Home Assistant{at} refused {command}: {text}", host=host, status=400)
 
 
 class HAWebSocket:
@@ -68,10 +84,7 @@ class HAWebSocket:
             ) from None
         if not message.get("success"):
             error = message.get("error") or {}
-            text = " ".join(str(error.get("message") or error.get("code") or "refused").split())
-            if error.get("code") == "unknown_command":
-                raise HAUnsupported(f"Home Assistant at {self.host} does not know {command}: {text}", host=self.host)
-            raise HABadRequest(f"Home Assistant at {self.host} refused {command}: {text}", host=self.host, status=400)
+            raise refusal(command, fields, str(error.get("code") or ""), str(error.get("message") or ""), self.host)
         return message.get("result")
 
     def _read(self, socket: Any) -> dict[str, Any]:
