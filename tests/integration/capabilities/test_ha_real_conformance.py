@@ -26,6 +26,7 @@ from capabilities.home_assistant.ha.port import State
 from capabilities.home_assistant.ha.rest import RestHomeAssistant
 from capabilities.home_assistant.syntax import written_for
 from missions.core.capability import registry
+from tests.integration.capabilities.test_ha_dashboards import dashboard_lifecycle, designer_flow
 from tests.support.driver import DirectDriver
 from tests.support.home_assistant import (
     DEMO_LIGHT,
@@ -401,3 +402,15 @@ def test_long_term_statistics_reach_a_month_back_and_chain_hour_to_hour(home: Ho
     assert len(hours) >= 24 * 30 and all(h.end - h.start == timedelta(hours=1) for h in hours)
     for before, after in zip(hours, hours[1:], strict=False):
         assert after.sum == pytest.approx(before.sum + (after.state - before.state), abs=1e-3)
+
+
+def test_a_dashboard_is_created_saved_listed_and_deleted(home: Home) -> None:
+    dashboard_lifecycle(home.ha, [home.light, home.sensor])
+
+
+def test_a_dashboard_for_energy_use_is_approved_listed_and_rolled_back(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HA_URL", home.url)
+    monkeypatch.setenv("HA_TOKEN", home.token)
+    designer_flow(home.ha, [home.meter], f"u-dash-{home.name}")
