@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from capabilities.home_assistant import dashboard_tools  # noqa: F401  (registers the dashboard tools)
 from capabilities.home_assistant.dashboards import dashboard, dashboard_deploy, dashboard_rollback
+from capabilities.home_assistant.librarian import librarian
 from capabilities.home_assistant.policy import offline_policy
 from capabilities.home_assistant.stages import (
     architect,
@@ -38,6 +39,7 @@ __all__ = [
     "deploy",
     "diagnostic",
     "energy",
+    "librarian",
     "offline_policy",
     "proposals",
     "report",

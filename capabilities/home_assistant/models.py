@@ -7,7 +7,16 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Route = Literal[
-    "answer", "team", "review", "propose", "control", "rollback", "dashboard", "dashboard_rollback", "unavailable"
+    "answer",
+    "team",
+    "review",
+    "propose",
+    "control",
+    "rollback",
+    "dashboard",
+    "dashboard_rollback",
+    "unavailable",
+    "catalog",
 ]
 Specialist = Literal["energy", "behavioral", "diagnostic"]
 SPECIALISTS: tuple[Specialist, ...] = ("energy", "behavioral", "diagnostic")

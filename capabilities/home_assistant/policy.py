@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from capabilities.home_assistant.librarian import DOMAIN_WORDS
 from capabilities.home_assistant.models import (
     AnalysisScript,
     ArchitectPlan,
@@ -39,14 +40,6 @@ FAULT = (
     "why",
 )
 HABITS = ("habit", "pattern", "routine", "how often", "never", "presses", "pressed")
-DOMAIN_WORDS = {
-    "light": ("light", "lights", "lamp", "lamps"),
-    "switch": ("switch", "plug", "socket"),
-    "climate": ("heating", "thermostat", "heat pump", "climate"),
-    "cover": ("blind", "blinds", "cover", "shutter"),
-    "lock": ("lock", "door lock"),
-    "media_player": ("tv", "speaker", "music"),
-}
 FILLER = frozenset(
     "turn switch on off the a an in at of my all every each daily nightly night morning evening please and "
     "to for from with now".split()

@@ -26,6 +26,7 @@ from capabilities.home_assistant.automation import (
     structural_errors,
 )
 from capabilities.home_assistant.dashboards import dashboard_facts, dashboard_report
+from capabilities.home_assistant.librarian import HomeCatalog, candidates_for, catalog_summary
 from capabilities.home_assistant.models import (
     AnalysisScript,
     ArchitectPlan,
@@ -100,7 +101,7 @@ def _ok(result: ToolResult) -> dict[str, Any]:
 
 
 @stage
-def architect(ctx: Ctx) -> Architecture:
+def architect(ctx: Ctx, librarian: HomeCatalog | None) -> Architecture:
     """Survey the home, then decide: answer, consult the team, review, propose, act or undo."""
     tools = ctx.tools
     surveyed = tools.execute("ha.overview", {})
@@ -109,12 +110,7 @@ def architect(ctx: Ctx) -> Architecture:
         return Architecture(route="unavailable", now="", problem=surveyed.error, problem_kind=kind)
     home = _ok(surveyed)
     request, carried = _request(ctx)
-    words = set(re.findall(r"[a-z0-9]+", request.lower()))
-    candidates = [
-        e
-        for e in home["entities"]
-        if words & set(re.findall(r"[a-z0-9]+", f"{e['entity_id']} {e['name']} {e['area'] or ''}".lower()))
-    ][:MAX_CANDIDATES]
+    candidates = candidates_for(request, home["entities"], librarian, MAX_CANDIDATES)
     deployments = ctx.recall(DEPLOYMENTS) or {}
     plan = ctx.think(
         ArchitectPlan,
@@ -548,8 +544,13 @@ def report(
     dashboard: DashboardProposal | None,
     dashboard_deploy: DashboardDeployed | None,
     dashboard_rollback: DashboardRolledBack | None,
+    librarian: HomeCatalog | None,
 ) -> Report:
     """The answer; insights kept in the user's memory with their evidence; why it stopped, if it did."""
+    if architect is None and librarian is not None and librarian.route == "catalog":  # a refresh, and only that
+        if librarian.problem and not librarian.refreshed:
+            ctx.end_reason("ha_unreachable", failed=True)
+        return Report(answer=catalog_summary(librarian), route="catalog")
     if architect is None:
         reason = ctx.failure.get("reason", "the mission failed") if ctx.failure else "the mission failed"
         return Report(answer=f"The analysis could not finish ({reason}).", route="unavailable")

@@ -283,13 +283,16 @@ def test_the_chat_block_runs_as_written(server: DevServer, shop: Path, tmp_path:
 def test_the_home_assistant_block_runs_as_written_on_the_sample_home(tmp_path: Path):
     (block,) = sh_blocks("docs/home-assistant.md", "# The Home Assistant analyst")
     (month,) = sh_blocks("docs/home-assistant.md", "## Long-term statistics")
-    assert len(block) == 3 and len(month) == 1, block
+    (catalog,) = sh_blocks("docs/home-assistant.md", "## The catalog")
+    assert len(block) == 3 and len(month) == 1 and len(catalog) == 1, block
     env = {
         k: v for k, v in environment(MISSIONS_CONFIG_DIR=str(tmp_path / "config")).items() if not k.startswith("HA_")
     }
     energy, diagnosis, switched, last_month = (" ".join(run_cli(line, {}, ROOT, env).split()) for line in block + month)
     assert "The home used 424.5 kWh" in energy
     assert "kWh from 2025-02-11 to 2025-03-14" in last_month  # the statistics before the recorded week
+    refreshed = " ".join(run_cli(catalog[0], {}, ROOT, env).split())
+    assert "Your home's catalog is up to date: 8 areas" in refreshed, refreshed
     assert "'wallbox' started failing" in diagnosis and "home-assistant.log:" in diagnosis
     assert "light.turn_on on light.living_room_ceiling" in switched and "light.living_room_ceiling is on" in switched
 

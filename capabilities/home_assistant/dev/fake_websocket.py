@@ -30,6 +30,9 @@ def commands(home: SampleHome) -> dict[str, Callable[[dict[str, Any]], Any]]:
         "validate_config": lambda fields: home.validate_config(fields),
         "get_config": lambda fields: home.config().model_dump(mode="json"),
         "recorder/statistics_during_period": lambda fields: _statistics(home, fields),
+        "config/area_registry/list": lambda fields: [a.model_dump() for a in home.registries().areas],
+        "config/device_registry/list": lambda fields: [d.model_dump() for d in home.registries().devices],
+        "config/entity_registry/list": lambda fields: [e.model_dump() for e in home.registries().entities],
         **home.lovelace_commands(),  # the dashboards: lovelace/dashboards/list, create, delete; lovelace/config, save
     }
 

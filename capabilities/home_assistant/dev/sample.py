@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from capabilities.home_assistant.dev import sample_statistics, templates
+from capabilities.home_assistant.dev import sample_registries, sample_statistics, templates
 from capabilities.home_assistant.dev.automation_schema import release, validated_automation, validated_parts
 from capabilities.home_assistant.dev.sample_dashboards import LovelaceCommands, SampleLovelace
 from capabilities.home_assistant.dev.sample_data import (
@@ -45,6 +45,7 @@ from capabilities.home_assistant.ha.port import (
     HAUnknownEntity,
     HistoryPoint,
     LogbookEntry,
+    Registries,
     ServiceDomain,
     State,
     StateContext,
@@ -158,6 +159,10 @@ class SampleHome(SampleServices, SampleLovelace):
                 if points:
                     result[entity_id] = points
         return result
+
+    def registries(self) -> Registries:
+        with self._lock:
+            return sample_registries.registries(self._entities)
 
     def statistics(
         self, statistic_ids: Sequence[str], start: datetime, end: datetime, *, period: StatisticsPeriod = "hour"

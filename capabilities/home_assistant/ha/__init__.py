@@ -10,8 +10,11 @@ first used, so a stage that needs neither does not pay for them at a cold start.
 """
 
 from capabilities.home_assistant.ha.port import (
+    AreaEntry,
     ConfigCheck,
     Dashboard,
+    DeviceEntry,
+    EntityEntry,
     HABadRequest,
     HAConfig,
     HAError,
@@ -22,6 +25,7 @@ from capabilities.home_assistant.ha.port import (
     HistoryPoint,
     HomeAssistant,
     LogbookEntry,
+    Registries,
     ServiceDescription,
     ServiceDomain,
     ServiceField,
@@ -33,6 +37,10 @@ from capabilities.home_assistant.ha.port import (
 from capabilities.home_assistant.ha.settings import HASettings, connect, ha_settings
 
 __all__ = [
+    "AreaEntry",
+    "DeviceEntry",
+    "EntityEntry",
+    "Registries",
     "ConfigCheck",
     "Dashboard",
     "HABadRequest",

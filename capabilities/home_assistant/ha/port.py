@@ -114,6 +114,47 @@ class HistoryPoint(_Model):
             return None
 
 
+class AreaEntry(_Model):
+    """An area of the home (websocket `config/area_registry/list`)."""
+
+    area_id: str
+    name: str
+    aliases: list[str] = Field(default_factory=list)
+
+
+class DeviceEntry(_Model):
+    """A device (websocket `config/device_registry/list`): what its integration calls it, or its user."""
+
+    id: str
+    name: str | None = None
+    name_by_user: str | None = None
+    area_id: str | None = None
+    manufacturer: str | None = None
+    model: str | None = None
+    disabled_by: str | None = None
+
+
+class EntityEntry(_Model):
+    """An entity as the registry knows it (websocket `config/entity_registry/list`): its integration
+    (`platform`), device and area (its own, or else its device's)."""
+
+    entity_id: str
+    name: str | None = None  # set by its user
+    original_name: str | None = None
+    platform: str
+    device_id: str | None = None
+    area_id: str | None = None
+    disabled_by: str | None = None
+
+
+class Registries(_Model):
+    """The home's catalog as HA's registries hold it: areas, devices, entities."""
+
+    areas: list[AreaEntry]
+    devices: list[DeviceEntry]
+    entities: list[EntityEntry]
+
+
 class StatisticPoint(_Model):
     """One period of an entity's long-term statistics (websocket `recorder/statistics_during_period`):
     kept by HA for ever, unlike the state history its recorder purges after 10 days. A measurement has
@@ -287,6 +328,10 @@ class HomeAssistant(Protocol):
         from `start` (its state then, dated `start`) to before `end`, oldest first. Entities without
         any recorded state are left out, as HA does. `minimal_response` and `no_attributes` (the
         default: what analyses need, and much less for HA to send) drop attributes."""
+        ...
+
+    def registries(self) -> Registries:
+        """The area, device and entity registries (three websocket commands)."""
         ...
 
     def statistics(

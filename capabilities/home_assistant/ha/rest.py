@@ -41,6 +41,7 @@ from capabilities.home_assistant.ha.port import (
     HAUnreachable,
     HistoryPoint,
     LogbookEntry,
+    Registries,
     ServiceDomain,
     State,
     StatisticPoint,
@@ -214,6 +215,16 @@ class RestHomeAssistant:
 
     def check_config(self) -> ConfigCheck:
         return _parse(ConfigCheck, self._json("POST", "api/config/core/check_config"), "check_config", self)
+
+    def registries(self) -> Registries:
+        call = self._websocket.call
+        found = {kind: call(f"config/{kind}_registry/list") for kind in ("area", "device", "entity")}
+        return _parse(
+            Registries,
+            {"areas": found["area"], "devices": found["device"], "entities": found["entity"]},
+            "the registries",
+            self,
+        )
 
     def statistics(
         self, statistic_ids: Sequence[str], start: datetime, end: datetime, *, period: StatisticsPeriod = "hour"

@@ -414,3 +414,23 @@ def test_a_dashboard_for_energy_use_is_approved_listed_and_rolled_back(
     monkeypatch.setenv("HA_URL", home.url)
     monkeypatch.setenv("HA_TOKEN", home.token)
     designer_flow(home.ha, [home.meter], f"u-dash-{home.name}")
+
+
+def test_the_registries_place_every_entity_and_name_its_integration(home: Home) -> None:
+    found = home.ha.registries()
+    listed = {e.entity_id: e for e in found.entities}
+    # Then the light is registered with its integration, and every device's area is one of the areas
+    assert home.light in listed and listed[home.light].platform
+    areas = {a.area_id for a in found.areas}
+    assert areas and {d.area_id for d in found.devices if d.area_id} <= areas
+
+
+def test_the_librarian_refreshes_the_catalog_of_this_home(home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HA_URL", home.url)
+    monkeypatch.setenv("HA_TOKEN", home.token)
+    driver = DirectDriver(CAPABILITY)
+    envelope = driver.run("Refresh the catalog of my home", user_id=f"u-lib-{home.name}")
+    catalog = envelope.outputs["librarian"]
+    assert envelope.terminal_reason == "completed" and catalog["refreshed"] is True
+    assert home.light in {e["entity_id"] for e in catalog["entities"]}
+    assert envelope.outputs["report"]["answer"].startswith("Your home's catalog is up to date:")
