@@ -190,9 +190,10 @@ def energy(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Findin
         return Findings(specialist="energy", ran=False)
     home = _ok(ctx.tools.execute("ha.overview", {}))
     meters = [e for e in home["entities"] if e["unit"] in ("kWh", "W")]
-    whole = next((e["entity_id"] for e in meters if e["entity_id"].endswith(("home_energy", "house_energy"))), None)
-    power = next((e["entity_id"] for e in meters if e["entity_id"].endswith(("home_power", "house_power"))), None)
     energy_meters = [e["entity_id"] for e in meters if e["unit"] == "kWh"]
+    whole = next((e for e in energy_meters if e.endswith(("home_energy", "house_energy"))), None)
+    whole = whole or (energy_meters[0] if len(energy_meters) == 1 else None)  # a home with one meter: that one
+    power = next((e["entity_id"] for e in meters if e["entity_id"].endswith(("home_power", "house_power"))), None)
     carried = [e for e in energy_meters if e in architect.carried]  # a follow-up: the meters analysed before
     chosen = (carried or energy_meters)[:8] + [p for p in [power] if p]
     window = {"hours": architect.period_hours, **({"end": architect.period_end} if architect.period_end else {})}

@@ -218,3 +218,10 @@ def import_statistics(ha: RunningHomeAssistant, statistic_id: str, *, days: int)
     }
     socket = HAWebSocket(ha.url.rstrip("/") + "/", lambda: ha.token, host="127.0.0.1", timeout=30)
     socket.call("recorder/import_statistics", metadata=metadata, stats=stats)
+    # the recorder imports them in its own thread: wait (bounded) until they read back
+    asked = {"start_time": hours[0].isoformat(), "statistic_ids": [statistic_id], "period": "hour", "types": ["sum"]}
+    deadline = time.monotonic() + 30
+    while len(socket.call("recorder/statistics_during_period", **asked).get(statistic_id, [])) < len(hours):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Home Assistant did not import the statistics of {statistic_id} within 30 s")
+        time.sleep(0.1)

@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -434,3 +434,20 @@ def test_the_librarian_refreshes_the_catalog_of_this_home(home: Home, monkeypatc
     assert envelope.terminal_reason == "completed" and catalog["refreshed"] is True
     assert home.light in {e["entity_id"] for e in catalog["entities"]}
     assert envelope.outputs["report"]["answer"].startswith("Your home's catalog is up to date:")
+
+
+def test_an_energy_analysis_of_last_month_rests_on_this_homes_statistics(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a home whose meter has statistics over the past month (the real one's imported, as HA compiles them)
+    monkeypatch.setenv("HA_URL", home.url)
+    monkeypatch.setenv("HA_TOKEN", home.token)
+    # When the user asks for last month's energy use
+    envelope = DirectDriver(CAPABILITY).run("Analyze my energy usage last month", user_id=f"u-month-{home.name}")
+    # Then the analysis covers the month from the statistics (the recorder's history holds days at most)
+    answer = envelope.outputs["report"]["answer"]
+    used = re.search(r"The home used ([0-9.]+) kWh from (\S+) to (\S+),", answer)
+    assert used is not None, answer
+    start, end = (datetime.fromisoformat(d).date() for d in used.groups()[1:])
+    assert (end - start).days == 31 and float(used.group(1)) > 100
+    assert envelope.terminal_reason == "completed"
