@@ -6,6 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from capabilities.home_assistant.dev.fake_server import serve
+from capabilities.home_assistant.dev.sample import SampleHome
+from capabilities.home_assistant.ha import HomeAssistant
+from capabilities.home_assistant.ha.rest import RestHomeAssistant
 from tests.support.home_assistant import MISSING, RunningHomeAssistant, installed, running_home_assistant
 
 
@@ -18,3 +22,14 @@ def real_home_assistant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ru
         pytest.skip(MISSING)
     with running_home_assistant(tmp_path_factory.mktemp("home-assistant")) as ha:
         yield ha
+
+
+@pytest.fixture(params=["sample", "rest"])
+def ha(request: pytest.FixtureRequest) -> Iterator[HomeAssistant]:
+    """Each implementation of the port over its own fresh sample home: the sample answered directly, and
+    the same house behind HA's REST and websocket APIs (the fake server on localhost)."""
+    if request.param == "sample":
+        yield SampleHome()
+        return
+    with serve(SampleHome()) as fake, RestHomeAssistant(fake.url, fake.token) as client:
+        yield client

@@ -4,19 +4,16 @@ give the same answers to every operation, and change the same way when a mission
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 import pytest
 
-from capabilities.home_assistant.dev.fake_server import serve
 from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.ha import (
     HABadRequest,
     HAUnknownEntity,
     HomeAssistant,
 )
-from capabilities.home_assistant.ha.rest import RestHomeAssistant
 
 FACTS = SampleHome().facts
 SOME_ENTITIES = [
@@ -32,16 +29,6 @@ SOME_ENTITIES = [
     FACTS.unpressed_button,
     FACTS.broken_automation,
 ]
-
-
-@pytest.fixture(params=["sample", "rest"])
-def ha(request: pytest.FixtureRequest) -> Iterator[HomeAssistant]:
-    """Each implementation over its own fresh sample home."""
-    if request.param == "sample":
-        yield SampleHome()
-        return
-    with serve(SampleHome()) as fake, RestHomeAssistant(fake.url, fake.token) as client:
-        yield client
 
 
 @pytest.fixture

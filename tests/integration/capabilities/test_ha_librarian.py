@@ -3,7 +3,6 @@ stale or asked for, and what the architect resolves a request's places and thing
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,21 +12,11 @@ from capabilities.home_assistant import tools
 from capabilities.home_assistant.dev.fake_server import serve
 from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.ha import HomeAssistant
-from capabilities.home_assistant.ha.rest import RestHomeAssistant
 from capabilities.home_assistant.librarian import KEY, NAMESPACE, HomeCatalog, catalog_of, resolve
 from missions.core.capability import registry
 from tests.support.driver import DirectDriver
 
 CAPABILITY = registry.load("home_assistant")
-
-
-@pytest.fixture(params=["sample", "rest"])
-def ha(request: pytest.FixtureRequest) -> Iterator[HomeAssistant]:
-    if request.param == "sample":
-        yield SampleHome()
-        return
-    with serve(SampleHome()) as fake, RestHomeAssistant(fake.url, fake.token) as client:
-        yield client
 
 
 def test_the_registries_list_areas_devices_and_every_entity_with_its_integration(ha: HomeAssistant):

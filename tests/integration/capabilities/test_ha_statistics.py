@@ -3,29 +3,17 @@ the state history its recorder purges after 10 days; entities without statistics
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
-from capabilities.home_assistant.dev.fake_server import serve
 from capabilities.home_assistant.dev.sample import SampleHome
 from capabilities.home_assistant.ha import HomeAssistant
-from capabilities.home_assistant.ha.rest import RestHomeAssistant
 from missions.core.capability import registry
 from tests.support.driver import DirectDriver
 
 FACTS = SampleHome().facts
 CAPABILITY = registry.load("home_assistant")
-
-
-@pytest.fixture(params=["sample", "rest"])
-def ha(request: pytest.FixtureRequest) -> Iterator[HomeAssistant]:
-    if request.param == "sample":
-        yield SampleHome()
-        return
-    with serve(SampleHome()) as fake, RestHomeAssistant(fake.url, fake.token) as client:
-        yield client
 
 
 def test_statistics_reach_back_where_the_history_has_been_purged(ha: HomeAssistant):
