@@ -50,7 +50,7 @@ def exactly(a: Any, b: Any) -> bool:
 # -- diff and fold: the rule for every pair of states ------------------------------------------
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)  # recursive states: 150 cover the shapes in a few seconds
 @given(before=envelopes, after=envelopes)
 def test_folding_a_diff_gives_the_state_after_exactly(before, after):
     # Given two states / When the second is folded from the first and their diff
@@ -59,7 +59,7 @@ def test_folding_a_diff_gives_the_state_after_exactly(before, after):
     assert exactly(folded, after)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=75, deadline=None)  # chains of up to 12 states each
 @given(chain=st.lists(envelopes, min_size=1, max_size=12), every=st.integers(1, 5))
 def test_folding_a_chain_of_deltas_gives_the_state_at_every_checkpoint(chain, every):
     # Given a thread of states, kept as a snapshot every `every` checkpoints and deltas between
