@@ -14,8 +14,9 @@ import typer
 from missions.client import ApiClient
 from missions.core.mission.events import Event, EventType
 
-from ._answers import ask
-from ._console import err, fail, one_line, out
+from ._answers import AnswerRefused, Unanswered, ask
+from ._console import err, one_line, out
+from ._outcomes import refused, timed_out, waiting
 from ._render import print_summary, render, succeeded
 from ._target import path
 
@@ -121,12 +122,12 @@ def _follow_remote(
             return mission, stages, errors
         pending = mission.get("pending_interrupt")
         if pending and pending["interrupt_id"] not in answered:
-            if not answers and quiet and not sys.stdin.isatty():
-                fail(
-                    f"mission {mission_id} asks: {pending['question']!r}; it waits for "
-                    f"missions answer {mission_id} {pending['interrupt_id']} '...' (or pass --answer)"
-                )
-            response = ask(pending["kind"], pending["question"], pending.get("options") or [], answers, quiet)
+            try:
+                response = ask(pending["kind"], pending["question"], pending.get("options") or [], answers, quiet)
+            except Unanswered as asked:  # it goes on waiting, on the API, for whoever answers
+                waiting(mission_id, asked, f"missions answer {mission_id} {pending['interrupt_id']} '<answer>'", quiet)
+            except AnswerRefused as refusal:
+                refused(mission_id, refusal, quiet)
             api.call(
                 "POST",
                 path("missions", mission_id, "interrupts", pending["interrupt_id"]),
@@ -135,5 +136,5 @@ def _follow_remote(
             answered.add(pending["interrupt_id"])
             continue
         if time.monotonic() > deadline:
-            fail(f"mission {mission_id} did not finish within {timeout:.0f}s; it goes on: missions status", code=1)
+            timed_out(mission_id, timeout, f"it goes on: missions status {mission_id}", quiet)
         sleep(POLL_SECONDS)

@@ -88,6 +88,16 @@ def test_interrupt_answered_with_flag_in_json_mode(repo):
     assert "InvoiceBuilder" in json.loads(result.stdout)["answer"]
 
 
+def test_a_question_without_an_answer_is_one_json_document_saying_how_to_answer(repo):
+    # When a script asks for JSON and the mission asks a question the run was given no answer for
+    result = missions("run", "code_analysis", "help", "--repo", str(repo), "--json")
+    # Then stdout holds one document with the question and how to answer it, exit code 3
+    assert result.returncode == 3, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    assert document["outcome"] == "waiting" and document["question"]["text"]
+    assert "--answer" in document["answer_with"]
+
+
 def test_a_bound_ends_the_mission_cleanly_with_its_reason(repo):
     # When the user caps the stages at 5
     result = missions(

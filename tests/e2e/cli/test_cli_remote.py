@@ -136,9 +136,14 @@ def test_errors_are_one_line_and_bad_input_starts_nothing(server: DevServer):
     one_line_error(missions(server, "run", "code_analysis", "x", "--max-agent-hops", "4", user="dave"), "only on")
     one_line_error(missions(server, "run", "code_analysis", "  ", user="dave"), "the goal is empty")
     one_line_error(missions(server, "run", "code_analysis", "x", "--repository", "r_1", api=False), "--api-url")
-    # a question that cannot be answered without a terminal names the command that answers it (the mission waits)
+    # a question that cannot be answered without a terminal: with --json, one document with the question and
+    # the command that answers it (the mission waits), exit code 3
     waiting = missions(server, "run", "code_analysis", VAGUE, "--json", user="frank")
-    assert waiting.returncode == 2 and "missions answer m_" in waiting.stderr, waiting.stderr
+    assert waiting.returncode == 3, waiting.stdout + waiting.stderr
+    document = json.loads(waiting.stdout)
+    assert document["outcome"] == "waiting" and document["question"]["text"]
+    assert document["answer_with"].startswith(f"missions answer {document['mission_id']} ")
+    assert Client(server, "frank").call("GET", f"/missions/{document['mission_id']}")[1]["status"] == "interrupted"
     # an API that is not there
     one_line_error(missions(server, "list", url="http://127.0.0.1:9", user="dave"), "cannot reach")
     # and none of it started or changed one of dave's missions

@@ -54,6 +54,16 @@ def test_cli_runs_a_shopping_mission_and_answers_the_choice_by_id() -> None:
     assert outcome["counters"]["llm_calls"] <= 2 and outcome["errors"] == []
 
 
+def test_a_scripted_answer_that_is_none_of_the_options_is_refused_with_them_as_json() -> None:
+    # When the user's script answers the choice with something that is not an offer
+    result = missions("run", "shopping", SHOPPING_GOAL, "--answer", "the blue one", "--json")
+    # Then nothing is sent: one JSON document lists the options, exit code 4
+    assert result.returncode == 4, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    assert document["outcome"] == "answer_refused" and document["answer"] == "the blue one"
+    assert "amazon" in document["options"] and document["question"]
+
+
 def test_cli_runs_a_dining_mission_and_answers_the_choice_by_number() -> None:
     # When the user runs a dining mission without --json and picks the second option by its number
     result = missions("run", "dining", DINING_GOAL, "--answer", "2")

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .._answers import ask
+from .._answers import AnswerRefused, Unanswered, ask
 from .._console import fail, out
 from .._inputs import capability as load_capability
 from .._inputs import llm_settings, model_label, parse_context, repo_roots
+from .._outcomes import refused, timed_out, waiting
 from .._remote import run_remote
 from .._render import print_summary, render, succeeded
 from .._target import Target, targeted
@@ -53,7 +54,12 @@ def run(
     target: Target,
 ) -> None:
     """Run a mission, showing its progress, and print the answer: on the embedded emulation, or on a
-    deployed API with --env (or any API with --api-url)."""
+    deployed API with --env (or any API with --api-url).
+
+    Exit codes: 0 the mission completed (or stopped at one of its bounds); 1 it ended otherwise; 2 bad
+    input, nothing started; 3 it waits for an answer this run was not given; 4 an --answer is none of the
+    question's options; 5 it was still running when --timeout ran out. With --json every outcome is one
+    JSON document on stdout."""
     if target.env is not None or target.api_url is not None:
         local_only = {
             "--offline": offline or None,
@@ -136,11 +142,16 @@ def _follow(cloud: LocalCloud, mission_id: str, answers: list[str], timeout: flo
             return status
         for record in cloud.runtime.interrupts.pending(mission_id):
             if record.interrupt_id not in answered:
-                response = ask(record.kind, record.question, record.options, answers, quiet)
+                try:
+                    response = ask(record.kind, record.question, record.options, answers, quiet)
+                except Unanswered as asked:  # the emulation, and the mission with it, ends with this run
+                    waiting(mission_id, asked, "run it again with --answer '<answer>'", quiet)
+                except AnswerRefused as refusal:
+                    refused(mission_id, refusal, quiet)
                 cloud.answer(mission_id, record.interrupt_id, response)
                 answered.add(record.interrupt_id)
         if time.monotonic() > deadline:
-            fail(f"mission {mission_id} did not finish within {timeout:.0f}s", code=1)
+            timed_out(mission_id, timeout, "run it again with a longer --timeout", quiet)
         time.sleep(0.05)
 
 

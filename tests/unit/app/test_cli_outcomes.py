@@ -1,0 +1,58 @@
+"""`missions run --json` keeps its promise when the mission has not ended: one JSON document on stdout
+and an exit code of its own, for a question it cannot answer and for a wait that ran out."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import typer
+
+from missions.cli.commands.run import _follow
+
+
+class StillRunning:
+    """The emulation as `_follow` reads it, with a mission that runs on and, if told, asks a question."""
+
+    def __init__(self, asks: bool = False) -> None:
+        question = SimpleNamespace(interrupt_id="i1", kind="clarification", question="Which module?", options=[])
+        self.runtime = SimpleNamespace(interrupts=SimpleNamespace(pending=lambda _id: [question] if asks else []))
+
+    def events(self, mission_id: str, after: str | None = None) -> tuple[list[Any], str | None]:
+        return [], after
+
+    def status(self, mission_id: str) -> str:
+        return "RUNNING"
+
+
+def test_a_wait_that_runs_out_is_one_document_with_exit_code_5(capsys: pytest.CaptureFixture[str]):
+    # When the mission is still running when --timeout runs out, with --json
+    with pytest.raises(typer.Exit) as ended:
+        _follow(StillRunning(), "m_1", [], timeout=0.01, quiet=True)  # type: ignore[arg-type]
+    # Then stdout is one JSON document saying so, and the exit code is 5
+    assert ended.value.exit_code == 5
+    document = json.loads(capsys.readouterr().out)
+    assert document == {
+        "outcome": "timed_out",
+        "mission_id": "m_1",
+        "timeout_seconds": 0.01,
+        "follow_with": "run it again with a longer --timeout",
+    }
+
+
+def test_a_question_without_an_answer_is_one_document_with_exit_code_3(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(typer.Exit) as ended:
+        _follow(StillRunning(asks=True), "m_2", [], timeout=5, quiet=True)  # type: ignore[arg-type]
+    assert ended.value.exit_code == 3
+    document = json.loads(capsys.readouterr().out)
+    assert document["outcome"] == "waiting" and document["question"]["text"] == "Which module?"
+
+
+def test_without_json_the_outcome_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(typer.Exit) as ended:
+        _follow(StillRunning(), "m_3", [], timeout=0.01, quiet=False)  # type: ignore[arg-type]
+    captured = capsys.readouterr()
+    assert ended.value.exit_code == 5 and captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1 and "did not finish within" in captured.err
