@@ -1,11 +1,12 @@
-"""One synthesized CDK assembly per test process (synth costs ~8 s and ~1 GB: shared, never repeated
-per test or module). The layer is built sources-only: the template does not depend on its contents."""
+"""One synthesized CDK assembly per test run (synth costs ~15 s of CPU and ~1 GB: shared by every module
+and xdist worker, never repeated). The layer is built sources-only: the template does not depend on its contents."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,16 @@ class Assembly:
     directory: Path
     templates: dict[str, dict[str, Any]]  # environment -> its stack with its nested stacks folded in
     files: dict[str, list[Path]]  # environment -> the template files deployed: the stack's, then each nested one's
+
+    def dumps(self) -> str:
+        files = {env: [str(path) for path in paths] for env, paths in self.files.items()}
+        return json.dumps({"directory": str(self.directory), "templates": self.templates, "files": files})
+
+    @classmethod
+    def loads(cls, text: str) -> Assembly:
+        data = json.loads(text)
+        files = {env: [Path(path) for path in paths] for env, paths in data["files"].items()}
+        return cls(Path(data["directory"]), data["templates"], files)
 
     def resources(self, env: str, type_: str) -> dict[str, dict[str, Any]]:
         """The template's resources of a type; for functions, the runtime's own (CDK's deploy-time
@@ -125,11 +136,30 @@ def _resolve_outputs(value: Any, stack_id: str, outputs: dict[str, Any]) -> Any:
     return {k: _resolve_outputs(v, stack_id, outputs) for k, v in value.items()}
 
 
+def shared_synth(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], Assembly]) -> Assembly:
+    """One synth per test run, however many xdist workers ask for it (a synth costs ~15 s of CPU): the first
+    makes it under a lock in the run's own temporary folder, the others read what it wrote. Alone (no
+    xdist), the process's own synth."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return make(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent / "shared-synth"  # this run's, shared by its workers
+    shared.mkdir(exist_ok=True)
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        manifest = shared / f"{name}.json"
+        if manifest.exists():
+            return Assembly.loads(manifest.read_text())
+        (shared / name).mkdir()
+        made = make(shared / name)
+        manifest.write_text(made.dumps())
+        return made
+
+
 @pytest.fixture(scope="session")
 def assembly(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
-    """dev, staging and prod as cdk.json defines them: read-only, so one synth per test process serves
-    every module that reads it."""
-    return synthesize(tmp_path_factory.mktemp("synth"))
+    """dev, staging and prod as cdk.json defines them: read-only, so one synth per test run serves every
+    module that reads it."""
+    return shared_synth(tmp_path_factory, "synth", synthesize)
 
 
 # sign-in, alarm and model settings the `variants` environments use, that their tests look for
@@ -176,7 +206,7 @@ def variants(tmp_path_factory: pytest.TempPathFactory) -> Assembly:
             },
         }
     }
-    return synthesize(tmp_path_factory.mktemp("variants"), context=context)
+    return shared_synth(tmp_path_factory, "variants", lambda directory: synthesize(directory, context=context))
 
 
 # the dev stack deployed into moto, for test_deploy_smoke.py: a deploy takes ~50 s, made once for that module
