@@ -56,3 +56,15 @@ def test_without_json_the_outcome_is_one_line_on_stderr(capsys: pytest.CaptureFi
     captured = capsys.readouterr()
     assert ended.value.exit_code == 5 and captured.out == ""
     assert len(captured.err.strip().splitlines()) == 1 and "did not finish within" in captured.err
+
+
+def test_a_scripted_answer_to_a_choice_must_name_one_of_its_options():
+    from missions.cli._answers import AnswerRefused, ask
+
+    # When a choice is answered by a script with what names none of its options
+    with pytest.raises(AnswerRefused) as refused:
+        ask("choice", "Which offer?", ["amazon", "bestbuy", "none"], ["the blue one"], quiet=True)
+    # Then it is refused, naming the options; by number or name it is the option
+    assert "amazon, bestbuy, none" in str(refused.value)
+    assert ask("choice", "Which offer?", ["amazon", "bestbuy", "none"], ["2"], quiet=True).decision == "bestbuy"
+    assert ask("choice", "Which offer?", ["amazon", "bestbuy", "none"], ["Amazon"], quiet=True).decision == "amazon"

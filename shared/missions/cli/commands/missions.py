@@ -8,7 +8,7 @@ from rich.markup import escape
 
 from missions.core.mission.envelope import InterruptResponse
 
-from .._answers import ask
+from .._answers import AnswerRefused, Unanswered, ask
 from .._console import fail, one_line, out
 from .._target import JsonOption, Target, path, targeted
 
@@ -201,7 +201,12 @@ def answer(
         pending = mission.get("pending_interrupt") or {}
         given = [text] if text is not None else []
         if pending.get("interrupt_id") == interrupt_id:
-            response = ask(pending["kind"], pending["question"], pending.get("options") or [], given, quiet=False)
+            try:
+                response = ask(pending["kind"], pending["question"], pending.get("options") or [], given, quiet=False)
+            except Unanswered:
+                fail(f"mission {mission_id} asks: {pending['question']!r}; no answer was given")
+            except AnswerRefused as refusal:  # nothing is sent: the question stays open
+                fail(str(refusal))
         elif text is None:
             fail(f"mission {mission_id} is not waiting on {interrupt_id} (it is {mission['status']})")
         else:  # the API says why not (404: no such question; 409: answered already)
