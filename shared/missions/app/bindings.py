@@ -319,6 +319,9 @@ class Bindings:
             "default_model": default,
             "fallback_model": fallback,
             "prices": self.settings.openai_prices,
+            "max_tokens": self.settings.llm_max_output_tokens,
+            "tokens_per_second": self.settings.llm_tokens_per_second,
+            "first_token_seconds": self.settings.llm_first_token_seconds,
         }
         if self.settings.llm_provider == "bedrock":
             from missions.adapters.llm.bedrock_provider import BedrockProvider

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from missions.core.cost.pricing import unpriced
+from missions.core.llm.limits import DEFAULT_FIRST_TOKEN_SECONDS, DEFAULT_MAX_TOKENS, DEFAULT_TOKENS_PER_SECOND
 from missions.core.mission.offload import DEFAULT_THRESHOLD
 
 
@@ -115,6 +116,12 @@ class RuntimeSettings(BaseModel):
     allowed_models: list[str] = Field(default_factory=list, max_length=100)
     # how long a warm function keeps the active agent versions it read (a promotion reaches new missions within)
     agents_cache_seconds: float = Field(60.0, ge=0, le=3600)
+    # bounded generations (missions.core.llm.limits): no model call asks for more output tokens than this
+    # ceiling (an agent's or its role's limit is capped at it; a call that names none gets it); an attempt
+    # may take llm_first_token_seconds plus its limit at llm_tokens_per_second, never past its stage's time
+    llm_max_output_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=16, le=200_000)
+    llm_tokens_per_second: float = Field(DEFAULT_TOKENS_PER_SECOND, gt=0, le=100_000)
+    llm_first_token_seconds: float = Field(DEFAULT_FIRST_TOKEN_SECONDS, ge=1, le=900)
     # model -> (input, output) USD per million tokens, over the list in missions.core.cost.pricing
     openai_prices: dict[str, tuple[float, float]] = Field(default_factory=dict)
     offload_threshold: int = Field(DEFAULT_THRESHOLD, ge=4096, le=200_000)

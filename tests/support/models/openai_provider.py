@@ -29,7 +29,7 @@ def make_provider(fake: FakeOpenAI, sleeps: list[float], **overrides) -> OpenAIP
     options = dict(
         api_key="test-key",
         base_url=fake.base_url,
-        timeout=5.0,
+        first_token_seconds=5.0,
         sleep=sleeps.append,
     )
     options.update(overrides)

@@ -69,7 +69,7 @@ def test_a_hung_model_call_ends_with_its_stage(fake, sleeps):
     import time as wall
 
     fake.enqueue(content=VALID, delay=30.0)
-    provider = make_provider(fake, sleeps, timeout=60.0, max_retries=0)
+    provider = make_provider(fake, sleeps, first_token_seconds=60.0, max_retries=0)
     started = wall.monotonic()
     # When the stage calls the model / Then the call gives up when the stage's time does
     with pytest.raises(TransientLLMError):

@@ -65,9 +65,10 @@ def test_request_carries_json_schema_and_the_role_model(fake, sleeps):
     assert judge["messages"] == [{"role": "user", "content": "Is the claim supported?"}]
     assert judge["temperature"] == 0.2 and judge["max_tokens"] == 300
     assert fake.request_headers[0]["authorization"] == "Bearer test-key"
-    # And other roles use the default model, without sampling options they did not set
+    # And other roles use the default model, without a temperature they did not set, and with the
+    # provider's output ceiling for the limit they did not set (every call is bounded)
     assert writer["model"] == "gpt-4o-mini"
-    assert "temperature" not in writer and "max_tokens" not in writer
+    assert "temperature" not in writer and writer["max_tokens"] == 4096
 
 
 def test_an_injected_client_is_used(fake, sleeps):

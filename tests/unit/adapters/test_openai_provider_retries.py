@@ -107,7 +107,8 @@ def test_timeout_is_retried(fake, sleeps):
     # Given a server slower than the client timeout once, then fast
     fake.enqueue(content=VALID, delay=4.0)
     fake.enqueue(content=VALID)
-    provider = make_provider(fake, sleeps, timeout=1.0)  # room for a loaded machine's fast answer
+    # an attempt's time: 1 s to the first token, 16 tokens at 1,000 a second (room for a loaded machine's fast answer)
+    provider = make_provider(fake, sleeps, first_token_seconds=1.0, max_tokens=16, tokens_per_second=1000.0)
 
     # When a completion is requested
     result = provider.complete(request())
@@ -121,7 +122,7 @@ def test_connection_errors_become_transient(sleeps):
     # Given an endpoint where nothing listens any more
     with FakeOpenAI() as gone:
         base_url = gone.base_url
-    provider = OpenAIProvider(api_key="test-key", base_url=base_url, timeout=5.0, max_retries=1, sleep=sleeps.append)
+    provider = OpenAIProvider(api_key="test-key", base_url=base_url, first_token_seconds=5.0, max_retries=1, sleep=sleeps.append)
 
     # When a completion is requested
     with pytest.raises(TransientLLMError) as caught:

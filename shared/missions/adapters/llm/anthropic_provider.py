@@ -11,14 +11,16 @@ only, and this module only by the runtime when the environment names Anthropic.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import anthropic
+import httpx
 
 from missions.adapters.llm.resilient import Answer, RetryableCall, SdkProvider, schema_name
+from missions.core.llm.limits import DEFAULT_MAX_TOKENS
 from missions.core.llm.provider import LLMError, LLMRequest
 
-DEFAULT_MAX_TOKENS = 4096  # the Messages API requires one
 
 
 class AnthropicMessages:
@@ -33,8 +35,11 @@ class AnthropicMessages:
         params = messages_params(model, request)
         try:
             if request.on_text is not None:
+                ends = time.monotonic() + timeout  # the client's timeout bounds each read, not the whole stream
                 with self._client.messages.stream(**params, timeout=timeout) as stream:
                     for event in stream:
+                        if time.monotonic() > ends:
+                            raise RetryableCall(f"the answer took longer than {timeout:.1f} s", abandoned=True)
                         if event.type == "input_json" and event.partial_json:
                             request.on_text(event.partial_json)
                         elif event.type == "text" and event.text:
@@ -49,7 +54,9 @@ class AnthropicMessages:
                 f"{model} rejected the request for stage '{request.stage}' (HTTP {exc.status_code}): {exc.message}"
             ) from exc
         except anthropic.APIConnectionError as exc:  # includes APITimeoutError: retried
-            raise RetryableCall(f"{type(exc).__name__}: {exc.message}") from exc
+            raise RetryableCall(f"{type(exc).__name__}: {exc.message}", abandoned=_sent(exc.__cause__)) from exc
+        except httpx.TransportError as exc:  # a stream's read fails as httpx's own error, after the request went
+            raise RetryableCall(f"{type(exc).__name__}: {exc}", abandoned=_sent(exc)) from exc
         except anthropic.AnthropicError as exc:
             raise LLMError(f"{model} call failed for stage '{request.stage}': {exc}") from exc
         tool_input = next((block.input for block in message.content if block.type == "tool_use"), None)
@@ -93,7 +100,7 @@ def messages_params(model: str, request: LLMRequest) -> dict[str, Any]:
     tool = schema_name(request.output_model)
     params: dict[str, Any] = {
         "model": model,
-        "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,
+        "max_tokens": request.max_tokens or DEFAULT_MAX_TOKENS,  # the Messages API requires one
         "messages": turns,
         "tools": [
             {
@@ -109,6 +116,12 @@ def messages_params(model: str, request: LLMRequest) -> dict[str, Any]:
     if request.temperature is not None:
         params["temperature"] = request.temperature
     return params
+
+
+def _sent(cause: BaseException | None) -> bool:
+    """Whether a failed attempt's request reached the server (so it may have generated, and billed): every
+    transport failure but one in connecting."""
+    return not isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout)
 
 
 def _is_transient_status(status: int) -> bool:

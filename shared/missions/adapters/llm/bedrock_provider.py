@@ -8,20 +8,27 @@ ConverseStream is used and each piece of the tool input is handed over as it arr
 
 One attempt per call: the client is made with botocore's retries off (total_max_attempts=1), so the
 retries, breaker, fallback and usage accounting are the shared ones (missions.adapters.llm.resilient).
-botocore's timeouts are the client's, not a call's: the client reads for at most `timeout` seconds,
-and the shared deadline check keeps a retry from starting past the stage's time.
+botocore's timeouts are the client's, not a call's: the client waits for each read at most what an
+attempt at the ceiling's limit may take (missions.core.llm.limits), a stream stops at its own attempt's
+time, and the shared deadline check keeps a retry from starting past the stage's time.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from missions.adapters.llm.resilient import Answer, ResilientProvider, RetryableCall, schema_name
 from missions.core.cost.pricing import foundation_model_id
+from missions.core.llm.limits import (
+    DEFAULT_FIRST_TOKEN_SECONDS,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TOKENS_PER_SECOND,
+    attempt_timeout,
+)
 from missions.core.llm.provider import LLMError, LLMRequest
 
-DEFAULT_MAX_TOKENS = 4096
 # worth retrying: Bedrock is busy, throttles, or the model is loading (https://docs.aws.amazon.com/bedrock/
 # latest/APIReference/API_runtime_Converse.html#API_runtime_Converse_Errors); the rest is final
 TRANSIENT_CODES = frozenset(
@@ -49,16 +56,26 @@ class BedrockConverse:
         self._control = control
 
     def call(self, model: str, request: LLMRequest, timeout: float) -> Answer:
-        from botocore.exceptions import BotoCoreError, ClientError, ConnectionError, ReadTimeoutError
+        from botocore.exceptions import (
+            BotoCoreError,
+            ClientError,
+            ConnectionClosedError,
+            ConnectionError,
+            ReadTimeoutError,
+            ResponseStreamingError,
+        )
 
         params = converse_params(model, request)
         try:
             if request.on_text is not None:
-                return self._stream(model, params, request)
+                return self._stream(model, params, request, timeout)
             response = self._client.converse(**params)
         except ClientError as exc:
             raise _classified(exc, model, request) from exc
-        except (ConnectionError, ReadTimeoutError) as exc:  # the endpoint did not answer in time: retried
+        except (ReadTimeoutError, ConnectionClosedError, ResponseStreamingError) as exc:
+            # sent, and no (whole) answer in time: retried, and counted as possibly billed
+            raise RetryableCall(f"{type(exc).__name__}: {exc}", abandoned=True) from exc
+        except ConnectionError as exc:  # the endpoint could not be reached: retried
             raise RetryableCall(f"{type(exc).__name__}: {exc}") from exc
         except BotoCoreError as exc:
             raise LLMError(f"{model} call failed for stage '{request.stage}': {exc}") from exc
@@ -67,12 +84,15 @@ class BedrockConverse:
         text = "".join(block.get("text", "") for block in content)
         return _answer(model, request, tool_input if tool_input is not None else text, response.get("usage", {}))
 
-    def _stream(self, model: str, params: dict[str, Any], request: LLMRequest) -> Answer:
+    def _stream(self, model: str, params: dict[str, Any], request: LLMRequest, timeout: float) -> Answer:
         assert request.on_text is not None
+        ends = time.monotonic() + timeout  # the client's read timeout bounds each read, not the whole stream
         response = self._client.converse_stream(**params)
         pieces: list[str] = []
         usage: dict[str, Any] = {}
         for event in response["stream"]:
+            if time.monotonic() > ends:
+                raise RetryableCall(f"the answer took longer than {timeout:.1f} s", abandoned=True)
             delta = event.get("contentBlockDelta", {}).get("delta", {})
             piece = delta.get("toolUse", {}).get("input") or delta.get("text")
             if piece:
@@ -114,7 +134,7 @@ def converse_params(model: str, request: LLMRequest) -> dict[str, Any]:
     if not turns or turns[0]["role"] != "user":
         turns.insert(0, {"role": "user", "content": [{"text": f"Answer for stage '{request.stage}'."}]})
     tool = schema_name(request.output_model)
-    inference: dict[str, Any] = {"maxTokens": request.max_tokens or DEFAULT_MAX_TOKENS}
+    inference: dict[str, Any] = {"maxTokens": request.max_tokens or DEFAULT_MAX_TOKENS}  # the provider's, always set
     if request.temperature is not None:
         inference["temperature"] = request.temperature
     params: dict[str, Any] = {
@@ -168,18 +188,22 @@ class BedrockProvider(ResilientProvider):
         *,
         region: str | None = None,
         default_model: str = "amazon.nova-lite-v1:0",
-        timeout: float = 60.0,
         client: Any = None,
         control_client: Any = None,
         **options: Any,
     ):
+        timeout = attempt_timeout(
+            options.get("max_tokens", DEFAULT_MAX_TOKENS),
+            options.get("tokens_per_second", DEFAULT_TOKENS_PER_SECOND),
+            options.get("first_token_seconds", DEFAULT_FIRST_TOKEN_SECONDS),
+        )
         if client is None:
             client = _client("bedrock-runtime", region, timeout)
 
         def control() -> Any:
             return control_client if control_client is not None else _client("bedrock", region, timeout)
 
-        super().__init__(BedrockConverse(client, control), default_model=default_model, timeout=timeout, **options)
+        super().__init__(BedrockConverse(client, control), default_model=default_model, **options)
 
 
 def _client(service: str, region: str | None, timeout: float) -> Any:

@@ -16,11 +16,16 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+import httpx
 import openai
 
 from missions.adapters.llm.resilient import Answer, RetryableCall, SdkProvider, schema_name
 from missions.core.llm.provider import LLMError, LLMRequest
 
+# OpenAI's reasoning models refuse `max_tokens` and take `max_completion_tokens` (reasoning and answer);
+# everything else, and every OpenAI-compatible server (llama.cpp's reads `max_tokens`; only its 2026 builds
+# also know the other name), takes `max_tokens`
+_COMPLETION_TOKENS_MODELS = ("o1", "o3", "o4", "gpt-5")
 _JSON_OBJECT_INSTRUCTION = "Reply with a single JSON object, and nothing else, that conforms to this JSON schema:\n"
 
 
@@ -57,7 +62,9 @@ class OpenAIChat:
                 ) from exc
             raise RetryableCall(f"HTTP {exc.status_code}: {exc.message}", _retry_after(exc)) from exc
         except openai.APIConnectionError as exc:  # includes APITimeoutError: retried
-            raise RetryableCall(f"{type(exc).__name__}: {exc.message}") from exc
+            raise RetryableCall(f"{type(exc).__name__}: {exc.message}", abandoned=_sent(exc.__cause__)) from exc
+        except httpx.TransportError as exc:  # a stream's read fails as httpx's own error, after the request went
+            raise RetryableCall(f"{type(exc).__name__}: {exc}", abandoned=_sent(exc)) from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"{model} call failed for stage '{request.stage}': {exc}") from exc
         content, used_model = _content_of(response, model, request)
@@ -80,8 +87,11 @@ class OpenAIChat:
         )
         parts: list[str] = []
         used_model, usage, refusal = model, None, ""
+        ends = time.monotonic() + timeout  # the client's timeout bounds each read, not the whole stream
         with stream:
             for chunk in stream:
+                if time.monotonic() > ends:
+                    raise RetryableCall(f"the answer took longer than {timeout:.1f} s", abandoned=True)
                 used_model = getattr(chunk, "model", None) or used_model
                 usage = getattr(chunk, "usage", None) or usage
                 for choice in getattr(chunk, "choices", None) or []:
@@ -136,8 +146,9 @@ class OpenAIChat:
         params: dict[str, Any] = {"model": model, "messages": messages, "response_format": response_format}
         if request.temperature is not None:
             params["temperature"] = request.temperature
-        if request.max_tokens is not None:
-            params["max_tokens"] = request.max_tokens
+        if request.max_tokens is not None:  # always set by the shared provider (missions.core.llm.limits)
+            limit = "max_completion_tokens" if model.startswith(_COMPLETION_TOKENS_MODELS) else "max_tokens"
+            params[limit] = request.max_tokens
         return params
 
 
@@ -175,6 +186,12 @@ def _content_of(response: Any, model: str, request: LLMRequest) -> tuple[str, st
         reason = f"refused: {refusal}" if refusal else "returned empty content"
         raise LLMError(f"{used_model} {reason} for stage '{request.stage}'")
     return content, used_model
+
+
+def _sent(cause: BaseException | None) -> bool:
+    """Whether a failed attempt's request reached the server (so it may have generated, and billed): every
+    transport failure but one in connecting."""
+    return not isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout)
 
 
 def _rejects_json_schema(exc: openai.APIStatusError) -> bool:

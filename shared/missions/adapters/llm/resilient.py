@@ -9,6 +9,12 @@ SDKs' own retries are off, so backoff, breaker and fallback share one clock, one
 (the stage's remaining time) and one error vocabulary (`LLMError` / `TransientLLMError`) that the
 pipeline understands.
 
+Every call is bounded (missions.core.llm.limits): the request's output limit, capped at the provider's
+ceiling (`max_tokens`), is always sent, and each attempt may take the time that limit needs at the
+throughput floor (`first_token_seconds` + limit / `tokens_per_second`), never past the stage's deadline.
+An attempt the client abandons after sending it (a backend says so: `RetryableCall(abandoned=True)`) is
+reported to the request's `on_abandoned` with its estimated cost, whether a later attempt answers or not.
+
 Retries are tenacity's, waiting what the server asks (Retry-After) or backing off exponentially. The
 breaker stays our own: it shares the injected clock with the deadline (so tests drive it
 deterministically) and allows one trial call when half-open, which pybreaker's wall clock would make
@@ -17,6 +23,7 @@ untestable without patching.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 import time
@@ -28,6 +35,14 @@ import tenacity
 from pydantic import BaseModel, ValidationError
 
 from missions.core.cost.pricing import Price, cost_usd, unpriced
+from missions.core.llm.limits import (
+    DEFAULT_FIRST_TOKEN_SECONDS,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TOKENS_PER_SECOND,
+    Abandoned,
+    attempt_timeout,
+    estimated_prompt_tokens,
+)
 from missions.core.llm.provider import LLMError, LLMRequest, LLMResult, TransientLLMError
 from missions.core.redaction import redact
 
@@ -48,12 +63,15 @@ class Answer:
 
 class RetryableCall(Exception):
     """An attempt failed in a way worth retrying (429, 5xx, throttling, a timeout, a dropped connection).
-    `retry_after`: seconds the server asked to wait, if it said."""
+    `retry_after`: seconds the server asked to wait, if it said. `abandoned`: the request was sent and the
+    client stopped waiting for its answer (a timeout, a connection dropped after sending), so the server
+    may have generated, and billed, up to the limit; a refusal (429, 5xx) or a connection never made is not."""
 
-    def __init__(self, description: str, retry_after: float | None = None):
+    def __init__(self, description: str, retry_after: float | None = None, *, abandoned: bool = False):
         super().__init__(description)
         self.description = description
         self.retry_after = retry_after
+        self.abandoned = abandoned
 
 
 class ModelBackend(Protocol):
@@ -62,7 +80,9 @@ class ModelBackend(Protocol):
 
     name: str
 
-    def call(self, model: str, request: LLMRequest, timeout: float) -> Answer: ...
+    def call(self, model: str, request: LLMRequest, timeout: float) -> Answer:
+        """`request.max_tokens` is set (the provider bounds it): send it."""
+        ...
 
     def probe(self, model: str, timeout: float) -> None: ...
 
@@ -82,7 +102,9 @@ class ResilientProvider:
         default_model: str,
         fallback_model: str | None = None,
         prices: Mapping[str, Price] | None = None,
-        timeout: float = 60.0,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        tokens_per_second: float = DEFAULT_TOKENS_PER_SECOND,
+        first_token_seconds: float = DEFAULT_FIRST_TOKEN_SECONDS,
         max_retries: int = 3,
         sleep: Callable[[float], None] = time.sleep,
         breaker_threshold: int = 5,
@@ -99,8 +121,12 @@ class ResilientProvider:
         missing = unpriced([default_model, fallback_model, *self._models.values()], self._prices)
         if missing:  # a call the budget cannot count would let a mission spend without limit
             raise LLMError(f"no price for model(s) {missing}: add them to the price overrides")
+        if max_tokens < 1 or tokens_per_second <= 0 or first_token_seconds <= 0:
+            raise LLMError("max_tokens, tokens_per_second and first_token_seconds must be positive")
         self._max_retries = max(0, max_retries)
-        self._timeout = timeout
+        self._max_tokens = max_tokens
+        self._tokens_per_second = tokens_per_second
+        self._first_token_seconds = first_token_seconds
         self._sleep = sleep
         self._clock = clock
         self._secrets = secrets  # a server may quote the key back in its error
@@ -116,6 +142,14 @@ class ResilientProvider:
     def model_for(self, role: str) -> str:
         """The model an agent role uses (roles can be routed to cheaper or stronger models)."""
         return self._models.get(role, self._default_model)
+
+    def output_limit(self, asked: int | None) -> int:
+        """The limit a call carries: the one asked for (the runner always asks one), never past the ceiling."""
+        return max(1, min(asked if asked is not None else self._max_tokens, self._max_tokens))
+
+    def timeout_for(self, max_tokens: int) -> float:
+        """Seconds one attempt with this output limit may take (before the stage's deadline caps it)."""
+        return attempt_timeout(max_tokens, self._tokens_per_second, self._first_token_seconds)
 
     def complete(self, request: LLMRequest) -> LLMResult:
         """One structured completion, with retries, a fallback model and a circuit breaker.
@@ -137,13 +171,14 @@ class ResilientProvider:
     def probe(self) -> None:
         """GET /ready: the endpoint answers for the default model (one attempt, a short timeout)."""
         try:
-            self._backend.probe(self._default_model, min(self._timeout, 5.0))
+            self._backend.probe(self._default_model, min(self._first_token_seconds, 5.0))
         except RetryableCall as exc:
             raise TransientLLMError(redact(exc.description, self._secrets)) from exc
         except LLMError as exc:
             raise LLMError(redact(str(exc), self._secrets)) from exc
 
     def _complete(self, request: LLMRequest) -> LLMResult:
+        request = dataclasses.replace(request, max_tokens=self.output_limit(request.max_tokens))
         self._enter_breaker()
         started = time.perf_counter()
         primary = request.model or self.model_for(request.role)  # the mission's or its agent version's first
@@ -195,17 +230,25 @@ class ResilientProvider:
         """Calls the backend, retrying transient failures with capped exponential backoff (tenacity),
         never past the request's deadline: a call gets only the time its stage has left."""
 
+        assert request.max_tokens is not None  # bounded in _complete
+
         def attempt() -> Answer:
             number = next(attempts)
             if number > 1 and request.on_retry is not None:
                 request.on_retry(number)  # what an earlier attempt streamed is not the answer
-            timeout = self._timeout
+            timeout = self.timeout_for(request.max_tokens or self._max_tokens)
             if request.deadline is not None:
                 left = request.deadline - self._clock()
                 if left <= 0:
                     raise _OutOfTime(f"no time left for stage '{request.stage}'")
-                timeout = min(self._timeout, left)
-            return self._backend.call(model, request, timeout)
+                timeout = min(timeout, left)
+            started = time.perf_counter()
+            try:
+                return self._backend.call(model, request, timeout)
+            except RetryableCall as failed:
+                if failed.abandoned:
+                    self._abandoned(model, request, number, timeout, failed, time.perf_counter() - started)
+                raise
 
         def wait(state: tenacity.RetryCallState) -> float:
             return backoff(state.attempt_number - 1, _failure(state).retry_after)
@@ -228,6 +271,28 @@ class ResilientProvider:
             ) from (failure.__cause__ or failure)  # the SDK's own error, as its callers know it
         except _OutOfTime as late:
             raise TransientLLMError(str(late)) from late
+
+    def _abandoned(
+        self, model: str, request: LLMRequest, number: int, timeout: float, failed: RetryableCall, elapsed: float
+    ) -> None:
+        """Tell the caller what an attempt it gave up on may have cost: the prompt (estimated) and the limit."""
+        if request.on_abandoned is None:
+            return
+        limit = request.max_tokens or self._max_tokens
+        tokens_in = estimated_prompt_tokens(request.messages, request.output_model)
+        request.on_abandoned(
+            Abandoned(
+                model=model,
+                attempt=number,
+                max_tokens=limit,
+                timeout_s=round(timeout, 3),
+                tokens_in=tokens_in,
+                tokens_out=limit,
+                cost_usd=cost_usd(model, tokens_in, limit, self._prices, asked=model),
+                reason=redact(failed.description, self._secrets),
+                elapsed_ms=round(elapsed * 1000, 3),
+            )
+        )
 
     # ------------------------------------------------------------------ circuit breaker
 
@@ -269,7 +334,9 @@ class ResilientProvider:
 class SdkProvider(ResilientProvider):
     """A provider on a vendor SDK's client, made from a key, a base URL and a timeout (or given, in tests).
     `options`: the shared resilience and accounting (ResilientProvider: models, fallback_model, prices,
-    max_retries, sleep, breaker_threshold, breaker_cooldown_s, clock)."""
+    max_tokens, tokens_per_second, first_token_seconds, max_retries, sleep, breaker_threshold,
+    breaker_cooldown_s, clock). The client's own timeout is the longest an attempt may take (each call
+    passes its own, shorter one where the SDK allows)."""
 
     vendor: ClassVar[str]
     refused: ClassVar[type[Exception]]  # what the SDK raises when it cannot make a client (e.g. no key)
@@ -281,19 +348,23 @@ class SdkProvider(ResilientProvider):
         api_key: str | None = None,
         base_url: str | None = None,
         default_model: str | None = None,
-        timeout: float = 60.0,
         client: Any = None,
         **options: Any,
     ):
         secrets = (api_key,) if api_key else ()
         if client is None:
+            timeout = attempt_timeout(
+                options.get("max_tokens", DEFAULT_MAX_TOKENS),
+                options.get("tokens_per_second", DEFAULT_TOKENS_PER_SECOND),
+                options.get("first_token_seconds", DEFAULT_FIRST_TOKEN_SECONDS),
+            )
             try:
                 client = self._connect(api_key, base_url, timeout)
             except self.refused as exc:
                 raise LLMError(redact(f"cannot create the {self.vendor} client: {exc}", secrets)) from exc
         backend = self._api(client)
         model = default_model or self.standard_model
-        super().__init__(backend, default_model=model, timeout=timeout, secrets=secrets, **options)
+        super().__init__(backend, default_model=model, secrets=secrets, **options)
 
     def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> Any:
         """The SDK's client, with the SDK's own retries off: the shared ones are the only ones, so backoff and

@@ -191,6 +191,8 @@ def mission_usage(mission_id: Annotated[str, Path(min_length=1, max_length=80)])
         "tokens_out": float(sum(c.tokens_out for c in calls)),
         "cost_usd": round(sum(c.cost_usd for c in calls), 8),
         "latency_ms": round(sum(c.latency_ms for c in calls), 3),
+        "abandoned": float(sum(1 for c in calls if c.outcome == "abandoned")),
+        "abandoned_cost_usd": round(sum(c.cost_usd for c in calls if c.outcome == "abandoned"), 8),
     }
     return {"mission_id": mission_id, "calls": [c.model_dump(mode="json") for c in calls], "total": total}
 

@@ -31,9 +31,14 @@ def usage(mission_id: str = MissionId, as_json: JsonOption = False, *, target: T
             f"{call['tokens_in']}+{call['tokens_out']} tokens  ${call['cost_usd']:.6f}  {call['latency_ms']:.0f} ms  "
             f"{call['outcome']}"
         )
+        if call["outcome"] == "abandoned":  # the client gave up: the worst case is counted
+            line += f" (estimated: limit {call.get('max_tokens')}, after {call.get('timeout_s')} s)"
         out.print(escape(line), highlight=False)
     total = found["total"]
-    out.print(f"{total['calls']:.0f} calls, ${total['cost_usd']:.6f}", highlight=False)
+    summary = f"{total['calls']:.0f} calls, ${total['cost_usd']:.6f}"
+    if total.get("abandoned"):
+        summary += f" ({total['abandoned']:.0f} abandoned, ${total['abandoned_cost_usd']:.6f} estimated)"
+    out.print(summary, highlight=False)
 
 
 @app.command("status")

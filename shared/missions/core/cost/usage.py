@@ -4,6 +4,11 @@ The envelope's counters say what a mission spent in total; these records say whi
 stage and agent, the configuration version it ran (missions.core.llm.agents), the provider and model, tokens,
 dollars, latency and outcome. Totals per capability, agent, version and model let an operator compare a
 prompt with the one before it.
+
+An attempt the client abandoned after sending it (a timeout, a dropped connection: outcome `abandoned`) is
+a record of its own, whether a retry answered after it or not: its tokens and dollars are the worst case
+(the prompt estimated, plus the limit it carried: missions.core.llm.limits), because the server may have
+billed what it generated before the client stopped listening, and the mission's budget counts them.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from pydantic import Field
 
 from missions.core.mission.envelope import Model, utcnow
 
-Outcome = Literal["ok", "transient_error", "error"]
+Outcome = Literal["ok", "transient_error", "error", "abandoned"]
 
 
 class UsageRecord(Model):
@@ -32,6 +37,10 @@ class UsageRecord(Model):
     latency_ms: float = Field(0.0, ge=0)
     outcome: Outcome = "ok"
     error: str | None = Field(None, max_length=500)
+    max_tokens: int | None = Field(None, ge=1)  # the output limit the call carried
+    # an abandoned attempt's: its number in the call (retries and fallback) and the time it was given
+    attempt: int | None = Field(None, ge=1)
+    timeout_s: float | None = Field(None, ge=0)
     at: str = Field(default_factory=utcnow)
 
 

@@ -8,6 +8,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from missions.core.llm.limits import Abandoned
+
 
 class LLMError(Exception):
     """The model could not produce a valid answer; the stage records it and may be retried."""
@@ -30,6 +32,8 @@ class LLMRequest:
     messages: list[dict[str, str]]
     output_model: type[BaseModel]
     temperature: float | None = None
+    # the output limit (missions.core.llm.limits): the runner always sets one; a provider caps what it is
+    # given at its ceiling and fills in the ceiling when it is given none
     max_tokens: int | None = None
     envelope: Any = None
     hints: dict[str, Any] = field(default_factory=dict)
@@ -47,6 +51,9 @@ class LLMRequest:
     # called with the attempt's number (2, 3, ...) before the provider asks again (a retry, the fallback
     # model): whatever an earlier attempt streamed through on_text is not the answer and is dropped
     on_retry: Callable[[int], None] | None = None
+    # called for each attempt the client gave up on after sending it (a timeout, a dropped connection),
+    # whatever the call's end: the server may have billed it, so the mission counts it (missions.core.llm.limits)
+    on_abandoned: Callable[[Abandoned], None] | None = None
 
 
 @dataclass

@@ -125,6 +125,9 @@ class PipelineConfig(Model):
     parallel: list[ParallelGroup] = Field(default_factory=list)
 
     final_stage: str | None = None  # defaults to the last agent
+    # the output limit of each model role's calls, for the stages that set none of their own (`[pipeline.max_tokens]`:
+    # role -> tokens; a stage's role is its model_role, else its name); capped by the environment's ceiling
+    max_tokens: dict[str, int] = Field(default_factory=dict)
     # where the mission goes on after an answer, by interrupt kind; a kind not listed resumes the stage that asked
     resume: dict[InterruptKind, str] = Field(default_factory=dict)
 
@@ -164,6 +167,14 @@ class PipelineConfig(Model):
             if agent.name == name:
                 return agent
         raise KeyError(f"pipeline '{self.name}' has no stage '{name}'")
+
+    def role_of(self, agent: AgentConfig) -> str:
+        """The model role a stage's calls are made as (its model_role, else its name)."""
+        return agent.model_role or agent.name
+
+    def output_limit(self, agent: AgentConfig) -> int | None:
+        """The stage's own output limit, else its role's default; None: the environment's ceiling."""
+        return agent.max_tokens if agent.max_tokens is not None else self.max_tokens.get(self.role_of(agent))
 
     def stage_names(self) -> list[str]:
         return [agent.name for agent in self.agents]
@@ -238,6 +249,13 @@ def validate_pipeline(pipeline: PipelineConfig) -> None:
             raise PipelineError(
                 f"{where}: edge limit {limit.from_stage}->{limit.to_stage} is not an edge of the pipeline"
             )
+
+    roles = {pipeline.role_of(agent) for agent in pipeline.agents if agent.has_llm}
+    for role, limit in pipeline.max_tokens.items():
+        if role not in roles:
+            raise PipelineError(f"{where}: max_tokens.{role}: no stage asks a model as '{role}' (roles: {sorted(roles)})")
+        if not 1 <= limit <= 200_000:
+            raise PipelineError(f"{where}: max_tokens.{role}: {limit} is not between 1 and 200000")
 
     for kind, stage in pipeline.resume.items():
         if stage not in names:

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from missions.core.capability.registry import Capability, StageContext, StageDefinitionError
 from missions.core.cost.usage import Outcome
+from missions.core.llm.limits import Abandoned
 from missions.core.llm.provider import LLMBudgetExhausted, LLMError, LLMRequest, TransientLLMError
 from missions.core.mission.events import Event, EventType
 from missions.ports.events import EventStore
@@ -44,18 +45,22 @@ class ModelCalls:
         output_model: type[BaseModel],
         facts: dict[str, Any] | None = None,
     ) -> BaseModel:
-        """One model call for the stage, counted against the mission's bounds and cost."""
+        """One model call for the stage, counted against the mission's bounds and cost. It carries an output
+        limit (the agent's, else its role's in the capability, capped by the provider's ceiling), and every
+        attempt the provider abandons is recorded and counted at its estimated cost, however the call ends."""
         envelope, agent = ctx.envelope, ctx.agent
         if envelope.counters.llm_calls >= envelope.bounds.max_llm_calls:
             raise LLMBudgetExhausted(f"stage '{agent.name}': max_llm_calls ({envelope.bounds.max_llm_calls}) reached")
         version = self._agents.version(envelope, agent.name)
+        provider = self._services.llm(self._capability)
+        pipeline = self._capability.pipeline
         request = LLMRequest(
             stage=agent.name,
-            role=agent.model_role or agent.name,
+            role=pipeline.role_of(agent),
             messages=messages,
             output_model=output_model,
             temperature=agent.temperature,
-            max_tokens=agent.max_tokens,
+            max_tokens=bounded(provider, pipeline.output_limit(agent)),
             envelope=envelope,
             deadline=self._invocation.deadline,
             facts=facts or {},
@@ -63,9 +68,14 @@ class ModelCalls:
             model=envelope.model or (version.model if version is not None else None),
             fallback_model=version.fallback_model if version is not None else None,
         )
-        provider = self._services.llm(self._capability)
         output = ModelOutput(self._services.events, envelope.mission_id, agent.name, ctx.write_token)
         request.on_text, request.on_retry = output.write, output.restart
+
+        def abandoned(attempt: Abandoned) -> None:  # as it happens: a call that fails later still counts it
+            self._usage.abandoned(envelope, agent.name, provider, request, attempt)
+            envelope.counters.cost_usd = round(envelope.counters.cost_usd + attempt.cost_usd, 8)
+
+        request.on_abandoned = abandoned
         clock = self._services.clock
         t0 = clock()
         try:
@@ -92,6 +102,13 @@ class ModelCalls:
         counters.cost_usd = round(counters.cost_usd + result.cost_usd, 8)
         ctx.scratch["llm_model"] = result.model
         return result.output
+
+
+def bounded(provider: Any, limit: int | None) -> int | None:
+    """The limit the provider will send for `limit` (capped at, or when None its, ceiling), so the usage
+    records show it; a provider without a ceiling (the offline one) takes it as it is."""
+    output_limit = getattr(provider, "output_limit", None)
+    return int(output_limit(limit)) if callable(output_limit) else limit
 
 
 class ModelOutput:

@@ -20,6 +20,7 @@ from missions.service.runner._base import AWAIT_PREFIX, Emit, Invocation, StageR
 from missions.service.runner._commit import StageCommit
 from missions.service.runner._function import StageFunctions
 from missions.service.runner._tools import approval_question
+from missions.service.runner._usage import reconcile_spend
 
 Work = Callable[[StageContext, Emit], dict[str, Any]]
 
@@ -113,6 +114,8 @@ class StageModes:
         if received:
             emit(EventType.NOTE_DELIVERED, note_ids=[n.note_id for n in received], texts=[n.text for n in received])
 
+        if final:
+            reconcile_spend(self._services, envelope)  # what failed stage attempts spent, before the end
         envelope.current_stage = stage
         envelope.counters.agent_hops += 1
         if agent.counts_iteration:

@@ -7,6 +7,7 @@ import logging
 from dataclasses import dataclass
 
 from missions.core.cost.usage import Outcome, UsageRecord
+from missions.core.llm.limits import Abandoned
 from missions.core.llm.provider import LLMProvider, LLMRequest, LLMResult
 from missions.core.mission.envelope import Envelope
 from missions.core.redaction import redact
@@ -50,7 +51,36 @@ class UsageLedger:
             latency_ms=round(max(0.0, latency_ms), 3),
             outcome=outcome,
             error=redact(error)[:500] if error else None,
+            max_tokens=request.max_tokens,
         )
+        self._keep(envelope, stage, record)
+
+    def abandoned(
+        self, envelope: Envelope, stage: str, provider: LLMProvider, request: LLMRequest, attempt: Abandoned
+    ) -> None:
+        """Keep an attempt the client gave up on, at its estimated cost (missions.core.llm.limits)."""
+        record = UsageRecord(
+            mission_id=envelope.mission_id,
+            user_id=envelope.user_id,
+            capability=self._capability,
+            stage=request.stage,
+            agent=stage,
+            version=envelope.agents.get(stage),
+            provider=provider.name,
+            model=attempt.model,
+            tokens_in=attempt.tokens_in,
+            tokens_out=attempt.tokens_out,
+            cost_usd=attempt.cost_usd,
+            latency_ms=round(max(0.0, attempt.elapsed_ms), 3),
+            outcome="abandoned",
+            error=redact(attempt.reason)[:500],
+            max_tokens=attempt.max_tokens,
+            attempt=attempt.attempt,
+            timeout_s=attempt.timeout_s,
+        )
+        self._keep(envelope, stage, record)
+
+    def _keep(self, envelope: Envelope, stage: str, record: UsageRecord) -> None:
         self._invocation.usage.append(record)
         store = self._services.usage
         if store is None:
@@ -65,3 +95,22 @@ def model_for(provider: LLMProvider, role: str) -> str:
     """The model a provider gives a role when the request names none (the environment's), if it says."""
     model_for = getattr(provider, "model_for", None)
     return str(model_for(role)) if callable(model_for) else provider.name
+
+
+def reconcile_spend(services: StageServices, envelope: Envelope) -> None:
+    """Before a mission ends: its cost is at least what its usage records say. A stage attempt that failed
+    (a model call whose every attempt was abandoned, say) lost its envelope, and with it the cost it
+    counted, but its records were kept as it went; so the final stage counts them, once per mission. A
+    store that fails is logged: the cost the envelope counted stands."""
+    if services.usage is None:
+        return
+    try:
+        spent = round(sum(record.cost_usd for record in services.usage().for_mission(envelope.mission_id)), 8)
+    except Exception:
+        log.exception("usage of mission %s not read: its cost is what its stages counted", envelope.mission_id)
+        return
+    if spent > envelope.counters.cost_usd + UNCOUNTED_USD:
+        envelope.counters.cost_usd = spent
+
+
+UNCOUNTED_USD = 1e-6  # below this, a difference is the rounding of the sums, not a lost attempt

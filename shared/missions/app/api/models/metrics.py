@@ -56,15 +56,21 @@ class UsageRecordView(BaseModel):
     tokens_out: int
     cost_usd: float
     latency_ms: float
-    outcome: str
+    outcome: str = Field(description="ok, transient_error, error, or abandoned (tokens and cost estimated)")
     error: str | None
+    max_tokens: int | None = Field(None, description="the output limit the call carried")
+    attempt: int | None = Field(None, description="an abandoned attempt's number in its call")
+    timeout_s: float | None = Field(None, description="the time an abandoned attempt was given")
     at: str
 
 
 class MissionUsage(BaseModel):
     mission_id: str
     calls: list[UsageRecordView]
-    total: dict[str, float] = Field(description="calls, tokens_in, tokens_out, cost_usd, latency_ms summed")
+    total: dict[str, float] = Field(
+        description="calls, tokens_in, tokens_out, cost_usd, latency_ms summed; abandoned attempts and their "
+        "estimated abandoned_cost_usd (counted in cost_usd)"
+    )
 
 
 class UsageTotalView(BaseModel):
