@@ -77,6 +77,10 @@ class LLMConfig(BaseModel):
     models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
     fallback_model: str | None = Field(None, min_length=1, max_length=128)
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)  # model -> USD per million in/out
+    # bounded generations (missions.core.llm.limits); None: the runtime's defaults
+    max_output_tokens: int | None = Field(None, ge=16, le=200_000)  # the ceiling of every call's output limit
+    tokens_per_second: float | None = Field(None, gt=0)  # the throughput floor an attempt's time follows from
+    first_token_seconds: float | None = Field(None, ge=1, le=900)
 
     @model_validator(mode="after")
     def _every_model_is_priced(self) -> LLMConfig:
@@ -115,6 +119,9 @@ class LLMConfig(BaseModel):
             f"{named}_models": self.models or None,
             f"{named}_fallback_model": self.fallback_model,
             "openai_prices": {model: list(price) for model, price in self.prices.items()} or None,
+            "llm_max_output_tokens": self.max_output_tokens,
+            "llm_tokens_per_second": self.tokens_per_second,
+            "llm_first_token_seconds": self.first_token_seconds,
         }
         if named in ("openai", "anthropic"):
             values[f"{named}_base_url"] = self.base_url

@@ -179,3 +179,22 @@ def test_every_function_gets_its_environments_llm_settings(assembly: Assembly):
         assert json.loads(variables["MISSIONS_OPENAI_MODELS"]) == {"planner": "gpt-4.1"}
         names = {name[len("MISSIONS_") :].lower() for name in variables if name.startswith("MISSIONS_")}
         assert names <= set(RuntimeSettings.model_fields)
+
+
+def test_an_environments_generation_bounds_reach_its_functions_as_the_runtime_reads_them():
+    # Given an environment that lowers the output ceiling and the throughput floor in cdk.json
+    from missions.core.settings import RuntimeSettings, environment_of
+
+    llm = {"provider": "scripted", "max_output_tokens": 1024, "tokens_per_second": 4, "first_token_seconds": 20}
+    qa = load_environments({"qa": {"llm": llm}})["qa"]
+    # When its functions' environment is made from it / Then the runtime reads the same bounds back
+    settings = RuntimeSettings.from_env(
+        {**environment_of(**qa.llm.settings()), **environment_of(missions_table="mmm", checkpoints_table="ccc",
+                                                                   events_table="eee", interrupts_table="iii",
+                                                                   blob_bucket="bbb")}
+    )  # fmt: skip
+    assert (settings.llm_max_output_tokens, settings.llm_tokens_per_second, settings.llm_first_token_seconds) == (
+        1024,
+        4.0,
+        20.0,
+    )

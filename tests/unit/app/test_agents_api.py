@@ -141,3 +141,26 @@ def test_a_missions_usage_is_its_owners_and_totals_are_per_version(runtime):
     status, everyone = call(runtime, "GET", f"/metrics/usage?capability={FITNESS}&scope=all", user="ops")
     assert status == 200 and sum(t["calls"] for t in everyone["totals"]) == 2
     assert json.dumps(everyone)  # plain JSON
+
+
+def test_an_abandoned_attempt_shows_in_a_missions_usage_with_its_estimated_cost(runtime):
+    # Given a mission of ann's whose call timed out once (abandoned: charged prompt + limit), then answered
+    _, accepted = start(runtime)
+    mission_id = accepted["mission_id"]
+    common = dict(mission_id=mission_id, user_id="ann", capability=FITNESS, stage="assess", agent="assess",
+                  provider="openai", model="gpt-4.1", max_tokens=512)  # fmt: skip
+    runtime.usage.record(
+        UsageRecord(**common, tokens_in=250, tokens_out=512, cost_usd=0.0046, outcome="abandoned", attempt=1,
+                    timeout_s=81.2, error="APITimeoutError: Request timed out.")
+    )  # fmt: skip
+    runtime.usage.record(UsageRecord(**common, tokens_in=250, tokens_out=40, cost_usd=0.0008))
+    # When ann lists its usage
+    status, listed = call(runtime, "GET", f"/missions/{mission_id}/usage", user="ann")
+    # Then the abandoned attempt is there with its limit, attempt and time, and the totals count it
+    assert status == 200
+    assert [(c["outcome"], c["max_tokens"], c["attempt"], c["timeout_s"]) for c in listed["calls"]] == [
+        ("abandoned", 512, 1, 81.2),
+        ("ok", 512, None, None),
+    ]
+    assert listed["total"]["abandoned"] == 1 and listed["total"]["abandoned_cost_usd"] == 0.0046
+    assert listed["total"]["cost_usd"] == 0.0054

@@ -266,3 +266,13 @@ def test_a_group_naming_an_unknown_stage_or_a_stage_name_is_rejected():
 def test_parallel_stage_with_routing_rules_is_rejected():
     message = rejection(*diamond(routing_rules=[RoutingRule(field="x", value=1, target="d")]), parallel=[BOTH])
     assert "stage 'c' runs in parallel group 'both' and so cannot have routing rules" in message
+
+
+def test_an_output_limit_per_role_names_a_role_that_asks_a_model():
+    # Given a planner stage (a model role) and a stage that asks no model
+    stages = (A("plan", has_llm=True, model_role="planner", default_next="end"), A("end"))
+    # Then a limit for its role is its stages' default, and one for a role no stage has is refused
+    assert pipeline(*stages, max_tokens={"planner": 512}).output_limit(stages[0]) == 512
+    assert "max_tokens.writer: no stage asks a model as 'writer'" in rejection(*stages, max_tokens={"writer": 512})
+    assert "max_tokens.end" in rejection(*stages, max_tokens={"end": 512})
+    assert "max_tokens.planner: 0" in rejection(*stages, max_tokens={"planner": 0})

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import anthropic
-import httpx
+import httpx2  # the HTTP client this SDK uses (its own, not httpx)
 
 from missions.adapters.llm.resilient import Answer, RetryableCall, SdkProvider, schema_name
 from missions.core.llm.limits import DEFAULT_MAX_TOKENS
@@ -55,7 +55,7 @@ class AnthropicMessages:
             ) from exc
         except anthropic.APIConnectionError as exc:  # includes APITimeoutError: retried
             raise RetryableCall(f"{type(exc).__name__}: {exc.message}", abandoned=_sent(exc.__cause__)) from exc
-        except httpx.TransportError as exc:  # a stream's read fails as httpx's own error, after the request went
+        except httpx2.TransportError as exc:  # a stream's read fails as httpx2's own error, after the request went
             raise RetryableCall(f"{type(exc).__name__}: {exc}", abandoned=_sent(exc)) from exc
         except anthropic.AnthropicError as exc:
             raise LLMError(f"{model} call failed for stage '{request.stage}': {exc}") from exc
@@ -121,7 +121,7 @@ def messages_params(model: str, request: LLMRequest) -> dict[str, Any]:
 def _sent(cause: BaseException | None) -> bool:
     """Whether a failed attempt's request reached the server (so it may have generated, and billed): every
     transport failure but one in connecting."""
-    return not isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout)
+    return not isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout)
 
 
 def _is_transient_status(status: int) -> bool:

@@ -16,7 +16,7 @@ import time
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-import httpx
+import httpx2  # the HTTP client this SDK uses (its own, not httpx)
 import openai
 
 from missions.adapters.llm.resilient import Answer, RetryableCall, SdkProvider, schema_name
@@ -63,7 +63,7 @@ class OpenAIChat:
             raise RetryableCall(f"HTTP {exc.status_code}: {exc.message}", _retry_after(exc)) from exc
         except openai.APIConnectionError as exc:  # includes APITimeoutError: retried
             raise RetryableCall(f"{type(exc).__name__}: {exc.message}", abandoned=_sent(exc.__cause__)) from exc
-        except httpx.TransportError as exc:  # a stream's read fails as httpx's own error, after the request went
+        except httpx2.TransportError as exc:  # a stream's read fails as httpx2's own error, after the request went
             raise RetryableCall(f"{type(exc).__name__}: {exc}", abandoned=_sent(exc)) from exc
         except openai.OpenAIError as exc:
             raise LLMError(f"{model} call failed for stage '{request.stage}': {exc}") from exc
@@ -191,7 +191,7 @@ def _content_of(response: Any, model: str, request: LLMRequest) -> tuple[str, st
 def _sent(cause: BaseException | None) -> bool:
     """Whether a failed attempt's request reached the server (so it may have generated, and billed): every
     transport failure but one in connecting."""
-    return not isinstance(cause, httpx.ConnectError | httpx.ConnectTimeout)
+    return not isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout)
 
 
 def _rejects_json_schema(exc: openai.APIStatusError) -> bool:
