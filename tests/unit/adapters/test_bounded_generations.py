@@ -254,7 +254,9 @@ def test_bedrock_sends_the_limit_and_a_read_timeout_is_abandoned():
         return step
 
     sent = serve_bedrock(client, answer)
-    bedrock = BedrockProvider(client=client, default_model="amazon.nova-lite-v1:0", max_tokens=900, sleep=lambda s: None)
+    bedrock = BedrockProvider(
+        client=client, default_model="amazon.nova-lite-v1:0", max_tokens=900, sleep=lambda s: None
+    )
     reported: list[Abandoned] = []
     # When a call with a limit past the ceiling is made
     result = bedrock.complete(request(max_tokens=5000, on_abandoned=reported.append))

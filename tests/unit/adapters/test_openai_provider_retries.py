@@ -122,7 +122,9 @@ def test_connection_errors_become_transient(sleeps):
     # Given an endpoint where nothing listens any more
     with FakeOpenAI() as gone:
         base_url = gone.base_url
-    provider = OpenAIProvider(api_key="test-key", base_url=base_url, first_token_seconds=5.0, max_retries=1, sleep=sleeps.append)
+    provider = OpenAIProvider(
+        api_key="test-key", base_url=base_url, first_token_seconds=5.0, max_retries=1, sleep=sleeps.append
+    )
 
     # When a completion is requested
     with pytest.raises(TransientLLMError) as caught:

@@ -22,7 +22,6 @@ from missions.core.llm.limits import DEFAULT_MAX_TOKENS
 from missions.core.llm.provider import LLMError, LLMRequest
 
 
-
 class AnthropicMessages:
     """One attempt at a structured completion through the Messages API."""
 

@@ -250,20 +250,26 @@ def validate_pipeline(pipeline: PipelineConfig) -> None:
                 f"{where}: edge limit {limit.from_stage}->{limit.to_stage} is not an edge of the pipeline"
             )
 
-    roles = {pipeline.role_of(agent) for agent in pipeline.agents if agent.has_llm}
-    for role, limit in pipeline.max_tokens.items():
-        if role not in roles:
-            raise PipelineError(f"{where}: max_tokens.{role}: no stage asks a model as '{role}' (roles: {sorted(roles)})")
-        if not 1 <= limit <= 200_000:
-            raise PipelineError(f"{where}: max_tokens.{role}: {limit} is not between 1 and 200000")
-
     for kind, stage in pipeline.resume.items():
         if stage not in names:
             raise PipelineError(f"{where}: resume.{kind.value}: stage '{stage}' does not exist")
 
+    _validate_output_limits(pipeline, where)
     _validate_parallel_groups(pipeline, where)
     _validate_reachability(pipeline, where)
     _validate_cycles(pipeline, where)
+
+
+def _validate_output_limits(pipeline: PipelineConfig, where: str) -> None:
+    """A role's output limit names a role some stage asks a model as (a typo would be ignored in silence)."""
+    roles = {pipeline.role_of(agent) for agent in pipeline.agents if agent.has_llm}
+    for role, tokens in pipeline.max_tokens.items():
+        if role not in roles:
+            raise PipelineError(
+                f"{where}: max_tokens.{role}: no stage asks a model as '{role}' (roles: {sorted(roles)})"
+            )
+        if not 1 <= tokens <= 200_000:
+            raise PipelineError(f"{where}: max_tokens.{role}: {tokens} is not between 1 and 200000")
 
 
 def _validate_parallel_groups(pipeline: PipelineConfig, where: str) -> None:
