@@ -42,6 +42,7 @@ from missions.core.llm.limits import (
     Abandoned,
     attempt_timeout,
     estimated_prompt_tokens,
+    output_limit,
 )
 from missions.core.llm.provider import LLMError, LLMRequest, LLMResult, TransientLLMError
 from missions.core.redaction import redact
@@ -145,7 +146,7 @@ class ResilientProvider:
 
     def output_limit(self, asked: int | None) -> int:
         """The limit a call carries: the one asked for (the runner always asks one), never past the ceiling."""
-        return max(1, min(asked if asked is not None else self._max_tokens, self._max_tokens))
+        return output_limit(asked, None, self._max_tokens)
 
     def timeout_for(self, max_tokens: int) -> float:
         """Seconds one attempt with this output limit may take (before the stage's deadline caps it)."""
@@ -229,14 +230,13 @@ class ResilientProvider:
     def _call_with_retries(self, model: str, request: LLMRequest, attempts: Iterator[int]) -> Answer:
         """Calls the backend, retrying transient failures with capped exponential backoff (tenacity),
         never past the request's deadline: a call gets only the time its stage has left."""
-
-        assert request.max_tokens is not None  # bounded in _complete
+        limit = request.max_tokens or self._max_tokens  # bounded in _complete
 
         def attempt() -> Answer:
             number = next(attempts)
             if number > 1 and request.on_retry is not None:
                 request.on_retry(number)  # what an earlier attempt streamed is not the answer
-            timeout = self.timeout_for(request.max_tokens or self._max_tokens)
+            timeout = self.timeout_for(limit)
             if request.deadline is not None:
                 left = request.deadline - self._clock()
                 if left <= 0:
