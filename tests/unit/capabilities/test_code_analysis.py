@@ -112,7 +112,7 @@ def context(stage: str, said: BaseModel, citations: list[Citation] | None = None
         counters=Counters(),
         bounds=Bounds(),
         answer=None,
-        think=lambda model, facts: said,
+        think=lambda model, facts, check: said,
         tools=None,
         fan_out=lambda items: None,
         save_artifact=lambda path, content: None,
@@ -354,11 +354,12 @@ def test_the_synthesizer_refuses_a_citation_no_tool_returned(repo: Path):
 
     # When the mission runs
     _, env = run(repo, ONE_GOAL, synthesizer=invent)
-    # Then the synthesizer failed on the invented line alone, and the mission ended through finalize
+    # Then the synthesizer failed on the invented line alone, each time it was asked (its answer and the two
+    # repairs), and the mission ended through finalize
     assert env.terminal_reason == "stage_failed:synthesizer"
-    [error] = [e for e in env.errors if e.stage == "synthesizer"]
-    assert error.kind == "EvidenceChainViolation"
-    assert re.search(r"\['pkg/ledger.py:99'\]", error.message), error.message
+    errors = [e for e in env.errors if e.stage == "synthesizer"]
+    assert [e.kind for e in errors] == ["EvidenceChainViolation"] * 3
+    assert all(re.search(r"\['pkg/ledger.py:99'\]", e.message) for e in errors), errors
 
 
 def goal_sections(answer: str) -> dict[str, str]:
@@ -390,11 +391,11 @@ def test_the_critic_refuses_to_invent_goals(repo: Path):
 
     # When the mission runs
     _, env = run(repo, ONE_GOAL, critic=add_a_goal)
-    # Then the critic's stage failed, and the mission ended through finalize
+    # Then the critic's stage failed (asked again twice, adding it each time), and the mission ended through finalize
     assert env.terminal_reason == "stage_failed:critic"
-    [error] = [e for e in env.errors if e.stage == "critic"]
-    assert error.kind == "EvidenceChainViolation"
-    assert "the critic added goals ['a new goal']" in error.message
+    errors = [e for e in env.errors if e.stage == "critic"]
+    assert [e.kind for e in errors] == ["EvidenceChainViolation"] * 3
+    assert all("the critic added goals ['a new goal']" in e.message for e in errors)
 
 
 def test_a_critics_next_stage_without_remaining_goals_completes(repo: Path):
