@@ -30,10 +30,12 @@ def absorb_failure(envelope: Envelope) -> dict[str, Any] | None:
         "cause": cause_of(failure.get("Cause")),
     }
     attempts = RepairsExhausted.attempts_in(record["cause"]) if record["error"] == RepairsExhausted.__name__ else []
-    for number, (kind, why) in enumerate(attempts, 1):  # the model's every invalid answer, each its own error
-        envelope.record_error(record["state"] or "?", kind, f"attempt {number}: {why}")
-    if not attempts:
+    if attempts:  # why no repair followed, then the model's every invalid answer, each its own error
+        envelope.record_error(record["state"] or "?", record["error"], record["cause"].splitlines()[0])
+    else:
         envelope.record_error(record["state"] or "?", record["error"], record["cause"] or record["reason"])
+    for number, (kind, why) in enumerate(attempts, 1):
+        envelope.record_error(record["state"] or "?", kind, f"attempt {number}: {why}")
     return record
 
 
