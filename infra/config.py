@@ -77,6 +77,7 @@ class LLMConfig(BaseModel):
     models: dict[str, str] = Field(default_factory=dict)  # agent role -> model
     fallback_model: str | None = Field(None, min_length=1, max_length=128)
     prices: dict[str, tuple[float, float]] = Field(default_factory=dict)  # model -> USD per million in/out
+    repairs: int = Field(2, ge=0, le=5)  # times a stage asks again after an invalid answer (model_repairs)
 
     @model_validator(mode="after")
     def _every_model_is_priced(self) -> LLMConfig:
@@ -115,6 +116,7 @@ class LLMConfig(BaseModel):
             f"{named}_models": self.models or None,
             f"{named}_fallback_model": self.fallback_model,
             "openai_prices": {model: list(price) for model, price in self.prices.items()} or None,
+            "model_repairs": self.repairs,
         }
         if named in ("openai", "anthropic"):
             values[f"{named}_base_url"] = self.base_url
