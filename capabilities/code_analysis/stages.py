@@ -95,7 +95,7 @@ def planner(ctx: Ctx, intent: IntentOutput, planner: Plan | None, critic: Critic
     asked = classify(goal)
     said = ctx.think(
         PlanOutput,
-        check=runnable,
+        runnable,
         current_goal=goal,
         attempt=attempt,
         question_kind=asked.kind,
@@ -113,7 +113,9 @@ def runnable(said: PlanOutput) -> None:
     for number, step in enumerate(said.steps, 1):
         spec = CATALOG.get(step.tool)
         if spec is None:
-            wrong.append(f"step {number}: no tool '{step.tool}' (the tools are {', '.join(s.id for s in CATALOG.list())})")
+            wrong.append(
+                f"step {number}: no tool '{step.tool}' (the tools are {', '.join(s.id for s in CATALOG.list())})"
+            )
             continue
         try:
             spec.parameters.model_validate({**step.params, "repo": "."})
@@ -214,9 +216,11 @@ def synthesizer(ctx: Ctx, traverser: Traversal, synthesizer: Synthesis | None) -
         facts["evidence_truncated"] = f"only the first {evidence.EVIDENCE_CHARS} characters of evidence are shown"
 
     def cited(said: SynthesisOutput) -> None:  # the evidence chain: a repaired answer is held to it as the first
-        evidence.check([ref for finding in said.findings for ref in finding.citations], ctx.citations, "the synthesizer")
+        evidence.check(
+            [ref for finding in said.findings for ref in finding.citations], ctx.citations, "the synthesizer"
+        )
 
-    said = ctx.think(SynthesisOutput, check=cited, **facts)
+    said = ctx.think(SynthesisOutput, cited, **facts)
     findings, gaps, dropped = _on_point(ctx, asked.kind, asked.subjects, said, traverser)
     current = GoalFindings(goal=traverser.goal, summary=said.summary, findings=findings, gaps=gaps)
     earlier = [part for part in (synthesizer.stages if synthesizer else []) if part.goal != traverser.goal]
@@ -273,7 +277,7 @@ def critic(ctx: Ctx, intent: IntentOutput, planner: Plan, traverser: Traversal, 
 
     said = ctx.think(
         CriticOutput,
-        check=judges_only,
+        judges_only,
         goals=intent.goals,
         attempt=planner.attempt,
         question_kind=asked.kind,

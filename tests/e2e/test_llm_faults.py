@@ -254,7 +254,9 @@ def test_every_mission_ends_with_a_reason_despite_a_flaky_model() -> None:
         assert set(model.faults) == set(FAULTS), model.faults
         assert model.outcomes["repaired"] and model.transport.models[FALLBACK_MODEL], model.outcomes
         assert model.outcomes["InvalidOutput"] > 0, model.outcomes
-        repairs = {m: [e for e in record_errors(cloud, r) if "(repaired by" in e.message] for m, r in users.ended.items()}
+        repairs = {
+            m: [e for e in record_errors(cloud, r) if "(repaired by" in e.message] for m, r in users.ended.items()
+        }
         completed = [m for m, found in repairs.items() if found and users.ended[m].status == MissionStatus.COMPLETED]
         print(f"answers repaired by asking again: {sum(map(len, repairs.values()))}, in {len(completed)} completed")
         assert completed

@@ -399,7 +399,9 @@ def test_a_plan_calling_a_tool_with_invalid_parameters_is_repaired_before_it_run
     assert env.terminal_reason == "completed"
     [error] = [e for e in env.errors if e.stage == "planner"]
     assert error.kind == "InvalidAnswer"
-    assert "step 1: no tool 'code.open_files'" in error.message and "step 2 (code.grep): invalid params" in error.message
+    assert (
+        "step 1: no tool 'code.open_files'" in error.message and "step 2 (code.grep): invalid params" in error.message
+    )
     assert not [r for r in env.outputs["traverser"]["results"] if r["tool"] == "code.open_files"]
 
 

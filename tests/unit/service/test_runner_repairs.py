@@ -14,7 +14,7 @@ from missions.adapters.llm.resilient import Answer, ResilientProvider
 from missions.adapters.memory.agents import InMemoryUsageStore
 from missions.core.capability.registry import Capability, Ctx, EvidenceChainViolation, InvalidAnswer, stage
 from missions.core.cost.pricing import Price
-from missions.core.llm.provider import LLMRequest
+from missions.core.llm.provider import InvalidOutput, LLMRequest
 from missions.core.mission.envelope import Envelope, InterruptKind
 from missions.core.pipeline.config import AgentConfig
 from tests.support.driver import DirectDriver
@@ -54,7 +54,7 @@ class Scripted:
 def judging(check: bool = True, then_ask: bool = False) -> Capability:
     @stage
     def judge(ctx: Ctx) -> Verdict:
-        said = ctx.think(Verdict, check=known if check else None)
+        said = ctx.think(Verdict, known if check else None)
         if then_ask:
             ctx.ask(InterruptKind.CLARIFICATION, "Sure?")
         return said
@@ -185,7 +185,7 @@ def test_an_offline_policy_answering_wrong_then_right_is_repaired():
 
     @stage
     def judge(ctx: Ctx) -> Verdict:
-        return ctx.think(Verdict, check=known)
+        return ctx.think(Verdict, known)
 
     agents = [AgentConfig(name="judge", has_llm=True, default_next="done"), AgentConfig(name="done")]
     driver = DirectDriver(typed_capability("t_offline_repair", agents, judge, final(), offline_policy=policy))
@@ -201,3 +201,18 @@ def test_an_offline_policy_answering_wrong_then_right_is_repaired():
 def test_a_check_raises_an_invalid_answer():
     # The rule a check keeps is an InvalidAnswer, which the runner knows how to repair
     assert issubclass(EvidenceChainViolation, InvalidAnswer)
+
+
+def test_an_invalid_answer_quoting_a_secret_is_redacted_and_still_carries_its_answer_and_cost():
+    # Given a provider knowing its key, and a model answering prose that quotes it
+    key = "sk-repair-0123456789abcdef"
+    backend = Scripted(f"my key is {key}")
+    provider = ResilientProvider(backend, default_model="m", prices={"m": Price((1.0, 2.0))}, secrets=(key,))
+    request = LLMRequest(stage="judge", role="judge", messages=[{"role": "user", "content": "?"}], output_model=Verdict)
+    # When it answers
+    with pytest.raises(InvalidOutput) as caught:
+        provider.complete(request)
+    # Then the error's message does not quote the key, and what the stage needs to ask again came along
+    assert key not in str(caught.value)
+    assert caught.value.content == f"my key is {key}" and caught.value.errors
+    assert caught.value.spent is not None and caught.value.spent.cost_usd == pytest.approx(PER_CALL)

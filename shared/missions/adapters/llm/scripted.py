@@ -44,7 +44,9 @@ class ScriptedProvider:
                 f"offline policy for '{request.stage}' gave an invalid answer: {exc}",
                 content=content,
                 errors=validation_errors(exc),
-                spent=LLMResult(Unparsed(content=content), "scripted", estimate_tokens(prompt), estimate_tokens(content)),
+                spent=LLMResult(
+                    Unparsed(content=content), "scripted", estimate_tokens(prompt), estimate_tokens(content)
+                ),
             ) from exc
         return LLMResult(
             output=output,

@@ -295,8 +295,9 @@ class Ctx:
         """The answer this stage was resumed with (a stage another one's question resumes at), else None."""
         return self._answer
 
-    def think(self, model: type[M], *, check: Callable[[M], None] | None = None, **facts: Any) -> M:
-        """The stage's model answering as `model`: its prompt, the goal, the context and these facts.
+    def think(self, model: type[M], check: Callable[[M], None] | None = None, /, **facts: Any) -> M:
+        """The stage's model answering as `model`: its prompt, the goal, the context and these facts
+        (`ctx.think(Model, check, **facts)`; `check` is positional, so no fact's name is taken).
 
         An answer that is not a valid `model`, or that `check` refuses (it raises an InvalidAnswer, e.g.
         EvidenceChainViolation, naming what is wrong), is shown to the model with its errors and the model
