@@ -12,11 +12,14 @@ from pydantic import BaseModel
 
 from missions.adapters.llm.resilient import Answer, ResilientProvider
 from missions.adapters.memory.agents import InMemoryUsageStore
+from missions.app.runtime import Runtime
 from missions.core.capability.registry import Capability, Ctx, EvidenceChainViolation, InvalidAnswer, stage
 from missions.core.cost.pricing import Price
 from missions.core.llm.provider import InvalidOutput, LLMRequest
 from missions.core.mission.envelope import Envelope, InterruptKind
 from missions.core.pipeline.config import AgentConfig
+from missions.core.settings import RuntimeSettings
+from tests.support.aws import use_fake_aws
 from tests.support.driver import DirectDriver
 from tests.support.runner import final, make
 from tests.support.stages import typed_capability
@@ -216,3 +219,15 @@ def test_an_invalid_answer_quoting_a_secret_is_redacted_and_still_carries_its_an
     assert key not in str(caught.value)
     assert caught.value.content == f"my key is {key}" and caught.value.errors
     assert caught.value.spent is not None and caught.value.spent.cost_usd == pytest.approx(PER_CALL)
+
+
+def test_the_setting_reaches_every_stage_runner(monkeypatch: pytest.MonkeyPatch):
+    use_fake_aws(monkeypatch)  # the runtime makes its (unused) clients
+    # Given MISSIONS_MODEL_REPAIRS=0 in a function's environment (cdk.json's llm.repairs)
+    tables = {
+        f"MISSIONS_{name.upper()}_TABLE": f"t-{name}" for name in ("missions", "checkpoints", "events", "interrupts")
+    }
+    settings = RuntimeSettings.from_env({**tables, "MISSIONS_BLOB_BUCKET": "blobs", "MISSIONS_MODEL_REPAIRS": "0"})
+    # Then its stage runners ask no model again; and by default they ask twice
+    assert Runtime(settings).runner("fitness_coach").services.repairs == 0
+    assert RuntimeSettings.from_env({**tables, "MISSIONS_BLOB_BUCKET": "blobs"}).model_repairs == 2
