@@ -109,7 +109,7 @@ class RepairsExhausted(Exception):
     `attempt N: Kind: why`, so the failure path (which only sees the message, in Step Functions' Cause)
     records one error per attempt (`attempts_in`)."""
 
-    SHOWN = 1_800  # characters of all attempts' errors: the failure path keeps 2,000 of the message
+    SHOWN = 1_500  # characters of all attempts' errors: the failure path keeps 2,000 of the message
 
     def __init__(self, stage: str, attempts: list[tuple[str, str]], stopped: str):
         each = max(80, self.SHOWN // max(1, len(attempts)))
