@@ -81,6 +81,7 @@ class LLMConfig(BaseModel):
     max_output_tokens: int | None = Field(None, ge=16, le=200_000)  # the ceiling of every call's output limit
     tokens_per_second: float | None = Field(None, gt=0)  # the throughput floor an attempt's time follows from
     first_token_seconds: float | None = Field(None, ge=1, le=900)
+    repairs: int = Field(2, ge=0, le=5)  # times a stage asks again after an invalid answer (model_repairs)
 
     @model_validator(mode="after")
     def _every_model_is_priced(self) -> LLMConfig:
@@ -122,6 +123,7 @@ class LLMConfig(BaseModel):
             "llm_max_output_tokens": self.max_output_tokens,
             "llm_tokens_per_second": self.tokens_per_second,
             "llm_first_token_seconds": self.first_token_seconds,
+            "model_repairs": self.repairs,
         }
         if named in ("openai", "anthropic"):
             values[f"{named}_base_url"] = self.base_url

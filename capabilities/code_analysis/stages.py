@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from pydantic import ValidationError
+
 from capabilities.code_analysis import evidence
 from capabilities.code_analysis.models import (
     Answer,
@@ -31,8 +33,9 @@ from capabilities.code_analysis.models import (
 )
 from capabilities.code_analysis.questions import classify
 from capabilities.code_analysis.repo_tools import CATALOG, count_mentions
-from missions.core.capability.registry import Ctx, EvidenceChainViolation, stage
+from missions.core.capability.registry import Ctx, EvidenceChainViolation, InvalidAnswer, stage
 from missions.core.capability.tools import ToolResult
+from missions.core.llm.provider import validation_errors
 from missions.core.mission.envelope import InterruptKind
 
 FOLLOW_SYMBOLS = 3
@@ -92,6 +95,7 @@ def planner(ctx: Ctx, intent: IntentOutput, planner: Plan | None, critic: Critic
     asked = classify(goal)
     said = ctx.think(
         PlanOutput,
+        runnable,
         current_goal=goal,
         attempt=attempt,
         question_kind=asked.kind,
@@ -100,6 +104,25 @@ def planner(ctx: Ctx, intent: IntentOutput, planner: Plan | None, critic: Critic
         tools=tools(),
     )
     return Plan(goal=goal, steps=said.steps, reasoning=said.reasoning, attempt=attempt)
+
+
+def runnable(said: PlanOutput) -> None:
+    """Every step calls a tool of the catalog with parameters it accepts (the runtime adds `repo`): a plan
+    the traverser could not run is sent back to the model with what is wrong."""
+    wrong = []
+    for number, step in enumerate(said.steps, 1):
+        spec = CATALOG.get(step.tool)
+        if spec is None:
+            wrong.append(
+                f"step {number}: no tool '{step.tool}' (the tools are {', '.join(s.id for s in CATALOG.list())})"
+            )
+            continue
+        try:
+            spec.parameters.model_validate({**step.params, "repo": "."})
+        except ValidationError as exc:
+            wrong.append(f"step {number} ({step.tool}): invalid params: {validation_errors(exc)}")
+    if wrong:
+        raise InvalidAnswer("; ".join(wrong))
 
 
 def tools() -> list[str]:
@@ -191,8 +214,13 @@ def synthesizer(ctx: Ctx, traverser: Traversal, synthesizer: Synthesis | None) -
     }
     if truncated:
         facts["evidence_truncated"] = f"only the first {evidence.EVIDENCE_CHARS} characters of evidence are shown"
-    said = ctx.think(SynthesisOutput, **facts)
-    evidence.check([ref for finding in said.findings for ref in finding.citations], ctx.citations, "the synthesizer")
+
+    def cited(said: SynthesisOutput) -> None:  # the evidence chain: a repaired answer is held to it as the first
+        evidence.check(
+            [ref for finding in said.findings for ref in finding.citations], ctx.citations, "the synthesizer"
+        )
+
+    said = ctx.think(SynthesisOutput, cited, **facts)
     findings, gaps, dropped = _on_point(ctx, asked.kind, asked.subjects, said, traverser)
     current = GoalFindings(goal=traverser.goal, summary=said.summary, findings=findings, gaps=gaps)
     earlier = [part for part in (synthesizer.stages if synthesizer else []) if part.goal != traverser.goal]
@@ -241,8 +269,15 @@ def critic(ctx: Ctx, intent: IntentOutput, planner: Plan, traverser: Traversal, 
     asked = classify(synthesizer.goal)
     cited = [ref for finding in synthesizer.findings for ref in finding.citations]
     ok, why = evidence.answers(asked.kind, asked.subjects, cited, traverser.results)
+
+    def judges_only(said: CriticOutput) -> None:
+        invented = [goal for goal in said.remaining_goals if goal not in intent.goals]
+        if invented:
+            raise EvidenceChainViolation(f"the critic added goals {invented}; it may only judge")
+
     said = ctx.think(
         CriticOutput,
+        judges_only,
         goals=intent.goals,
         attempt=planner.attempt,
         question_kind=asked.kind,
@@ -256,9 +291,6 @@ def critic(ctx: Ctx, intent: IntentOutput, planner: Plan, traverser: Traversal, 
             "gaps": synthesizer.gaps,
         },
     )
-    invented = [goal for goal in said.remaining_goals if goal not in intent.goals]
-    if invented:
-        raise EvidenceChainViolation(f"the critic added goals {invented}; it may only judge")
     if not ok and said.decision != "REPLAN" and planner.attempt == 1:  # once: the plan is sent back, broader
         remaining = said.remaining_goals or [g for g in intent.goals if g != synthesizer.goal]
         verdict = f"sent back: {why}"

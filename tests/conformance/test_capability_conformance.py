@@ -2,7 +2,8 @@
 
 A capability conforms when it loads and compiles, runs offline to `completed` on its example goal
 answering every question it asks (whatever the kind), stays within its bounds, records what its
-model calls cost, and has a stage function for every stage that needs code.
+model calls cost, has a stage function for every stage that needs code, and gets over a model answer it
+cannot use by asking again.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 import pytest
 
+from missions.adapters.llm.scripted import ScriptedProvider
 from missions.core.capability import registry as registry
+from missions.core.llm.provider import LLMRequest
 from missions.core.mission.envelope import InterruptKind
 from missions.core.pipeline.compiler import compile_pipeline
 from tests.support.driver import DirectDriver
@@ -70,3 +73,27 @@ def test_it_runs_offline_to_completed_answering_every_question(capability: regis
     assert len(asked) == len(envelope.answers)
     # and each of its checkpoints gives back (snapshot and deltas folded) the state its stage returned
     assert driver.checkpointed(envelope) == driver.returned
+
+
+def test_its_model_stages_recover_from_a_first_answer_that_is_not_valid(capability: registry.Capability) -> None:
+    # Given an offline model whose first answer in each stage is prose, not the stage's output
+    offline, wrong = capability.offline_policy, set[str]()
+
+    def prose_first(request: LLMRequest) -> Any:
+        if request.stage not in wrong:
+            wrong.add(request.stage)
+            return "Sure! Here is what I found."
+        return offline(request)
+
+    model = ScriptedProvider(prose_first)
+    context = {"repo": str(ROOT)} if capability.repository != "none" else {}
+    # When it runs with room in its bounds for one more model call per stage (a repair is a call)
+    driver = DirectDriver(capability, llm=model)
+    room = {"max_llm_calls": 2 * capability.pipeline.bounds.max_llm_calls}
+    envelope = driver.run(capability.example_goal, context=context, bounds=room, answer_with=answer)
+    # Then each stage was shown its answer and asked again, and the mission completed as it does offline
+    assert envelope.terminal_reason == "completed", (envelope.terminal_reason, envelope.errors)
+    repaired = [e for e in envelope.errors if "(repaired by asking again)" in e.message]
+    assert sorted(e.stage for e in repaired) == sorted(wrong)
+    assert wrong or not any(agent.has_llm for agent in capability.pipeline.agents)
+    assert {e.kind for e in envelope.errors} <= {"InvalidOutput"}

@@ -336,6 +336,7 @@ class Runtime(Bindings):
                 conversations=self._conversation_service if self.settings.conversations_table else None,
                 agents=self._pinned_version if self.settings.agents_table else None,
                 usage=(lambda: self.usage) if self.settings.usage_table else None,
+                repairs=self.settings.model_repairs,
             )
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]

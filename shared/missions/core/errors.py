@@ -4,11 +4,13 @@ the ones no retry can fix.
 
 Stage errors no retry can fix: the runner records them as not retryable; the compiled state
 machine lists their names (Lambda reports an exception's class name as its error type) in a
-Retry with MaxAttempts 0, so a wiring bug or an evidence violation goes straight to the failure
-path instead of being retried.
+Retry with MaxAttempts 0, so a wiring bug, an evidence violation or an answer the model could not
+repair goes straight to the failure path instead of being retried.
 """
 
 from __future__ import annotations
+
+import re
 
 # -- what a request asked for cannot be done; nothing was changed ---------------------------------
 
@@ -90,15 +92,55 @@ class StageDefinitionError(Exception):
     """A capability's stage is wired wrongly (a bug, not a transient failure): never retried."""
 
 
-class EvidenceChainViolation(Exception):
-    """A stage cited evidence no tool returned, or a critic added content. Never retried."""
+class InvalidAnswer(Exception):
+    """The model answered, but its answer breaks a rule its stage checks (its output's schema, the evidence
+    chain, the tools it may call): the runner shows the model its answer and this message and asks again,
+    within the stage's repairs and the mission's bounds (missions.service.runner._repair)."""
+
+
+class EvidenceChainViolation(InvalidAnswer):
+    """A stage cited evidence no tool returned, or a critic added content. Repaired by asking the model
+    again (as any InvalidAnswer); once the repairs are spent, never retried."""
+
+
+class RepairsExhausted(Exception):
+    """The model's answer was still invalid after every repair its stage allows (or its bounds left room
+    for): the stage fails, and no retry of the stage could do better. The message gives every attempt a line,
+    `attempt N: Kind: why`, so the failure path (which only sees the message, in Step Functions' Cause)
+    records one error per attempt (`attempts_in`)."""
+
+    SHOWN = 1_500  # characters of all attempts' errors: the failure path keeps 2,000 of the message
+
+    def __init__(self, stage: str, attempts: list[tuple[str, str]], stopped: str):
+        each = max(80, self.SHOWN // max(1, len(attempts)))
+        self.stage, self.attempts = stage, [(kind, _one_line(why)[:each]) for kind, why in attempts]
+        lines = [f"stage '{stage}': the model's answer was invalid {len(attempts)} time(s), {stopped}"]
+        lines += [f"attempt {number}: {kind}: {why}" for number, (kind, why) in enumerate(self.attempts, 1)]
+        super().__init__("\n".join(lines))
+
+    @staticmethod
+    def attempts_in(message: str) -> list[tuple[str, str]]:
+        """(kind, why) of each attempt a RepairsExhausted message lists, in order."""
+        return [(m["kind"], m["why"]) for m in map(_ATTEMPT.match, message.splitlines()) if m]
+
+
+_ATTEMPT = re.compile(r"^attempt \d+: (?P<kind>\w+): (?P<why>.*)$")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 class StageRequestError(ValueError):
     """The state machine sent a request this runner cannot serve (a wiring bug): not retried."""
 
 
-NON_RETRYABLE: tuple[type[Exception], ...] = (StageDefinitionError, EvidenceChainViolation, StageRequestError)
+NON_RETRYABLE: tuple[type[Exception], ...] = (
+    StageDefinitionError,
+    EvidenceChainViolation,
+    RepairsExhausted,
+    StageRequestError,
+)
 NON_RETRYABLE_ERRORS: list[str] = [error.__name__ for error in NON_RETRYABLE]
 
 __all__ = [
@@ -111,9 +153,11 @@ __all__ = [
     "DependencyUnavailable",
     "DeploymentError",
     "EvidenceChainViolation",
+    "InvalidAnswer",
     "MemoryValidationError",
     "MissionRequestError",
     "NotFound",
+    "RepairsExhausted",
     "RepositoryConflict",
     "RepositoryRequestError",
     "ScheduleLimitReached",

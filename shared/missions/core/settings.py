@@ -114,6 +114,9 @@ class RuntimeSettings(BaseModel):
     # the models a mission may name (POST /missions `model`), within each capability's own list; default: the
     # models this environment names (openai_default_model, openai_fallback_model, openai_models)
     allowed_models: list[str] = Field(default_factory=list, max_length=100)
+    # how often a stage asks its model again when its answer is invalid (its schema, its citations, its tool
+    # calls), showing it the answer and the errors; each time counts against max_llm_calls and max_cost_usd
+    model_repairs: int = Field(2, ge=0, le=5)
     # how long a warm function keeps the active agent versions it read (a promotion reaches new missions within)
     agents_cache_seconds: float = Field(60.0, ge=0, le=3600)
     # bounded generations (missions.core.llm.limits): no model call asks for more output tokens than this

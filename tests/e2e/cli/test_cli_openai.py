@@ -39,7 +39,9 @@ def run_cli(server: FakeOpenAI, repo: Path, goal: str) -> subprocess.CompletedPr
     )
 
 
-def script(server: FakeOpenAI, synthesis_citation: str) -> None:
+def script(server: FakeOpenAI, synthesis_citation: str, syntheses: int = 1) -> None:
+    """The answers of a mission's model calls, in order; the synthesizer's `syntheses` times (it is asked
+    again after an answer its evidence check refuses)."""
     server.enqueue(
         content=json.dumps(
             {"intent_type": "locate", "goals": ["where is compute_tax defined"], "search_terms": ["compute_tax"]}
@@ -57,14 +59,15 @@ def script(server: FakeOpenAI, synthesis_citation: str) -> None:
         )
         + "\n```"
     )
-    server.enqueue(
-        content=json.dumps(
-            {
-                "summary": "compute_tax is defined in tax.py",
-                "findings": [{"claim": "compute_tax is defined here", "citations": [synthesis_citation]}],
-            }
+    for _ in range(syntheses):
+        server.enqueue(
+            content=json.dumps(
+                {
+                    "summary": "compute_tax is defined in tax.py",
+                    "findings": [{"claim": "compute_tax is defined here", "citations": [synthesis_citation]}],
+                }
+            )
         )
-    )
     server.enqueue(content=json.dumps({"decision": "COMPLETE", "verdict": "answered"}))
 
 
@@ -90,13 +93,17 @@ def test_a_mission_runs_on_an_openai_compatible_server_with_accounting(repo):
 
 def test_a_hallucinated_citation_breaks_the_evidence_chain_and_ends_the_mission(repo):
     with FakeOpenAI() as server:
-        # Given a synthesizer answer citing a line no tool returned
-        script(server, "tax.py:99")
+        # Given a synthesizer answering, each time it is asked, with a line no tool returned
+        script(server, "tax.py:99", syntheses=3)
         # When the mission runs
         result = run_cli(server, repo, "Where is compute_tax defined?")
-    # Then the violation is not retried and the mission ends through integration with the reason
+        asked = len(server.requests)
+    # Then the synthesizer was asked again twice (its repairs), the stage not retried after them, and the
+    # mission ends through integration with the reason and each attempt's violation
     outcome = json.loads(result.stdout)
     assert result.returncode == 1
+    assert asked == 2 + 3
     assert outcome["terminal_reason"] == "stage_failed:synthesizer"
-    assert any(e["kind"] == "EvidenceChainViolation" and "tax.py:99" in e["message"] for e in outcome["errors"])
+    violations = [e for e in outcome["errors"] if e["kind"] == "EvidenceChainViolation" and "tax.py:99" in e["message"]]
+    assert len(violations) == 3
     assert outcome["mission_status"] == "failed"

@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from missions.adapters.llm.openai_provider import OpenAIProvider
-from missions.core.llm.provider import LLMError, LLMProvider, TransientLLMError
+from missions.core.llm.provider import InvalidOutput, LLMError, LLMProvider, TransientLLMError
 from tests.support.models.fake_openai import error_body
 from tests.support.models.openai_provider import VALID, Verdict, make_provider, request
 
@@ -132,6 +132,10 @@ def test_irreparable_content_raises_llm_error(fake, sleeps, content, problem):
     assert "not a valid Verdict" in str(caught.value)
     assert problem in str(caught.value)
     assert len(fake.requests) == 1
+    # and it is an InvalidOutput, carrying the answer, its errors and what the call cost, for the stage to ask again
+    invalid = caught.value
+    assert isinstance(invalid, InvalidOutput) and invalid.content == content and invalid.errors
+    assert invalid.spent is not None and invalid.spent.model == "gpt-4o-mini" and invalid.spent.tokens_in > 0
 
 
 def test_json_schema_rejection_falls_back_to_json_object(fake, sleeps):

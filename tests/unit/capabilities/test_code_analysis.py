@@ -112,7 +112,7 @@ def context(stage: str, said: BaseModel, citations: list[Citation] | None = None
         counters=Counters(),
         bounds=Bounds(),
         answer=None,
-        think=lambda model, facts: said,
+        think=lambda model, facts, check: said,
         tools=None,
         fan_out=lambda items: None,
         save_artifact=lambda path, content: None,
@@ -354,11 +354,55 @@ def test_the_synthesizer_refuses_a_citation_no_tool_returned(repo: Path):
 
     # When the mission runs
     _, env = run(repo, ONE_GOAL, synthesizer=invent)
-    # Then the synthesizer failed on the invented line alone, and the mission ended through finalize
+    # Then the synthesizer failed on the invented line alone, each time it was asked (its answer and the two
+    # repairs), and the mission ended through finalize
     assert env.terminal_reason == "stage_failed:synthesizer"
+    errors = [e for e in env.errors if e.stage == "synthesizer"][1:]  # after why no repair followed
+    assert [e.kind for e in errors] == ["EvidenceChainViolation"] * 3
+    assert all(re.search(r"\['pkg/ledger.py:99'\]", e.message) for e in errors), errors
+
+
+def first_time(change: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`change` on the stage's first answer only: a model that gets it right when told what was wrong."""
+    calls: list[Any] = []
+
+    def changed(output: Any) -> Any:
+        calls.append(output)
+        return change(output) if len(calls) == 1 else output
+
+    return changed
+
+
+def test_a_malformed_citation_is_repaired_by_asking_the_synthesizer_again(repo: Path):
+    # Given a synthesizer citing a tool's name instead of a line the first time (as a 270M model did)
+    def cite_a_tool(synthesis: Any) -> Any:
+        return synthesis.model_copy(update={"findings": [Finding(claim="listed", citations=["open_files"])]})
+
+    driver, env = run(repo, ONE_GOAL, synthesizer=first_time(cite_a_tool))
+    # Then it was asked again, and the mission completed with citations every tool returned
+    assert env.terminal_reason == "completed"
     [error] = [e for e in env.errors if e.stage == "synthesizer"]
-    assert error.kind == "EvidenceChainViolation"
-    assert re.search(r"\['pkg/ledger.py:99'\]", error.message), error.message
+    assert error.kind == "EvidenceChainViolation" and "malformed citation 'open_files'" in error.message
+    evidence.check(env.outputs["integration"]["citations"], env.citations, "the answer")
+    # and the repair was one more model call of the synthesizer's stage
+    synthesizer_calls = [r.llm_calls for r in driver.history(env) if r.stage == "synthesizer"]
+    assert synthesizer_calls == [2]
+
+
+def test_a_plan_calling_a_tool_with_invalid_parameters_is_repaired_before_it_runs(repo: Path):
+    # Given a planner whose first plan calls a tool that does not exist and one without its parameters
+    def bad_calls(plan: Any) -> Any:
+        return plan.model_copy(update={"steps": [PlanStep(tool="code.open_files"), PlanStep(tool="code.grep")]})
+
+    driver, env = run(repo, ONE_GOAL, planner=first_time(bad_calls))
+    # Then the planner was told which step was wrong and why, and the mission completed on its second plan
+    assert env.terminal_reason == "completed"
+    [error] = [e for e in env.errors if e.stage == "planner"]
+    assert error.kind == "InvalidAnswer"
+    assert (
+        "step 1: no tool 'code.open_files'" in error.message and "step 2 (code.grep): invalid params" in error.message
+    )
+    assert not [r for r in env.outputs["traverser"]["results"] if r["tool"] == "code.open_files"]
 
 
 def goal_sections(answer: str) -> dict[str, str]:
@@ -390,11 +434,11 @@ def test_the_critic_refuses_to_invent_goals(repo: Path):
 
     # When the mission runs
     _, env = run(repo, ONE_GOAL, critic=add_a_goal)
-    # Then the critic's stage failed, and the mission ended through finalize
+    # Then the critic's stage failed (asked again twice, adding it each time), and the mission ended through finalize
     assert env.terminal_reason == "stage_failed:critic"
-    [error] = [e for e in env.errors if e.stage == "critic"]
-    assert error.kind == "EvidenceChainViolation"
-    assert "the critic added goals ['a new goal']" in error.message
+    errors = [e for e in env.errors if e.stage == "critic"][1:]  # after why no repair followed
+    assert [e.kind for e in errors] == ["EvidenceChainViolation"] * 3
+    assert all("the critic added goals ['a new goal']" in e.message for e in errors)
 
 
 def test_a_critics_next_stage_without_remaining_goals_completes(repo: Path):

@@ -414,7 +414,7 @@ class SourceRun:
             counters=Counters(),
             bounds=Bounds(),
             answer=None,
-            think=lambda model, facts: pytest.fail("a source stage asks no model"),
+            think=lambda model, facts, check: pytest.fail("a source stage asks no model"),
             tools=self.tools,
             fan_out=lambda items: None,
             save_artifact=lambda path, content: None,

@@ -129,11 +129,13 @@ def test_a_model_answer_missing_a_field_of_the_stages_model_fails_the_stage():
     driver = DirectDriver(cap)
     # When
     env = driver.run("go")
-    # Then the answer failed the model's validation, and the mission ended through finalize
+    # Then the answer failed the model's validation, asked again twice (the repairs), and the mission ended
+    # through finalize with each attempt's errors
     assert env.terminal_reason == "stage_failed:a"
     assert driver.steps[1].mode == "finalize"
     assert "a" not in env.outputs
-    assert env.errors[0].kind == "LLMError" and "verdict" in env.errors[0].message
+    assert [e.kind for e in env.errors] == ["RepairsExhausted", "InvalidOutput", "InvalidOutput", "InvalidOutput"]
+    assert all("verdict: Field required" in e.message for e in env.errors[1:])
 
 
 class Died(BaseException):

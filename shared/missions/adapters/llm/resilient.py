@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -44,7 +45,15 @@ from missions.core.llm.limits import (
     estimated_prompt_tokens,
     output_limit,
 )
-from missions.core.llm.provider import LLMError, LLMRequest, LLMResult, TransientLLMError
+from missions.core.llm.provider import (
+    InvalidOutput,
+    LLMError,
+    LLMRequest,
+    LLMResult,
+    TransientLLMError,
+    Unparsed,
+    validation_errors,
+)
 from missions.core.redaction import redact
 
 BACKOFF_BASE_S = 0.5
@@ -167,7 +176,9 @@ class ResilientProvider:
             clean = redact(message, self._secrets)
             if clean == message:
                 raise
-            raise type(exc)(clean) from exc
+            copy = type(exc)(clean)
+            copy.__dict__.update(vars(exc))  # what an InvalidOutput carries (the answer, its cost) goes along
+            raise copy from exc
 
     def probe(self) -> None:
         """GET /ready: the endpoint answers for the default model (one attempt, a short timeout)."""
@@ -217,13 +228,19 @@ class ResilientProvider:
     def _complete_with(self, model: str, request: LLMRequest, attempts: Iterator[int]) -> LLMResult:
         answer = self._call_with_retries(model, request, attempts)
         used_model = answer.model or model
-        output, repaired = parse_output(answer.content, request.output_model, used_model, request.stage)
+        spent = cost_usd(used_model, answer.tokens_in, answer.tokens_out, self._prices, asked=model)
+        try:
+            output, repaired = parse_output(answer.content, request.output_model, used_model, request.stage)
+        except InvalidOutput as invalid:  # generated and paid for: the stage counts it against the mission's budget
+            unparsed = Unparsed(content=invalid.content)
+            invalid.spent = LLMResult(unparsed, used_model, answer.tokens_in, answer.tokens_out, spent)
+            raise
         return LLMResult(
             output=output,
             model=used_model,
             tokens_in=answer.tokens_in,
             tokens_out=answer.tokens_out,
-            cost_usd=cost_usd(used_model, answer.tokens_in, answer.tokens_out, self._prices, asked=model),
+            cost_usd=spent,
             repaired=repaired,
         )
 
@@ -406,12 +423,17 @@ def parse_output(
     content: str | dict[str, Any], output_model: type[BaseModel], model: str, stage: str
 ) -> tuple[BaseModel, bool]:
     """Validates the answer; models without strict schemas often wrap JSON in prose or fences. A tool call's
-    input (an object already) is validated as it is."""
+    input (an object already) is validated as it is. An answer that is not valid is an `InvalidOutput`
+    carrying the answer and its errors, so the stage can show them to the model and ask again."""
     if isinstance(content, dict):
         try:
             return output_model.model_validate(content), False
         except ValidationError as exc:
-            raise LLMError(f"{model} answer for stage '{stage}' is not a valid {output_model.__name__}: {exc}") from exc
+            raise InvalidOutput(
+                f"{model} answer for stage '{stage}' is not a valid {output_model.__name__}: {exc}",
+                content=json.dumps(content, ensure_ascii=False, default=str),
+                errors=validation_errors(exc),
+            ) from exc
     try:
         return output_model.model_validate_json(content), False
     except ValidationError as first:
@@ -428,9 +450,11 @@ def parse_output(
         except ValidationError as exc:
             problem = exc
     snippet = content if len(content) <= 200 else content[:200] + "..."
-    raise LLMError(
+    raise InvalidOutput(
         f"{model} answer for stage '{stage}' is not a valid {output_model.__name__}, "
-        f"even after JSON repair: {problem}; content: {snippet!r}"
+        f"even after JSON repair: {problem}; content: {snippet!r}",
+        content=content,
+        errors=validation_errors(problem) if isinstance(problem, ValidationError) else f"not JSON: {problem}",
     )
 
 

@@ -7,7 +7,7 @@ import time
 
 from pydantic import BaseModel, ValidationError
 
-from missions.core.llm.provider import LLMError, LLMRequest, LLMResult, OfflinePolicy
+from missions.core.llm.provider import InvalidOutput, LLMRequest, LLMResult, OfflinePolicy, Unparsed, validation_errors
 
 
 def estimate_tokens(text: str) -> int:
@@ -29,6 +29,7 @@ class ScriptedProvider:
     def complete(self, request: LLMRequest) -> LLMResult:
         started = time.perf_counter()
         answer = self._policy(request)
+        prompt = "".join(m.get("content", "") for m in request.messages)
         try:
             output = (
                 answer
@@ -37,9 +38,16 @@ class ScriptedProvider:
                     answer.model_dump() if isinstance(answer, BaseModel) else answer
                 )
             )
-        except ValidationError as exc:
-            raise LLMError(f"offline policy for '{request.stage}' gave an invalid answer: {exc}") from exc
-        prompt = "".join(m.get("content", "") for m in request.messages)
+        except ValidationError as exc:  # as a real model's invalid answer: the stage may ask again
+            content = json.dumps(answer.model_dump() if isinstance(answer, BaseModel) else answer, default=str)
+            raise InvalidOutput(
+                f"offline policy for '{request.stage}' gave an invalid answer: {exc}",
+                content=content,
+                errors=validation_errors(exc),
+                spent=LLMResult(
+                    Unparsed(content=content), "scripted", estimate_tokens(prompt), estimate_tokens(content)
+                ),
+            ) from exc
         return LLMResult(
             output=output,
             model="scripted",

@@ -28,6 +28,7 @@ from missions.core.capability.stages import StageFunction, StageSignatureError, 
 from missions.core.capability.stages import stage as stage
 from missions.core.capability.tools import ToolCatalog, ToolExecutor
 from missions.core.errors import EvidenceChainViolation as EvidenceChainViolation  # re-exported for capabilities
+from missions.core.errors import InvalidAnswer as InvalidAnswer  # re-exported: a `ctx.think` check raises it
 from missions.core.errors import StageDefinitionError as StageDefinitionError  # re-exported for capabilities
 from missions.core.llm.provider import OfflinePolicy
 from missions.core.mission.artifacts import Artifact, ArtifactRejected, Artifacts

@@ -49,6 +49,9 @@ from missions.core.mission.envelope import Bounds, Citation, Counters, Interrupt
 from missions.core.sandbox import SandboxRequest, SandboxResult, Tier
 
 M = TypeVar("M", bound=BaseModel)
+# a rule a model's answer must keep beyond its schema: raises an InvalidAnswer (missions.core.errors) naming
+# what is wrong, which the model is shown to answer again
+Check = Callable[[Any], None]
 Option = TypeVar("Option", bound=Mapping[str, Any])  # an option offered to choose from
 
 SPECIAL_PARAMETERS = ("ctx", "item", "items", "state")
@@ -225,7 +228,7 @@ class Ctx:
         counters: Counters,
         bounds: Bounds,
         answer: InterruptResponse | None,
-        think: Callable[[type[BaseModel], Mapping[str, Any]], BaseModel],
+        think: Callable[[type[BaseModel], Mapping[str, Any], Check | None], BaseModel],
         tools: Any,
         fan_out: Callable[[list[Any]], None],
         save_artifact: Callable[[str, Any], Any],
@@ -292,10 +295,18 @@ class Ctx:
         """The answer this stage was resumed with (a stage another one's question resumes at), else None."""
         return self._answer
 
-    def think(self, model: type[M], **facts: Any) -> M:
-        """The stage's model answering as `model`: its prompt, the goal, the context and these facts."""
-        answer = self._think(model, facts)
+    def think(self, model: type[M], check: Callable[[M], None] | None = None, /, **facts: Any) -> M:
+        """The stage's model answering as `model`: its prompt, the goal, the context and these facts
+        (`ctx.think(Model, check, **facts)`; `check` is positional, so no fact's name is taken).
+
+        An answer that is not a valid `model`, or that `check` refuses (it raises an InvalidAnswer, e.g.
+        EvidenceChainViolation, naming what is wrong), is shown to the model with its errors and the model
+        asked again, at most `model_repairs` times (a setting) and within the mission's bounds; then the stage
+        fails. The answer returned has passed `check`, whoever gave it (a repair, a replay after a resume)."""
+        answer = self._think(model, facts, check)
         assert isinstance(answer, model)
+        if check is not None:
+            check(answer)
         return answer
 
     def ask(

@@ -6,8 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from missions.core.errors import InvalidAnswer
 from missions.core.llm.limits import Abandoned
 
 
@@ -21,6 +22,17 @@ class LLMBudgetExhausted(LLMError):
 
 class TransientLLMError(LLMError):
     """A failure worth retrying later (rate limit, 5xx, timeout, open circuit)."""
+
+
+class InvalidOutput(LLMError, InvalidAnswer):
+    """The model answered, but its answer is not a valid output (its schema), even after JSON repair.
+    `content`: the answer as the model wrote it, `errors`: what is wrong with it, both for asking the model
+    again (missions.service.runner._repair); `spent`: the call's model, tokens and cost, which the provider
+    sets (the answer was generated, and is paid for, even though it is not used; its output is `Unparsed`)."""
+
+    def __init__(self, message: str, *, content: str = "", errors: str = "", spent: LLMResult | None = None):
+        super().__init__(message)
+        self.content, self.errors, self.spent = content, errors, spent
 
 
 @dataclass
@@ -56,6 +68,12 @@ class LLMRequest:
     on_abandoned: Callable[[Abandoned], None] | None = None
 
 
+class Unparsed(BaseModel):
+    """An answer that is no valid output, as the model wrote it (the output of an InvalidOutput's `spent`)."""
+
+    content: str
+
+
 @dataclass
 class LLMResult:
     output: BaseModel
@@ -65,6 +83,11 @@ class LLMResult:
     cost_usd: float = 0.0
     latency_ms: float = 0.0
     repaired: bool = False
+
+
+def validation_errors(exc: ValidationError) -> str:
+    """A validation's errors, `field.path: message` each, as a model reads them back when asked again."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(the answer)'}: {e['msg']}" for e in exc.errors())
 
 
 @runtime_checkable

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from missions.core.errors import RepairsExhausted
 from missions.core.mission.envelope import Citation, Counters, Envelope, InterruptKind, InterruptResponse, StageRecord
 from missions.core.mission.events import EventType
 from missions.core.mission.offload import EnvelopeCodec
@@ -28,7 +29,13 @@ def absorb_failure(envelope: Envelope) -> dict[str, Any] | None:
         "error": redact(str(failure.get("Error", "Unknown"))),
         "cause": cause_of(failure.get("Cause")),
     }
-    envelope.record_error(record["state"] or "?", record["error"], record["cause"] or record["reason"])
+    attempts = RepairsExhausted.attempts_in(record["cause"]) if record["error"] == RepairsExhausted.__name__ else []
+    if attempts:  # why no repair followed, then the model's every invalid answer, each its own error
+        envelope.record_error(record["state"] or "?", record["error"], record["cause"].splitlines()[0])
+    else:
+        envelope.record_error(record["state"] or "?", record["error"], record["cause"] or record["reason"])
+    for number, (kind, why) in enumerate(attempts, 1):
+        envelope.record_error(record["state"] or "?", kind, f"attempt {number}: {why}")
     return record
 
 

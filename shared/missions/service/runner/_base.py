@@ -78,6 +78,8 @@ class StageServices:
     # the configuration version a mission pinned for an agent: (capability, agent, version) -> it
     agents: Callable[[str, str, int], AgentVersion] | None = None
     usage: Callable[[], UsageStore] | None = None  # where every model call is recorded
+    # how often a stage asks its model again after an invalid answer (settings.model_repairs)
+    repairs: int = 2
     clock: Callable[[], float] = time.perf_counter
     on_timings: Callable[[str, StageTimings], None] | None = None  # benchmarks, metrics
 

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from missions.core.capability.registry import Capability, InterruptRequested, StageContext, StageDefinitionError
-from missions.core.capability.stages import Ctx, Replay, StageFunction
+from missions.core.capability.stages import Check, Ctx, Replay, StageFunction
 from missions.core.capability.tools import ConfirmationRequired
 from missions.core.mission.envelope import Envelope, InterruptResponse
 from missions.core.mission.events import EventType
@@ -19,6 +19,7 @@ from missions.core.sandbox import SandboxRequest, SandboxResult
 from missions.service.runner._base import Emit, Invocation, StageServices
 from missions.service.runner._memory import UserMemory
 from missions.service.runner._model import ModelCalls, as_json, messages
+from missions.service.runner._repair import Repairs
 from missions.service.runner._tools import StageTools
 
 
@@ -71,20 +72,21 @@ class StageFunctions:
         tools = self._tools.executor(ctx, emit, replay=replay.tools) if agent.has_tools else None
         ctx.tools = tools
 
-        def think(model: type[BaseModel], facts: Mapping[str, Any]) -> BaseModel:
+        def think(model: type[BaseModel], facts: Mapping[str, Any], check: Check | None) -> BaseModel:
             if failure is not None:
                 raise StageDefinitionError(f"stage '{agent.name}' asked its model on the failure path")
             if replay.thoughts:  # the attempt that asked had this answer: the model is not asked again
                 answer = model.model_validate(replay.thoughts.pop(0))
             else:
                 rendered = {name: as_json(value) for name, value in facts.items()}  # once, for the prompt and facts
-                answer = self._model.complete(
+                answer = Repairs(self._model, self._services.repairs).think(
                     ctx,
                     messages(ctx, rendered),
                     model,
                     facts={name: json.loads(text) for name, text in rendered.items()},
+                    check=check,
                 )
-            made.thoughts.append(answer.model_dump(mode="json"))
+            made.thoughts.append(answer.model_dump(mode="json"))  # the valid answer (repaired, if it was)
             return answer
 
         def fan_out(items: list[Any]) -> None:

@@ -16,7 +16,15 @@ from pydantic import BaseModel
 from missions.core.capability.registry import Capability, StageContext, StageDefinitionError
 from missions.core.cost.usage import Outcome
 from missions.core.llm.limits import Abandoned
-from missions.core.llm.provider import LLMBudgetExhausted, LLMError, LLMRequest, TransientLLMError
+from missions.core.llm.provider import (
+    InvalidOutput,
+    LLMBudgetExhausted,
+    LLMError,
+    LLMRequest,
+    LLMResult,
+    TransientLLMError,
+)
+from missions.core.mission.envelope import Envelope
 from missions.core.mission.events import Event, EventType
 from missions.ports.events import EventStore
 from missions.service.runner._agents import PinnedAgents
@@ -87,7 +95,10 @@ class ModelCalls:
             elapsed = (clock() - t0) * 1000
             self._invocation.timings.llm_ms += elapsed
             outcome: Outcome = "transient_error" if isinstance(exc, TransientLLMError) else "error"
-            self._usage.record(envelope, agent.name, provider, request, None, elapsed, outcome, str(exc))
+            spent = exc.spent if isinstance(exc, InvalidOutput) else None  # answered, not validly: still paid
+            self._usage.record(envelope, agent.name, provider, request, spent, elapsed, outcome, str(exc))
+            if spent is not None:
+                _count(envelope, spent)
             raise
         except BaseException:
             self._invocation.timings.llm_ms += (clock() - t0) * 1000
@@ -95,11 +106,7 @@ class ModelCalls:
         elapsed = (clock() - t0) * 1000
         self._invocation.timings.llm_ms += elapsed
         self._usage.record(envelope, agent.name, provider, request, result, result.latency_ms or elapsed, "ok")
-        counters = envelope.counters
-        counters.llm_calls += 1
-        counters.tokens_in += result.tokens_in
-        counters.tokens_out += result.tokens_out
-        counters.cost_usd = round(counters.cost_usd + result.cost_usd, 8)
+        _count(envelope, result)
         ctx.scratch["llm_model"] = result.model
         return result.output
 
@@ -109,6 +116,15 @@ def bounded(provider: Any, limit: int | None) -> int | None:
     records show it; a provider without a ceiling (the offline one) takes it as it is."""
     output_limit = getattr(provider, "output_limit", None)
     return int(output_limit(limit)) if callable(output_limit) else limit
+
+
+def _count(envelope: Envelope, result: LLMResult) -> None:
+    """One answered call against the mission's bounds: its tokens and its cost."""
+    counters = envelope.counters
+    counters.llm_calls += 1
+    counters.tokens_in += result.tokens_in
+    counters.tokens_out += result.tokens_out
+    counters.cost_usd = round(counters.cost_usd + result.cost_usd, 8)
 
 
 class ModelOutput:
