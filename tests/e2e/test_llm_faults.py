@@ -206,7 +206,7 @@ def assert_each_ended_once(cloud: LocalCloud, missions: dict[str, tuple[str, str
         [ended] = [e for e in timelines[mission_id] if e.type is EventType.FLOW_ERROR and "reason" in e.payload]
         assert ended.payload["reason"] == record.terminal_reason, ended
         # an answer still prose after its repairs ends its stage as RepairsExhausted; a repair is a model call,
-        # so a later stage may find max_llm_calls spent (shopping allows 2, one per stage)
+        # so a later stage may find max_llm_calls spent (shopping allows 4: two stages, two repairs)
         errors = ("TransientLLMError", "RepairsExhausted", "LLMBudgetExhausted")
         assert ended.payload["error"] in errors and ended.payload["cause"], ended
     # nothing happened twice: events, tool calls, answers
