@@ -99,3 +99,21 @@ def test_whatever_attempts_fail_the_stream_shows_exactly_the_attempt_that_answer
     answered = next(n for n in (1, 2, 3) if n not in fail)
     expected = "".join(word + " " for word in texts[answered - 1].split(" "))
     assert shown(events, "m_1") == expected
+
+
+def test_a_repair_marks_the_invalid_answer_streamed_before_it_as_not_the_answer():
+    # Given an invalid answer streamed in full, then the stage asking again (its first repair)
+    events = MemoryEventStore()
+    ticks = itertools.count()
+    invalid = ModelOutput(events, "m_1", "review", "review@1", clock=lambda: float(next(ticks)))
+    invalid.write("not json at all")
+    invalid.close()
+    repaired = ModelOutput(events, "m_1", "review", "review@1", clock=lambda: float(next(ticks)), repair=1)
+    # When the repaired answer streams
+    repaired.write('{"supported": ')
+    repaired.write("true}")
+    repaired.close()
+    # Then a client shows only the repaired answer, told by the first batch that a repair replaced the rest
+    assert shown(events, "m_1") == '{"supported": true}'
+    batches = [e.payload for e in events.read("m_1", limit=100)[0] if e.type is EventType.LLM_OUTPUT]
+    assert [b.get("repair") for b in batches] == [None, None, 1, None, None]  # invalid: a part and its end

@@ -52,6 +52,7 @@ class ModelCalls:
         messages: list[dict[str, str]],
         output_model: type[BaseModel],
         facts: dict[str, Any] | None = None,
+        repair: int = 0,
     ) -> BaseModel:
         """One model call for the stage, counted against the mission's bounds and cost. It carries an output
         limit (the agent's, else its role's in the capability, capped by the provider's ceiling), and every
@@ -76,7 +77,9 @@ class ModelCalls:
             model=envelope.model or (version.model if version is not None else None),
             fallback_model=version.fallback_model if version is not None else None,
         )
-        output = ModelOutput(self._services.events, envelope.mission_id, agent.name, ctx.write_token)
+        output = ModelOutput(
+            self._services.events, envelope.mission_id, agent.name, ctx.write_token, repair=repair or None
+        )
         request.on_text, request.on_retry = output.write, output.restart
 
         def abandoned(attempt: Abandoned) -> None:  # as it happens: a call that fails later still counts it
@@ -132,12 +135,21 @@ class ModelOutput:
     events), so a client following the stream sees it being written. Pieces are gathered for
     FLUSH_SECONDS before one batch is appended (each append is a read and a write of the events table),
     and what is left when the call ends goes last, marked `final`. When the provider asks again (a retry,
-    the fallback model), a batch marked `restart` says that the text before it is not the answer. A store
+    the fallback model) or the stage asks again after an invalid answer (a repair), a batch marked `restart`
+    says that the text before it is not the answer. A store
     that fails is logged: the answer still reaches the stage, only its live view is lost."""
 
     FLUSH_SECONDS = 0.5
 
-    def __init__(self, events: EventStore, mission_id: str, agent: str, token: str, clock: Clock = time.monotonic):
+    def __init__(
+        self,
+        events: EventStore,
+        mission_id: str,
+        agent: str,
+        token: str,
+        clock: Clock = time.monotonic,
+        repair: int | None = None,
+    ):
         self._events = events
         self._mission_id = mission_id
         self._agent = agent
@@ -146,6 +158,8 @@ class ModelOutput:
         self._pending: list[str] = []
         self._flushed_at = clock()
         self._parts = 0
+        # a repair's answer replaces the invalid one streamed before it: its first batch says so
+        self._repair = repair
 
     def write(self, piece: str) -> None:
         self._pending.append(piece)
@@ -169,6 +183,10 @@ class ModelOutput:
         payload: dict[str, Any] = {"agent": self._agent, "part": self._parts, "text": text, "final": final}
         if restart is not None:
             payload["restart"] = restart  # the attempt that begins here: drop the text of the parts before
+        elif self._repair is not None:
+            payload["restart"] = 1
+            payload["repair"] = self._repair  # the stage asks again after an invalid answer: drop it too
+        self._repair = None
         self._parts += 1
         event = Event(type=EventType.LLM_OUTPUT, mission_id=self._mission_id, stage=self._agent, payload=payload)
         try:

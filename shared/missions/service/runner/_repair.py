@@ -48,7 +48,7 @@ class Repairs:
         while True:
             answer: BaseModel | None = None
             try:
-                answer = self._model.complete(ctx, asked, output_model, facts)
+                answer = self._model.complete(ctx, asked, output_model, facts, repair=len(failed))
                 if check is not None:
                     check(answer)
             except InvalidAnswer as invalid:
