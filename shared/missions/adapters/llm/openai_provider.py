@@ -79,12 +79,13 @@ class OpenAIChat:
             **params, stream=True, stream_options={"include_usage": True}, timeout=timeout
         )
         parts: list[str] = []
-        used_model, usage, refusal = model, None, ""
+        used_model, usage, refusal, finish = model, None, "", None
         with stream:
             for chunk in stream:
                 used_model = getattr(chunk, "model", None) or used_model
                 usage = getattr(chunk, "usage", None) or usage
                 for choice in getattr(chunk, "choices", None) or []:
+                    finish = getattr(choice, "finish_reason", None) or finish
                     piece = getattr(choice.delta, "content", None)
                     refusal += getattr(choice.delta, "refusal", None) or ""
                     if piece:
@@ -93,6 +94,7 @@ class OpenAIChat:
         if not parts:
             reason = f"refused: {refusal}" if refusal else "returned empty content"
             raise LLMError(f"{used_model} {reason} for stage '{request.stage}'")
+        _check_not_cut(finish, used_model, request, usage)
         return Answer(
             content="".join(parts),
             model=used_model,
@@ -174,7 +176,22 @@ def _content_of(response: Any, model: str, request: LLMRequest) -> tuple[str, st
         refusal = getattr(message, "refusal", None)
         reason = f"refused: {refusal}" if refusal else "returned empty content"
         raise LLMError(f"{used_model} {reason} for stage '{request.stage}'")
+    _check_not_cut(getattr(choices[0], "finish_reason", None), used_model, request, getattr(response, "usage", None))
     return content, used_model
+
+
+def _check_not_cut(finish_reason: str | None, model: str, request: LLMRequest, usage: Any) -> None:
+    """An answer that stopped at the output limit is cut off: its JSON unclosed, which the shared JSON repair
+    would close into a valid but truncated output (a summary ending mid-sentence, a list short of items). It
+    fails the call instead, saying so (seen on llama.cpp's server: a rambling small model at its limit)."""
+    if finish_reason != "length":
+        return
+    generated = int(getattr(usage, "completion_tokens", 0) or 0)
+    limit = f"max_tokens {request.max_tokens}" if request.max_tokens else "the server's limit"
+    raise LLMError(
+        f"{model} answer for stage '{request.stage}' was cut off at the output limit "
+        f"({generated} tokens, {limit}; finish_reason 'length')"
+    )
 
 
 def _rejects_json_schema(exc: openai.APIStatusError) -> bool:
