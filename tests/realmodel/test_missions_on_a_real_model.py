@@ -153,3 +153,14 @@ def test_a_mission_ends_truthfully_through_the_openai_provider(capability, wire,
         assert usage_fields["prompt_tokens"] > 0 and usage_fields["completion_tokens"] > 0, exchange.answer
         assert exchange.answer["choices"][0]["message"]["content"], exchange.answer
     assert all(e.status in (0, 200) for e in exchanges), [(e.status, e.answer) for e in exchanges]
+
+
+def test_the_api_is_ready_with_the_model_server_behind_it(wire, monkeypatch):
+    # Given llama.cpp's server behind OPENAI_BASE_URL (it has no GET /v1/models/{model}: the probe lists)
+    _, base_url = wire
+    with LocalCloud(["shopping"], settings=user_settings(monkeypatch, base_url)) as cloud:
+        # When GET /ready asks every dependency
+        status, report = call(cloud.runtime, "GET", "/ready")
+    # Then the model provider's check passes with the rest
+    assert report["checks"]["model:openai"] == {**report["checks"]["model:openai"], "ok": True, "error": None}
+    assert status == 200 and report["ready"] is True, report

@@ -297,3 +297,44 @@ def test_a_streamed_answer_cut_off_at_the_output_limit_fails():
         provider.complete(request(on_text=lambda piece: None))
     # Then the call fails for being cut off at the server's limit
     assert "cut off at the output limit (256 tokens, the server's limit; finish_reason 'length')" in str(caught.value)
+
+
+def _probed(routes: dict[str, tuple[int, dict]]) -> tuple[OpenAIProvider, list[str]]:
+    """A provider whose endpoint answers GET paths from `routes` (status, JSON), and the paths it was asked."""
+    import httpx2
+
+    asked: list[str] = []
+
+    def serve(http_request: httpx2.Request) -> httpx2.Response:
+        asked.append(http_request.url.path)
+        status, body = routes.get(http_request.url.path, (404, {"error": {"message": "File Not Found"}}))
+        return httpx2.Response(status, json=body)
+
+    client = openai.OpenAI(
+        api_key="k",
+        base_url="http://model.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(serve)),
+        max_retries=0,
+    )
+    return OpenAIProvider(client=client, sleep=lambda s: None), asked
+
+
+def test_the_probe_of_a_server_without_the_model_route_lists_its_models():
+    # Given llama.cpp's server (its answers recorded): no GET /v1/models/{model} (404 "File Not Found",
+    # type not_found_error), its one model listed under its file's name, whatever a request names
+    listed = {"object": "list", "data": [{"id": "gemma-3-270m-q4_k_m.gguf", "object": "model", "owned_by": "llamacpp"}]}
+    provider, asked = _probed({"/v1/models": (200, listed)})
+    # When GET /ready probes the model
+    provider.probe()
+    # Then the endpoint is ready: it answered the list of its models
+    assert asked == ["/v1/models/gpt-4o-mini", "/v1/models"]
+
+
+def test_the_probe_of_a_model_the_server_does_not_know_fails():
+    # Given OpenAI's own answer for a model it does not have
+    unknown = {"error": {"message": "The model `gpt-4o-mini` does not exist", "code": "model_not_found"}}
+    provider, asked = _probed({"/v1/models/gpt-4o-mini": (404, unknown)})
+    # When it is probed, Then the probe fails naming the model, without asking for the list
+    with pytest.raises(LLMError, match="gpt-4o-mini: HTTP 404"):
+        provider.probe()
+    assert asked == ["/v1/models/gpt-4o-mini"]

@@ -103,9 +103,16 @@ class OpenAIChat:
         )
 
     def probe(self, model: str, timeout: float) -> None:
-        """GET /models/{model}: the endpoint answers and knows the model (no tokens spent)."""
+        """GET /models/{model}: the endpoint answers and knows the model (no tokens spent). A server without
+        that route (llama.cpp's answers 404 "File Not Found", not OpenAI's model_not_found, and serves its one
+        model whatever a request names) is probed by listing its models instead."""
         try:
-            self._client.models.retrieve(model, timeout=timeout)
+            try:
+                self._client.models.retrieve(model, timeout=timeout)
+            except openai.NotFoundError as exc:
+                if getattr(exc, "code", None) == "model_not_found":
+                    raise
+                self._client.models.list(timeout=timeout)
         except openai.APIStatusError as exc:
             if _is_transient_status(exc):
                 raise RetryableCall(f"HTTP {exc.status_code}: {exc.message}") from exc
