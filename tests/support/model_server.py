@@ -73,25 +73,35 @@ def running_model_server(workdir: Path, *, max_tokens: int = SERVER_MAX_TOKENS) 
     if not installed():
         raise RuntimeError(MISSING)
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
     log = workdir / "model-server.log"
     command = [str(MODEL_VENV / "bin" / "python"), str(SERVE), str(MODEL_FILE), str(port)]
     command += ["--ctx", str(CONTEXT_TOKENS), "--threads", str(THREADS), "--n-predict", str(max_tokens)]
+    started = time.monotonic()
+    with serving_process(command, port, log) as url:
+        yield RunningModelServer(url, f"{url}/v1", log, time.monotonic() - started)
+
+
+@contextmanager
+def serving_process(command: list[str], port: int, log: Path) -> Iterator[str]:
+    """`command` (model_serve.py, run from the repository's root) started, until GET /health on `port` says
+    ok; yields its URL and stops it (SIGTERM, then SIGKILL) when the block ends."""
+    url = f"http://127.0.0.1:{port}"
     # OpenMP's threads sleep when idle instead of spinning: on cores other work shares, spinning made a
     # reply 3 to 8 times slower (measured here, 2 threads, a load of 4)
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
     started = time.monotonic()
     with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        process = subprocess.Popen(
+            command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
     try:
-        deadline = started + START_TIMEOUT
         while not _healthy(url):
             if process.poll() is not None:
                 raise RuntimeError(f"the model server exited with {process.returncode} before it was up\n{_tail(log)}")
-            if time.monotonic() > deadline:
+            if time.monotonic() > started + START_TIMEOUT:
                 raise RuntimeError(f"the model server was not ready within {START_TIMEOUT:.0f} s\n{_tail(log)}")
             time.sleep(0.1)
-        yield RunningModelServer(url, f"{url}/v1", log, time.monotonic() - started)
+        yield url
     finally:
         _stop(process)
 
