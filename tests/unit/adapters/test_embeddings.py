@@ -181,3 +181,31 @@ def test_the_fake_also_answers_the_sdk_default_base64_encoding(fake):
     client = openai.OpenAI(api_key="test-key", base_url=fake.base_url, max_retries=0)
     response = client.embeddings.create(model="text-embedding-3-small", input="hello", dimensions=4)
     assert response.data[0].embedding == pytest.approx(FakeOpenAI.embedding_of("hello", 4), abs=1e-6)
+
+
+def test_openai_embedder_says_what_the_server_answered_when_it_fails():
+    import httpx2
+    import openai
+
+    from missions.core.errors import DependencyUnavailable
+
+    # Given an OpenAI-compatible server without embeddings (llama.cpp's server started without --embeddings,
+    # its answer recorded)
+    def serve(request: httpx2.Request) -> httpx2.Response:
+        message = "This server does not support embeddings. Start it with `--embeddings`"
+        return httpx2.Response(501, json={"error": {"code": 501, "message": message, "type": "not_supported_error"}})
+
+    client = openai.OpenAI(
+        api_key="sk-test-0123456789abcdefghij",
+        base_url="http://model.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(serve)),
+        max_retries=0,
+    )
+    # When texts are embedded
+    with pytest.raises(DependencyUnavailable) as caught:
+        OpenAIEmbedder(client=client, dimensions=4).embed(["kitchen light"])
+    # Then the mission's error says the status and the server's reason, not only the SDK's class name
+    assert str(caught.value) == (
+        "the embedding service failed: InternalServerError: Error code: 501 - "
+        "This server does not support embeddings. Start it with `--embeddings`"
+    )

@@ -245,3 +245,103 @@ def test_a_streamed_answer_goes_to_on_text_as_it_comes_and_is_validated_whole():
     assert result.output == Verdict(answer="yes", confidence=0.9)
     assert (result.tokens_in, result.tokens_out) == (120, 12)
     assert seen[0]["stream"] is True and seen[0]["stream_options"] == {"include_usage": True}
+
+
+def _completion(content: str, finish_reason: str, completion_tokens: int) -> dict:
+    """A chat.completion as llama.cpp's server sends it (recorded: Gemma 3 270M at its output limit)."""
+    usage = {"prompt_tokens": 984, "completion_tokens": completion_tokens, "total_tokens": 984 + completion_tokens}
+    choice = {"index": 0, "finish_reason": finish_reason, "message": {"role": "assistant", "content": content}}
+    return {"id": "c", "object": "chat.completion", "created": 0, "model": "gemma", "choices": [choice], "usage": usage}
+
+
+def test_an_answer_cut_off_at_the_output_limit_fails_instead_of_being_repaired_into_a_valid_one(fake, sleeps):
+    # Given a server whose answer stopped at the output limit, its JSON unclosed (closing it would make a
+    # valid Verdict: the JSON repair alone would take it as the whole answer)
+    fake.enqueue(body=_completion('{"answer": "yes, because the evidence shows that', "length", 384))
+    provider = make_provider(fake, sleeps)
+    # When a stage asks with an output limit
+    with pytest.raises(LLMError) as caught:
+        provider.complete(request(max_tokens=384))
+    # Then the call fails, saying the answer was cut off at the limit, and is not retried; it is an invalid
+    # answer (the stage's repair asks for a shorter one) whose tokens were generated and are paid for
+    assert isinstance(caught.value, InvalidOutput) and caught.value.spent is not None
+    assert (caught.value.spent.tokens_in, caught.value.spent.tokens_out) == (984, 384)
+    assert "cut off at the output limit (384 tokens, max_tokens 384)" in str(caught.value)
+    assert len(fake.requests) == 1
+
+
+def test_an_answer_that_ended_by_itself_is_taken(fake, sleeps):
+    # Given the same server's answer that stopped on its own (finish_reason "stop")
+    fake.enqueue(body=_completion(VALID, "stop", 12))
+    # When a stage asks
+    result = make_provider(fake, sleeps).complete(request(max_tokens=384))
+    # Then it is the output, with the server's token counts
+    assert result.output == Verdict(answer="yes", confidence=0.9)
+    assert (result.tokens_in, result.tokens_out) == (984, 12)
+
+
+def test_a_streamed_answer_cut_off_at_the_output_limit_fails():
+    import httpx2
+
+    # Given streaming on, and a stream whose last choice chunk says finish_reason "length" (no limit asked:
+    # the server's own stopped it)
+    def serve(http_request: httpx2.Request) -> httpx2.Response:
+        cut = _chunk('", "confid')
+        cut["choices"][0]["finish_reason"] = "length"
+        usage = {"prompt_tokens": 120, "completion_tokens": 256, "total_tokens": 376}
+        body = _sse(_chunk('{"answer": "yes'), cut, _chunk(usage=usage))
+        return httpx2.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    client = openai.OpenAI(
+        api_key="k",
+        base_url="http://model.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(serve)),
+        max_retries=0,
+    )
+    provider = OpenAIProvider(client=client, stream=True, sleep=lambda s: None)
+    # When a stage asks, taking the text as it comes
+    with pytest.raises(LLMError) as caught:
+        provider.complete(request(on_text=lambda piece: None))
+    # Then the call fails for being cut off at the server's limit
+    assert "cut off at the output limit (256 tokens, the server's limit)" in str(caught.value)
+
+
+def _probed(routes: dict[str, tuple[int, dict]]) -> tuple[OpenAIProvider, list[str]]:
+    """A provider whose endpoint answers GET paths from `routes` (status, JSON), and the paths it was asked."""
+    import httpx2
+
+    asked: list[str] = []
+
+    def serve(http_request: httpx2.Request) -> httpx2.Response:
+        asked.append(http_request.url.path)
+        status, body = routes.get(http_request.url.path, (404, {"error": {"message": "File Not Found"}}))
+        return httpx2.Response(status, json=body)
+
+    client = openai.OpenAI(
+        api_key="k",
+        base_url="http://model.test/v1",
+        http_client=httpx2.Client(transport=httpx2.MockTransport(serve)),
+        max_retries=0,
+    )
+    return OpenAIProvider(client=client, sleep=lambda s: None), asked
+
+
+def test_the_probe_of_a_server_without_the_model_route_lists_its_models():
+    # Given llama.cpp's server (its answers recorded): no GET /v1/models/{model} (404 "File Not Found",
+    # type not_found_error), its one model listed under its file's name, whatever a request names
+    listed = {"object": "list", "data": [{"id": "gemma-3-270m-q4_k_m.gguf", "object": "model", "owned_by": "llamacpp"}]}
+    provider, asked = _probed({"/v1/models": (200, listed)})
+    # When GET /ready probes the model
+    provider.probe()
+    # Then the endpoint is ready: it answered the list of its models
+    assert asked == ["/v1/models/gpt-4o-mini", "/v1/models"]
+
+
+def test_the_probe_of_a_model_the_server_does_not_know_fails():
+    # Given OpenAI's own answer for a model it does not have
+    unknown = {"error": {"message": "The model `gpt-4o-mini` does not exist", "code": "model_not_found"}}
+    provider, asked = _probed({"/v1/models/gpt-4o-mini": (404, unknown)})
+    # When it is probed, Then the probe fails naming the model, without asking for the list
+    with pytest.raises(LLMError, match="gpt-4o-mini: HTTP 404"):
+        provider.probe()
+    assert asked == ["/v1/models/gpt-4o-mini"]

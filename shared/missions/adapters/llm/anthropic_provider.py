@@ -68,6 +68,7 @@ class AnthropicMessages:
             model=message.model or model,
             tokens_in=int(message.usage.input_tokens or 0),
             tokens_out=int(message.usage.output_tokens or 0),
+            cut_off=message.stop_reason == "max_tokens",
         )
 
     def probe(self, model: str, timeout: float) -> None:

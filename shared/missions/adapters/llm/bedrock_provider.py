@@ -82,7 +82,8 @@ class BedrockConverse:
         content = response.get("output", {}).get("message", {}).get("content", [])
         tool_input = next((block["toolUse"].get("input") for block in content if "toolUse" in block), None)
         text = "".join(block.get("text", "") for block in content)
-        return _answer(model, request, tool_input if tool_input is not None else text, response.get("usage", {}))
+        answer = tool_input if tool_input is not None else text
+        return _answer(model, request, answer, response.get("usage", {}), response.get("stopReason"))
 
     def _stream(self, model: str, params: dict[str, Any], request: LLMRequest, timeout: float) -> Answer:
         assert request.on_text is not None
@@ -90,6 +91,7 @@ class BedrockConverse:
         response = self._client.converse_stream(**params)
         pieces: list[str] = []
         usage: dict[str, Any] = {}
+        stop: str | None = None
         for event in response["stream"]:
             if time.monotonic() > ends:
                 raise RetryableCall(f"the answer took longer than {timeout:.1f} s", abandoned=True)
@@ -98,9 +100,11 @@ class BedrockConverse:
             if piece:
                 pieces.append(piece)
                 request.on_text(piece)
+            if "messageStop" in event:
+                stop = event["messageStop"].get("stopReason")
             if "metadata" in event:
                 usage = event["metadata"].get("usage", {})
-        return _answer(model, request, "".join(pieces), usage)
+        return _answer(model, request, "".join(pieces), usage, stop)
 
     def probe(self, model: str, timeout: float) -> None:
         """GetFoundationModel on the control plane: the model exists here and this role may see it."""
@@ -159,7 +163,7 @@ def converse_params(model: str, request: LLMRequest) -> dict[str, Any]:
     return params
 
 
-def _answer(model: str, request: LLMRequest, content: Any, usage: Mapping[str, Any]) -> Answer:
+def _answer(model: str, request: LLMRequest, content: Any, usage: Mapping[str, Any], stop: str | None) -> Answer:
     if content in (None, "", {}):
         raise LLMError(f"{model} returned no answer for stage '{request.stage}'")
     return Answer(
@@ -167,6 +171,7 @@ def _answer(model: str, request: LLMRequest, content: Any, usage: Mapping[str, A
         model=model,
         tokens_in=int(usage.get("inputTokens", 0) or 0),
         tokens_out=int(usage.get("outputTokens", 0) or 0),
+        cut_off=stop == "max_tokens",
     )
 
 

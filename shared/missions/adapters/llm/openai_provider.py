@@ -74,6 +74,7 @@ class OpenAIChat:
             model=used_model,
             tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
             tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            cut_off=getattr(response.choices[0], "finish_reason", None) == "length",
         )
 
     def _create(self, model: str, request: LLMRequest, timeout: float, *, json_object: bool) -> Any:
@@ -86,7 +87,7 @@ class OpenAIChat:
             **params, stream=True, stream_options={"include_usage": True}, timeout=timeout
         )
         parts: list[str] = []
-        used_model, usage, refusal = model, None, ""
+        used_model, usage, refusal, finish = model, None, "", None
         ends = time.monotonic() + timeout  # the client's timeout bounds each read, not the whole stream
         with stream:
             for chunk in stream:
@@ -95,6 +96,7 @@ class OpenAIChat:
                 used_model = getattr(chunk, "model", None) or used_model
                 usage = getattr(chunk, "usage", None) or usage
                 for choice in getattr(chunk, "choices", None) or []:
+                    finish = getattr(choice, "finish_reason", None) or finish
                     piece = getattr(choice.delta, "content", None)
                     refusal += getattr(choice.delta, "refusal", None) or ""
                     if piece:
@@ -108,12 +110,20 @@ class OpenAIChat:
             model=used_model,
             tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
             tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+            cut_off=finish == "length",
         )
 
     def probe(self, model: str, timeout: float) -> None:
-        """GET /models/{model}: the endpoint answers and knows the model (no tokens spent)."""
+        """GET /models/{model}: the endpoint answers and knows the model (no tokens spent). A server without
+        that route (llama.cpp's answers 404 "File Not Found", not OpenAI's model_not_found, and serves its one
+        model whatever a request names) is probed by listing its models instead."""
         try:
-            self._client.models.retrieve(model, timeout=timeout)
+            try:
+                self._client.models.retrieve(model, timeout=timeout)
+            except openai.NotFoundError as exc:
+                if getattr(exc, "code", None) == "model_not_found":
+                    raise
+                self._client.models.list(timeout=timeout)
         except openai.APIStatusError as exc:
             if _is_transient_status(exc):
                 raise RetryableCall(f"HTTP {exc.status_code}: {exc.message}") from exc

@@ -69,6 +69,10 @@ class Answer:
     model: str
     tokens_in: int = 0
     tokens_out: int = 0
+    # the model stopped at the output limit (OpenAI's finish_reason "length", Anthropic's and Bedrock's
+    # stop reason "max_tokens"): its JSON unclosed, which JSON repair would close into a valid but truncated
+    # output (a summary ending mid-sentence, a list short of items), so it is an invalid answer
+    cut_off: bool = False
 
 
 class RetryableCall(Exception):
@@ -230,6 +234,8 @@ class ResilientProvider:
         used_model = answer.model or model
         spent = cost_usd(used_model, answer.tokens_in, answer.tokens_out, self._prices, asked=model)
         try:
+            if answer.cut_off:
+                raise cut_off(answer, request, used_model)
             output, repaired = parse_output(answer.content, request.output_model, used_model, request.stage)
         except InvalidOutput as invalid:  # generated and paid for: the stage counts it against the mission's budget
             unparsed = Unparsed(content=invalid.content)
@@ -417,6 +423,20 @@ def schema_name(model: type[BaseModel]) -> str:
     contain brackets."""
     name = "".join(c if c.isalnum() or c in "_-" else "_" for c in model.__name__)
     return name[:64] or "output"
+
+
+def cut_off(answer: Answer, request: LLMRequest, model: str) -> InvalidOutput:
+    """An answer that stopped at its output limit: invalid, and the repair asks for a shorter one."""
+    content = answer.content if isinstance(answer.content, str) else json.dumps(answer.content)
+    # a server may stop sooner than the limit asked (its own cap): then that is the limit that cut it
+    ours = request.max_tokens and (answer.tokens_out == 0 or answer.tokens_out >= request.max_tokens)
+    limit = f"max_tokens {request.max_tokens}" if ours else "the server's limit"
+    return InvalidOutput(
+        f"{model} answer for stage '{request.stage}' was cut off at the output limit "
+        f"({answer.tokens_out} tokens, {limit})",
+        content=content,
+        errors=f"the answer was cut off at the output limit ({limit}): write a shorter, complete answer",
+    )
 
 
 def parse_output(
