@@ -82,6 +82,7 @@ class LLMConfig(BaseModel):
     tokens_per_second: float | None = Field(None, gt=0)  # the throughput floor an attempt's time follows from
     first_token_seconds: float | None = Field(None, ge=1, le=900)
     repairs: int = Field(2, ge=0, le=5)  # times a stage asks again after an invalid answer (model_repairs)
+    embeddings: Literal["provider", "local"] = "provider"  # local: an endpoint without /embeddings
 
     @model_validator(mode="after")
     def _every_model_is_priced(self) -> LLMConfig:
@@ -124,6 +125,7 @@ class LLMConfig(BaseModel):
             "llm_tokens_per_second": self.tokens_per_second,
             "llm_first_token_seconds": self.first_token_seconds,
             "model_repairs": self.repairs,
+            "embeddings": self.embeddings,
         }
         if named in ("openai", "anthropic"):
             values[f"{named}_base_url"] = self.base_url

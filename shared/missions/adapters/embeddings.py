@@ -139,7 +139,10 @@ class OpenAIEmbedder:
                     encoding_format="float",
                 )
             except Exception as exc:  # the SDK's errors (after its own retries): the service is unavailable
-                raise DependencyUnavailable(f"the embedding service failed: {self._described(exc)}") from exc
+                raise DependencyUnavailable(
+                    f"the embedding service failed: {self._described(exc)} "
+                    "(a server without embeddings: set embeddings to local, MISSIONS_EMBEDDINGS=local)"
+                ) from exc
             data = sorted(response.data, key=lambda d: d.index)
             if len(data) != len(batch):
                 raise ValueError(f"asked {len(batch)} embeddings of {self.model}, got {len(data)}")

@@ -164,7 +164,7 @@ class Bindings:
 
     @cached_property
     def embedder(self) -> Embedder:
-        if self.settings.llm_provider == "openai":
+        if self.settings.llm_provider == "openai" and self.settings.embeddings == "provider":
             from missions.adapters.embeddings import OpenAIEmbedder
 
             return OpenAIEmbedder(api_key=self.openai_api_key(), base_url=self.settings.openai_base_url)

@@ -60,6 +60,41 @@ def operators_from_env() -> list[str]:
     return value
 
 
+# the runtime settings of the model a local run takes from MISSIONS_* variables as a deployed function does
+# (the rest the emulation decides: its tables, buckets and ARNs)
+MODEL_TUNING = (
+    "model_repairs",
+    "llm_max_output_tokens",
+    "llm_tokens_per_second",
+    "llm_first_token_seconds",
+    "openai_stream",
+    "openai_prices",
+    "openai_fallback_model",
+    "anthropic_fallback_model",
+    "embeddings",
+)
+
+
+def model_tuning() -> dict[str, Any]:
+    """The MODEL_TUNING settings set in the environment, validated as a function's would be (a bad value is
+    a one-line error)."""
+    from missions.core.settings import PREFIX, RuntimeSettings, SettingsError
+
+    named = {f"{PREFIX}{name.upper()}": name for name in MODEL_TUNING}
+    present = {key: value for key, value in os.environ.items() if key in named}
+    if not present:
+        return {}
+    # what the emulation names (its tables, its bucket) is not the environment's: a stand-in to validate these
+    standing_in = {
+        f"{PREFIX}{name.upper()}": "stand-in" for name, f in RuntimeSettings.model_fields.items() if f.is_required()
+    }
+    try:
+        settings = RuntimeSettings.from_env({**standing_in, **present})
+    except SettingsError as exc:
+        fail(str(exc))
+    return {named[key]: getattr(settings, named[key]) for key in present}
+
+
 def llm_settings() -> dict[str, Any]:
     """The model provider the local emulation asks, from the environment: MISSIONS_LLM_PROVIDER names it
     (openai, anthropic, scripted); otherwise OPENAI_API_KEY or OPENAI_BASE_URL means OpenAI, and
@@ -70,14 +105,15 @@ def llm_settings() -> dict[str, Any]:
     if named not in ("", "openai", "anthropic", "scripted"):
         fail(f"MISSIONS_LLM_PROVIDER must be openai, anthropic or scripted, not {named!r}")
     if named == "scripted":
-        return {}
+        return model_tuning()
     openai_set = bool(os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"))
     anthropic_set = bool(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_BASE_URL"))
     provider = named or ("openai" if openai_set else "anthropic" if anthropic_set else "")
     if not provider:
-        return {}
+        return model_tuning()
     prefix = provider.upper()  # OPENAI_* / ANTHROPIC_*: each SDK's own variables
     settings: dict[str, Any] = {
+        **model_tuning(),
         "llm_provider": provider,
         f"{provider}_api_key": os.environ.get(f"{prefix}_API_KEY"),
         f"{provider}_base_url": os.environ.get(f"{prefix}_BASE_URL"),

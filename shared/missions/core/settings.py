@@ -117,6 +117,10 @@ class RuntimeSettings(BaseModel):
     # how often a stage asks its model again when its answer is invalid (its schema, its citations, its tool
     # calls), showing it the answer and the errors; each time counts against max_llm_calls and max_cost_usd
     model_repairs: int = Field(2, ge=0, le=5)
+    # what embeds text for memory search (the home_assistant catalogue, long-term memory): "provider" is the
+    # OpenAI-compatible endpoint's /embeddings when the provider is openai (else local); "local" the offline
+    # hashing embedder, for a model server without embeddings (llama.cpp's without --embeddings)
+    embeddings: Literal["provider", "local"] = "provider"
     # how long a warm function keeps the active agent versions it read (a promotion reaches new missions within)
     agents_cache_seconds: float = Field(60.0, ge=0, le=3600)
     # bounded generations (missions.core.llm.limits): no model call asks for more output tokens than this

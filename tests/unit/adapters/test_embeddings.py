@@ -204,8 +204,10 @@ def test_openai_embedder_says_what_the_server_answered_when_it_fails():
     # When texts are embedded
     with pytest.raises(DependencyUnavailable) as caught:
         OpenAIEmbedder(client=client, dimensions=4).embed(["kitchen light"])
-    # Then the mission's error says the status and the server's reason, not only the SDK's class name
+    # Then the mission's error says the status and the server's reason, not only the SDK's class name, and
+    # the setting that embeds without the server
     assert str(caught.value) == (
         "the embedding service failed: InternalServerError: Error code: 501 - "
-        "This server does not support embeddings. Start it with `--embeddings`"
+        "This server does not support embeddings. Start it with `--embeddings` "
+        "(a server without embeddings: set embeddings to local, MISSIONS_EMBEDDINGS=local)"
     )
