@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, OpenAPI
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
+from missions.app.api.links import link_operations
 from missions.app.api.models.common import ErrorBody
 from missions.app.observability import bind_mission
 from missions.app.resolver import Resolver, refusal
@@ -43,7 +44,23 @@ MAX_NUMBER = 10**38  # DynamoDB keeps 38 significant digits
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
 
-app = Resolver(enable_validation=True)
+
+class _Api(Resolver):
+    """The missions API's resolver: its document carries the links from each id to the operations taking
+    it, and a 204 documents no content (Powertools gives every response one; a 204 has no body, and sends
+    no Content-Type)."""
+
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> OpenAPI:
+        schema = super().get_openapi_schema(*args, **kwargs)
+        for item in (schema.paths or {}).values():
+            for operation in (item.get, item.put, item.post, item.delete, item.patch):
+                empty = (operation.responses or {}).get(204) if operation is not None else None
+                if empty is not None:
+                    empty.content = None
+        return link_operations(schema)
+
+
+app = _Api(enable_validation=True)
 app.configure_openapi(
     title="missions",
     version="0.2.0",
