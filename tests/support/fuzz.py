@@ -57,6 +57,7 @@ class Budget:
     scenarios: int
     steps: int = 8
     unexpected_methods: tuple[str, ...] | None = None
+    deeper: int = 10  # more cases for each of DEEPER
 
 
 # What a user knows and random data does not: an installed capability, a goal it can take (one that
@@ -72,6 +73,13 @@ DICTIONARIES = {
     "answers": ["compute_tax in billing.py", "Paris"],
     "documents": ["plan"],
 }
+# The operations that act on what a mission did (its checkpoints, its question, its documents): fuzzed
+# alone they take the ids the run saw in earlier responses, so a few more cases each find one that exists.
+DEEPER = (
+    "POST /missions/{mission_id}/fork",
+    "POST /missions/{mission_id}/interrupts/{interrupt_id}",
+    "GET /missions/{mission_id}/artifact",
+)
 REALISTIC = {
     "POST /missions": {"body.capability": ("capabilities", 0.5), "body.goal": ("goals", 0.5)},
     "POST /missions/{mission_id}/interrupts/{interrupt_id}": {"body.text": ("answers", 0.8)},
@@ -92,6 +100,8 @@ UNREACHABLE = {
     "that fits it (a clarification's text, an approval, one of a choice's options): GET /inbox and "
     "GET /missions/{mission_id} link to it, and the run draws a fitting answer only sometimes; "
     "tests/e2e/test_dev_server.py answers one",
+    "POST /missions/{mission_id}/fork": "needs a checkpoint's id, which only GET .../checkpoints gives (it "
+    "links to the fork), and the run follows that chain only sometimes; tests/e2e/test_dev_server.py forks one",
     "GET /missions/{mission_id}/artifact": "needs a mission that wrote a document (offline, a travel mission "
     "whose goal names a city its data covers) read by its name: GET .../artifacts links to it, and the run "
     "draws that mission and name only sometimes; tests/e2e/cli/test_travel_e2e.py reads one",
@@ -112,11 +122,17 @@ def config(budget: Budget) -> str:
         f"[phases.stateful.generation]\nmax-examples = {budget.scenarios}\n"
     )
     lines += [f"[dictionaries.{name}]\nvalues = {json.dumps(values)}\n" for name, values in DICTIONARIES.items()]
-    for operation, bindings in REALISTIC.items():
-        parameters = ", ".join(
-            f'"{key}" = {{ dictionary = "{name}", probability = {share} }}' for key, (name, share) in bindings.items()
-        )
-        lines.append(f'[[operations]]\ninclude-name = "{operation}"\nparameters = {{ {parameters} }}\n')
+    for operation in dict.fromkeys([*REALISTIC, *DEEPER]):
+        entry = [f'[[operations]]\ninclude-name = "{operation}"']
+        if operation in REALISTIC:
+            bound = [
+                f'"{k}" = {{ dictionary = "{name}", probability = {p} }}'
+                for k, (name, p) in REALISTIC[operation].items()
+            ]
+            entry.append(f"parameters = {{ {', '.join(bound)} }}")
+        if operation in DEEPER:
+            entry.append(f"phases.fuzzing.generation.max-examples = {budget.max_examples + budget.deeper}")
+        lines.append("\n".join(entry) + "\n")
     lines.append(f'[[operations]]\ninclude-name = "{ERASE}"\nenabled = false\n')
     return "\n".join(lines)
 

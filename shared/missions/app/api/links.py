@@ -5,8 +5,9 @@ created is the one GET /missions/{mission_id} reads, its question the one POST .
 {interrupt_id} answers. Powertools declares a link only on the route that gives the id, and the routes
 that take one are spread over the modules, so the links are drawn here, in one pass over the finished
 document: a source names what a response gives (`GIVES`); every operation whose path parameters it then
-has, and that takes at least one of them (as a path parameter or a body field), gets a link. A new
-route that takes `{mission_id}` is linked with no change here.
+has, and that takes at least one of them (as a path parameter, a query parameter or a body field), gets
+a link, as do the operations a source names (opting out follows opting in). A new route that takes
+`{mission_id}` is linked with no change here.
 """
 
 from __future__ import annotations
