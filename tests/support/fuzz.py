@@ -1,15 +1,17 @@
 """Schemathesis against the dev server: property-based requests generated from the published OpenAPI
 document, over real HTTP, checked for server errors and for responses the document does not describe.
 
-Four phases: the schema's examples, its coverage cases, random fuzzing of each operation on its own,
-then the stateful phase, which follows the document's links (missions.app.api.links) from the response
-that created a mission, repository, schedule or agent version to the operations taking its id. The run
-reports how many operations answered at least one 2xx (read from its HAR report, tests.support.
-fuzz_coverage): the operations only a created id opens are reached through the links, not by luck.
+Four phases: the schema's examples (which create a mission, a repository, a schedule, an agent
+version), its coverage cases and random fuzzing of each operation on its own (both reuse the ids the
+run saw in responses), then the stateful phase, which follows the document's links (missions.app.api.
+links) from each response that gives an id to the operations taking it. DELETE /me runs last, alone.
+The run counts the operations that answered at least one 2xx (from its HAR reports, tests.support.
+fuzz_coverage); UNREACHABLE names those a bounded run does not always reach, and why.
 
-`make test` runs a bounded, seeded run (tests/e2e/test_fuzz.py); `make fuzz` a longer one with workers:
+`make test` runs a bounded, seeded run (tests/e2e/test_fuzz.py); `make fuzz` a longer one with workers,
+and prints the count:
 
-    python -m tests.support.fuzz --max-examples 300 --workers 2 [--seed N]
+    python -m tests.support.fuzz --max-examples 300 --scenarios 600 --workers 2 [--seed N] [--reports DIR]
 
 Both fail on a 5xx, an undocumented status, content type or header, or a body that violates its schema.
 The fuzzer is `dev:fuzzer`, an operator (named in the emulation's settings), so the operators' routes
