@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from aws_lambda_powertools.event_handler.openapi.models import Link as OpenAPILink
-from aws_lambda_powertools.event_handler.openapi.models import OpenAPI, Operation, ParameterInType, Reference
+from aws_lambda_powertools.event_handler.openapi.models import (
+    OpenAPI,
+    Operation,
+    Parameter,
+    ParameterInType,
+    Reference,
+)
 
 _METHODS = ("get", "put", "post", "delete", "patch")
 _PARAMETER = re.compile(r"{(\w+)}")
@@ -115,7 +121,7 @@ def _body_fields(schema: OpenAPI, operation: Operation) -> set[str]:
 
 
 def _query(operation: Operation) -> set[str]:
-    return {p.name for p in operation.parameters or [] if getattr(p, "in_", None) == ParameterInType.query}
+    return {p.name for p in operation.parameters or [] if isinstance(p, Parameter) and p.in_ == ParameterInType.query}
 
 
 def _link(schema: OpenAPI, source: Gives, method: str, target_path: str, target: Operation) -> OpenAPILink | None:
