@@ -86,6 +86,7 @@ REALISTIC = {
     "POST /missions": {"body.capability": ("capabilities", 0.5), "body.goal": ("goals", 0.5)},
     "POST /missions/{mission_id}/interrupts/{interrupt_id}": {"body.text": ("answers", 0.8)},
     "GET /missions/{mission_id}/artifact": {"query.path": ("documents", 0.5)},
+    **{f"GET /metrics/{what}": {"query.capability": ("capabilities", 0.5)} for what in ("missions", "tools", "usage")},
 }
 # The operations a bounded run cannot bring to a 2xx every time, and why; the links lead to each (they
 # are sent, and refused with a 4xx, or answered when the run draws the right state), and the suite
