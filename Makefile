@@ -20,7 +20,7 @@ help:
 	@echo "make dev     serve the HTTP API and the web page (http://127.0.0.1:PORT/) over the embedded emulation"
 	@echo "make browser make sure Chromium is on PATH for the browser tests (installs it with apt-get as root)"
 	@echo "make bench   run the benchmarks (writes .bench/results.json)"
-	@echo "make fuzz    schemathesis against the dev server: MAX_EXAMPLES per operation (300), WORKERS (2)"
+	@echo "make fuzz    schemathesis against the dev server: MAX_EXAMPLES per operation (300), SCENARIOS along the links (600), WORKERS (2)"
 	@echo "make asl     print the compiled state machine of CAPABILITY (default code_analysis)"
 	@echo "make lint    ruff, the import-layering contracts and mypy (strict on the runtime)"
 	@echo "make lock    pin requirements/dev.lock and layers/requirements.lock (update-deps: the newest allowed)"
@@ -143,9 +143,10 @@ bench: venv
 	$(BIN)/python -m bench.run
 
 MAX_EXAMPLES ?= 300
+SCENARIOS ?= 600
 WORKERS ?= 2
 fuzz: venv
-	$(BIN)/python -m tests.support.fuzz --max-examples $(MAX_EXAMPLES) --workers $(WORKERS)
+	$(BIN)/python -m tests.support.fuzz --max-examples $(MAX_EXAMPLES) --scenarios $(SCENARIOS) --workers $(WORKERS)
 
 CAPABILITY ?= code_analysis
 asl: venv

@@ -26,8 +26,10 @@ from missions.core.llm.agents import AgentSettings
 from missions.service.agents import AgentConfigs
 
 _AGENT = "/agents/<capability>/<agent>"
-Name = Annotated[str, Path(min_length=1, max_length=64)]
-Version = Annotated[int, Path(ge=1, le=1_000_000)]
+# with an example each, so a client (and the fuzzer's examples phase) sees names that exist
+CapabilityName = Annotated[str, Path(min_length=1, max_length=64, examples=["code_analysis"])]
+AgentName = Annotated[str, Path(min_length=1, max_length=64, examples=["intent"])]
+Version = Annotated[int, Path(ge=1, le=1_000_000, examples=[1])]
 
 
 def _configs() -> AgentConfigs:
@@ -50,7 +52,7 @@ def _operator() -> str:
     summary="A capability's agents: the version each runs, and the models a mission may name",
     responses=responses((200, AgentList, "every agent of its pipeline"), 404, 422, 503),
 )
-def list_agents(capability: Name) -> dict[str, Any]:
+def list_agents(capability: CapabilityName) -> dict[str, Any]:
     current_user()
     configs = _configs()
     return {"capability": capability, "models": configs.models(capability), "agents": configs.overview(capability)}
@@ -61,7 +63,7 @@ def list_agents(capability: Name) -> dict[str, Any]:
     summary="An agent: its state and every version",
     responses=responses((200, AgentDetail, "state and versions, oldest first"), 404, 422, 503),
 )
-def get_agent(capability: Name, agent: Name) -> dict[str, Any]:
+def get_agent(capability: CapabilityName, agent: AgentName) -> dict[str, Any]:
     current_user()
     return _configs().agent(capability, agent)
 
@@ -71,7 +73,7 @@ def get_agent(capability: Name, agent: Name) -> dict[str, Any]:
     summary="One version of an agent",
     responses=responses((200, AgentVersionView, "the version"), 404, 422, 503),
 )
-def get_version(capability: Name, agent: Name, version: Version) -> dict[str, Any]:
+def get_version(capability: CapabilityName, agent: AgentName, version: Version) -> dict[str, Any]:
     current_user()
     return _configs().version(capability, agent, version).model_dump(mode="json")
 
@@ -81,7 +83,7 @@ def get_version(capability: Name, agent: Name, version: Version) -> dict[str, An
     summary="Create a version (operators): checked against the capability, not active until promoted",
     responses=responses((201, AgentVersionView, "the new version"), 403, 404, 409, 422, 503, body=True),
 )
-def create_version(capability: Name, agent: Name, body: AgentVersionCreate) -> Response[dict[str, Any]]:
+def create_version(capability: CapabilityName, agent: AgentName, body: AgentVersionCreate) -> Response[dict[str, Any]]:
     actor = _operator()
     given = body.model_dump(include=body.model_fields_set - {"based_on", "note"})
     created = _configs().create(
@@ -95,7 +97,9 @@ def create_version(capability: Name, agent: Name, body: AgentVersionCreate) -> R
     summary="Clone a version into a new one (operators)",
     responses=responses((201, AgentVersionView, "the new version"), 403, 404, 409, 422, 503, body=True),
 )
-def clone_version(capability: Name, agent: Name, version: Version, body: AgentClone) -> Response[dict[str, Any]]:
+def clone_version(
+    capability: CapabilityName, agent: AgentName, version: Version, body: AgentClone
+) -> Response[dict[str, Any]]:
     actor = _operator()
     created = _configs().clone(capability, agent, version, actor, note=body.note)
     return Response(201, "application/json", body=created.model_dump(mode="json"))
@@ -106,7 +110,7 @@ def clone_version(capability: Name, agent: Name, version: Version, body: AgentCl
     summary="Make a version the one new missions run (operators); no deploy",
     responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 422, 503, body=True),
 )
-def promote(capability: Name, agent: Name, body: AgentPromote) -> dict[str, Any]:
+def promote(capability: CapabilityName, agent: AgentName, body: AgentPromote) -> dict[str, Any]:
     actor = _operator()
     configs = _configs()
     configs.promote(capability, agent, body.version, actor)
@@ -118,7 +122,7 @@ def promote(capability: Name, agent: Name, body: AgentPromote) -> dict[str, Any]
     summary="Restore the version active before the current one (operators)",
     responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 422, 503),
 )
-def rollback(capability: Name, agent: Name) -> dict[str, Any]:
+def rollback(capability: CapabilityName, agent: AgentName) -> dict[str, Any]:
     actor = _operator()
     configs = _configs()
     configs.rollback(capability, agent, actor)
@@ -130,7 +134,7 @@ def rollback(capability: Name, agent: Name) -> dict[str, Any]:
     summary="Let new missions of the capability start again (operators)",
     responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 422, 503),
 )
-def enable(capability: Name, agent: Name) -> dict[str, Any]:
+def enable(capability: CapabilityName, agent: AgentName) -> dict[str, Any]:
     actor = _operator()
     configs = _configs()
     configs.set_enabled(capability, agent, True, actor)
@@ -142,7 +146,7 @@ def enable(capability: Name, agent: Name) -> dict[str, Any]:
     summary="Stop new missions of the capability from starting (operators); running ones go on",
     responses=responses((200, AgentStateView, "the agent's state"), 403, 404, 409, 422, 503),
 )
-def disable(capability: Name, agent: Name) -> dict[str, Any]:
+def disable(capability: CapabilityName, agent: AgentName) -> dict[str, Any]:
     actor = _operator()
     configs = _configs()
     configs.set_enabled(capability, agent, False, actor)
@@ -155,8 +159,8 @@ def disable(capability: Name, agent: Name) -> dict[str, Any]:
     responses=responses((200, AgentDiff, "field by field"), 404, 422, 503),
 )
 def diff(
-    capability: Name,
-    agent: Name,
+    capability: CapabilityName,
+    agent: AgentName,
     older: Annotated[int, Query(alias="from", ge=1, le=1_000_000)],
     newer: Annotated[int, Query(alias="to", ge=1, le=1_000_000)],
 ) -> dict[str, Any]:
@@ -170,7 +174,9 @@ def diff(
     summary="Who changed the agent, when, and what (newest first)",
     responses=responses((200, AuditList, "the audit trail"), 404, 422, 503),
 )
-def audit(capability: Name, agent: Name, limit: Annotated[int, Query(ge=1, le=500)] = 100) -> dict[str, Any]:
+def audit(
+    capability: CapabilityName, agent: AgentName, limit: Annotated[int, Query(ge=1, le=500)] = 100
+) -> dict[str, Any]:
     current_user()
     return {"entries": [e.model_dump(mode="json") for e in _configs().audit(capability, agent, limit)]}
 

@@ -4,7 +4,7 @@ functions (missions.app.resolver): `ErrorBody`s carrying the request's correlati
 
 Before routing: a body must be JSON (415), at most MAX_BODY_BYTES (413), valid UTF-8 and JSON (400),
 nested at most MAX_DEPTH deep (400, checked before the parser can recurse) and storable: no unpaired
-surrogates, infinite numbers or numbers of more than 38 digits (400).
+surrogates, infinite numbers, numbers of more than 38 digits or out of DynamoDB's range (400).
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, OpenAPI
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from pydantic import BaseModel
 
+from missions.app.api.links import link_operations
 from missions.app.api.models.common import ErrorBody
 from missions.app.observability import bind_mission
 from missions.app.resolver import Resolver, refusal
@@ -40,10 +41,27 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 256 * 1024
 MAX_DEPTH = 32
 MAX_NUMBER = 10**38  # DynamoDB keeps 38 significant digits
+NUMBER_RANGE = (1e-130, 1e126)  # and magnitudes from 1E-130 to under 1E+126 (or 0): beyond is Overflow
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKETS = re.compile(r"[\[\]{}]")
 
-app = Resolver(enable_validation=True)
+
+class _Api(Resolver):
+    """The missions API's resolver: its document carries the links from each id to the operations taking
+    it, and a 204 documents no content (Powertools gives every response one; a 204 has no body, and sends
+    no Content-Type)."""
+
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> OpenAPI:
+        schema = super().get_openapi_schema(*args, **kwargs)
+        for item in (schema.paths or {}).values():
+            for operation in (item.get, item.put, item.post, item.delete, item.patch):
+                empty = (operation.responses or {}).get(204) if operation is not None else None
+                if empty is not None:
+                    empty.content = None
+        return link_operations(schema)
+
+
+app = _Api(enable_validation=True)
 app.configure_openapi(
     title="missions",
     version="0.2.0",
@@ -148,6 +166,8 @@ def _unstorable(value: Any) -> str | None:
         return None
     if isinstance(value, float) and not math.isfinite(value):
         return f"the number {value}, which JSON cannot carry"
+    if isinstance(value, float) and value and not NUMBER_RANGE[0] <= abs(value) < NUMBER_RANGE[1]:
+        return f"the number {value}, out of the range DynamoDB can store (1E-130 to 1E+126)"
     if isinstance(value, int) and abs(value) >= MAX_NUMBER:
         return "a number of more than 38 digits, which DynamoDB cannot store"
     if isinstance(value, dict):

@@ -31,7 +31,7 @@ class NotificationSettings(BaseModel):
 
 
 class NotificationOptIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"email": "ada@example.com"}]})
     email: str = Field(min_length=3, max_length=254)
 
 

@@ -31,7 +31,7 @@ class AgentClone(Body):
 
 
 class AgentPromote(Body):
-    version: StrictInt = Field(ge=1, le=1_000_000)
+    version: StrictInt = Field(ge=1, le=1_000_000, examples=[2])
 
 
 class AgentVersionView(BaseModel):

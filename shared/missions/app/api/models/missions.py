@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, JsonValue, StrictBool, StrictInt, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, StrictInt, StrictStr, field_validator
 
 from missions.app.api.models.common import Body, bounded
 from missions.app.api.models.interrupts import PendingInterrupt
@@ -16,6 +16,15 @@ CONTEXT_LIMIT_BYTES = 64 * 1024  # a mission's context travels in its envelope a
 
 
 class MissionCreate(Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [  # one that answers, one that asks which code you mean first, one you review
+                {"goal": "Where is compute_tax defined?", "capability": "code_analysis", "conversation_id": "tax"},
+                {"goal": "Can you look into this?", "capability": "code_analysis"},
+                {"goal": "Plan a 5-day Paris trip for May 2026, budget $3000, 2 travelers", "capability": "travel"},
+            ]
+        }
+    )
     capability: StrictStr | None = Field(None, min_length=1, max_length=64, description="default: chosen by the goal")
     goal: StrictStr = Field(min_length=1, max_length=10_000)
     context: dict[str, JsonValue] = Field(default_factory=dict, description="at most 64 KB as JSON")

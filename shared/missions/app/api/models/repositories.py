@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from missions.app.api.models.common import Body
 
@@ -15,6 +15,9 @@ class UploadSpec(Body):
 
 
 class RepositoryCreate(Body):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"name": "shop", "upload": {"format": "tar.gz", "size_bytes": 52_000}}]}
+    )
     name: StrictStr | None = Field(None, min_length=1, max_length=100)
     url: StrictStr | None = Field(None, min_length=1, max_length=2048, description="https git URL (no credentials)")
     ref: StrictStr | None = Field(None, min_length=1, max_length=200, description="branch, tag or commit; default HEAD")

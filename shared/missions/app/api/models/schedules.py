@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, JsonValue, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictStr, field_validator
 
 from missions.app.api.models.common import Body, bounded
 from missions.core.triggers.schedules import CONTEXT_LIMIT as SCHEDULE_CONTEXT_LIMIT
@@ -12,6 +12,11 @@ from missions.core.triggers.schedules import GOAL_LIMIT as SCHEDULE_GOAL_LIMIT
 
 
 class ScheduleCreate(Body):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"expression": "cron(0 8 ? * MON-FRI *)", "goal": "What changed in the repository yesterday?"}]
+        }
+    )
     expression: StrictStr = Field(
         min_length=1,
         max_length=256,
