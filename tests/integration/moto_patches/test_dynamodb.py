@@ -149,3 +149,193 @@ def test_a_key_query_reads_only_its_partition_and_answers_as_moto_did(aws: Aws) 
     assert walks, "moto's own query no longer walks the table: patch 17 may be unneeded"
     assert patched == stock
     assert [len(page[0]) for page in patched[1]] == [2, 2, 0]  # 3, 5, 7, 9 after 2, two a page
+
+
+def _pages(dynamodb: Any, table: str, query: dict[str, Any]) -> list[Any]:
+    """Every page of a query, following LastEvaluatedKey, as (items, last key, count, scanned count)."""
+    found, start = [], None
+    while True:
+        page = dynamodb.query(TableName=table, **query, **({"ExclusiveStartKey": start} if start else {}))
+        start = page.get("LastEvaluatedKey")
+        found.append((page["Items"], start, page["Count"], page["ScannedCount"]))
+        if not start:
+            return found
+
+
+def _answers(dynamodb: Any, table: str, queries: list[dict[str, Any]], *, stock: bool) -> tuple[list[Any], int]:
+    """Each query's pages, by the patched query or (stock) moto's own; and how often the whole table
+    was walked (moto's `Table.all_items`) meanwhile."""
+    from moto.dynamodb.models.table import Table
+
+    from missions.local.moto.dynamodb import QUERY_ONE_PARTITION
+
+    walks: list[int] = []
+    real_all_items = Table.all_items
+    Table.all_items = lambda self: walks.append(1) or real_all_items(self)  # type: ignore[method-assign]
+    if stock:
+        Table.query = QUERY_ONE_PARTITION.original  # type: ignore[method-assign]
+    try:
+        return [_pages(dynamodb, table, q) for q in queries], len(walks)
+    finally:
+        Table.query = QUERY_ONE_PARTITION.replacement  # type: ignore[method-assign]
+        Table.all_items = real_all_items  # type: ignore[method-assign]
+
+
+def test_an_index_query_reads_only_its_partition_and_answers_as_moto_did_through_every_kind_of_write(
+    aws: Aws,
+) -> None:
+    """Patch 18: global and local secondary indexes, with and without a range key; key conditions,
+    filters, projections, both directions, pages of a Limit; before and after puts, updates in place
+    (one moving an item to another partition, one removing its index key), deletes, batch writes and
+    transactions, a cancelled one among them: the same pages as moto's walk of the whole table."""
+    import boto3
+    from botocore.exceptions import ClientError
+
+    # Given a table with three indexes, and items in many of their partitions (some in none)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    strings = ["pk", "user", "at", "state"]
+    dynamodb.create_table(
+        TableName="orders",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": "S"} for a in strings]
+        + [{"AttributeName": "sk", "AttributeType": "N"}],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_user",
+                "KeySchema": [
+                    {"AttributeName": "user", "KeyType": "HASH"},
+                    {"AttributeName": "at", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            },
+            {
+                "IndexName": "by_state",
+                "KeySchema": [{"AttributeName": "state", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            },
+        ],
+        LocalSecondaryIndexes=[
+            {
+                "IndexName": "by_at",
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "at", "KeyType": "RANGE"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for p in range(12):
+        for n in (5, 1, 4, 3, 2):
+            item = {"pk": {"S": f"m{p}"}, "sk": {"N": str(n)}, "at": {"S": f"2026-0{(p * n) % 9 + 1}"}}
+            if (p + n) % 4:  # the others have no user: in no partition of by_user
+                item["user"] = {"S": f"u{p % 3}"}
+            item["state"] = {"S": "open" if n % 2 else "done"}
+            dynamodb.put_item(TableName="orders", Item=item)
+    user = "user = :u"
+    queries = [
+        {"IndexName": "by_user", "KeyConditionExpression": user, "ExpressionAttributeValues": {":u": {"S": "u1"}}},
+        {
+            "IndexName": "by_user",
+            "KeyConditionExpression": f"{user} AND #at BETWEEN :a AND :b",
+            "ExpressionAttributeNames": {"#at": "at"},
+            "ExpressionAttributeValues": {":u": {"S": "u2"}, ":a": {"S": "2026-03"}, ":b": {"S": "2026-07"}},
+            "ScanIndexForward": False,
+            "Limit": 3,
+        },
+        {
+            "IndexName": "by_user",
+            "KeyConditionExpression": f"{user} AND begins_with(#at, :a)",
+            "FilterExpression": "#state = :s",
+            "ExpressionAttributeNames": {"#at": "at", "#state": "state"},
+            "ExpressionAttributeValues": {":u": {"S": "u0"}, ":a": {"S": "2026-0"}, ":s": {"S": "open"}},
+            "Limit": 4,
+        },
+        {
+            "IndexName": "by_state",
+            "KeyConditionExpression": "#state = :s",
+            "ExpressionAttributeNames": {"#state": "state"},
+            "ExpressionAttributeValues": {":s": {"S": "done"}},
+            "Limit": 7,
+        },
+        {
+            "IndexName": "by_at",
+            "KeyConditionExpression": "pk = :p AND #at > :a",
+            "ProjectionExpression": "sk, #at",
+            "ExpressionAttributeNames": {"#at": "at"},
+            "ExpressionAttributeValues": {":p": {"S": "m5"}, ":a": {"S": "2026-02"}},
+            "ScanIndexForward": False,
+        },
+        {"IndexName": "by_user", "KeyConditionExpression": user, "ExpressionAttributeValues": {":u": {"S": "u9"}}},
+    ]
+
+    # When the queries are answered, patched and by moto, before and after every kind of write
+    before, before_walks = _answers(dynamodb, "orders", queries, stock=False)
+    before_stock, _ = _answers(dynamodb, "orders", queries, stock=True)
+    key = {"pk": {"S": "m4"}, "sk": {"N": "1"}}
+    dynamodb.update_item(  # moved to another user's partition, in place
+        TableName="orders",
+        Key=key,
+        UpdateExpression="SET #u = :u",
+        ExpressionAttributeNames={"#u": "user"},
+        ExpressionAttributeValues={":u": {"S": "u2"}},
+    )
+    dynamodb.update_item(
+        TableName="orders",
+        Key={"pk": {"S": "m1"}, "sk": {"N": "2"}},
+        UpdateExpression="REMOVE #u",
+        ExpressionAttributeNames={"#u": "user"},
+    )
+    dynamodb.put_item(
+        TableName="orders",
+        Item={"pk": {"S": "m2"}, "sk": {"N": "5"}, "user": {"S": "u1"}, "at": {"S": "2026-05"}, "state": {"S": "done"}},
+    )
+    dynamodb.delete_item(TableName="orders", Key={"pk": {"S": "m7"}, "sk": {"N": "3"}})
+    dynamodb.batch_write_item(
+        RequestItems={
+            "orders": [
+                {
+                    "PutRequest": {
+                        "Item": {
+                            "pk": {"S": "m20"},
+                            "sk": {"N": "1"},
+                            "user": {"S": "u2"},
+                            "at": {"S": "2026-04"},
+                            "state": {"S": "open"},
+                        }
+                    }
+                },
+                {"DeleteRequest": {"Key": {"pk": {"S": "m8"}, "sk": {"N": "4"}}}},
+            ]
+        }
+    )
+    moved = {
+        "Update": {
+            "TableName": "orders",
+            "Key": {"pk": {"S": "m9"}, "sk": {"N": "2"}},
+            "UpdateExpression": "SET #u = :u",
+            "ExpressionAttributeNames": {"#u": "user"},
+            "ExpressionAttributeValues": {":u": {"S": "u0"}},
+        }
+    }
+    dynamodb.transact_write_items(TransactItems=[moved])
+    undone = dict(moved["Update"], Key={"pk": {"S": "m10"}, "sk": {"N": "3"}})
+    refused = {
+        "ConditionCheck": {
+            "TableName": "orders",
+            "Key": {"pk": {"S": "absent"}, "sk": {"N": "1"}},
+            "ConditionExpression": "attribute_exists(pk)",
+        }
+    }
+    try:
+        dynamodb.transact_write_items(TransactItems=[{"Update": undone}, refused])
+    except ClientError as error:
+        assert error.response["Error"]["Code"] == "TransactionCanceledException"
+    after, after_walks = _answers(dynamodb, "orders", queries, stock=False)
+    after_stock, stock_walks = _answers(dynamodb, "orders", queries, stock=True)
+
+    # Then the answers are moto's own, page by page, and only moto's own query walked the whole table
+    assert stock_walks, "moto's own query no longer walks the table: patch 18 may be unneeded"
+    assert (before_walks, after_walks) == (0, 0)
+    assert before == before_stock
+    assert after == after_stock
+    assert after != before  # the writes changed what the queries find
+    assert [len(page[0]) for page in after[3]] == [7, 7, 7, 3]  # by_state "done": 24 items, 7 a page

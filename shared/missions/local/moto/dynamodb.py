@@ -9,7 +9,14 @@
    may invoke a function that writes again, in the same thread).
 17. moto answers a query on a table's key by walking and sorting every item of the table, so the
    emulation slowed with every mission it had ever run (each event appended queries the events table).
-   A key query now sees only the queried partition, as DynamoDB reads it; index queries are moto's own.
+   A key query now sees only the queried partition, as DynamoDB reads it.
+18. moto answers an index (GSI or LSI) query the same way: a walk over every item of the table. Each
+   table an index query reaches keeps, per index, its partitions (the index's hash-key values -> the
+   items that have them), built at the first such query and kept up to date by every write that can
+   change an item (a put, a delete, an update, in place, including a transaction's); an index query sees
+   only the queried partition, the rest of the answer (order, pages, conditions, filters) is moto's own.
+   The partitions live on the table object, so a cancelled transaction's copy of the table, put back,
+   carries partitions that name its own items.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ import threading
 from typing import Any
 
 from missions.local.moto._mechanism import Patch
+
+_PARTITIONS = "_missions_index_partitions"  # the table's attribute holding its indexes' partitions (18)
 
 _DYNAMODB = threading.RLock()
 
@@ -34,6 +43,11 @@ ONE_REQUEST_AT_A_TIME = Patch(
     _one_request_at_a_time,
     "11: moto serves DynamoDB requests from many threads at once on plain dicts; one at a time, as atomic",
 )
+
+
+def _moto_order(item: Any) -> Any:
+    """moto's `Table.all_items` order, which its own query starts from (ties keep it)."""
+    return (item.hash_key, item.range_key) if item.range_key else item.hash_key
 
 
 class _OnePartition:
@@ -56,6 +70,92 @@ class _OnePartition:
         return sorted(partition.values(), key=lambda item: item.range_key)
 
 
+class _IndexPartitions:
+    """One index's partitions: its hash-key values -> {the table's key of an item: the item}."""
+
+    def __init__(self, hash_attrs: tuple[str, ...], items: list[Any]) -> None:
+        self.hash_attrs = hash_attrs
+        self.partitions: dict[tuple[Any, ...], dict[tuple[Any, Any], Any]] = {}
+        self._placed: dict[tuple[Any, Any], tuple[Any, ...]] = {}  # an item's key -> its partition's values
+        for item in items:
+            self.place((item.hash_key, item.range_key), item)
+
+    def place(self, key: tuple[Any, Any], item: Any) -> None:
+        """The item under `key` is now `item` (None: gone): it leaves its old partition for its new one."""
+        old = self._placed.pop(key, None)
+        if old is not None:
+            partition = self.partitions[old]
+            del partition[key]
+            if not partition:
+                del self.partitions[old]
+        values = None if item is None else tuple(item.attrs.get(name) for name in self.hash_attrs)
+        if values is not None and all(
+            value is not None for value in values
+        ):  # DynamoDB indexes only items with the index's key
+            self.partitions.setdefault(values, {})[key] = item
+            self._placed[key] = values
+
+    def items(self, values: tuple[Any, ...]) -> list[Any]:
+        return sorted(self.partitions.get(values, {}).values(), key=_moto_order)
+
+
+def _index_partitions(table: Any, index: Any) -> _IndexPartitions:
+    """The index's partitions, built at its first query (one walk), then kept by the writes' patches."""
+    hash_attrs = tuple(key["AttributeName"] for key in index.schema if key["KeyType"] == "HASH")
+    kept: dict[tuple[str, tuple[str, ...]], _IndexPartitions] = table.__dict__.setdefault(_PARTITIONS, {})
+    found = kept.get((index.name, hash_attrs))  # by schema too: an index made again may differ
+    if found is None:
+        found = kept[(index.name, hash_attrs)] = _IndexPartitions(hash_attrs, _every_item(table))
+    return found
+
+
+def _every_item(table: Any) -> list[Any]:
+    if not table.range_key_attr:
+        return list(table.items.values())
+    return [item for partition in table.items.values() for item in partition.values()]
+
+
+def _replace(table: Any, hash_key: Any, range_key: Any) -> None:
+    """After a write to the item under this key: each kept index places what is there now."""
+    kept = table.__dict__.get(_PARTITIONS)
+    if not kept:
+        return
+    range_key = range_key if table.range_key_attr else None
+    partition = table.items.get(hash_key)  # .get: moto's defaultdict must not grow
+    item = partition if partition is None or not table.range_key_attr else partition.get(range_key)
+    for partitions in kept.values():
+        partitions.place((hash_key, range_key), item)
+
+
+class _OneIndexPartition:
+    """A table as an index query on one of the index's partitions sees it: that partition's items, in
+    moto's own order. Everything else is the table's own."""
+
+    def __init__(self, table: Any, items: list[Any]) -> None:
+        self._table = table
+        self._items = items
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._table, name)
+
+    def all_items(self) -> list[Any]:
+        return self._items
+
+
+def _index_view(table: Any, index_name: str, hash_key_conditions: Any) -> Any:
+    """The one partition an index query names, or the table itself (moto's own walk, and its own
+    errors) when the query names no index the table has, or not exactly the index's hash key."""
+    index = next((i for i in table.all_indexes() if i.name == index_name), None)
+    if index is None:
+        return table
+    hash_attrs = [key["AttributeName"] for key in index.schema if key["KeyType"] == "HASH"]
+    conditions = dict(hash_key_conditions or [])
+    if not hash_attrs or sorted(conditions) != sorted(hash_attrs):
+        return table
+    values = tuple(conditions[name] for name in hash_attrs)
+    return _OneIndexPartition(table, _index_partitions(table, index).items(values))
+
+
 def _query_one_partition(
     self: Any,
     hash_key: Any,
@@ -72,8 +172,11 @@ def _query_one_partition(
     range_key_conditions: Any = None,
     **filter_kwargs: Any,
 ) -> Any:
-    """moto's own query, over the queried partition only when the query is on the table's key."""
-    table = self if index_name or hash_key is None else _OnePartition(self, hash_key)
+    """moto's own query, over the queried partition only: of the table's key, or of an index's."""
+    if index_name:
+        table = _index_view(self, index_name, hash_key_conditions)
+    else:
+        table = self if hash_key is None else _OnePartition(self, hash_key)
     return QUERY_ONE_PARTITION.original(
         table,
         hash_key,
@@ -96,6 +199,100 @@ QUERY_ONE_PARTITION = Patch(
     "moto.dynamodb.models.table:Table",
     "query",
     _query_one_partition,
-    "17: moto walks and sorts every item of a table for a key query; only the queried partition",
+    "17, 18: moto walks every item of a table for a key or index query; only the queried partition",
 )
-PATCHES = (ONE_REQUEST_AT_A_TIME, QUERY_ONE_PARTITION)
+
+
+def _indexed_put(
+    self: Any,
+    item_attrs: dict[str, Any],
+    expected: dict[str, Any] | None = None,
+    condition_expression: str | None = None,
+    expression_attribute_names: dict[str, str] | None = None,
+    expression_attribute_values: dict[str, Any] | None = None,
+    overwrite: bool = False,
+    return_values_on_condition_check_failure: str | None = None,
+) -> Any:
+    """moto's own put; then the indexes' partitions place the new item (it replaced any old one)."""
+    item = INDEXED_PUT.original(
+        self,
+        item_attrs,
+        expected,
+        condition_expression,
+        expression_attribute_names,
+        expression_attribute_values,
+        overwrite,
+        return_values_on_condition_check_failure,
+    )
+    _replace(self, item.hash_key, item.range_key)
+    return item
+
+
+INDEXED_PUT = Patch(
+    "moto.dynamodb.models.table:Table",
+    "put_item",
+    _indexed_put,
+    "18: an index query's partitions follow each put",
+)
+
+
+def _indexed_delete(self: Any, hash_key: Any, range_key: Any) -> Any:
+    """moto's own delete; then the item leaves its indexes' partitions."""
+    item = INDEXED_DELETE.original(self, hash_key, range_key)
+    _replace(self, hash_key, range_key)
+    return item
+
+
+INDEXED_DELETE = Patch(
+    "moto.dynamodb.models.table:Table",
+    "delete_item",
+    _indexed_delete,
+    "18: an index query's partitions follow each delete",
+)
+
+
+def _indexed_update(
+    self: Any,
+    table_name: str,
+    key: dict[str, dict[str, Any]],
+    update_expression: str,
+    expression_attribute_names: dict[str, Any],
+    expression_attribute_values: dict[str, Any],
+    attribute_updates: dict[str, Any] | None = None,
+    expected: dict[str, Any] | None = None,
+    condition_expression: str | None = None,
+    return_values_on_condition_check_failure: str | None = None,
+) -> Any:
+    """moto's own update (it changes the item in place, a transaction's too); then, whatever it did
+    before it returned or raised, the item's indexes' partitions place it again."""
+    try:
+        return INDEXED_UPDATE.original(
+            self,
+            table_name,
+            key,
+            update_expression,
+            expression_attribute_names,
+            expression_attribute_values,
+            attribute_updates,
+            expected,
+            condition_expression,
+            return_values_on_condition_check_failure,
+        )
+    finally:
+        table = self.tables.get(table_name)
+        if table is not None and table.hash_key_attr in key:
+            from moto.dynamodb.models.dynamo_type import DynamoType
+
+            range_value = key.get(table.range_key_attr) if table.range_key_attr else None
+            _replace(
+                table, DynamoType(key[table.hash_key_attr]), None if range_value is None else DynamoType(range_value)
+            )
+
+
+INDEXED_UPDATE = Patch(
+    "moto.dynamodb.models:DynamoDBBackend",
+    "update_item",
+    _indexed_update,
+    "18: an index query's partitions follow each update, made in place",
+)
+PATCHES = (ONE_REQUEST_AT_A_TIME, QUERY_ONE_PARTITION, INDEXED_PUT, INDEXED_DELETE, INDEXED_UPDATE)
