@@ -339,3 +339,81 @@ def test_an_index_query_reads_only_its_partition_and_answers_as_moto_did_through
     assert after == after_stock
     assert after != before  # the writes changed what the queries find
     assert [len(page[0]) for page in after[3]] == [7, 7, 7, 3]  # by_state "done": 24 items, 7 a page
+
+
+def test_attribute_values_are_written_as_they_are_and_answer_as_moto_wrote_them(aws: Aws) -> None:
+    """Patch 20: what the client reads of every kind of attribute is what moto's own serializer gave;
+    only a binary still goes through the AttributeValue's members."""
+    import boto3
+    from moto.core.serialize import BaseJSONSerializer, ResponseSerializer
+
+    from missions.local.moto.dynamodb import ATTRIBUTE_VALUE_AS_IS
+
+    # Given items holding every kind of attribute, one of them binaries
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    key = [{"AttributeName": "pk", "KeyType": "HASH"}]
+    dynamodb.create_table(
+        TableName="kinds",
+        KeySchema=key,
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    plain = {
+        "pk": {"S": "plain"},
+        "empty": {"S": ""},
+        "n": {"N": "-1.50"},
+        "ss": {"SS": ["a", "b"]},
+        "ns": {"NS": ["1", "2.5"]},
+        "null": {"NULL": True},
+        "no": {"BOOL": False},
+        "map": {"M": {"inner": {"L": [{"S": "x"}, {"M": {}}, {"L": []}, {"N": "3"}]}, "flag": {"BOOL": True}}},
+    }
+    binary = {
+        "pk": {"S": "binary"},
+        "b": {"B": b"\x00\xff"},
+        "bs": {"BS": [b"1", b"2"]},
+        "m": {"M": {"b": {"B": b"z"}}},
+    }
+    for item in (plain, binary):
+        dynamodb.put_item(TableName="kinds", Item=item)
+    update = {
+        "TableName": "kinds",
+        "Key": {"pk": {"S": "plain"}},
+        "UpdateExpression": "SET n = :n",  # the same each time: both answers see the same item
+        "ExpressionAttributeValues": {":n": {"N": "-1.50"}},
+        "ReturnValues": "ALL_NEW",
+    }
+
+    def answers() -> list[Any]:
+        return [
+            dynamodb.get_item(TableName="kinds", Key={"pk": {"S": "plain"}})["Item"],
+            dynamodb.get_item(TableName="kinds", Key={"pk": {"S": "binary"}})["Item"],
+            sorted(dynamodb.scan(TableName="kinds")["Items"], key=lambda i: i["pk"]["S"]),
+            dynamodb.update_item(**update)["Attributes"],
+        ]
+
+    by_members: list[str] = []  # the attributes (by name) written member by member, moto's way
+    real_structure = ResponseSerializer._serialize_type_structure
+
+    def counted(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if shape.name == "AttributeValue":
+            by_members.append(key)
+        real_structure(self, serialized, value, shape, key)
+
+    # When the same reads and an update are answered with the patch, then by moto's own serializer
+    ResponseSerializer._serialize_type_structure = counted  # type: ignore[method-assign]
+    try:
+        patched, patched_by_members = answers(), sorted(by_members)
+        by_members.clear()
+        BaseJSONSerializer._serialize_type_structure = ATTRIBUTE_VALUE_AS_IS.original  # type: ignore[method-assign]
+        stock = answers()
+    finally:
+        BaseJSONSerializer._serialize_type_structure = ATTRIBUTE_VALUE_AS_IS.replacement  # type: ignore[method-assign]
+        ResponseSerializer._serialize_type_structure = real_structure  # type: ignore[method-assign]
+
+    # Then the client reads the same, and only the binaries went member by member
+    assert patched == stock
+    assert patched[0] == plain and patched[3] == plain
+    assert patched[1]["b"] == {"B": b"\x00\xff"}
+    assert len(by_members) > 30, "moto writes attribute values as they are now: patch 20 may be unneeded"
+    assert patched_by_members == sorted(["b", "bs", "m", "b"] * 2)  # the binaries (and the map holding one), twice
