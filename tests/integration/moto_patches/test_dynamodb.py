@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from tests.integration.moto_patches.conftest import REGION, Aws
 
 
@@ -417,3 +419,61 @@ def test_attribute_values_are_written_as_they_are_and_answer_as_moto_wrote_them(
     assert patched[1]["b"] == {"B": b"\x00\xff"}
     assert len(by_members) > 30, "moto writes attribute values as they are now: patch 20 may be unneeded"
     assert patched_by_members == sorted(["b", "bs", "m", "b"] * 2)  # the binaries (and the map holding one), twice
+
+
+def test_an_update_expression_is_parsed_once_and_each_update_applies_it_to_its_own_item(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Patch 21: the parsed tree is shared, never changed: each update does what its expression says."""
+    import boto3
+    from botocore.exceptions import ClientError
+    from moto.dynamodb.parsing import expressions
+
+    # Given a table, and moto's tokenizer counted (each parse starts with it)
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    dynamodb.create_table(
+        TableName="counters",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    tokenized: list[str] = []
+    real = expressions.ExpressionTokenizer.make_list
+
+    def counted(expression: str) -> Any:
+        tokenized.append(expression)
+        return real(expression)
+
+    expression = "SET #n = if_not_exists(#n, :zero) + :one, #tags = list_append(if_not_exists(#tags, :empty), :t)"
+    with monkeypatch.context() as counting:
+        counting.setattr(expressions.ExpressionTokenizer, "make_list", staticmethod(counted))
+        # When three items are updated four times with one expression (and values of their own)
+        for n in range(4):
+            for pk in ("a", "b", "c"):
+                dynamodb.update_item(
+                    TableName="counters",
+                    Key={"pk": {"S": pk}},
+                    UpdateExpression=expression,
+                    ExpressionAttributeNames={"#n": "n", "#tags": "tags"},
+                    ExpressionAttributeValues={
+                        ":zero": {"N": "0"},
+                        ":one": {"N": "1"},
+                        ":empty": {"L": []},
+                        ":t": {"L": [{"S": f"{pk}{n}"}]},
+                    },
+                )
+        # and a malformed expression is sent twice
+        refusals = []
+        for _ in range(2):
+            try:
+                dynamodb.update_item(TableName="counters", Key={"pk": {"S": "a"}}, UpdateExpression="SET = oops")
+            except ClientError as error:
+                refusals.append(error.response["Error"]["Code"])
+
+    # Then each item holds its own four updates, the expression was parsed once, and both refusals came
+    items = {i["pk"]["S"]: i for i in dynamodb.scan(TableName="counters")["Items"]}
+    for pk in ("a", "b", "c"):
+        assert items[pk]["n"] == {"N": "4"}
+        assert items[pk]["tags"] == {"L": [{"S": f"{pk}{n}"} for n in range(4)]}
+    assert tokenized.count(expression) == 1
+    assert refusals == ["ValidationException"] * 2

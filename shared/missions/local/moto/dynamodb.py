@@ -22,11 +22,17 @@
    about a quarter of an UpdateItem's CPU. An AttributeValue that is already what the wire carries
    (strings, numbers as strings, sets of them, booleans, NULL, maps and lists of such) is written as
    it is; anything else (a binary, which is base64-encoded) is moto's own.
+21. moto parses an UpdateItem's expression twice per request (its handler, then its backend), and the
+   runtime's writes use a few templated expressions over and over. Each expression is parsed once (the
+   least recently used of `UPDATE_EXPRESSIONS` dropped): the tree is only read (the handler looks for
+   placeholders; the backend's validator works on its own deep copy of it).
 """
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from missions.local.moto._mechanism import Patch
@@ -34,6 +40,7 @@ from missions.local.moto._mechanism import Patch
 _PARTITIONS = "_missions_index_partitions"  # the table's attribute holding its indexes' partitions (18)
 
 _DYNAMODB = threading.RLock()
+UPDATE_EXPRESSIONS = 1024  # update expressions parsed once (patch 21)
 
 
 def _one_request_at_a_time(self: Any) -> Any:
@@ -348,6 +355,28 @@ ATTRIBUTE_VALUE_AS_IS = Patch(
     _attribute_value_as_is,
     "20: moto writes every attribute of a response through the AttributeValue's ten members",
 )
+
+
+def _parsed_once(original: Callable[[str], Any]) -> classmethod[Any, [str], Any]:
+    """moto's parse of an update expression, once per expression (the tree is shared: never changed)."""
+
+    @functools.lru_cache(maxsize=UPDATE_EXPRESSIONS)
+    def parsed(expression_str: str) -> Any:
+        return original(expression_str)
+
+    def make(cls: Any, expression_str: str) -> Any:
+        return parsed(expression_str)
+
+    return classmethod(make)
+
+
+UPDATE_PARSED_ONCE = Patch(
+    "moto.dynamodb.parsing.expressions:UpdateExpressionParser",
+    "make",
+    _parsed_once,
+    "21: moto parses an update expression twice per request; once per expression",
+    wraps=True,
+)
 PATCHES = (
     ONE_REQUEST_AT_A_TIME,
     QUERY_ONE_PARTITION,
@@ -355,4 +384,5 @@ PATCHES = (
     INDEXED_DELETE,
     INDEXED_UPDATE,
     ATTRIBUTE_VALUE_AS_IS,
+    UPDATE_PARSED_ONCE,
 )
