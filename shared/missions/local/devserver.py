@@ -15,11 +15,11 @@ handler. What AWS does around them is played here:
   Lambda fails; the server goes on serving.
 - the web page: `/`, `/ui/<file>` and `/config.json` are its files (missions.local.webpage), served
   without a handler or an identity, as a static host would.
-Memory-change triggers need nothing here: moto's stream mapping calls the stream handler.
 - retention: in AWS a daily rule invokes the retention function; here, with `retention_every` (seconds),
   a thread of the server invokes it that often, under the settings' policy (`missions dev
   --retain-minutes`: ended missions archived after minutes, their bulky items pruned), so a long-running
   dev server keeps its tables, held in memory, from growing with every mission it ever ran.
+Memory-change triggers need nothing here: moto's stream mapping calls the stream handler.
 
 The HTTP side is uvicorn's: it parses requests, answers malformed ones (400), keeps connections
 alive, and listens with a deep backlog for bursts. The ASGI app below only reads the body (413
