@@ -96,29 +96,27 @@ def _items_of(cloud: LocalCloud, mission_id: str) -> dict[str, int]:
 def test_a_short_policy_prunes_an_archived_missions_bulky_items_and_keeps_its_record():
     with LocalCloud(["code_analysis"], settings={"retention_minutes": 10}) as cloud:
         runtime = cloud.runtime
-        # Given two missions of one user: one that ended 11 minutes before retention runs, one 9
+        # Given a mission that ended, with its events, checkpoints and model calls
         old = cloud.run("code_analysis", GOAL, context={"repo": str(REPO_ROOT)}, user_id="ada").mission_id
-        recent = cloud.run("code_analysis", GOAL, context={"repo": str(REPO_ROOT)}, user_id="ada").mission_id
         ended = _ended(cloud, old)
-        runtime.missions.transition(
-            recent, "completed", frozenset({"completed"}), completed_at=(ended + timedelta(minutes=2)).isoformat()
-        )
         before = _items_of(cloud, old)
         assert before["events"] and before["model calls"], before
         totals = runtime.usage.totals("code_analysis", "ada")
 
-        # When retention runs under the dev server's short policy
+        # When retention runs under the dev server's short policy 9 minutes after it ended, then 11
+        early = runtime.retention.run(now=lambda: ended + timedelta(minutes=9))
+        kept = _items_of(cloud, old)
         report = runtime.retention.run(now=lambda: ended + timedelta(minutes=11))
 
-        # Then the old mission is archived and its bulky items are gone; its record still answers
+        # Then at 9 nothing was touched; at 11 it is archived and its bulky items are gone
+        assert (early["archived"], early["items_pruned"], kept) == ([], 0, before)
         assert report["archived"] == [old] and not report["failures"]
         assert report["items_pruned"] >= sum(before.values()) - before["checkpoints"]
         assert set(_items_of(cloud, old).values()) == {0}
+        # and its record still answers, its summary is kept, and what the user spent is still counted
         assert runtime.missions.get(old).status == "archived"
         assert runtime.memory.get("ada", ARCHIVE_NAMESPACE, old).value["goal"] == GOAL
-        # and what the user spent is still counted; the recent mission keeps everything
         assert runtime.usage.totals("code_analysis", "ada") == totals
-        assert _items_of(cloud, recent)["events"] > 0
 
 
 def test_the_dev_server_runs_retention_on_its_own():
