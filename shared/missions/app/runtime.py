@@ -232,23 +232,31 @@ class Runtime(Bindings):
             per_user.append(personal.UserIdempotencyRecords(self.settings.idempotency_table, dynamodb))
         if self.settings.schedules_table and self.settings.schedule_group:
             per_user.append(self.schedules)  # the Scheduler's schedules, then the records
-        per_mission: list[PersonalStore] = [
+        return AccountService(
+            index=personal.MissionRecords(self.settings.missions_table, dynamodb),
+            missions=self.missions,
+            cancel=self.control.cancel,
+            per_mission=self._mission_stores(usage_totals=True),
+            per_user=per_user,
+            stop_notices=self.notifications.opt_out if self.settings.memory_table else None,
+        )
+
+    def _mission_stores(self, *, usage_totals: bool) -> list[PersonalStore]:
+        """Each store keyed by mission, for its share of a mission: erasure's, and retention's pruning
+        (which keeps the user's usage totals)."""
+        from missions.adapters.dynamodb import personal
+
+        dynamodb, s3 = self._client("dynamodb"), self._lazy("s3")
+        stores: list[PersonalStore] = [
             personal.MissionEvents(self.settings.events_table, dynamodb),
             personal.MissionInterrupts(self.settings.interrupts_table, dynamodb),
             personal.MissionCheckpoints(self.settings.checkpoints_table, dynamodb, self.settings.blob_bucket, s3),
         ]
         if self.settings.artifacts_table:
-            per_mission.append(personal.MissionArtifacts(self.settings.artifacts_table, dynamodb))
+            stores.append(personal.MissionArtifacts(self.settings.artifacts_table, dynamodb))
         if self.settings.usage_table:
-            per_mission.append(personal.MissionUsage(self.settings.usage_table, dynamodb))
-        return AccountService(
-            index=personal.MissionRecords(self.settings.missions_table, dynamodb),
-            missions=self.missions,
-            cancel=self.control.cancel,
-            per_mission=per_mission,
-            per_user=per_user,
-            stop_notices=self.notifications.opt_out if self.settings.memory_table else None,
-        )
+            stores.append(personal.MissionUsage(self.settings.usage_table, dynamodb, totals=usage_totals))
+        return stores
 
     @cached_property
     def chat(self) -> ChatService:
@@ -409,8 +417,15 @@ class Runtime(Bindings):
         """The retention function: missions that ended long ago archived."""
         from missions.service.retention import Retention, RetentionPolicy
 
-        policy = RetentionPolicy(self.settings.retention_completed_days, self.settings.retention_failed_days)
-        return Retention(missions=self.missions, checkpoints=self.checkpoints, memory=self.memory, policy=policy)
+        minutes = self.settings.retention_minutes
+        if minutes is None:
+            policy = RetentionPolicy(self.settings.retention_completed_days, self.settings.retention_failed_days)
+        else:  # the dev server's short policy: archived missions' bulky items pruned too
+            policy = RetentionPolicy.minutes(minutes)
+        prune = self._mission_stores(usage_totals=False) if minutes is not None else []
+        return Retention(
+            missions=self.missions, checkpoints=self.checkpoints, memory=self.memory, policy=policy, prune=prune
+        )
 
 
 _RUNTIME: Runtime | None = None

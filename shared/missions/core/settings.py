@@ -136,6 +136,9 @@ class RuntimeSettings(BaseModel):
     interrupt_sla_hours: int = Field(24, ge=1)  # a question unanswered for longer is reported overdue
     retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
     retention_failed_days: int = Field(7, ge=1)
+    # the dev server's short policy (`missions dev --retain-minutes`): every ended mission archived this many
+    # minutes after it ended, instead of the days above, and its bulky items pruned (missions.service.retention)
+    retention_minutes: float | None = Field(None, gt=0, le=525_600)
     # a start noted or claimed this long ago and not done was left by a process that died (longer
     # than any function runs: Lambda's ceiling is 900 s), so the reconciler finishes it
     reconcile_stale_after_seconds: int = Field(960, ge=1)

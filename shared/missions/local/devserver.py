@@ -15,6 +15,10 @@ handler. What AWS does around them is played here:
   Lambda fails; the server goes on serving.
 - the web page: `/`, `/ui/<file>` and `/config.json` are its files (missions.local.webpage), served
   without a handler or an identity, as a static host would.
+- retention: in AWS a daily rule invokes the retention function; here, with `retention_every` (seconds),
+  a thread of the server invokes it that often, under the settings' policy (`missions dev
+  --retain-minutes`: ended missions archived after minutes, their bulky items pruned), so a long-running
+  dev server keeps its tables, held in memory, from growing with every mission it ever ran.
 Memory-change triggers need nothing here: moto's stream mapping calls the stream handler.
 
 The HTTP side is uvicorn's: it parses requests, answers malformed ones (400), keeps connections
@@ -94,9 +98,11 @@ class DevServer:
         *,
         body_timeout: float = BODY_TIMEOUT,
         handlers: Mapping[str, Handler] | None = None,
+        retention_every: float | None = None,
     ):
         """`handlers` replaces a function's handler by its name ("api", "webhook", "schedule"): a
-        test's stand-in; the real ones are functions/<name>/handler.py."""
+        test's stand-in; the real ones are functions/<name>/handler.py. `retention_every`: seconds
+        between two runs of the retention function (None: never)."""
         from missions.core.triggers.specs import schedule_specs
         from missions.local.clock import LocalScheduleClock
 
@@ -131,6 +137,9 @@ class DevServer:
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
         self._functions: dict[str, LocalContext] = {}  # function name -> a context to copy (its configuration)
+        self._retention_every = retention_every
+        self._retention: threading.Thread | None = None
+        self._stopping = threading.Event()
         cloud.runtime.upload_endpoint = self.url + S3_PREFIX.rstrip("/")
 
     @property
@@ -148,7 +157,24 @@ class DevServer:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError(f"the dev server did not start: {self._failure!r}")
             time.sleep(0.005)
+        if self._retention_every is not None:
+            self._stopping.clear()
+            self._retention = threading.Thread(target=self._retain, name="missions-dev-retention", daemon=True)
+            self._retention.start()
         return self
+
+    def _retain(self) -> None:
+        """The retention function every `retention_every` seconds until the server stops."""
+        assert self._retention_every is not None
+        while not self._stopping.wait(self._retention_every):
+            try:
+                self.retain()
+            except Exception:  # a bug: logged, and the next round tries again, as Lambda's next invocation would
+                _log.exception("retention failed")
+
+    def retain(self) -> Any:
+        """One run of the retention function, as its daily rule invokes it in AWS: its report."""
+        return self._handler("retention")({}, self._context("retention"), runtime=self.cloud.runtime)
 
     def _serve(self) -> None:
         try:
@@ -157,6 +183,10 @@ class DevServer:
             self._failure = exc
 
     def stop(self) -> None:
+        self._stopping.set()
+        if self._retention is not None:
+            self._retention.join(timeout=30)
+            self._retention = None
         if self._thread is None:
             self._socket.close()
             return

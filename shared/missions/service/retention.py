@@ -5,17 +5,23 @@ configurable: the summary (goal, outcome, result, feedback, errors) goes to the 
 ("archived_missions",) namespace, the mission's checkpoints are removed, and the record
 stays, marked archived, so the API still answers for it. Run daily (the `retention`
 function); the clock is injected so tests can move it.
+
+Pruning (the dev server's short policy, `missions dev --retain-minutes`): an archived mission's bulky
+items go too, each store deleting its share of the mission (its events, questions, tool journal and
+offloaded blobs, artifacts, model calls): what grows with every mission in an emulation whose tables
+live in memory and never expire an item. In AWS the tables' TTLs expire them instead.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from missions.core.mission.status import MissionStatus
+from missions.ports.accounts import PersonalStore
 from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX, CheckpointStore
 from missions.ports.memory import LongTermMemory
 from missions.ports.missions import MissionRecord, MissionStore
@@ -28,10 +34,15 @@ ARCHIVE_NAMESPACE = ("archived_missions",)
 
 @dataclass(frozen=True)
 class RetentionPolicy:
-    completed_days: int = 30
-    failed_days: int = 7  # failed and cancelled: kept long enough to investigate, then summarized
+    completed_days: float = 30
+    failed_days: float = 7  # failed and cancelled: kept long enough to investigate, then summarized
 
-    def ages(self) -> dict[str, int]:
+    @classmethod
+    def minutes(cls, minutes: float) -> RetentionPolicy:
+        """The dev server's short policy: every ended mission archived this many minutes after it ended."""
+        return cls(completed_days=minutes / 1440, failed_days=minutes / 1440)
+
+    def ages(self) -> dict[str, float]:
         return {
             MissionStatus.COMPLETED: self.completed_days,
             MissionStatus.FAILED: self.failed_days,
@@ -43,6 +54,7 @@ class RetentionPolicy:
 class RetentionReport:
     archived: list[str] = field(default_factory=list)
     checkpoints_removed: int = 0
+    items_pruned: int = 0  # the archived missions' bulky items deleted (pruning only)
     failures: dict[str, str] = field(default_factory=dict)  # mission id -> why it could not be archived
 
 
@@ -54,8 +66,10 @@ def archive_ended_missions(
     policy: RetentionPolicy = RetentionPolicy(),
     now: Callable[[], datetime] | None = None,  # the wall clock (UTC) when None
     batch: int = 100,
+    prune: Sequence[PersonalStore] = (),
 ) -> RetentionReport:
-    """Archive every mission past its retention age (at most `batch` per status per run)."""
+    """Archive every mission past its retention age (at most `batch` per status per run); `prune`: the
+    stores that also delete their share of each mission archived."""
     report = RetentionReport()
     moment = now() if now else datetime.now(UTC)
     for status, days in policy.ages().items():
@@ -65,6 +79,8 @@ def archive_ended_missions(
                 memory.put(record.user_id, ARCHIVE_NAMESPACE, record.mission_id, summary(record))
                 report.checkpoints_removed += checkpoints.delete_thread(record.mission_id)
                 checkpoints.delete_thread(record.mission_id + TOOL_JOURNAL_SUFFIX)  # its stages' tool calls
+                for store in prune:  # deleting what is already gone is no error: a rerun finishes it
+                    report.items_pruned += store.erase(record.user_id, [record.mission_id])
                 # last: a run that failed before this point finds the mission again tomorrow
                 Lifecycle(missions).move(
                     record.mission_id, MissionStatus.ARCHIVED, archived_at=moment.isoformat(timespec="milliseconds")
@@ -79,9 +95,16 @@ class Retention:
     """The retention function: archive what its policy says is old enough, and log what could not be."""
 
     def __init__(
-        self, *, missions: MissionStore, checkpoints: CheckpointStore, memory: LongTermMemory, policy: RetentionPolicy
+        self,
+        *,
+        missions: MissionStore,
+        checkpoints: CheckpointStore,
+        memory: LongTermMemory,
+        policy: RetentionPolicy,
+        prune: Sequence[PersonalStore] = (),
     ):
         self._missions, self._checkpoints, self._memory, self._policy = missions, checkpoints, memory, policy
+        self._prune = tuple(prune)
 
     def run(self, now: Callable[[], datetime] | None = None) -> dict[str, Any]:
         report = archive_ended_missions(
@@ -90,12 +113,14 @@ class Retention:
             memory=self._memory,
             policy=self._policy,
             now=now,
+            prune=self._prune,
         )
         for mission_id, why in report.failures.items():
             log.error("mission not archived", extra={"mission_id": mission_id, "reason": why})
         return {
             "archived": report.archived,
             "checkpoints_removed": report.checkpoints_removed,
+            "items_pruned": report.items_pruned,
             "failures": report.failures,
         }
 

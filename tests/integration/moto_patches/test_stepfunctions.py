@@ -158,3 +158,49 @@ def test_without_patch_14_moto_cannot_start_a_child_execution(aws: Aws, keep_pat
     finally:
         moto_patches.install()
     assert described["status"] == "FAILED", "moto starts child executions now: patch 14 can go"
+
+
+def test_a_states_json_data_is_copied_plainly_and_the_execution_answers_as_before(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Patch 19: the interpreter's modules copy JSON without deepcopy; the output is Step Functions' own."""
+    import copy
+    import sys
+
+    from missions.local.moto.stepfunctions import PLAIN_JSON_COPIES
+
+    # Given a machine whose states read, shape and place JSON (Parameters, a Task's ResultPath, a Choice)
+    _, double = aws.function(lambda event, context: {"doubled": [n * 2 for n in event["numbers"]]})
+    definition = {
+        "StartAt": "Shape",
+        "States": {
+            "Shape": {"Type": "Pass", "Parameters": {"numbers.$": "$.input.numbers", "tag": "x"}, "Next": "Double"},
+            "Double": {"Type": "Task", "Resource": double, "ResultPath": "$.result", "Next": "Big?"},
+            "Big?": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.result.doubled[0]", "NumericGreaterThan": 1, "Next": "Done"}],
+                "Default": "Done",
+            },
+            "Done": {"Type": "Pass", "End": True},
+        },
+    }
+    machine = aws.state_machine(definition)
+    patched = {patch.owner for patch in PLAIN_JSON_COPIES}
+    deep_copied: list[str] = []
+    real = copy.deepcopy
+
+    def counting(value: Any, memo: Any = None, _nil: Any = []) -> Any:  # noqa: B006 (deepcopy's own signature)
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller in patched and type(value) in (dict, list):
+            deep_copied.append(caller)
+        return real(value, memo)
+
+    # When it runs, each deepcopy of JSON by one of the interpreter's modules counted
+    monkeypatch.setattr(copy, "deepcopy", counting)
+    document = {"input": {"numbers": [1, 2.5, 3]}, "note": None}
+    run = aws.sfn.start_execution(stateMachineArn=machine, input=json.dumps(document))["executionArn"]
+    output = json.loads(aws.finished(run)["output"])
+
+    # Then the output is Step Functions' own, and none of them used deepcopy for it
+    assert output == {"numbers": [1, 2.5, 3], "tag": "x", "result": {"doubled": [2, 5.0, 6]}}
+    assert deep_copied == []

@@ -208,12 +208,14 @@ class MissionCheckpoints:
 
 
 class MissionUsage:
-    """Every model call of the user's missions (mission#<id>), and the user's own totals (totals#<user>)."""
+    """Every model call of the user's missions (mission#<id>), and the user's own totals (totals#<user>);
+    `totals=False`: the missions' calls only (retention's pruning keeps what the user spent)."""
 
     name = "usage"
 
-    def __init__(self, table_name: str, client: Any):
+    def __init__(self, table_name: str, client: Any, *, totals: bool = True):
         self._table = _Table(USAGE, table_name, client)
+        self._totals = totals
 
     def export(self, user_id: str, mission_ids: Sequence[str]) -> Iterator[Record]:
         for mission_id in mission_ids:
@@ -223,7 +225,8 @@ class MissionUsage:
             yield "usage_total", {k: v for k, v in deserialize(raw).items() if k not in ("pk",)}
 
     def erase(self, user_id: str, mission_ids: Sequence[str]) -> int:
-        return self._table.delete_partitions([*(f"mission#{m}" for m in mission_ids), f"totals#{user_id}"])
+        totals = [f"totals#{user_id}"] if self._totals else []
+        return self._table.delete_partitions([*(f"mission#{m}" for m in mission_ids), *totals])
 
 
 class UserDispatch:

@@ -32,6 +32,14 @@ def dev(
         help="A user who may change agent configurations and share repositories (repeatable; "
         "default: MISSIONS_OPERATORS, a JSON list).",
     ),
+    retain_minutes: float | None = typer.Option(
+        None,
+        "--retain-minutes",
+        min=0.1,
+        help="Archive each ended mission this many minutes after it ended and prune its bulky items (events, "
+        "questions, tool journal, artifacts, model calls; the record stays); retention runs every minute, or "
+        "every half of this age if shorter. Default: no retention (the emulation keeps everything).",
+    ),
 ) -> None:
     """Serve the HTTP API on 127.0.0.1 over the embedded emulation (dev tokens: 'Bearer dev:<user>')."""
     from missions.local.devserver import DEV_TOKEN_PREFIX, DevServer
@@ -48,9 +56,13 @@ def dev(
     roots = repo_roots(roots_given or [os.getcwd()])
     named = operators or operators_from_env()
     settings = {**llm, "webhook_sources": sources, "repo_roots": roots, "operators": named}
+    every = None
+    if retain_minutes is not None:
+        settings["retention_minutes"] = retain_minutes
+        every = min(60.0, retain_minutes * 30)
     with LocalCloud(settings=settings) as cloud:
         try:
-            server = DevServer(cloud, port=port).start()
+            server = DevServer(cloud, port=port, retention_every=every).start()
         except OSError as exc:
             fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}")
         out.print(
@@ -71,6 +83,12 @@ def dev(
         out.print(
             f"  operators (agent configurations): {', '.join(named) or 'none (--operator USER)'}", highlight=False
         )
+        if retain_minutes is not None:
+            out.print(
+                f"  retention: ended missions archived and pruned after {retain_minutes:g} min (checked every "
+                f"{every:g} s)",
+                highlight=False,
+            )
         out.print(f"  OpenAPI: {server.url}/openapi.json · Ctrl-C stops", highlight=False)
         try:
             while True:

@@ -8,10 +8,12 @@ numbers are the patches' names across the code and the tests:
 - core: 7 the instance tracker, weak; 8 a handler class's methods listed once; 9 EC2's catalog unloaded
 - awslambda: 1 functions run in-process (`functions`); 3 stream records with Binary, base64
 - events: 2 rules deliver to Lambda and Step Functions targets; 4 a custom bus's Ref
-- dynamodb: 11 one request at a time; 17 a key query reads only its partition
+- dynamodb: 11 one request at a time; 17 a key query reads only its partition; 18 an index query
+  too (each index's partitions kept by the writes); 20 a response's attribute values written as they are;
+  21 an update expression parsed once
 - stepfunctions: 4 a state machine from CloudFormation; 5 an execution's end reported; 6 executions
   bounded; 8 a definition parsed once, clients and JSONPaths made once; 10 task tokens while
-  executions start; 14 the startExecution.sync:2 integration
+  executions start; 14 the startExecution.sync:2 integration; 19 a state's JSON data copied plainly
 - cloudformation: 12 a nested stack's outputs; 13 function URLs; 15 custom resources' replies
   (`CloudFormationReplies`); 16 schedule groups
 

@@ -34,14 +34,20 @@
    integration's names, as Step Functions does. And it polls the child every half second: a mission
    pays that at each segment's end, so the poll also wakes as soon as the child's end is reported
    (patch 5).
+19. moto's interpreter copies a state's data (its input, its result, the context, the value stack) with
+   `copy.deepcopy` several times per state, which keeps a memo of every node it copies: about a
+   fifth of the CPU a mission costs here. That data is JSON (dicts, lists, strings, numbers, booleans,
+   None), which these modules now copy with a plain recursive copy; anything else is deepcopy's.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import logging
 import threading
+import types
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -381,6 +387,43 @@ SFN_SYNC2_RESOLVER = Patch(
     _sfn_sync2_resolver,
     "14: moto polls a child execution every half second; the poll wakes when the child's end is reported",
 )
+_JSON_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_json(value: Any, memo: Any = None) -> Any:
+    """A deep copy of JSON data, by plain recursion (no memo: JSON has no cycles, and a value met twice
+    is copied twice, equal); whatever is not JSON is copied by `copy.deepcopy`."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copy_json(item) for key, item in value.items()}
+    if kind is list:
+        return [_copy_json(item) for item in value]
+    if kind in _JSON_ATOMS:
+        return value
+    return copy.deepcopy(value, memo)
+
+
+def _copy_module() -> types.ModuleType:
+    """What the interpreter's modules see as `copy`: the standard module, with JSON copied plainly."""
+    module = types.ModuleType("copy", "copy, with JSON data copied plainly (missions.local.moto patch 19)")
+    module.__dict__.update({name: getattr(copy, name) for name in ("copy", "Error")})
+    module.deepcopy = _copy_json  # type: ignore[attr-defined]
+    return module
+
+
+_PLAIN_COPY = _copy_module()
+_ASL = "moto.stepfunctions.parser.asl"
+PLAIN_JSON_COPIES = tuple(
+    Patch(f"{_ASL}.{module}", "copy", _PLAIN_COPY, "19: moto deep-copies a state's JSON data with deepcopy's memo")
+    for module in (
+        "eval.states",
+        "eval.environment",
+        "component.common.path.result_path",
+        "component.common.string.string_expression",
+        "component.state.exec.execute_state",
+        "component.state.exec.state_task.service.state_task_service",
+    )
+)
 PATCHES = (
     STATE_MACHINE_FROM_CFN,
     REPORT_END,
@@ -393,4 +436,5 @@ PATCHES = (
     SFN_RESPONSE,
     SFN_SUBMITTED,
     SFN_SYNC2_RESOLVER,
+    *PLAIN_JSON_COPIES,
 )
