@@ -108,7 +108,9 @@ ACCESS: dict[str, Access] = {
             # a mission that is a turn of a conversation folds its turn into the working memory (final stage)
             "conversations": TableAccess((GET, PUT)),
             "agents": TableAccess((GET,)),  # the agent version its mission pinned (never a write)
-            "usage": TableAccess((PUT, UPDATE)),  # each model call, and its totals (ADD)
+            # each model call, and its totals (ADD); the final stage reads the mission's calls back, to count
+            # what a failed stage's attempts spent (its envelope was lost with it)
+            "usage": TableAccess((PUT, UPDATE, QUERY)),
         },
         blobs=_BLOBS_RW,
     ),

@@ -266,9 +266,10 @@ def test_only_the_api_and_the_deploy_write_agent_versions_and_only_stages_write_
     # operators over the API, and the deploy-time step storing what capability.toml ships
     assert {service for service, actions in on["agents"].items() if actions & writes} == {"api", "deploy"}
     assert on["agents"]["interrupt"] == {"dynamodb:Query"}  # drains start queued missions: they pin
-    # and only stages record model calls; the api reads them and erases a user's (DELETE /me), nobody scans
+    # and only stages record model calls (and read their mission's back: the final stage counts what a failed
+    # stage spent); the api reads them and erases a user's (DELETE /me), nobody scans
     assert on["usage"] == {
-        "stage": {"dynamodb:PutItem", "dynamodb:UpdateItem"},
+        "stage": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
         "api": {"dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:DescribeTable"},  # + GET /ready
     }
     assert not any("dynamodb:Scan" in a for table in on.values() for a in table.values())
