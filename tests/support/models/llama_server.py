@@ -1,7 +1,7 @@
 """A real model server for the tests: llama.cpp's own OpenAI-compatible server (the xllamacpp wheel) with
 Gemma 3 270M (Q4_K_M), both from PyPI, in `.model/venv` (`make model`), on loopback.
 
-`running_model_server(tmp)` starts `model_serve.py` with the model venv's python on a free loopback port,
+`running_model_server(tmp)` starts `llama_serve.py` with the model venv's python on a free loopback port,
 waits until GET /health says ok (the model loaded), and yields where it is and how long the start took;
 the server is stopped (SIGTERM, then SIGKILL) when the block ends. Nothing is installed here: without
 `.model/venv` the caller skips.
@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 MODEL_VENV = REPO / ".model" / "venv"
 MODEL_FILE = REPO / ".model" / "gemma-3-270m-q4_k_m.gguf"  # assembled from its 4 PyPI chunks by `make model`
-SERVE = Path(__file__).with_name("model_serve.py")
+SERVE = Path(__file__).with_name("llama_serve.py")
 MISSING = f"the model server is not installed ({MODEL_VENV} or {MODEL_FILE.name} is missing): `make model` prepares it"
 
 START_TIMEOUT = 120.0  # the model loads in about 2 s; a busy 2-core machine can take many times that
@@ -83,7 +83,7 @@ def running_model_server(workdir: Path, *, max_tokens: int = SERVER_MAX_TOKENS) 
 
 @contextmanager
 def serving_process(command: list[str], port: int, log: Path) -> Iterator[str]:
-    """`command` (model_serve.py, run from the repository's root) started, until GET /health on `port` says
+    """`command` (llama_serve.py, run from the repository's root) started, until GET /health on `port` says
     ok; yields its URL and stops it (SIGTERM, then SIGKILL) when the block ends."""
     url = f"http://127.0.0.1:{port}"
     # OpenMP's threads sleep when idle instead of spinning: on cores other work shares, spinning made a

@@ -1,9 +1,9 @@
 """llama.cpp's own OpenAI-compatible server with a GGUF model: run by the model venv's python (`make model`),
-not the project's, since xllamacpp lives only there. tests/support/model_server.py starts it as a child.
+not the project's, since xllamacpp lives only there. tests/support/models/llama_server.py starts it as a child.
 
 xllamacpp's `Server` starts llama.cpp's HTTP server (cpp-httplib, the same code as `llama-server`) in
 threads of this process; this script only sets its parameters, then waits for SIGTERM or SIGINT.
-Usage: python model_serve.py MODEL PORT --ctx N --threads N --n-predict N
+Usage: python llama_serve.py MODEL PORT --ctx N --threads N --n-predict N
 """
 
 from __future__ import annotations

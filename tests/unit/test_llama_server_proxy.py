@@ -1,4 +1,4 @@
-"""The real-model tier's recording proxy (tests/support/model_server.py): it keeps each exchange, and a client
+"""The real-model tier's recording proxy (tests/support/models/llama_server.py): it keeps each exchange, and a client
 that gives up reaches the server as a closed connection, as it would without the proxy (llama.cpp's server
 then stops generating instead of holding its one slot for an answer nobody reads)."""
 
@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.support.model_server import RecordingProxy
+from tests.support.models.llama_server import RecordingProxy
 
 
 @contextmanager
