@@ -30,9 +30,10 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from missions.core.capability import registry
 from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
-from tests.support import fuzz_coverage
+from tests.support import fuzz_coverage, fuzz_setup
 from tests.support.fuzz_coverage import Coverage
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,6 +147,7 @@ PHASES = ("examples", "coverage", "fuzzing", "stateful")
 def command(
     url: str,
     *,
+    document: Path,
     config_file: Path,
     workers: int,
     seed: int,
@@ -161,7 +163,9 @@ def command(
         schemathesis,
         *(["--config-file", str(config_file)] if not only else []),
         "run",
-        f"{url}{DOCUMENT}",
+        str(document),
+        "--url",
+        url,
         *(["--include-name", only] if only else []),
         "--checks",
         ",".join(CHECKS),
@@ -220,21 +224,31 @@ def run(budget: Budget, workers: int, seed: int = SEED, timeout: float = 1800, r
         reports.mkdir(parents=True, exist_ok=True)
         config_file = reports / "schemathesis.toml"
         config_file.write_text(config(budget))
-        settings = {"repo_roots": [str(ROOT)], "operators": [USER]}
+        repository = fuzz_setup.git_repository(Path(scratch) / "repository")
+        settings = {"repo_roots": [str(ROOT), str(repository)], "operators": [USER]}
+        known = registry.Registry().including(*fuzz_setup.CAPABILITIES)
         processes = []
-        with LocalCloud(settings=settings) as cloud, DevServer(cloud, port=0) as server:
+        with (
+            LocalCloud(known.available(), registry=known, settings=settings) as cloud,
+            DevServer(cloud, port=0) as server,
+        ):
             document = _document(server.url)
-            for only, phases in ((None, PHASES), (ERASE, PHASES[:3])):
-                argv = command(
-                    server.url,
-                    config_file=config_file,
-                    workers=workers,
-                    seed=seed,
-                    reports=reports,
-                    phases=phases,
-                    only=only,
-                )
-                processes.append(subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout))
+            examples = fuzz_setup.prepare(cloud, fuzz_setup.Client(server.url, AUTHORIZATION), repository)
+            examined = reports / "openapi.json"
+            examined.write_text(json.dumps(examples.into(document)))
+            with fuzz_setup.released_once_paused(cloud, examples):
+                for only, phases in ((None, PHASES), (ERASE, PHASES[:3])):
+                    argv = command(
+                        server.url,
+                        document=examined,
+                        config_file=config_file,
+                        workers=workers,
+                        seed=seed,
+                        reports=reports,
+                        phases=phases,
+                        only=only,
+                    )
+                    processes.append(subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout))
         entries = [
             entry
             for name in ("run.har", "erase.har")
