@@ -1,8 +1,8 @@
 """The fuzz run's set-up: before schemathesis starts, the fuzzer's account gets what six operations act on
 and random data cannot make (a running mission, a paused one, a question waiting, a checkpoint, a
 document a mission wrote: a travel mission asking which flight gives the last three; a repository
-imported from git), and the published document gets each of those
-operations an example naming it, so the examples phase answers each with a 2xx, every run.
+imported from git), and the published document gets each of those operations (and the notes, which
+random ids seldom find running) an example naming it, so the examples phase answers each with a 2xx.
 
 A mission stays running only while its stage is in flight: HELD's first stage waits on GATE, which opens once
 the run has paused that mission (or when the run ends), so it holds one of the user's running slots no longer.
@@ -179,6 +179,7 @@ def prepare(cloud: LocalCloud, client: Client, repository: Path) -> Examples:
         parameters={
             "POST /missions/{mission_id}/resume": {"mission_id": paused},
             "POST /missions/{mission_id}/pause": {"mission_id": running["mission_id"]},
+            "POST /missions/{mission_id}/notes": {"mission_id": running["mission_id"]},
             "POST /missions/{mission_id}/interrupts/{interrupt_id}": {
                 "mission_id": travel["mission_id"],
                 "interrupt_id": question["interrupt_id"],
@@ -188,6 +189,7 @@ def prepare(cloud: LocalCloud, client: Client, repository: Path) -> Examples:
             "POST /repositories/{repository_id}/imports": {"repository_id": registered["repository_id"]},
         },
         bodies={
+            "POST /missions/{mission_id}/notes": {"text": "skip the museums"},
             "POST /missions/{mission_id}/interrupts/{interrupt_id}": {"decision": question["options"][0]},
             "POST /missions/{mission_id}/fork": {"checkpoint_id": checkpoint["checkpoint_id"]},
             "POST /repositories/{repository_id}/imports": {},
