@@ -198,7 +198,7 @@ def run(budget: Budget, workers: int, seed: int = SEED, timeout: float = 1800, r
             DevServer(cloud, port=0) as server,
         ):
             document = _document(server.url)
-            examples = fuzz_setup.prepare(cloud, fuzz_setup.Client(server.url, AUTHORIZATION), repository)
+            examples = fuzz_setup.prepare(fuzz_setup.Client(server.url, AUTHORIZATION), repository)
             examined = reports / "openapi.json"
             examined.write_text(json.dumps(examples.into(document)))
             with fuzz_setup.released_once_paused(cloud, examples):

@@ -145,7 +145,7 @@ class Examples:
         return document
 
 
-def prepare(cloud: LocalCloud, client: Client, repository: Path) -> Examples:
+def prepare(client: Client, repository: Path) -> Examples:
     """Make what the six operations act on, in the fuzzer's account; their examples name it."""
     GATE.close()
     # a paused mission (to resume): paused while its held stage ran, which then ended
