@@ -2,11 +2,11 @@
 
 11. moto serves requests from many threads at once (each execution runs in a thread of its own, and so
    does each request to the dev server) on plain dicts. A read racing a write could fail (RuntimeError:
-   dictionary changed size), and a TransactWriteItems copies each table it touches and, when cancelled
-   (a condition failed: the dispatcher's claim on a full running set), puts the copies back, undoing
-   every write other threads made meanwhile: a queue entry, a released slot, a claim, so a queued
-   mission could wait forever. moto now serves them one at a time (re-entrant: a write's stream record
-   may invoke a function that writes again, in the same thread).
+   dictionary changed size), and a TransactWriteItems put back what it had copied when cancelled (a
+   condition failed: the dispatcher's claim on a full running set), undoing every write other threads
+   made meanwhile: a queue entry, a released slot, a claim, so a queued mission could wait forever.
+   moto now serves them one at a time (re-entrant: a write's stream record may invoke a function that
+   writes again, in the same thread).
 17. moto answers a query on a table's key by walking and sorting every item of the table, so the
    emulation slowed with every mission it had ever run (each event appended queries the events table).
    A key query now sees only the queried partition, as DynamoDB reads it.
@@ -26,12 +26,23 @@
    runtime's writes use a few templated expressions over and over. Each expression is parsed once (the
    least recently used of `UPDATE_EXPRESSIONS` dropped): the tree is only read (the handler looks for
    placeholders; the backend's validator works on its own deep copy of it).
+22. moto's update validator takes that copy with `copy.deepcopy`, which walks every node's attributes
+   through its memo: about a tenth of an UpdateItem's CPU. The tree is copied node by node (each node's
+   children copied, its parent the new parent); anything in it that is not a node or a plain value
+   is `copy.deepcopy`'s.
+23. moto backs up each table a TransactWriteItems touches by copying the whole table (every item, and
+   the index partitions of patch 18), so a transaction costs in proportion to the table's history. A
+   transaction now keeps a copy of each item it names, as it was, and a cancelled one (or one refused
+   part-way) puts those items back, each in its indexes' partitions too; the tables are not copied.
+   As with moto's copies, a stream record a cancelled write emitted stays (DynamoDB emits none).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -377,6 +388,120 @@ UPDATE_PARSED_ONCE = Patch(
     "21: moto parses an update expression twice per request; once per expression",
     wraps=True,
 )
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_tree(x: Any, memo: Any = None, _nil: Any = None) -> Any:
+    """`copy.deepcopy` as moto's validator calls it, with a parsed expression's tree copied node by node."""
+    from moto.dynamodb.parsing.ast_nodes import Node  # type: ignore[attr-defined]
+
+    if isinstance(x, Node) and x.parent is None:  # a tree's root (a subtree would copy its parents too)
+        return _copied_node(x, None, Node)
+    return copy.deepcopy(x, memo)
+
+
+def _copied_node(node: Any, parent: Any, node_type: type) -> Any:
+    copied = object.__new__(type(node))
+    for name, value in vars(node).items():
+        if name == "children" and type(value) is list:
+            value = [
+                _copied_node(child, copied, node_type)
+                if isinstance(child, node_type)
+                else child
+                if type(child) in _ATOMS
+                else copy.deepcopy(child)
+                for child in value
+            ]
+        elif name == "parent":
+            value = parent
+        elif type(value) not in _ATOMS:
+            value = copy.deepcopy(value)
+        copied.__dict__[name] = value
+    return copied
+
+
+UPDATE_TREE_COPIED_PLAINLY = Patch(
+    "moto.dynamodb.parsing.validators",
+    "deepcopy",
+    _copy_tree,
+    "22: moto's update validator deep-copies the parsed tree through deepcopy's memo; node by node",
+)
+
+
+def _tables_kept_as_they_are(standard: types.ModuleType) -> types.ModuleType:
+    """What moto's DynamoDB models see as `copy`: the standard module, except that a table is not copied
+    (the transaction's items are, by patch 23)."""
+    from moto.dynamodb.models.table import Table
+
+    def deepcopy(x: Any, memo: Any = None, _nil: Any = None) -> Any:
+        return x if isinstance(x, Table) else standard.deepcopy(x, memo)
+
+    module = types.ModuleType("copy", "copy, tables kept as they are (missions.local.moto patch 23)")
+    module.__dict__.update({name: getattr(standard, name) for name in ("copy", "Error")})
+    module.deepcopy = deepcopy  # type: ignore[attr-defined]
+    return module
+
+
+def _item_key(backend: Any, operation: dict[str, Any]) -> tuple[Any, Any, Any] | None:
+    """The table and key (hash, range) an operation of a transaction names, or None (moto refuses it)."""
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    try:
+        _, op = next(iter(operation.items()))
+        table = backend.tables[op["TableName"]]
+        key = op["Item"] if "Item" in op else op["Key"]
+        range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+        return table, DynamoType(key[table.hash_key_attr]), range_key
+    except (KeyError, StopIteration, TypeError, AttributeError):
+        return None
+
+
+def _put_back(table: Any, hash_key: Any, range_key: Any, item: Any) -> None:
+    """The item under this key is `item` again (None: there was none), in its indexes' partitions too."""
+    if table.range_key_attr:
+        partition = table.items.get(hash_key)
+        if item is not None:
+            table.items[hash_key][range_key] = item
+        elif partition is not None:
+            partition.pop(range_key, None)
+            if not partition:
+                del table.items[hash_key]
+    elif item is not None:
+        table.items[hash_key] = item
+    else:
+        table.items.pop(hash_key, None)
+    _replace(table, hash_key, range_key)
+
+
+def _transact_by_item(self: Any, transact_items: list[dict[str, Any]]) -> None:
+    """moto's own transaction, the items it names kept (copies) and put back if it does not commit."""
+    kept = []
+    for operation in transact_items[:100]:  # more: moto refuses before it writes anything
+        named = _item_key(self, operation)
+        if named is not None:
+            table, hash_key, range_key = named
+            kept.append((table, hash_key, range_key, copy.deepcopy(table.get_item(hash_key, range_key))))
+    try:
+        TRANSACT_BY_ITEM.original(self, transact_items)
+    except BaseException:
+        for table, hash_key, range_key, item in reversed(kept):  # the first copy of a key is the oldest
+            _put_back(table, hash_key, range_key, item)
+        raise
+
+
+TABLES_NOT_COPIED = Patch(
+    "moto.dynamodb.models",
+    "copy",
+    _tables_kept_as_they_are,
+    "23: moto copies each whole table a transaction touches, to put it back if cancelled",
+    wraps=True,
+)
+TRANSACT_BY_ITEM = Patch(
+    "moto.dynamodb.models:DynamoDBBackend",
+    "transact_write_items",
+    _transact_by_item,
+    "23: a transaction keeps the items it names, not the tables, and puts them back if cancelled",
+)
 PATCHES = (
     ONE_REQUEST_AT_A_TIME,
     QUERY_ONE_PARTITION,
@@ -385,4 +510,7 @@ PATCHES = (
     INDEXED_UPDATE,
     ATTRIBUTE_VALUE_AS_IS,
     UPDATE_PARSED_ONCE,
+    UPDATE_TREE_COPIED_PLAINLY,
+    TABLES_NOT_COPIED,
+    TRANSACT_BY_ITEM,
 )
