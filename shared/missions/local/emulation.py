@@ -43,6 +43,7 @@ from missions.core.specs import (
     state_machine_name,
 )
 from missions.local import moto as moto_patches
+from missions.local.moto.clients import lean
 from missions.ports.missions import MissionRecord
 
 if TYPE_CHECKING:
@@ -147,10 +148,10 @@ class LocalCloud:
         self._mock.start()
         import boto3
 
-        self.dynamodb = boto3.client("dynamodb", region_name=REGION)
+        self.dynamodb = lean(boto3.client("dynamodb", region_name=REGION))
         self.s3 = boto3.client("s3", region_name=REGION)
-        self.sfn = boto3.client("stepfunctions", region_name=REGION)
-        self.lambda_ = boto3.client("lambda", region_name=REGION)
+        self.sfn = lean(boto3.client("stepfunctions", region_name=REGION))
+        self.lambda_ = lean(boto3.client("lambda", region_name=REGION))
         self.iam = boto3.client("iam", region_name=REGION)
         self.events_client = boto3.client("events", region_name=REGION)
         self.sns = boto3.client("sns", region_name=REGION)

@@ -10,10 +10,12 @@ numbers are the patches' names across the code and the tests:
 - events: 2 rules deliver to Lambda and Step Functions targets; 4 a custom bus's Ref
 - dynamodb: 11 one request at a time; 17 a key query reads only its partition; 18 an index query
   too (each index's partitions kept by the writes); 20 a response's attribute values written as they are;
-  21 an update expression parsed once
+  21 an update expression parsed once; 22 its tree copied node by node; 23 a transaction keeps its items,
+  not its tables
 - stepfunctions: 4 a state machine from CloudFormation; 5 an execution's end reported; 6 executions
-  bounded; 8 a definition parsed once, clients and JSONPaths made once; 10 task tokens while
-  executions start; 14 the startExecution.sync:2 integration; 19 a state's JSON data copied plainly
+  bounded; 8 a definition parsed once, clients (lean: `clients`) and JSONPaths made once; 10 task
+  tokens while executions start; 14 the startExecution.sync:2 integration; 19 a state's JSON data
+  copied plainly
 - cloudformation: 12 a nested stack's outputs; 13 function URLs; 15 custom resources' replies
   (`CloudFormationReplies`); 16 schedule groups
 

@@ -16,11 +16,12 @@
    starts (with what its target holds: the execution's environment) to a module list it never reads or
    empties (`TMP_THREADS`); ended ones leave it.
 8. moto parses the whole definition (an ANTLR parse, about a fifth of the CPU a mission costs here) at
-   each execution's start, builds a boto3 client for each Lambda task, and builds a JSONPath parser (its
-   yacc tables) for each path it evaluates. The parsed program holds no execution state (that lives in
-   each execution's Environment, keyed by component), so one parse per definition serves every
-   execution; the clients and the paths are kept the same way (`PARSED_DEFINITIONS` definitions,
-   `JSON_PATHS` paths, the least recently used dropped).
+   each execution's start, builds a boto3 client for each Lambda task and each nested execution's
+   call (a segment's start, its polls), and builds a JSONPath parser (its yacc tables) for each path it
+   evaluates. The parsed program holds no execution state (that lives in each execution's Environment,
+   keyed by component), so one parse per definition serves every execution; the clients and the paths
+   are kept the same way (`PARSED_DEFINITIONS` definitions, `JSON_PATHS` paths, the least recently used
+   dropped). The kept clients are lean as the emulation's own (missions.local.moto.clients).
 10. Task tokens: moto answers SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat by asking each
    execution's environment whether the token is its own, and an execution that has just started has
    none yet (its worker thread builds it): the call failed with AttributeError (the dev server's answer
@@ -53,6 +54,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from missions.local.moto._mechanism import Patch
+from missions.local.moto.clients import lean
 
 _log = logging.getLogger(__name__)
 KEEP_ENDED_EXECUTIONS = 50  # per state machine (patch 6)
@@ -237,7 +239,7 @@ def _fix_heap_keys(program: Any) -> None:
 
 class _SharedClients:
     """moto's client for a task, made once per region and service (botocore clients are thread-safe;
-    moto's are all alike: fixed fake credentials, no retries, no parameter validation)."""
+    moto's are all alike: fixed fake credentials, no retries, no parameter validation), lean."""
 
     def __init__(self, made: Callable[..., Any]) -> None:
         self._made = made
@@ -251,7 +253,7 @@ class _SharedClients:
             with self._lock:
                 client = self._clients.get(key)
                 if client is None:
-                    client = self._clients[key] = self._made(region, service, state_credentials)
+                    client = self._clients[key] = lean(self._made(region, service, state_credentials))
         return client
 
 
@@ -357,6 +359,13 @@ CLIENTS_ONCE = Patch(
     "8: moto builds a boto3 client for each Lambda task; once per region and service",
     wraps=True,
 )
+SFN_CLIENTS_ONCE = Patch(
+    f"{_TASK}.service.state_task_service_sfn",
+    "boto_client_for",
+    _SharedClients,
+    "8: moto builds a boto3 client for each nested execution's call; once per region and service",
+    wraps=True,
+)
 WITH_ENVIRONMENT = Patch(
     "moto.stepfunctions.parser.models:StepFunctionsParserBackend",
     "_get_executions",
@@ -431,6 +440,7 @@ PATCHES = (
     PARSE_ONCE,
     JSON_PATHS_ONCE,
     CLIENTS_ONCE,
+    SFN_CLIENTS_ONCE,
     WITH_ENVIRONMENT,
     SFN_PARAMETERS,
     SFN_RESPONSE,
