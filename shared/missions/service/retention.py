@@ -69,26 +69,66 @@ def archive_ended_missions(
     prune: Sequence[PersonalStore] = (),
 ) -> RetentionReport:
     """Archive every mission past its retention age (at most `batch` per status per run); `prune`: the
-    stores that also delete their share of each mission archived."""
+    stores that also delete their share of each mission archived (each user's missions of the run at
+    once, so their deletes share batches)."""
     report = RetentionReport()
     moment = now() if now else datetime.now(UTC)
     for status, days in policy.ages().items():
         cutoff = (moment - timedelta(days=days)).isoformat(timespec="milliseconds")
-        for record in missions.ended_before(status, cutoff, limit=batch):
-            try:
-                memory.put(record.user_id, ARCHIVE_NAMESPACE, record.mission_id, summary(record))
-                report.checkpoints_removed += checkpoints.delete_thread(record.mission_id)
-                checkpoints.delete_thread(record.mission_id + TOOL_JOURNAL_SUFFIX)  # its stages' tool calls
-                for store in prune:  # deleting what is already gone is no error: a rerun finishes it
-                    report.items_pruned += store.erase(record.user_id, [record.mission_id])
-                # last: a run that failed before this point finds the mission again tomorrow
+        summarized = [
+            record
+            for record in missions.ended_before(status, cutoff, limit=batch)
+            if _summarize(record, checkpoints, memory, report)
+        ]
+        for record in _pruned(summarized, prune, report):
+            try:  # last: a run that failed before this point finds the mission again tomorrow
                 Lifecycle(missions).move(
                     record.mission_id, MissionStatus.ARCHIVED, archived_at=moment.isoformat(timespec="milliseconds")
                 )
                 report.archived.append(record.mission_id)
-            except Exception as exc:  # one bad mission must not stop the others; it is reported
-                report.failures[record.mission_id] = f"{type(exc).__name__}: {exc}"[:300]
+            except Exception as exc:
+                _failed(report, [record], exc)
     return report
+
+
+def _summarize(
+    record: MissionRecord, checkpoints: CheckpointStore, memory: LongTermMemory, report: RetentionReport
+) -> bool:
+    """The mission's summary kept and its step-by-step state removed; False (reported) if it could not be."""
+    try:
+        memory.put(record.user_id, ARCHIVE_NAMESPACE, record.mission_id, summary(record))
+        report.checkpoints_removed += checkpoints.delete_thread(record.mission_id)
+        checkpoints.delete_thread(record.mission_id + TOOL_JOURNAL_SUFFIX)  # its stages' tool calls
+        return True
+    except Exception as exc:  # one bad mission must not stop the others; it is reported
+        _failed(report, [record], exc)
+        return False
+
+
+def _pruned(
+    records: list[MissionRecord], prune: Sequence[PersonalStore], report: RetentionReport
+) -> list[MissionRecord]:
+    """The records whose items every pruning store deleted, by user (deleting what is already gone is no
+    error: a rerun finishes what a failed one left)."""
+    if not prune:
+        return records
+    by_user: dict[str, list[MissionRecord]] = {}
+    for record in records:
+        by_user.setdefault(record.user_id, []).append(record)
+    done: list[MissionRecord] = []
+    for user_id, theirs in by_user.items():
+        try:
+            for store in prune:
+                report.items_pruned += store.erase(user_id, [r.mission_id for r in theirs])
+            done.extend(theirs)
+        except Exception as exc:
+            _failed(report, theirs, exc)
+    return done
+
+
+def _failed(report: RetentionReport, records: list[MissionRecord], exc: Exception) -> None:
+    for record in records:
+        report.failures[record.mission_id] = f"{type(exc).__name__}: {exc}"[:300]
 
 
 class Retention:

@@ -96,3 +96,60 @@ def test_a_missions_first_status_is_written_by_the_lifecycle_once_and_stored_as_
     with pytest.raises(ConflictError):
         Lifecycle(missions).queued(MissionRecord(mission_id="m", user_id="u", capability="c", goal="again"))
     assert missions.get("m").goal == "g"
+
+
+class _Pruning:
+    """A pruning store (missions.ports.accounts.PersonalStore) that cannot erase one user's items."""
+
+    name = "events"
+
+    def __init__(self, broken_user: str) -> None:
+        self.broken_user, self.erased = broken_user, []
+
+    def export(self, user_id, mission_ids):
+        return iter(())
+
+    def erase(self, user_id, mission_ids):
+        if user_id == self.broken_user:
+            raise RuntimeError("table unavailable")
+        self.erased.append((user_id, list(mission_ids)))
+        return len(mission_ids)
+
+
+def test_retention_prunes_each_users_missions_at_once_and_archives_only_what_it_pruned():
+    from datetime import UTC, datetime, timedelta
+
+    from missions.adapters.memory.checkpoints import MemoryCheckpointStore
+    from missions.adapters.memory.longterm import InMemoryLongTermMemory
+    from missions.service.retention import ARCHIVE_NAMESPACE, RetentionPolicy, archive_ended_missions
+
+    # Given three ended missions of ann and two of bob, and a store that cannot erase bob's items
+    missions = MemoryMissionStore()
+    lifecycle = Lifecycle(missions)
+    owners = {"a1": "ann", "a2": "ann", "a3": "ann", "b1": "bob", "b2": "bob"}
+    for mission_id, user in owners.items():
+        lifecycle.queued(MissionRecord(mission_id=mission_id, user_id=user, capability="c", goal="g"))
+        lifecycle.start(mission_id)
+        lifecycle.end(mission_id, MissionStatus.COMPLETED)
+    memory, pruning = InMemoryLongTermMemory(), _Pruning(broken_user="bob")
+
+    # When retention runs with a short policy, pruning
+    report = archive_ended_missions(
+        missions=missions,
+        checkpoints=MemoryCheckpointStore(),
+        memory=memory,
+        policy=RetentionPolicy.minutes(1),
+        now=lambda: datetime.now(UTC) + timedelta(minutes=2),
+        prune=[pruning],
+    )
+
+    # Then ann's missions were pruned in one call and archived; bob's are reported, not archived, and
+    # stay ended (the next run finds them again), though their summaries were kept
+    assert pruning.erased == [("ann", ["a1", "a2", "a3"])]
+    assert sorted(report.archived) == ["a1", "a2", "a3"]
+    assert report.failures == {"b1": "RuntimeError: table unavailable", "b2": "RuntimeError: table unavailable"}
+    assert {m: missions.get(m).status for m in owners} == {
+        **dict.fromkeys(["a1", "a2", "a3"], MissionStatus.ARCHIVED),
+        **dict.fromkeys(["b1", "b2"], MissionStatus.COMPLETED),
+    }
+    assert memory.get("bob", ARCHIVE_NAMESPACE, "b1") is not None

@@ -89,8 +89,8 @@ class _Table:
         return {k: item[k] for k in self.spec.keys}
 
     def delete_partitions(self, values: Sequence[str]) -> int:
-        """Delete every item of these partitions (a mission's events, questions, artifacts)."""
-        return sum(self.delete(self.partition(value, keys_only=True)) for value in values)
+        """Delete every item of these partitions (missions' events, questions, artifacts), in shared batches."""
+        return self.delete([key for value in values for key in self.partition(value, keys_only=True)])
 
     def delete(self, items: list[dict[str, Any]]) -> int:
         requests: list[Any] = [{"DeleteRequest": {"Key": self.key(item)}} for item in items]
@@ -198,13 +198,11 @@ class MissionCheckpoints:
 
     def erase(self, user_id: str, mission_ids: Sequence[str]) -> int:
         erased = 0
-        for mission_id in mission_ids:
-            if self._bucket:  # objects before the pointers to them: a rerun still finds what is left
+        if self._bucket:  # objects before the pointers to them: a rerun still finds what is left
+            for mission_id in mission_ids:
                 erased += delete_objects(self._s3, self._bucket, f"{BLOB_PREFIX}{mission_id}/", versions=False)
-            erased += self._table.delete_partitions(
-                (mission_id, mission_id + TOOL_JOURNAL_SUFFIX, blob_thread(mission_id))
-            )
-        return erased
+        threads = [thread for m in mission_ids for thread in (m, m + TOOL_JOURNAL_SUFFIX, blob_thread(m))]
+        return erased + self._table.delete_partitions(threads)
 
 
 class MissionUsage:
