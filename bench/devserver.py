@@ -12,13 +12,19 @@ A mission counts when its GET shows a terminal status.
 - throughput: MISSIONS journeys after WARMUP ones; also the process's CPU seconds per mission (the
   handlers, moto and the clients share one interpreter: CPU seconds per wall second near 1 means the
   GIL, not the server, sets the pace).
-- memory: VmRSS of the process (from /proc/self/status, after a gc) after the warm-up and every
-  RSS_EVERY missions to the end; the clients live in the same process and hold next to nothing.
+- memory: VmRSS of the process (from /proc/self/status) after the warm-up and at the end, each after a
+  full gc, and every RSS_EVERY missions in between without one (a full collection of this heap takes
+  about half a second, all other threads waiting: it would be counted against the throughput); the
+  clients live in the same process and hold next to nothing.
 - staying fast: missions per second over the first WINDOW missions and over the last WINDOW (each
   from the completion before it; the first from the start), and their ratio: an emulation that does
   work in proportion to its history (a query walking every item ever written) slows down as it runs.
   The server runs as `missions dev --retain-minutes RETAIN_MINUTES` would: ended missions are
   archived and their bulky items pruned, so the tables, held in memory, stop growing.
+
+- machine speed: a fixed pure-Python loop (no I/O, one thread), timed before the server starts and
+  after the load, in million steps per second. The shared machines here run the same code up to a
+  third slower from one minute to the next; the two figures say how fast this run's machine was.
 
 It runs in a fresh interpreter (`run` starts one), so what other benchmarks loaded is not counted.
 """
@@ -54,8 +60,20 @@ TARGETS = {"missions_per_second": 5.0, "rss_mb_after": 300.0, "first_over_last":
 RESULT = "bench.devserver: "
 
 
-def rss_mb() -> float:
-    gc.collect()
+def machine_speed(steps: int = 3_000_000) -> float:
+    """Million steps per second of a fixed pure-Python loop (the best of three)."""
+    best = float("inf")
+    for _ in range(3):
+        began, table = time.perf_counter(), {}
+        for step in range(steps):
+            table[step & 1023] = step
+        best = min(best, time.perf_counter() - began)
+    return round(steps / best / 1e6, 2)
+
+
+def rss_mb(collect: bool = True) -> float:
+    if collect:
+        gc.collect()
     with open("/proc/self/status") as status:
         kilobytes = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
     return round(kilobytes / 1024, 1)
@@ -144,7 +162,7 @@ def _drive(url: str, count: int, errors: list[str], rss: list[tuple[int, float]]
                 done.append(status)
                 ended.append(time.perf_counter())
                 if rss is not None and len(done) % RSS_EVERY == 0:
-                    rss.append((len(done), rss_mb()))
+                    rss.append((len(done), rss_mb(collect=False)))
 
     cpu, started = time.process_time(), time.perf_counter()
     with ThreadPoolExecutor(CLIENTS) as pool:
@@ -175,6 +193,7 @@ def measure(missions: int = MISSIONS, warmup: int = WARMUP) -> dict[str, Any]:
     from missions.local.emulation import LocalCloud
 
     errors: list[str] = []
+    speed_before = machine_speed()
     retention = {"retention_minutes": RETAIN_MINUTES}
     with (
         LocalCloud(settings=retention) as cloud,
@@ -193,6 +212,7 @@ def measure(missions: int = MISSIONS, warmup: int = WARMUP) -> dict[str, Any]:
         samples: list[tuple[int, float]] = []
         load = _drive(server.url, missions, errors, samples)
         after = rss_mb()
+    speed_after = machine_speed()
     baseline = statistics.median(solo)
     per_hundred = [
         round((b - a) * 100 / (n - m), 1) for (m, a), (n, b) in zip(samples, samples[1:], strict=False) if n > m
@@ -212,6 +232,8 @@ def measure(missions: int = MISSIONS, warmup: int = WARMUP) -> dict[str, Any]:
         "rss_mb_per_100_missions": per_hundred,
         "server_errors": len(errors),
         "server_error_examples": sorted(set(errors))[:5],
+        "machine_speed_before": speed_before,
+        "machine_speed_after": speed_after,
     }
 
 
@@ -265,6 +287,10 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
         (
             "dev server: CPU per mission",
             f"{r['cpu_seconds_per_mission']} s ({r['cpu_per_wall']} CPU s per wall s)",
+        ),
+        (
+            "dev server: machine speed before / after (a fixed Python loop)",
+            f"{r['machine_speed_before']} / {r['machine_speed_after']} M steps/s",
         ),
         (
             "dev server: RSS after warm-up / after the missions",
