@@ -184,6 +184,10 @@ def _drive(url: str, count: int, errors: list[str], rss: list[tuple[int, float]]
         "first_missions_per_second": round(first, 2),
         "last_missions_per_second": round(last, 2),
         "first_over_last": round(first / last, 2) if last else None,
+        "missions_per_second_by_window": [
+            round(WINDOW / (ended[end - 1] - (ended[end - WINDOW - 1] if end > WINDOW else started)), 2)
+            for end in range(WINDOW, len(ended) + 1, WINDOW)
+        ],
     }
 
 
