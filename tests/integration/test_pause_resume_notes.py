@@ -60,7 +60,9 @@ def paused_mission(cloud: LocalCloud, gate: Gate, user: str) -> str:
     cloud.runtime.control.pause(cloud.runtime.missions.get(mission_id))
     assert status_of(cloud, mission_id) == "pausing"
     gate.open()
-    until(lambda: status_of(cloud, mission_id) == "paused", "the mission paused")
+    # its pause is recorded in order: the status, the running slot given up, then the event
+    until(lambda: "mission.paused" in event_types(cloud, mission_id), "the mission paused")
+    assert status_of(cloud, mission_id) == "paused"
     return mission_id
 
 
