@@ -302,8 +302,15 @@ class Resolver(APIGatewayHttpResolver):
         return self.error(exc.status_code, str(exc.msg))
 
     def _no_route(self, exc: NotFoundError) -> Response[Any]:
+        """Powertools hands this handler both its own 404 (no route matched) and a route's (what it did not
+        find, e.g. "no mission m_1"): the route's reason is kept."""
+        if exc.msg != _NO_ROUTE:
+            return self.error(404, str(exc.msg))
         event = self.current_event
         return self.error(404, f"no route {event.http_method} {event.path}", code="unknown_url")
+
+
+_NO_ROUTE = NotFoundError().msg  # what Powertools' 404 says when no route matches
 
 
 _ROUTE = inspect.signature(APIGatewayHttpResolver.route)

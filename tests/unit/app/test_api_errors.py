@@ -91,3 +91,14 @@ def test_every_response_names_its_request_the_way_its_logs_do(runtime: Runtime):
         assert headers.get("x-correlation-id"), (status, headers)
     for status, headers, body in (refused, missing):
         assert status in (400, 404) and body["correlation_id"] == headers["x-correlation-id"]
+
+
+def test_a_404_says_what_was_not_found_and_an_unknown_path_that_no_route_matched(runtime: Runtime):
+    # Given a mission that does not exist, a checkpoint of it, and a path no route serves
+    missing = exchange(runtime, "GET", "/missions/m_none")
+    missing_checkpoint = exchange(runtime, "GET", "/missions/m_none/checkpoints/0001")
+    unknown = exchange(runtime, "GET", "/nowhere/at/all")
+    # Then the first two name what they looked for; the last says no route matched
+    assert (missing[0], missing[2]["message"]) == (404, "no mission m_none")
+    assert (missing_checkpoint[0], missing_checkpoint[2]["message"]) == (404, "no mission m_none")
+    assert (unknown[0], unknown[2]["message"]) == (404, "no route GET /nowhere/at/all")
