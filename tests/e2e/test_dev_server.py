@@ -202,6 +202,13 @@ def test_cancel_and_fork(server, alice):
     # When it is forked from its third checkpoint, then cancelled
     _, checkpoints = alice.call("GET", f"/missions/{mission_id}/checkpoints")
     first = checkpoints["checkpoints"][0]["checkpoint_id"]
+    # and the state at that checkpoint is read first: what the fork starts with
+    status, at_first = alice.call("GET", f"/missions/{mission_id}/checkpoints/{first}")
+    assert status == 200, at_first
+    assert at_first["checkpoint_id"] == first and at_first["stage"] == checkpoints["checkpoints"][0]["stage"]
+    assert at_first["state"]["mission_id"] == mission_id and at_first["state"]["raw_input"] == "help"
+    assert at_first["next_stage"] == at_first["state"]["next_stage"] is not None
+    assert alice.call("GET", f"/missions/{mission_id}/checkpoints/9999-nope")[0] == 404
     status, forked = alice.call("POST", f"/missions/{mission_id}/fork", {"checkpoint_id": first})
     assert status == 202, forked
     status, _ = alice.call("POST", f"/missions/{mission_id}/cancel")
@@ -311,6 +318,7 @@ def test_another_users_mission_is_404(server, alice, bob):
         ("GET", f"/missions/{mission_id}", None),
         ("GET", f"/missions/{mission_id}/events", None),
         ("GET", f"/missions/{mission_id}/checkpoints", None),
+        ("GET", f"/missions/{mission_id}/checkpoints/x", None),
         ("POST", f"/missions/{mission_id}/cancel", None),
         ("POST", f"/missions/{mission_id}/feedback", {"completed": True}),
         ("POST", f"/missions/{mission_id}/interrupts/x", {"text": "hi"}),

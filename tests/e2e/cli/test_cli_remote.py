@@ -149,3 +149,28 @@ def test_errors_are_one_line_and_bad_input_starts_nothing(server: DevServer):
     # and none of it started or changed one of dave's missions
     time.sleep(0.2)
     assert Client(server, "dave").call("GET", "/missions")[1]["missions"] == before
+
+
+def test_history_shows_the_checkpoints_and_a_state_and_fork_carries_on_from_one(server: DevServer):
+    # Given erin's mission waiting for her answer
+    mission_id, _ = start_waiting_mission(server, "erin")
+    listed = Client(server, "erin").call("GET", f"/missions/{mission_id}/checkpoints")[1]["checkpoints"]
+    first = listed[0]["checkpoint_id"]
+    # When she lists its history, reads the state at its first checkpoint and forks from there
+    shown = missions(server, "history", mission_id, user="erin")
+    state = missions(server, "history", mission_id, first, user="erin")
+    forked = missions(server, "fork", mission_id, "--at", first, user="erin")
+    # Then each checkpoint is a line with its stage runs, the state is the API's, and the fork runs on
+    assert shown.returncode == 0, shown.stderr
+    assert [line.split()[0] for line in shown.stdout.splitlines()] == [c["checkpoint_id"] for c in listed]
+    assert "perception (ok)" in shown.stdout.splitlines()[0]
+    assert state.returncode == 0, state.stderr
+    read = json.loads(state.stdout)
+    assert read["checkpoint_id"] == first and read["state"]["mission_id"] == mission_id and read["next_stage"]
+    assert forked.returncode == 0, forked.stderr
+    fork_id = forked.stdout.split(": ")[1].split()[0]
+    assert forked.stdout.startswith(f"forked {mission_id} at {first}: ") and fork_id != mission_id
+    assert wait_for(Client(server, "erin"), fork_id, {"interrupted"})["pending_interrupt"]["kind"] == "clarification"
+    # and a checkpoint that is not there is a one-line error; another user's mission is not there for her
+    one_line_error(missions(server, "history", mission_id, "nope", user="erin"), "HTTP 404: no checkpoint nope")
+    one_line_error(missions(server, "fork", mission_id, "--at", first, user="frank"), "HTTP 404")

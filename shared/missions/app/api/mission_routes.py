@@ -19,6 +19,7 @@ from missions.app.api.models.missions import (
     ArtifactView,
     Cancelled,
     CheckpointList,
+    CheckpointState,
     EventsPage,
     FeedbackBody,
     FeedbackTaken,
@@ -42,7 +43,7 @@ from missions.core.mission.requests import MissionRequest
 from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.core.triggers.declared import TriggerSource
 from missions.ports.missions import MissionRecord, MissionSummary, lifecycle_of, running_stage
-from missions.service.checkpoints import records_of
+from missions.service.checkpoints import records_of, state_at
 from missions.service.interrupts import waiting_question
 
 _MISSION = "/missions/<mission_id>"
@@ -256,6 +257,31 @@ def mission_checkpoints(mission_id: str) -> dict[str, Any]:
             }
             for c in checkpoints
         ]
+    }
+
+
+@app.get(
+    f"{_MISSION}/checkpoints/<checkpoint_id>",
+    summary="The mission's state at one checkpoint (time travel)",
+    responses=responses((200, CheckpointState, "its envelope, with references to what was offloaded"), 404),
+)
+def mission_checkpoint(mission_id: str, checkpoint_id: str) -> dict[str, Any]:
+    """What the mission held after that checkpoint's stage: what a fork from it starts with."""
+    owned_mission(mission_id, current_user())
+    checkpoints = runtime().checkpoints
+    try:
+        checkpoint = checkpoints.get(mission_id, checkpoint_id)
+        state = state_at(checkpoints, mission_id, checkpoint)
+    except NotFound:
+        raise NotFoundError(f"no checkpoint {checkpoint_id} in mission {mission_id}") from None
+    return {
+        "checkpoint_id": checkpoint.checkpoint_id,
+        "parent_id": checkpoint.parent_id,
+        "stage": checkpoint.stage,
+        "created_at": checkpoint.created_at,
+        "stages": [r.model_dump(mode="json") for r in records_of(checkpoint)],
+        "next_stage": state.get("next_stage"),
+        "state": state,
     }
 
 

@@ -1,5 +1,5 @@
-"""`missions status`, `list`, `usage`, `evaluate`, and the controls (`cancel`, `pause`, `resume`, `note`,
-`answer`): your missions on an API."""
+"""`missions status`, `list`, `usage`, `evaluate`, `history`, and the controls (`cancel`, `pause`,
+`resume`, `note`, `answer`, `fork`): your missions on an API."""
 
 from __future__ import annotations
 
@@ -144,6 +144,45 @@ def evaluate(
     out.print(f"{passed}/{len(scored)} passed, {violations} safety violation(s)", highlight=False)
     if violations:
         raise typer.Exit(1)
+
+
+@app.command("history")
+@targeted()
+def history(
+    mission_id: str = MissionId,
+    checkpoint: str | None = typer.Argument(None, help="A checkpoint's id: the mission's whole state there."),
+    as_json: JsonOption = False,
+    *,
+    target: Target,
+) -> None:
+    """A mission's checkpoints, each with the stage runs it records (any can be forked); with a checkpoint,
+    the state there (JSON): what a fork from it starts with."""
+    with one_line():
+        if checkpoint is not None:
+            found = target.api().call("GET", path("missions", mission_id, "checkpoints", checkpoint))
+        else:
+            found = target.api().call("GET", path("missions", mission_id, "checkpoints"))
+    if as_json or checkpoint is not None:
+        out.print_json(data=found)
+        return
+    for listed in found["checkpoints"]:
+        runs = ", ".join(f"{run['stage']} ({run['status']})" for run in listed["stages"]) or listed["stage"]
+        out.print(escape(f"{listed['checkpoint_id']}  {listed['created_at']}  {runs}"), highlight=False)
+
+
+@app.command("fork")
+@targeted()
+def fork(
+    mission_id: str = MissionId,
+    at: str = typer.Option(..., "--at", help="The checkpoint to carry on from (missions history lists them)."),
+    *,
+    target: Target,
+) -> None:
+    """Carry a mission on from one of its checkpoints, as a new mission (started, or queued for a slot)."""
+    with one_line():
+        body = target.api().call("POST", path("missions", mission_id, "fork"), {"checkpoint_id": at}, ok=(202,))
+    how = "queued for one of your running slots" if body.get("status") == "queued" else "started"
+    out.print(f"forked {mission_id} at {at}: {body['mission_id']} ({how})")
 
 
 @app.command("cancel")

@@ -176,6 +176,13 @@ class CheckpointList(BaseModel):
     checkpoints: list[CheckpointView]
 
 
+class CheckpointState(CheckpointView):
+    next_stage: str | None = Field(description="the stage a fork from here runs first (None: the mission's end)")
+    state: dict[str, Any] = Field(
+        description="the mission's envelope at this checkpoint, as stored: offloaded fields are references"
+    )
+
+
 class ArtifactSummary(BaseModel):
     name: str
     path: str
