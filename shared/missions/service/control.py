@@ -100,7 +100,7 @@ class MissionControl:
             if refused.current != MissionStatus.CANCELLED:
                 raise
         self._announce(record.mission_id, reason)
-        self._launcher.finished(record.mission_id)
+        self._launcher.finished(record.mission_id, record.user_id)
 
     def pause(self, record: MissionRecord) -> None:
         """Pause a running mission: its stage in flight finishes (and checkpoints), then its execution waits
@@ -162,41 +162,42 @@ class MissionControl:
 
     def execution_changed(self, change: ExecutionStatus) -> dict[str, Any]:
         """The status function: record how the execution ended, free its slot, tell the user who opted in."""
-        self.execution_ended(change.execution_arn, change.status)
-        if self._notifications is not None:
-            try:
-                self._notifications().mission_ended(self._missions.get(change.execution_arn.rsplit(":", 1)[-1]))
-            except NotFound:
-                pass  # an execution of no mission of ours: execution_ended logged it
+        ended = self.execution_ended(change.execution_arn, change.status)
+        if self._notifications is not None and ended is not None:  # None: no mission of ours (logged)
+            self._notifications().mission_ended(ended)
         return {"mission_id": change.name, "status": change.status}
 
-    def execution_ended(self, execution_arn: str, status: str) -> None:
-        """Step Functions says an execution ended: record what the stages could not, free its slot."""
+    def execution_ended(self, execution_arn: str, status: str) -> MissionRecord | None:
+        """Step Functions says an execution ended: record what the stages could not, free its slot. The
+        mission's record as it ended (one read, and the write if this call ended it); None if unknown."""
         mission_id = execution_arn.rsplit(":", 1)[-1]
         try:
             record = self._missions.get(mission_id)
         except NotFound:
             log.warning("execution %s ended for an unknown mission", execution_arn)
-            return
+            return None
         try:
             if record.status == MissionStatus.CANCELLING:  # its cancel stopped it: finish the cancel
-                self._lifecycle.cancelled(mission_id, record.terminal_reason or "cancelled")
+                record = self._lifecycle.cancelled(mission_id, record.terminal_reason or "cancelled")
             elif record.status not in TERMINAL:
                 # a succeeded execution's last stage records the end before the execution ends; a mission
                 # still open after it (a bug on the way) would otherwise show as running for ever
                 reason = "execution_ended_unrecorded" if status == "SUCCEEDED" else f"execution_{status.lower()}"
-                self._lifecycle.move(
+                record = self._lifecycle.move(
                     mission_id,
                     MissionStatus.FAILED,
                     completed_at=utcnow(),
                     terminal_reason=reason,
                     pending_interrupt=None,
                 )
-        except TransitionRefused:
-            pass  # it ended (or was cancelled) in the meantime: that writer's status stands
+        except TransitionRefused:  # it ended (or was cancelled) in the meantime: that writer's status stands
+            record = self._missions.get(mission_id)
         if record.status in TERMINAL and not record.completed_at:
-            self._missions.update(mission_id, completed_at=utcnow())
-        self._launcher.finished(mission_id)
+            completed_at = utcnow()
+            self._missions.update(mission_id, completed_at=completed_at)
+            record = record.model_copy(update={"completed_at": completed_at})
+        self._launcher.finished(mission_id, record.user_id)
+        return record
 
     def _announce_event(self, mission_id: str, kind: EventType, stage: str | None = None, **payload: object) -> None:
         self._events.append(mission_id, f"{kind.value}-{new_id()}", [self._event(mission_id, kind, stage, **payload)])

@@ -222,9 +222,10 @@ class Dispatcher:
             self._store.forget(entry)
         return DispatchResult(mission_id, "started" if mission_id in started else "queued")
 
-    def resume(self, mission_id: str, ticket: ResumeTicket) -> DispatchResult:
-        """Queue the answer that resumes a waiting mission; "started" when it was handed over at once."""
-        record = self._missions.get(mission_id)
+    def resume(self, mission_id: str, ticket: ResumeTicket, record: MissionRecord | None = None) -> DispatchResult:
+        """Queue the answer that resumes a waiting mission; "started" when it was handed over at once.
+        `record`: the mission's, when the caller has just read it (what is used of it never changes)."""
+        record = record if record is not None and record.mission_id == mission_id else self._missions.get(mission_id)
         request = MissionRequest(
             capability=record.capability,
             goal=record.goal,
@@ -248,9 +249,9 @@ class Dispatcher:
             self._store.forget(entry)
         return DispatchResult(mission_id, "started" if mission_id in resumed else "queued")
 
-    def waiting(self, mission_id: str) -> list[str]:
+    def waiting(self, mission_id: str, user_id: str | None = None) -> list[str]:
         """The mission waits for a human: its slot goes to the next one (its answer queues for a slot)."""
-        return self.finished(mission_id)
+        return self.finished(mission_id, user_id)
 
     def drain(self, user_id: str, own: str | None = None) -> list[str]:
         """Start the user's queued missions while slots are free; returns the ids this call started.
@@ -288,15 +289,17 @@ class Dispatcher:
                 self._store.settle(entry)  # started, or never will be: no longer the reconciler's
             # GONE, or a failed start (its slot was released): read the head again
 
-    def finished(self, mission_id: str) -> list[str]:
-        """An execution ended (may be called more than once): free its slot, start the next ones."""
-        try:
-            record = self._missions.get(mission_id)
-        except NotFound:
-            log.warning("finished: unknown mission %s", mission_id)
-            return []
-        self._store.release(record.user_id, mission_id)
-        return self.drain(record.user_id)
+    def finished(self, mission_id: str, user_id: str | None = None) -> list[str]:
+        """An execution ended (may be called more than once): free its slot, start the next ones.
+        `user_id`: its user, when the caller has just read or written its record (else it is read)."""
+        if user_id is None:
+            try:
+                user_id = self._missions.get(mission_id).user_id
+            except NotFound:
+                log.warning("finished: unknown mission %s", mission_id)
+                return []
+        self._store.release(user_id, mission_id)
+        return self.drain(user_id)
 
     def _launch(self, entry: QueueEntry, own: bool = False, prepared: Envelope | None = None) -> bool:
         """Start (or resume) a claimed mission. On failure its slot is freed (the caller's drain loop then

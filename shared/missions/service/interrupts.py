@@ -177,12 +177,12 @@ class InterruptService:
         record = record_interrupt(event, self._interrupts)
         # only now can an answer reach the execution: only now is the mission waiting for one
         try:
-            self._lifecycle.waiting(record.mission_id, record.interrupt_id)
+            mission = self._lifecycle.waiting(record.mission_id, record.interrupt_id)
         except TransitionRefused:
             pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
         else:
-            self._launcher().waiting(record.mission_id)  # waiting for a human holds no running slot
-            self._notifications().mission_waiting(self._missions.get(record.mission_id), record)
+            self._launcher().waiting(record.mission_id, mission.user_id)  # waiting for a human holds no slot
+            self._notifications().mission_waiting(mission, record)
         return {"interrupt_id": record.interrupt_id, "status": record.status}
 
     def _pause(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -195,8 +195,8 @@ class InterruptService:
             raise StageRequestError("a pause request needs envelope.mission_id and task_token")
         hops = int((envelope.get("counters") or {}).get("agent_hops") or 0)
         pause_id = f"pause-{hops:04d}"
-        self._lifecycle.paused(mission_id, pause_id, str(token))
-        self._launcher().waiting(mission_id)  # a paused mission holds no running slot
+        record = self._lifecycle.paused(mission_id, pause_id, str(token))
+        self._launcher().waiting(mission_id, record.user_id)  # a paused mission holds no running slot
         paused = Event(
             type=EventType.MISSION_PAUSED,
             mission_id=mission_id,
@@ -207,13 +207,19 @@ class InterruptService:
         return {"pause_id": pause_id, "status": "paused"}
 
     def answer(
-        self, mission_id: str, interrupt_id: str, response: InterruptResponse | dict[str, Any]
+        self,
+        mission_id: str,
+        interrupt_id: str,
+        response: InterruptResponse | dict[str, Any],
+        mission: MissionRecord | None = None,
     ) -> tuple[InterruptRecord, bool]:
-        """Answer a question (the API and the CLI): recorded once, resumed when the user has a slot."""
+        """Answer a question (the API and the CLI): recorded once, resumed when the user has a slot.
+        `mission`: its record, when the caller has just read it (the resume reads it otherwise)."""
+        launcher = self._launcher()
         return answer_interrupt(
             interrupts=self._interrupts,
             events=self._events,
-            resume=self._launcher().resume,
+            resume=lambda interrupt, output: launcher.resume(interrupt, output, mission),
             mission_id=mission_id,
             interrupt_id=interrupt_id,
             response=response,

@@ -199,20 +199,21 @@ class Launcher:
         )
         return self.submit(request)
 
-    def finished(self, mission_id: str) -> list[str]:
-        """Its execution ended (may be called more than once): free its slot, start the next ones."""
-        return self.dispatcher.finished(mission_id)
+    def finished(self, mission_id: str, user_id: str | None = None) -> list[str]:
+        """Its execution ended (may be called more than once): free its slot, start the next ones
+        (`user_id`: its user, when the caller knows it; else its record is read)."""
+        return self.dispatcher.finished(mission_id, user_id)
 
-    def waiting(self, mission_id: str) -> list[str]:
+    def waiting(self, mission_id: str, user_id: str | None = None) -> list[str]:
         """It waits for a human: a waiting mission holds no running slot, so the next one may start."""
-        return self.dispatcher.waiting(mission_id)
+        return self.dispatcher.waiting(mission_id, user_id)
 
-    def resume(self, interrupt: InterruptRecord, output: str) -> bool:
+    def resume(self, interrupt: InterruptRecord, output: str, mission: MissionRecord | None = None) -> bool:
         """An answered question: hand it to the execution when the user has a running slot for it (at
         once if one is free). True when it was handed over now; TaskGone when the execution no longer
         takes it (then nothing is kept queued)."""
         ticket = ResumeTicket(interrupt_id=interrupt.interrupt_id, task_token=interrupt.task_token, output=output)
-        return self.dispatcher.resume(interrupt.mission_id, ticket).status == "started"
+        return self.dispatcher.resume(interrupt.mission_id, ticket, mission).status == "started"
 
     def unpause(self, mission_id: str, ticket: ResumeTicket) -> bool:
         """A paused mission's resume: handed to its execution when the user has a running slot for it,

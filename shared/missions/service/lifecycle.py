@@ -84,9 +84,9 @@ class Lifecycle:
         """A resume that could not be handed over (an outage): paused again, the same wait."""
         return self._transition(mission_id, S.PAUSED, frozenset({S.RUNNING}), pause_id=pause_id, pause_token=task_token)
 
-    def waiting(self, mission_id: str, interrupt_id: str) -> None:
-        """Its question can be answered now (the interrupt function stored the token)."""
-        self.move(mission_id, S.INTERRUPTED, pending_interrupt=interrupt_id)
+    def waiting(self, mission_id: str, interrupt_id: str) -> MissionRecord:
+        """Its question can be answered now (the interrupt function stored the token): the record as written."""
+        return self.move(mission_id, S.INTERRUPTED, pending_interrupt=interrupt_id)
 
     def resumed(self, mission_id: str) -> None:
         """Its answer is handed to the execution: running again (refused once it was cancelled)."""
@@ -103,8 +103,8 @@ class Lifecycle:
             **{"pause_id": None, "pause_token": None, **fields},
         )
 
-    def cancelled(self, mission_id: str, reason: str = "cancelled") -> None:
-        self.move(
+    def cancelled(self, mission_id: str, reason: str = "cancelled") -> MissionRecord:
+        return self.move(
             mission_id,
             S.CANCELLED,
             terminal_reason=reason,

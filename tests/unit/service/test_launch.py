@@ -31,7 +31,7 @@ from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.ports.checkpoints import Checkpoint
 from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import state_at
-from missions.service.control import MissionControl
+from missions.service.control import ExecutionStatus, MissionControl
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
 from tests.support.fakes import FakeExecutions
@@ -154,6 +154,69 @@ def test_an_execution_that_succeeded_without_recording_the_end_fails_its_mission
     record = world.missions.get(mission_id)
     assert record.status == MissionStatus.FAILED and record.terminal_reason == "execution_ended_unrecorded"
     assert world.status(world.submit()) == "running"
+
+
+class _Told:
+    """Notifications that keep what they were told (missions.service.notifications.NotificationService)."""
+
+    def __init__(self) -> None:
+        self.ended: list[Any] = []
+
+    def mission_ended(self, record: Any) -> None:
+        self.ended.append(record)
+
+
+def test_an_ended_execution_reads_its_mission_once_and_tells_the_user_how_it_ended(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # Given a user's one running mission whose last stage recorded its end, notifications, and reads counted
+    world, told = World(limit=1), _Told()
+    control = MissionControl(
+        missions=world.missions,
+        events=world.events,
+        interrupts=MemoryInterruptStore(),
+        executions=world.executions,
+        launcher=world.launcher,
+        notifications=lambda: told,  # type: ignore[arg-type,return-value]
+    )
+    mission_id = world.submit()
+    arn = world.missions.get(mission_id).execution_arn or f"x:{mission_id}"
+    Lifecycle(world.missions).end(mission_id, MissionStatus.COMPLETED, terminal_reason="completed")
+    reads: list[str] = []
+    real_get = world.missions.get
+    monkeypatch.setattr(world.missions, "get", lambda m: reads.append(m) or real_get(m))
+    # When Step Functions reports the execution's end
+    control.execution_changed(ExecutionStatus(execution_arn=arn, name=mission_id, status="SUCCEEDED"))
+    # Then its record was read once, its slot is free, and the user was told it completed
+    assert reads == [mission_id]
+    assert [(r.mission_id, r.status) for r in told.ended] == [(mission_id, MissionStatus.COMPLETED)]
+    assert world.status(world.submit()) == "running"
+
+
+def test_an_answer_given_with_the_missions_record_resumes_it_without_reading_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    # Given a mission waiting for its user's answer, its record as the answer route read it, reads counted
+    world = World(limit=1)
+    mission_id = world.submit()
+    world.ask(mission_id)
+    record = world.missions.get(mission_id)
+    reads: list[str] = []
+    real_get = world.missions.get
+    monkeypatch.setattr(world.missions, "get", lambda m: reads.append(m) or real_get(m))
+    interrupt = InterruptRecord(
+        mission_id=mission_id,
+        interrupt_id=f"q-{mission_id}-1",
+        kind=InterruptKind.CLARIFICATION,
+        stage="present",
+        question="which?",
+        task_token=f"t-{mission_id}-1",
+    )
+    # When the answer is handed over with that record
+    resumed = world.launcher.resume(interrupt, "{}", record)
+    # Then its record was not read again to queue the answer, and the mission runs again
+    assert resumed and reads == []
+    assert world.status(mission_id) == "running"
 
 
 def test_a_fork_of_a_missing_checkpoint_is_refused_and_writes_nothing():

@@ -364,7 +364,7 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, An
     record = owned_mission(mission_id, current_user())
     try:
         answered, now = runtime().interrupt_service.answer(
-            mission_id, interrupt_id, InterruptResponse(**body.model_dump())
+            mission_id, interrupt_id, InterruptResponse(**body.model_dump()), record
         )
     except NotFound:
         if record.asking == interrupt_id:  # asked, but its token is not stored yet
