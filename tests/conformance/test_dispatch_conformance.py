@@ -66,7 +66,7 @@ def ids(entries: list[QueueEntry]) -> list[str]:
 
 
 def test_empty_queue(store):
-    assert store.head("u1") is None
+    assert store.front("u1", 2) == []
     assert store.queued("u1") == []
     assert store.running("u1") == set()
 
@@ -94,13 +94,14 @@ def test_queue_orders_by_priority_then_deadline_then_arrival(store):
         "med-none-second",
         "low",
     ]
-    assert store.head("u1").mission_id == "urgent"
+    assert ids(store.front("u1", 1)) == ["urgent"]
+    assert ids(store.front("u1", 3)) == ["urgent", "high", "med-offset-deadline"]
 
 
 def test_entries_round_trip(store):
     e = entry("m1", "high", deadline="2030-05-01T12:00:00", arrival=123, context={"repo": "x", "n": [1, 2.5]})
     store.enqueue(e)
-    assert store.head("u1") == e
+    assert store.front("u1", 2) == [e]
     assert store.queued("u1") == [e]
     assert e.deadline == "2030-05-01T12:00:00.000000Z"
     assert entry("m2").deadline == NO_DEADLINE

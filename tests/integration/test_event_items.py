@@ -93,6 +93,35 @@ def test_a_stages_events_are_one_small_item_written_by_one_put(client: Any) -> N
     assert log.calls == Counter({"query": 1, "put_item": 1})
 
 
+def test_a_store_that_wrote_a_missions_last_batch_appends_the_next_without_a_read(client: Any) -> None:
+    # Given a store that appended a mission's first stage
+    log = CallLog(client)
+    store = DynamoEventStore(TABLE, client=log)
+    store.append("m1", "0001-a", stage_events("m1", 3, "a"))
+    log.calls.clear()
+    # When the same store appends the next stage (a warm function)
+    store.append("m1", "0002-b", stage_events("m1", 3, "b"))
+    # Then it put the batch after the one it remembers, and read nothing
+    assert log.calls == Counter({"put_item": 1})
+    assert [item["position"]["S"] for item in items(client, "m1")] == ["e000000000001", "e000000000002"]
+    # and a retry of that batch still rewrites it in place
+    store.append("m1", "0002-b", stage_events("m1", 2, "b"))
+    assert [item["batch_id"]["S"] for item in items(client, "m1")] == ["0001-a", "0002-b"]
+    assert [e.stage for e in store.read("m1")[0]] == ["a"] * 3 + ["b"] * 2
+
+
+def test_a_store_whose_memory_went_stale_loses_its_put_reads_and_places_after(client: Any) -> None:
+    # Given two stores (two functions) and a mission whose batch the first remembers
+    first, second = DynamoEventStore(TABLE, client=client), DynamoEventStore(TABLE, client=client)
+    first.append("m1", "0001-a", stage_events("m1", 1, "a"))
+    # When the other appends, then the first appends again from its stale memory
+    second.append("m1", "answer-1", stage_events("m1", 1, "answer"))
+    first.append("m1", "0002-b", stage_events("m1", 1, "b"))
+    # Then no batch was overwritten: each has its own place, in the order they were written
+    assert [item["batch_id"]["S"] for item in items(client, "m1")] == ["0001-a", "answer-1", "0002-b"]
+    assert [e.stage for e in first.read("m1")[0]] == ["a", "answer", "b"]
+
+
 def test_a_batch_too_big_for_an_item_goes_in_parts_under_its_number(client: Any) -> None:
     # Given parts of at most 1 KB, and a batch of 30 events that do not compress to that
     store = DynamoEventStore(TABLE, client=client)

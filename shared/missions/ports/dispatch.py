@@ -74,8 +74,8 @@ class DispatchStore(Protocol):
     def enqueue(self, entry: QueueEntry) -> None:
         """Add the entry (idempotent: the same sort key is one entry)."""
 
-    def head(self, user_id: str) -> QueueEntry | None:
-        """The first entry of the user's queue (a consistent read), or None when it is empty."""
+    def front(self, user_id: str, count: int) -> list[QueueEntry]:
+        """The first `count` entries of the user's queue, in order (a consistent read); [] when it is empty."""
 
     def claim(self, entry: QueueEntry, limit: int) -> Claim:
         """Atomically move the entry from the queue to the claims (kept until `settle`) and add its

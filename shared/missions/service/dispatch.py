@@ -37,7 +37,8 @@ it), the entry is deleted by exactly one successful claim, and only the claimer 
 
 Liveness (no request is stranded while a slot is free). Every enqueue and every release is
 followed by a drain, and a drain stops only when
-  (a) it saw the queue empty (a consistent read): a later enqueue runs its own drain; or
+  (a) it saw the queue empty (a consistent read), or holding only the entry it then claimed: a later
+      enqueue runs its own drain; or
   (b) it saw the running set full (a read, or a failed claim): each of those missions is released
       later (it ends, or its start fails), and each release is followed by a drain that reads the
       queue afresh.
@@ -267,9 +268,11 @@ class Dispatcher:
         """`drain`; `prepared` is `own`'s first envelope, when the caller built it."""
         started: list[str] = []
         while True:
-            entry = self._store.head(user_id)
-            if entry is None:
+            # the head and whether anything follows it: a queue of one needs no read after its claim
+            front = self._store.front(user_id, 2)
+            if not front:
                 return started
+            entry = front[0]
             limit = self.limit_for(user_id)
             running = self._store.running(user_id)
             if len(running) >= limit and entry.mission_id not in running:
@@ -287,7 +290,9 @@ class Dispatcher:
                 return started
             finally:
                 self._store.settle(entry)  # started, or never will be: no longer the reconciler's
-            # GONE, or a failed start (its slot was released): read the head again
+            if len(front) == 1:
+                return started  # the queue held only this one: what was queued since has its own drain
+            # GONE, or more entries behind it: read the head again
 
     def finished(self, mission_id: str, user_id: str | None = None) -> list[str]:
         """An execution ended (may be called more than once): free its slot, start the next ones.

@@ -92,10 +92,9 @@ class DynamoDispatchStore:
 
         _retrying(put)
 
-    def head(self, user_id: str) -> QueueEntry | None:
-        page = self._client.query(**self._queue_query(user_id), Limit=1)
-        items = page.get("Items", [])
-        return _entry(items[0]) if items else None
+    def front(self, user_id: str, count: int) -> list[QueueEntry]:
+        page = self._client.query(**self._queue_query(user_id), Limit=count)
+        return [_entry(item) for item in page.get("Items", [])]
 
     def queued(self, user_id: str) -> list[QueueEntry]:
         kwargs = self._queue_query(user_id)

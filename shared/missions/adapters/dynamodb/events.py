@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 import zlib
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -24,11 +26,13 @@ class DynamoEventStore(DynamoTable):
     which sort after it and before the next batch. An event's cursor is its batch and its index in it
     (`event_position`), whatever part holds it.
 
-    The batch sequence needs no counter: an append reads the mission's last item (one consistent query)
-    and puts its batch at the next number only if that is still free (a conditional put); a writer that
-    lost the race reads again. So appending a stage's events costs the write of one small item and the
-    read of another. When the last item belongs to the same batch id, the batch is rewritten in place
-    (a retry): its parts are put again and parts the retry no longer needs are deleted.
+    The batch sequence needs no counter: an append puts its batch at the number after the mission's last
+    item only if that is still free (a conditional put); a writer that lost the race reads the last item
+    again (one consistent query). The store remembers the last batch it wrote or read of each of its
+    recent missions (a warm function appends a mission's next stage), so a stage's events usually cost
+    the write of one small item and no read: a number that went stale only loses the put, then reads.
+    When the last item belongs to the same batch id, the batch is rewritten in place (a retry): its parts
+    are put again and parts the retry no longer needs are deleted.
 
     Items written before batches held several events (one event an item, "e<sequence:012d>", and a
     counter item "c") are read as batches of one event, and appends go on after them."""
@@ -37,6 +41,12 @@ class DynamoEventStore(DynamoTable):
     FIRST = "e"  # every position of an event item starts with it (the old counter item, "c", sorts before)
     ATTEMPTS = 20  # conditional puts lost to concurrent writers before giving up
     PAGE_ITEMS = 10  # items a read queries at a time: enough for a page of events, few read needlessly
+    REMEMBERED = 1024  # missions whose last batch the store keeps in mind
+
+    def __init__(self, table_name: str, client: Any = None, ttl_seconds: int | None = None):
+        super().__init__(table_name, client, ttl_seconds)
+        self._last_known: OrderedDict[str, tuple[int, str | None]] = OrderedDict()
+        self._lock = threading.Lock()
 
     # -- writing -----------------------------------------------------------------------------------
 
@@ -44,19 +54,34 @@ class DynamoEventStore(DynamoTable):
         if not events:
             return
         parts = self.pack(events, self.PART_BYTES)
+        last = self._remembered(mission_id)
         for _ in range(self.ATTEMPTS):
-            last = self._last(mission_id)
+            if last is None:
+                last = self._last(mission_id)
             if last is not None and last[1] == batch_id:  # a retry of the last batch: in place
                 self._rewrite(mission_id, last[0], batch_id, parts)
                 return
             sequence = last[0] + 1 if last is not None else 1
             first, *rest = parts
             if not self._put(mission_id, sequence, batch_id, first, "attribute_not_exists(#p)"):
-                continue  # another writer took that place: read again
+                last = None  # another writer took that place (or what was remembered went stale): read
+                continue
             for part in rest:  # under this batch's number: no other writer puts there
                 self._put(mission_id, sequence, batch_id, part, None)
+            self._remember(mission_id, (sequence, batch_id))
             return
         raise ConflictError(f"events of {mission_id}: too many concurrent writers")
+
+    def _remembered(self, mission_id: str) -> tuple[int, str | None] | None:
+        with self._lock:
+            return self._last_known.get(mission_id)
+
+    def _remember(self, mission_id: str, last: tuple[int, str | None]) -> None:
+        with self._lock:
+            self._last_known[mission_id] = last
+            self._last_known.move_to_end(mission_id)
+            while len(self._last_known) > self.REMEMBERED:
+                self._last_known.popitem(last=False)
 
     @staticmethod
     def pack(events: list[Event], limit: int) -> list[tuple[int, bytes]]:

@@ -30,10 +30,10 @@ class InMemoryDispatchStore:
                 bisect.insort(self._keys.setdefault(entry.user_id, []), key)
             entries[key] = entry.model_copy(deep=True)
 
-    def head(self, user_id: str) -> QueueEntry | None:
+    def front(self, user_id: str, count: int) -> list[QueueEntry]:
         with self._lock:
-            keys = self._keys.get(user_id)
-            return self._entries[user_id][keys[0]].model_copy(deep=True) if keys else None
+            keys = self._keys.get(user_id) or []
+            return [self._entries[user_id][key].model_copy(deep=True) for key in keys[:count]]
 
     def claim(self, entry: QueueEntry, limit: int) -> Claim:
         with self._lock:
