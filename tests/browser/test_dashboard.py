@@ -389,3 +389,43 @@ def test_the_page_loads_nothing_from_elsewhere(server: DevServer, visit):
     paths = {urlsplit(u).path for u in seen.requests}
     assert {"/", "/config.json", "/ui/app.js", "/ui/style.css", "/capabilities", "/inbox"} <= paths
     assert all(urlsplit(u).netloc == urlsplit(server.url).netloc for u in seen.requests)
+
+
+def test_read_a_checkpoints_state_and_fork_from_it_with_an_edit(server: DevServer, visit):
+    # Given fay's finished mission, on its page
+    context = {"repo": str(server.repo)}  # type: ignore[attr-defined]
+    mission_id = start(server, "fay", "code_analysis", "Where is compute_tax defined?", context)
+    wait_for(Client(server, "fay"), mission_id, {"completed"})
+    page = visit(server.url, "fay").page
+    page.goto(f"{server.url}/#/missions/{mission_id}")
+    first = page.locator(".history .checkpoints li").first
+    first.wait_for()
+    # When she reads the state after its first stage
+    first.get_by_role("button", name=re.compile("^State after")).click()
+    # Then the state the checkpoint holds is shown, goal and all
+    assert "Where is compute_tax defined?" in first.locator("pre.state").inner_text()
+    screenshot(page, "mission-history")
+    assert_accessible(page, "mission page with its history")
+    # When an edit is not JSON, the form says so and nothing starts
+    before = len(Client(server, "fay").call("GET", "/missions")[1]["missions"])
+    first.get_by_role("button", name=re.compile("^Fork from here")).click()
+    first.get_by_label("Edit (JSON merge patch on context and outputs)").fill("{not json")
+    first.get_by_role("button", name="Fork", exact=True).click()
+    first.locator(".notice.error", has_text="The edit is not JSON").wait_for()
+    # When she forks from there with another goal and a context key, running the first stage again
+    first.get_by_label("Goal").fill("Where is checkout defined?")
+    first.get_by_label("Edit (JSON merge patch on context and outputs)").fill('{"context": {"depth": 2}}')
+    first.get_by_label("Run first").select_option("perception")
+    first.get_by_role("button", name="Fork", exact=True).click()
+    # Then the page is the fork's: its goal, where it came from, and it runs to its own result
+    page.locator("h1", has_text="Where is checkout defined?").wait_for()
+    page.locator(".history", has_text=f"Forked from {mission_id}").wait_for()
+    missions = Client(server, "fay").call("GET", "/missions")[1]["missions"]
+    assert len(missions) == before + 1
+    fork_id = next(m["mission_id"] for m in missions if m["mission_id"] != mission_id)
+    fork = wait_for(Client(server, "fay"), fork_id, {"completed"})
+    assert fork["forked_from"]["edit"] == {
+        "goal": "Where is checkout defined?",
+        "context": {"depth": 2},
+        "resume_from": "perception",
+    }

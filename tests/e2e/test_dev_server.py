@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -38,7 +39,7 @@ def repo(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def server(repo: Path):
     sources = {"git": {"secret": SECRET, "user_id": "alice"}}
-    cloud = LocalCloud(["code_analysis"], settings={"webhook_sources": sources, "repo_roots": [str(repo)]})
+    cloud = LocalCloud(["code_analysis", "shopping"], settings={"webhook_sources": sources, "repo_roots": [str(repo)]})
     with cloud, DevServer(cloud, port=0, clock_start=MONDAY_0750) as dev:
         dev.repo = repo  # type: ignore[attr-defined]
         yield dev
@@ -219,6 +220,78 @@ def test_cancel_and_fork(server, alice):
     assert wait_for(alice, forked["mission_id"], {"interrupted"})["pending_interrupt"]["kind"] == "clarification"
     status, _ = alice.call("POST", f"/missions/{mission_id}/fork", {"checkpoint_id": "9999-nope"})
     assert status == 404
+
+
+def test_a_fork_with_an_edited_stage_output_replays_from_the_named_stage(server, alice):
+    # Given a shopping mission that found offers and asks which to buy
+    status, created = alice.call(
+        "POST", "/missions", {"capability": "shopping", "goal": "Find the best price for Sony WH-1000XM5 headphones"}
+    )
+    assert status == 202, created
+    mission_id = created["mission_id"]
+    asked = wait_for(alice, mission_id, {"interrupted"})["pending_interrupt"]
+    offered = [option["id"] for option in asked["data"]["options"]]
+    assert len(offered) > 1
+    _, listed = alice.call("GET", f"/missions/{mission_id}/checkpoints")
+    after_execute = next(c for c in listed["checkpoints"] if c["stage"] == "execute")["checkpoint_id"]
+    _, state = alice.call("GET", f"/missions/{mission_id}/checkpoints/{after_execute}")
+    found = state["state"]["outputs"]["execute"]
+    # When it is forked from there with execute's offers cut to the last one, running `present` again
+    edit = {"outputs": {"execute": {"options": found["options"][-1:]}}, "resume_from": "present"}
+    status, forked = alice.call("POST", f"/missions/{mission_id}/fork", {"checkpoint_id": after_execute, **edit})
+    assert status == 202, forked
+    # Then the fork asks again, offering only what the edit left, and says where it came from
+    fork = wait_for(alice, forked["mission_id"], {"interrupted"})
+    assert [option["id"] for option in fork["pending_interrupt"]["data"]["options"]] == offered[-1:]
+    assert fork["forked_from"] == {"mission_id": mission_id, "checkpoint_id": after_execute, "edit": edit}
+    # and an edit that breaks execute's output model, or names no stage, is refused and starts nothing
+    before = len(missions_of(alice))
+    broken = {"checkpoint_id": after_execute, "outputs": {"execute": {"options": "none"}}}
+    status, refused = alice.call("POST", f"/missions/{mission_id}/fork", broken)
+    assert status == 422 and "does not fit its model" in refused["message"], refused
+    status, refused = alice.call(
+        "POST", f"/missions/{mission_id}/fork", {"checkpoint_id": after_execute, "resume_from": "pay"}
+    )
+    assert status == 422 and "no stage 'pay'" in refused["message"], refused
+    assert len(missions_of(alice)) == before
+
+
+def test_the_docs_fork_blocks_run_as_written(server, alice, tmp_path):
+    """docs/api.md "A mission's lifecycle, cancel and forks": its curl block, then its CLI block."""
+    from tests.e2e.test_docs_examples import MISSIONS, environment
+    from tests.support.docs import sh_blocks
+
+    (http_block,) = sh_blocks("docs/api.md", "## The HTTP API locally")
+    curls, cli = sh_blocks("docs/api.md", "## A mission's lifecycle, cancel and forks")
+    here = server.url.removeprefix("http://")
+
+    def run(line: str, mission_id: str, checkpoint: str) -> str:
+        line = line.replace("<mission id>", mission_id).replace("<checkpoint>", checkpoint)
+        line = line.replace("localhost:8787", here).replace(".venv/bin/missions", MISSIONS)
+        env = environment(MISSIONS_API_URL=server.url, MISSIONS_CONFIG_DIR=str(tmp_path / "config"))
+        done = subprocess.run(["bash", "-c", f"{http_block[0]}; {line}"], env=env, capture_output=True, text=True)
+        assert done.returncode == 0 and "Traceback" not in done.stderr, (line, done.stdout, done.stderr)
+        return done.stdout
+
+    for block in (curls, cli):
+        # Given a shopping mission waiting for alice's choice
+        _, created = alice.call("POST", "/missions", {"capability": "shopping", "goal": "Sony WH-1000XM5"})
+        mission_id = created["mission_id"]
+        wait_for(alice, mission_id, {"interrupted"})
+        listed = alice.call("GET", f"/missions/{mission_id}/checkpoints")[1]["checkpoints"]
+        checkpoint = next(c for c in listed if c["stage"] == "execute")["checkpoint_id"]
+        # When the block runs: the history, then the fork with its edit
+        assert checkpoint in run(block[0], mission_id, checkpoint)
+        printed = run(block[1], mission_id, checkpoint)
+        fork_id = json.loads(printed)["mission_id"] if block is curls else printed.split(": ")[1].split()[0]
+        # Then the fork asks again, from the edited state
+        fork = wait_for(alice, fork_id, {"interrupted"})
+        assert fork["forked_from"]["edit"]["outputs"] == {"execute": {"product": "Sony WH-1000XM5 (renewed)"}}
+        _, state = alice.call("GET", f"/missions/{fork_id}/checkpoints")
+        first = state["checkpoints"][0]
+        assert first["stage"] == "present"
+        _, at = alice.call("GET", f"/missions/{fork_id}/checkpoints/{first['checkpoint_id']}")
+        assert at["state"]["outputs"]["execute"]["product"] == "Sony WH-1000XM5 (renewed)"
 
 
 # -- webhooks ---------------------------------------------------------------------------------------

@@ -72,6 +72,8 @@ class MissionRecord(Model):
     # what the user told the mission while it ran (missions.core.mission.notes), oldest first: each stage that
     # records its progress gets them back, and the next stage receives the ones it has not seen
     notes: list[dict[str, Any]] = Field(default_factory=list)
+    # a fork's source: {"mission_id", "checkpoint_id"} and the edit it started with, if any
+    forked_from: dict[str, Any] | None = None
 
     @property
     def agent_hops(self) -> int:

@@ -206,6 +206,9 @@ class Dispatcher:
                     goal=request.goal,
                     priority=request.priority.value,
                     trigger=request.trigger.value,
+                    forked_from=request.fork_of.model_dump(mode="json", exclude_defaults=True)
+                    if request.fork_of is not None
+                    else None,
                 )
             )
         except ConflictError:

@@ -30,6 +30,7 @@ from missions.core.errors import MissionRequestError, TaskGone, TransitionRefuse
 from missions.core.memory.conversation import CONTEXT_KEY as CONVERSATION_KEY
 from missions.core.memory.conversation import WorkingMemory
 from missions.core.mission.envelope import Bounds, Envelope, new_id
+from missions.core.mission.forks import ForkEdit, apply_edit
 from missions.core.mission.offload import EnvelopeCodec
 from missions.core.mission.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
 from missions.core.mission.requests import ForkSource, MissionRequest, one_line
@@ -184,18 +185,21 @@ class Launcher:
         memory = found[0] if found else WorkingMemory(conversation_id=request.conversation_id, user_id=request.user_id)
         return memory.as_context()
 
-    def fork(self, mission_id: str, checkpoint_id: str, user_id: str) -> DispatchResult:
-        """A new mission carrying on from a checkpoint of another (time travel), dispatched like any other.
+    def fork(self, mission_id: str, checkpoint_id: str, user_id: str, edit: ForkEdit | None = None) -> DispatchResult:
+        """A new mission carrying on from a checkpoint of another (time travel), dispatched like any other,
+        with the state there changed by `edit` first (missions.core.mission.forks).
 
-        NotFound when there is no such checkpoint; MissionRequestError when it is the mission's end."""
+        NotFound when there is no such checkpoint; MissionRequestError when it is the mission's end (and
+        the edit names no stage to run) or the edit does not apply."""
         source = self._missions.get(mission_id)
+        edit = edit if edit is not None and not edit.empty else None
         request = MissionRequest.parse(
             capability=source.capability,
-            goal=source.goal,
+            goal=edit.goal if edit is not None and edit.goal is not None else source.goal,
             user_id=user_id,
             priority=source.priority,
             trigger=TriggerSource.FORK,
-            fork_of={"mission_id": mission_id, "checkpoint_id": checkpoint_id},
+            fork_of={"mission_id": mission_id, "checkpoint_id": checkpoint_id, "edit": edit},
         )
         return self.submit(request)
 
@@ -326,6 +330,13 @@ class ExecutionStarter:
     def _carry_on_from(self, source: ForkSource) -> Envelope:
         # the whole state at that checkpoint (its snapshot and the deltas since), whichever it is
         envelope = self._codec.decode(state_at(self._checkpoints, source.mission_id, source.checkpoint_id))
+        if source.edit is not None:
+            try:
+                capability = self._capabilities.load(envelope.capability)
+            except registry.UnknownCapability as exc:
+                raise MissionRequestError(str(exc)) from None
+            outputs = {name: function.output for name, function in capability.stages.items()}
+            envelope = apply_edit(envelope, source.edit, capability.pipeline.stage_names(), outputs)
         if envelope.next_stage is None:
             raise MissionRequestError(
                 f"checkpoint {source.checkpoint_id} is the end of the mission; nothing to carry on"

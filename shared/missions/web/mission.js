@@ -5,6 +5,7 @@
 import { followMission } from "./api.js";
 import { clear, h, money, notice, uid, when } from "./dom.js";
 import { drawGraph } from "./graph.js";
+import { historyView } from "./history.js";
 import { feedbackForm, lifecycleBadge, progress, questionForm } from "./widgets.js";
 
 function describe(event) {
@@ -126,6 +127,7 @@ export async function missionView(app, main, missionId) {
   const counters = h("div");
   const feedback = h("div");
   const artifacts = h("div");
+  const history = h("div");
   const liveState = h("span", { className: "live-state", role: "status" }, "connecting");
   const timeline = h("ol", { className: "timeline", tabindex: 0, "aria-label": "Events, oldest first (scrolls)" });
   const everyId = uid("every");
@@ -150,6 +152,8 @@ export async function missionView(app, main, missionId) {
       ? h("section", { className: "card", "aria-labelledby": "fb-title" }, h("h2", { id: "fb-title" }, "Your feedback"), feedbackForm(app.api, mission, () => later(0)))
       : null);
     clear(artifacts, await artifactsView(app, mission.mission_id));
+    // kept while the user reads a state or edits a fork: the next paint after that shows new checkpoints
+    if (!history.querySelector(".fork-form, pre.state")) clear(history, await historyView(app, mission, app.stagesOf(mission.capability)));
     if (focused && !main.contains(document.activeElement)) main.querySelector(`#${CSS.escape(focused)}`)?.focus();
   };
   let timer = null;
@@ -184,7 +188,7 @@ export async function missionView(app, main, missionId) {
         h("h2", { id: "graph-title" }, "State machine"),
         h("p", { className: "check-row" }, every, h("label", { for: everyId }, " Show every state (counters, routers, guards, error paths)")),
         graph ? graphBox : notice("The state machine is not available."))),
-    result, counters, artifacts, feedback);
+    result, counters, artifacts, history, feedback);
   await paint();
 
   const follow = followMission(app.api, missionId, {

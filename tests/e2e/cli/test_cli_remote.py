@@ -174,3 +174,42 @@ def test_history_shows_the_checkpoints_and_a_state_and_fork_carries_on_from_one(
     # and a checkpoint that is not there is a one-line error; another user's mission is not there for her
     one_line_error(missions(server, "history", mission_id, "nope", user="erin"), "HTTP 404: no checkpoint nope")
     one_line_error(missions(server, "fork", mission_id, "--at", first, user="frank"), "HTTP 404")
+
+
+def test_fork_sets_the_goal_and_context_and_runs_from_the_stage_named(server: DevServer):
+    # Given erin's mission waiting for her answer, and its first checkpoint
+    mission_id, _ = start_waiting_mission(server, "erin")
+    erin = Client(server, "erin")
+    first = erin.call("GET", f"/missions/{mission_id}/checkpoints")[1]["checkpoints"][0]
+    before = len(erin.call("GET", "/missions")[1]["missions"])
+    # When she forks it with a new goal and a context key, running its first stage again
+    goal = "Where is compute_tax defined?"
+    forked = missions(
+        server,
+        "fork",
+        mission_id,
+        "--at",
+        first["checkpoint_id"],
+        "--set",
+        f"goal={goal}",
+        "--set",
+        "context.depth=2",
+        "--from",
+        first["stage"],
+        user="erin",
+    )
+    # Then the fork has that goal, its record says what it came from and how it was changed
+    assert forked.returncode == 0, forked.stderr
+    fork = erin.call("GET", f"/missions/{forked.stdout.split(': ')[1].split()[0]}")[1]
+    assert fork["goal"] == goal
+    assert fork["forked_from"]["edit"] == {"goal": goal, "context": {"depth": 2}, "resume_from": first["stage"]}
+    # and a --set that fits no path, or a stage the pipeline lacks, is one line and starts nothing
+    one_line_error(
+        missions(server, "fork", mission_id, "--at", first["checkpoint_id"], "--set", "budget=3", user="erin"),
+        "a fork can set goal, context.KEY or outputs.STAGE.KEY, not 'budget'",
+    )
+    one_line_error(
+        missions(server, "fork", mission_id, "--at", first["checkpoint_id"], "--from", "nowhere", user="erin"),
+        "no stage 'nowhere'",
+    )
+    assert len(erin.call("GET", "/missions")[1]["missions"]) == before + 1

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Query
+from pydantic import ValidationError
 
 from missions.app.api.edge import app, current_user, error, owned_mission, responses, runtime
 from missions.app.api.idempotency import once
@@ -35,11 +36,12 @@ from missions.app.api.models.missions import (
     Resumed,
 )
 from missions.app.cursors import BadCursor, decode_position, encode_position
-from missions.core.errors import NotFound
+from missions.core.errors import MissionRequestError, NotFound
 from missions.core.evaluation import Evaluation
 from missions.core.mission.artifacts import ARTIFACT_PATH_PATTERN
 from missions.core.mission.envelope import InterruptResponse
-from missions.core.mission.requests import MissionRequest
+from missions.core.mission.forks import ForkEdit
+from missions.core.mission.requests import MissionRequest, one_line
 from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.core.triggers.declared import TriggerSource
 from missions.ports.missions import MissionRecord, MissionSummary, lifecycle_of, running_stage
@@ -160,6 +162,7 @@ def get_mission(mission_id: str) -> dict[str, Any]:
         "feedback": record.feedback,
         "paused_at": record.paused_at,
         "notes": record.notes,
+        "forked_from": record.forked_from,
     }
 
 
@@ -334,13 +337,21 @@ def mission_artifact(
     responses=responses((202, ForkAccepted, "the new mission: started or queued"), 404, 409, 503, body=True),
 )
 def fork_mission(mission_id: str, body: ForkRequest) -> Response[dict[str, Any]]:
-    """Takes an Idempotency-Key, like POST /missions."""
+    """The new mission starts from the state at the checkpoint, changed by the edit if the body gives one:
+    the goal replaced, the context and stage outputs patched (JSON merge patches; an output must still
+    fit its stage's model), and the stage to run first. Takes an Idempotency-Key, like POST /missions."""
     user = current_user()
     owned_mission(mission_id, user)
 
     def fork() -> tuple[int, dict[str, Any]]:
         try:
-            result = runtime().launcher.fork(mission_id, body.checkpoint_id, user)
+            try:
+                edit = ForkEdit(
+                    goal=body.goal, context=body.context, outputs=body.outputs, resume_from=body.resume_from
+                )
+            except ValidationError as exc:
+                raise MissionRequestError(one_line(exc)) from None
+            result = runtime().launcher.fork(mission_id, body.checkpoint_id, user, edit)
         except NotFound:
             raise NotFoundError(f"no checkpoint {body.checkpoint_id} in mission {mission_id}") from None
         return 202, {

@@ -7,6 +7,7 @@ import typer
 from rich.markup import escape
 
 from missions.core.mission.envelope import InterruptResponse
+from missions.core.mission.forks import edit_from_assignments
 
 from .._answers import AnswerRefused, Unanswered, ask
 from .._console import fail, one_line, out
@@ -175,12 +176,28 @@ def history(
 def fork(
     mission_id: str = MissionId,
     at: str = typer.Option(..., "--at", help="The checkpoint to carry on from (missions history lists them)."),
+    assignments: list[str] = typer.Option(
+        [],
+        "--set",
+        help="Change the state first: goal=TEXT, context.KEY=VALUE or outputs.STAGE.KEY=VALUE (VALUE is JSON "
+        "when it parses as JSON, null removes the key; an output must still fit its stage's model). Repeatable.",
+    ),
+    resume_from: str | None = typer.Option(
+        None, "--from", help="The stage to run first (default: the one after the checkpoint)."
+    ),
     *,
     target: Target,
 ) -> None:
-    """Carry a mission on from one of its checkpoints, as a new mission (started, or queued for a slot)."""
+    """Carry a mission on from one of its checkpoints, as a new mission (started, or queued for a slot),
+    with its state edited first if you say how."""
+    try:
+        edit = edit_from_assignments(assignments)
+    except ValueError as exc:
+        fail(str(exc))
+    if resume_from is not None:
+        edit["resume_from"] = resume_from
     with one_line():
-        body = target.api().call("POST", path("missions", mission_id, "fork"), {"checkpoint_id": at}, ok=(202,))
+        body = target.api().call("POST", path("missions", mission_id, "fork"), {"checkpoint_id": at, **edit}, ok=(202,))
     how = "queued for one of your running slots" if body.get("status") == "queued" else "started"
     out.print(f"forked {mission_id} at {at}: {body['mission_id']} ({how})")
 

@@ -9,6 +9,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from missions.core.errors import MissionRequestError
 from missions.core.mission.envelope import Model
+from missions.core.mission.forks import ForkEdit
 from missions.core.triggers.declared import Priority, TriggerSource
 
 
@@ -17,6 +18,7 @@ class ForkSource(Model):
 
     mission_id: str = Field(min_length=1, max_length=80)
     checkpoint_id: str = Field(min_length=1, max_length=80)
+    edit: ForkEdit | None = None  # what the fork changes before it runs (missions.core.mission.forks)
 
 
 class MissionRequest(Model):

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictBool, Strict
 
 from missions.app.api.models.common import Body, bounded
 from missions.app.api.models.interrupts import PendingInterrupt
+from missions.core.mission.forks import MAX_GOAL
 from missions.core.mission.notes import MAX_NOTE_CHARS
 from missions.core.triggers.declared import Priority
 
@@ -62,6 +63,21 @@ class ClassifyRequest(Body):
 
 class ForkRequest(Body):
     checkpoint_id: StrictStr = Field(min_length=1, max_length=80)
+    goal: StrictStr | None = Field(None, min_length=1, max_length=MAX_GOAL, description="the fork's goal instead")
+    context: dict[str, Any] | None = Field(None, description="a JSON merge patch (RFC 7396) on the context")
+    outputs: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="stage -> a JSON merge patch on its output at the checkpoint, checked against its model",
+    )
+    resume_from: StrictStr | None = Field(
+        None, min_length=1, max_length=64, description="the stage the fork runs first (default: the checkpoint's next)"
+    )
+
+
+class ForkOrigin(BaseModel):
+    mission_id: str
+    checkpoint_id: str
+    edit: dict[str, Any] | None = None
 
 
 class NoteBody(Body):
@@ -134,6 +150,7 @@ class MissionView(MissionSummary):
     feedback: dict[str, Any] | None
     paused_at: str | None = Field(None, description="when it paused, while it is paused")
     notes: list[MissionNote] = Field(default_factory=list, description="what you told it while it ran")
+    forked_from: ForkOrigin | None = Field(None, description="a fork's source mission, checkpoint and edit")
 
 
 class EventView(BaseModel):
