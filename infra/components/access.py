@@ -117,12 +117,12 @@ ACCESS: dict[str, Access] = {
     # a mission waiting for a human gives its running slot to the next one: the interrupt function drains
     # tells the user their mission needs them (if they opted in: read from their memory)
     # a paused mission's wait is kept on its record, and its timeline says it paused (mission.paused)
+    # a delegation starts its sub-mission (a submit: the record, the user's preferences, the drain), and a
+    # refused one answers its own interrupt at once (missions.service.delegation)
     "interrupt": Access(
         tables={
-            **_DRAINS,
-            "interrupts": TableAccess((PUT,)),
-            "memory": TableAccess((GET,)),
-            "events": TableAccess(_APPEND_EVENTS),
+            **_STARTS,
+            "interrupts": TableAccess((PUT, GET, UPDATE)),
         },
         blobs=_BLOBS_RW,
         start_missions=True,
@@ -202,9 +202,15 @@ ACCESS: dict[str, Access] = {
         start_missions=True,
     ),
     "memory-stream": Access(publish_events=True),  # the stream read itself is granted by its event source
-    # tells the user their mission ended (if they opted in: read from their memory)
+    # tells the user their mission ended (if they opted in: read from their memory); a sub-mission's end
+    # answers its parent's delegation (an interrupt read and updated, the parent's timeline appended to)
     "status": Access(
-        tables={**_DRAINS, "interrupts": TableAccess((UPDATE, QUERY)), "memory": TableAccess((GET,))},
+        tables={
+            **_DRAINS,
+            "interrupts": TableAccess((GET, UPDATE, QUERY)),
+            "memory": TableAccess((GET,)),
+            "events": TableAccess(_APPEND_EVENTS),
+        },
         blobs=_BLOBS_RW,
         start_missions=True,
         notices=("sns:Publish",),

@@ -180,8 +180,10 @@ def test_the_interrupt_role_keeps_a_paused_missions_wait_and_appends_to_its_time
     def granted(table: str) -> set[str]:
         return set().union(*(_actions(s) for s in statements if table in _tables_referenced(s)))
 
-    # Then it records the pause on the mission (an update, no put or delete) and appends `mission.paused`
-    assert granted("missions") == {"dynamodb:GetItem", "dynamodb:UpdateItem"}
+    # Then it records the pause on the mission (an update) and appends `mission.paused`; it creates a mission
+    # only as a delegation's sub-mission (a submit, whose record is deleted again if its start fails)
+    assert granted("missions") == {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem"}
+    assert granted("interrupts") == {"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
     assert granted("events") == {"dynamodb:Query", "dynamodb:PutItem", "dynamodb:DeleteItem"}
     # and it neither stops executions nor fails tasks (a cancel does that, from the API)
     actions = set().union(*(_actions(s) for s in statements))

@@ -12,12 +12,12 @@ from missions.local.moto import LocalContext
 from missions.ports.interrupts import InterruptRecord
 
 
-def _question(mission_id: str, hours_ago: float) -> InterruptRecord:
+def _question(mission_id: str, hours_ago: float, kind: InterruptKind = InterruptKind.CONFIRMATION) -> InterruptRecord:
     asked = (datetime.now(UTC) - timedelta(hours=hours_ago)).isoformat(timespec="milliseconds")
     return InterruptRecord(
         mission_id=mission_id,
         interrupt_id="int_1",
-        kind=InterruptKind.CONFIRMATION,
+        kind=kind,
         stage="review",
         question="ship it?",
         task_token="t",
@@ -27,9 +27,11 @@ def _question(mission_id: str, hours_ago: float) -> InterruptRecord:
 
 def test_overdue_questions_are_counted_and_published_as_a_metric(capsys, monkeypatch):
     with LocalCloud(["code_analysis"], settings={"interrupt_sla_hours": 24}) as cloud:
-        # Given one question waiting 30 h, one waiting 2 h, and one answered after 40 h
+        # Given one question waiting 30 h, one waiting 2 h, one answered after 40 h, and a mission waiting
+        # 50 h for its sub-mission (no user is late there)
         interrupts = cloud.runtime.interrupts
         interrupts.put(_question("m-late", 30))
+        interrupts.put(_question("m-delegating", 50, InterruptKind.DELEGATION))
         interrupts.put(_question("m-fresh", 2))
         interrupts.put(_question("m-answered", 40))
         interrupts.expire("m-answered", "int_1")

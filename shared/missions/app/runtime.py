@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from missions.service.chat import ChatService
     from missions.service.control import MissionControl
     from missions.service.conversations import ConversationService
+    from missions.service.delegation import Delegations
     from missions.service.deployment import AgentDeployment
     from missions.service.evaluation import Evaluator
     from missions.service.health import Readiness
@@ -157,6 +158,20 @@ class Runtime(Bindings):
         )
 
     @cached_property
+    def delegations(self) -> Delegations:
+        """Sub-missions: started by the interrupt function, their ends handed to their parents."""
+        from missions.service.delegation import Delegations
+
+        return Delegations(
+            missions=self.missions,
+            interrupts=self.interrupts,
+            events=self.events,
+            launcher=self.launcher,
+            capabilities=self.capabilities,
+            max_depth=self.settings.max_delegation_depth,
+        )
+
+    @cached_property
     def control(self) -> MissionControl:
         from missions.service.control import MissionControl
 
@@ -166,6 +181,7 @@ class Runtime(Bindings):
             interrupts=self.interrupts,
             executions=self.executions,
             launcher=self.launcher,
+            delegations=lambda: self.delegations,
             notifications=lambda: self.notifications,
         )
 
@@ -381,6 +397,7 @@ class Runtime(Bindings):
             notifications=lambda: self.notifications,
             sla_hours=self.settings.interrupt_sla_hours,
             count=observability.count,
+            delegations=lambda: self.delegations,
         )
 
     @cached_property

@@ -131,6 +131,16 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+class DelegationFailed(Exception):
+    """A sub-mission (`ctx.delegate`) did not give its result: it failed, was cancelled or was refused (a
+    cycle, too deep, no budget left, an unknown capability), or its result does not fit the model asked
+    for. A stage may catch it and carry on without; uncaught, the stage fails with this reason."""
+
+    def __init__(self, capability: str, status: str, reason: str, child: str | None = None):
+        super().__init__(f"the {capability} sub-mission{f' {child}' if child else ''} {status}: {reason}")
+        self.capability, self.status, self.reason, self.child = capability, status, reason, child
+
+
 class StageRequestError(ValueError):
     """The state machine sent a request this runner cannot serve (a wiring bug): not retried."""
 

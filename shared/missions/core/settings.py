@@ -134,6 +134,7 @@ class RuntimeSettings(BaseModel):
     offload_threshold: int = Field(DEFAULT_THRESHOLD, ge=4096, le=200_000)
     checkpoint_ttl_days: int | None = Field(None, ge=1)
     interrupt_sla_hours: int = Field(24, ge=1)  # a question unanswered for longer is reported overdue
+    max_delegation_depth: int = Field(3, ge=0, le=10)  # sub-missions of sub-missions (missions.service.delegation)
     retention_completed_days: int = Field(30, ge=1)  # then archived to long-term memory
     retention_failed_days: int = Field(7, ge=1)
     # the dev server's short policy (`missions dev --retain-minutes`): every ended mission archived this many

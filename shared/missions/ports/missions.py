@@ -74,6 +74,11 @@ class MissionRecord(Model):
     notes: list[dict[str, Any]] = Field(default_factory=list)
     # a fork's source: {"mission_id", "checkpoint_id"} and the edit it started with, if any
     forked_from: dict[str, Any] | None = None
+    # a sub-mission's parent ({"mission_id", "interrupt_id"}) and the capabilities above it, root first
+    # (missions.service.delegation); a parent's sub-missions, in the order they started
+    parent: dict[str, Any] | None = None
+    lineage: list[str] = Field(default_factory=list)
+    children: list[str] = Field(default_factory=list)
 
     @property
     def agent_hops(self) -> int:

@@ -29,6 +29,7 @@ from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
+    from missions.service.delegation import Delegations
     from missions.service.notifications import NotificationService
 
 log = logging.getLogger(__name__)
@@ -53,8 +54,10 @@ class MissionControl:
         executions: Executions,
         launcher: Launcher,
         notifications: Callable[[], NotificationService] | None = None,
+        delegations: Callable[[], Delegations] | None = None,
     ):
-        """`notifications`: made on first use, by the status function only (notices of missions that ended)."""
+        """`notifications`: made on first use, by the status function only (notices of missions that ended).
+        `delegations`: made on first use, for missions that have a parent or children."""
         self._missions = missions
         self._notifications = notifications
         self._events = events
@@ -62,6 +65,7 @@ class MissionControl:
         self._executions = executions
         self._launcher = launcher
         self._lifecycle = Lifecycle(missions)
+        self._delegations = delegations
 
     def cancel(self, record: MissionRecord, reason: str = "cancelled") -> None:
         """Cancel a queued, running or waiting mission; TransitionRefused when it already ended.
@@ -77,6 +81,7 @@ class MissionControl:
             else:
                 self._launcher.withdraw(record.user_id, record.mission_id)
                 self._announce(record.mission_id, reason)
+                self._tell_parent(record.mission_id)  # it never ran: no execution will report its end
                 return
         self._lifecycle.move(record.mission_id, MissionStatus.CANCELLING, terminal_reason=reason)
         self._launcher.withdraw(record.user_id, record.mission_id)  # an answer queued to resume it
@@ -101,11 +106,31 @@ class MissionControl:
                 raise
         self._announce(record.mission_id, reason)
         self._launcher.finished(record.mission_id, record.user_id)
+        self._cancel_children(record, reason)
+
+    def _cancel_children(self, parent: MissionRecord, reason: str) -> None:
+        """A cancelled parent's sub-missions go with it (their ends find the parent no longer waiting)."""
+        if not parent.children or self._delegations is None:
+            return
+        for child in self._delegations().children_of(self._missions.get(parent.mission_id)):
+            try:
+                self.cancel(child, f"parent_cancelled: {reason}"[:200])
+            except TransitionRefused:
+                pass  # it ended meanwhile
+
+    def _tell_parent(self, mission_id: str) -> None:
+        if self._delegations is None:
+            return
+        record = self._missions.get(mission_id)
+        if record.parent is not None:
+            self._delegations().ended(record)
 
     def pause(self, record: MissionRecord) -> None:
         """Pause a running mission: its stage in flight finishes (and checkpoints), then its execution waits
         for the resume at no compute cost, holding no running slot (missions.service.lifecycle).
         ConflictError (nothing changed) when it is not running."""
+        if record.status == MissionStatus.INTERRUPTED and self._paused_children(record, pause=True):
+            return  # it waits on sub-missions: they pause (it waits on, at no cost, until they end)
         if record.status != MissionStatus.RUNNING:
             raise ConflictError(_why_not("paused", record.status))
         self._lifecycle.pause(record.mission_id)  # TransitionRefused when it moved on meanwhile
@@ -115,6 +140,8 @@ class MissionControl:
         """Resume a paused mission where it stopped, with the notes sent meanwhile: at once when its user
         has a running slot free (True), else queued for one. ConflictError when it is not paused (a
         pausing one is still finishing its stage) or its wait is over."""
+        if record.status == MissionStatus.INTERRUPTED and self._paused_children(record, pause=False):
+            return True
         if record.status != MissionStatus.PAUSED or not record.pause_id or not record.pause_token:
             if record.status == MissionStatus.PAUSING:
                 raise ConflictError(f"mission {record.mission_id} is still pausing (its stage in flight ends first)")
@@ -143,6 +170,28 @@ class MissionControl:
                 record.mission_id, batch, [self._event(record.mission_id, EventType.MISSION_RESUMED, queued=True)]
             )
         return now
+
+    def _paused_children(self, parent: MissionRecord, *, pause: bool) -> bool:
+        """Pause (or resume) the sub-missions a waiting parent waits on; False when it has none to."""
+        if not parent.children or self._delegations is None:
+            return False
+        wanted = MissionStatus.RUNNING if pause else MissionStatus.PAUSED
+        children = [c for c in self._delegations().children_of(parent) if c.status == wanted]
+        for child in children:
+            try:
+                if pause:
+                    self.pause(child)
+                else:
+                    self.resume(child)
+            except (ConflictError, TaskGone) as exc:
+                log.info(
+                    "sub-mission %s of %s not %s: %s",
+                    child.mission_id,
+                    parent.mission_id,
+                    "paused" if pause else "resumed",
+                    exc,
+                )
+        return bool(children)
 
     def note(self, record: MissionRecord, text: str) -> Note:
         """A note for a mission that has not ended: the next stage that starts receives it
@@ -197,6 +246,8 @@ class MissionControl:
             self._missions.update(mission_id, completed_at=completed_at)
             record = record.model_copy(update={"completed_at": completed_at})
         self._launcher.finished(mission_id, record.user_id)
+        if record.parent is not None and self._delegations is not None:
+            self._delegations().ended(record)  # its parent resumes with its outcome
         return record
 
     def _announce_event(self, mission_id: str, kind: EventType, stage: str | None = None, **payload: object) -> None:

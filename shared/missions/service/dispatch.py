@@ -209,6 +209,10 @@ class Dispatcher:
                     forked_from=request.fork_of.model_dump(mode="json", exclude_defaults=True)
                     if request.fork_of is not None
                     else None,
+                    parent=request.parent.model_dump(include={"mission_id", "interrupt_id"})
+                    if request.parent is not None
+                    else None,
+                    lineage=request.parent.lineage if request.parent is not None else [],
                 )
             )
         except ConflictError:

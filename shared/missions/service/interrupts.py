@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from missions.core.errors import AnswerRejected, ConflictError, NotFound, StageRequestError, TaskGone, TransitionRefused
-from missions.core.mission.envelope import InterruptResponse, Resume
+from missions.core.mission.envelope import InterruptKind, InterruptResponse, Resume
 from missions.core.mission.events import Event, EventType
 from missions.core.mission.status import MissionStatus
 from missions.ports.events import EventStore
@@ -23,6 +23,7 @@ from missions.ports.missions import MissionRecord, MissionStore, MissionSummary
 from missions.service.lifecycle import Lifecycle
 
 if TYPE_CHECKING:
+    from missions.service.delegation import Delegations
     from missions.service.launcher import Launcher
     from missions.service.notifications import NotificationService
 
@@ -40,7 +41,8 @@ def waiting_question(interrupts: InterruptStore, record: MissionRecord | Mission
         interrupt = interrupts.get(record.mission_id, record.pending_interrupt)
     except NotFound:
         return None
-    return interrupt if interrupt.status == "pending" else None
+    # a delegation waits on a sub-mission, not on its user: nothing for them to answer
+    return interrupt if interrupt.status == "pending" and interrupt.kind is not InterruptKind.DELEGATION else None
 
 
 def answer_interrupt(
@@ -59,6 +61,8 @@ def answer_interrupt(
     Raises NotFound (no such interrupt), AnswerRejected (bad shape), ConflictError (already answered,
     or the execution no longer takes an answer) or DependencyUnavailable (retry)."""
     record = interrupts.get(mission_id, interrupt_id)
+    if record.kind is InterruptKind.DELEGATION:  # answered by the sub-mission's end (missions.service.delegation)
+        raise ConflictError(f"interrupt {interrupt_id} waits for a sub-mission's result, not for an answer")
     try:
         answer = response if isinstance(response, InterruptResponse) else InterruptResponse.model_validate(response)
         answer.check_shape(record.kind, record.options)
@@ -141,6 +145,7 @@ def overdue_interrupts(
     """Questions users left unanswered longer than the SLA, oldest first."""
     cutoff = (now or datetime.now(UTC)) - timedelta(hours=sla_hours)
     found = interrupts.overdue(cutoff.isoformat(timespec="milliseconds"), limit=limit)  # utcnow()'s format
+    found = [record for record in found if record.kind is not InterruptKind.DELEGATION]  # no user is late there
     return OverdueReport(count=len(found), oldest=found[:10])
 
 
@@ -160,6 +165,7 @@ class InterruptService:
         notifications: Callable[[], NotificationService],
         sla_hours: int = 24,
         count: Callable[[str, int], None] = lambda name, value: None,
+        delegations: Callable[[], Delegations] | None = None,
     ):
         self._interrupts = interrupts
         self._events = events
@@ -169,6 +175,7 @@ class InterruptService:
         self._notifications = notifications
         self._sla_hours = sla_hours
         self._count = count
+        self._delegations = delegations
 
     def handle(self, event: dict[str, Any]) -> dict[str, Any]:
         """The waitForTaskToken task: keep the token where the answer (or the resume) will find it."""
@@ -181,8 +188,14 @@ class InterruptService:
         except TransitionRefused:
             pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
         else:
-            self._launcher().waiting(record.mission_id, mission.user_id)  # waiting for a human holds no slot
-            self._notifications().mission_waiting(mission, record)
+            # waiting (for a human, or a sub-mission) holds no slot: a child never waits behind its parent
+            self._launcher().waiting(record.mission_id, mission.user_id)
+            if record.kind is InterruptKind.DELEGATION:
+                if self._delegations is None:
+                    raise StageRequestError("this function cannot start sub-missions (no delegations wired)")
+                self._delegations().start(mission, record, event.get("envelope") or {})
+            else:
+                self._notifications().mission_waiting(mission, record)
         return {"interrupt_id": record.interrupt_id, "status": record.status}
 
     def _pause(self, event: dict[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,10 @@ function describe(event) {
       return `${p.tool}: ${p.status}${p.citations ? `, ${p.citations} citation(s)` : ""}`;
     case "interrupt.raised":
       return p.question || p.kind || "";
+    case "delegation.started":
+      return `${p.capability}: ${p.child} (${p.status})`;
+    case "delegation.ended":
+      return `${p.capability} ${p.child || ""}: ${p.status}${p.status === "completed" ? "" : ` (${p.reason})`}`;
     case "critic.decision":
       return `${p.decision}: ${p.reason || ""}`;
     case "orchestrator.completed":
@@ -65,6 +69,17 @@ function resultView(mission) {
       h("ol", { className: "evidence" }, evidence.map((e, i) => h("li", { id: `evidence-${i}`, tabindex: -1 },
         h("code", {}, e.end_line ? `${e.file}:${e.line}-${e.end_line}` : evidenceKey(e)),
         e.text || e.snippet ? h("pre", {}, e.text || e.snippet) : null)))) : null);
+}
+
+const missionLink = (id) => h("a", { href: `#/missions/${encodeURIComponent(id)}` }, id);
+
+/** Where a sub-mission came from, and the sub-missions this one started (ctx.delegate). */
+function linksView(mission) {
+  const children = mission.children || [];
+  if (!mission.parent && !children.length) return null;
+  return h("p", { className: "links" },
+    mission.parent ? ["Sub-mission of ", missionLink(mission.parent.mission_id), children.length ? " · " : ""] : null,
+    children.length ? ["Sub-missions: ", children.map((id, i) => [i ? ", " : "", missionLink(id)])] : null);
 }
 
 function countersView(mission) {
@@ -141,7 +156,8 @@ export async function missionView(app, main, missionId) {
       h("p", { className: "meta" }, h("span", { className: "capability" }, mission.capability), " · ", lifecycleBadge(mission),
         " · started ", when(mission.created_at), mission.completed_at ? [" · ended ", when(mission.completed_at)] : null),
       progress(mission, app.stagesOf(mission.capability)),
-      mission.queue ? h("p", {}, `Queued (#${mission.queue.position}): ${mission.queue.reason}`) : null);
+      mission.queue ? h("p", {}, `Queued (#${mission.queue.position}): ${mission.queue.reason}`) : null,
+      linksView(mission));
     clear(question, mission.pending_interrupt ? questionForm(app.api, mission.mission_id, mission.pending_interrupt, () => later(300)) : null);
     if (graph) {
       clear(graphBox, drawGraph(graph, { mission, stageOrder: app.stagesOf(mission.capability), simple: !every.checked }));

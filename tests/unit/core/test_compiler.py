@@ -230,7 +230,7 @@ def test_finalize_runs_the_final_stage_in_finalize_mode_and_ends(compiled):
     # the final stage ends the mission unless it asked a human
     route = states[states[pipeline.final]["Next"]]
     assert route["Type"] == "Choice" and route["Default"] == DONE
-    assert {states[c["Next"]]["Next"] for c in route["Choices"]} == {f"await.{k.value}" for k in InterruptKind}
+    assert {states[c["Next"]]["Next"] for c in route["Choices"]} == {f"await.{k.value}" for k in pipeline.awaited()}
     assert states[pipeline.final]["Parameters"]["mode"] == "run"
 
 
@@ -263,13 +263,13 @@ def test_route_choice_order_final_then_guards_then_awaits_then_pause_then_target
             for bound, counter in COUNTER_GUARDS
         ]
         # ... then an await state per interrupt kind ...
-        awaits = choices[2 + len(COUNTER_GUARDS) : 2 + len(COUNTER_GUARDS) + len(InterruptKind)]
+        awaits = choices[2 + len(COUNTER_GUARDS) : 2 + len(COUNTER_GUARDS) + len(pipeline.awaited())]
         assert [(a["StringEquals"], a["Next"]) for a in awaits] == [
-            (f"await:{k.value}", f"await.{k.value}") for k in InterruptKind
+            (f"await:{k.value}", f"await.{k.value}") for k in pipeline.awaited()
         ]
         # ... then the user's pause, before any stage the routing may choose ...
         if [t for t in agent.targets() if t != pipeline.final]:
-            paused = choices[2 + len(COUNTER_GUARDS) + len(InterruptKind)]
+            paused = choices[2 + len(COUNTER_GUARDS) + len(pipeline.awaited())]
             assert paused["Next"] == "await.pause"
             assert paused["And"][:2] == [
                 {"Variable": "$.envelope.pause", "IsPresent": True},
@@ -311,7 +311,11 @@ def test_initial_state_leaves_one_hop_for_the_final_stage():
 # -- human in the loop -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", list(InterruptKind))
+# every question; a delegation's wait only where the pipeline delegates (tests/unit/service/test_delegation_rules.py)
+QUESTIONS = [kind for kind in InterruptKind if kind is not InterruptKind.DELEGATION]
+
+
+@pytest.mark.parametrize("kind", QUESTIONS)
 def test_await_states_wait_for_a_task_token_with_the_interrupt_timeout(compiled, kind):
     pipeline, definition = compiled
     states = definition["States"]
@@ -514,10 +518,19 @@ def test_final_stage_that_can_ask_a_human_routes_to_the_await_states():
     assert "await.confirmation" in reachable
 
 
+def test_only_a_pipeline_that_delegates_waits_for_sub_missions():
+    plain = PipelineConfig(name="one", agents=[AgentConfig(name="decide")])
+    assert "await.delegation" not in compile_pipeline(plain)["States"]
+    delegating = compile_pipeline(plain.model_copy(update={"delegates_to": ["dining"]}))["States"]
+    assert delegating["await.delegation"]["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
+
+
 @pytest.mark.parametrize("kind", list(InterruptKind))
 def test_a_final_stage_that_asks_counts_a_hop_so_its_resumed_run_is_a_new_checkpoint(kind):
-    # Given a pipeline whose only (so final) stage asks a human
-    definition = compile_pipeline(PipelineConfig(name="one", agents=[AgentConfig(name="decide")]))
+    # Given a pipeline whose only (so final) stage asks a human (or delegates)
+    definition = compile_pipeline(
+        PipelineConfig(name="one", agents=[AgentConfig(name="decide")], delegates_to=["dining"])
+    )
     states = definition["States"]
     # When it asks, the way to the await state counts one hop (the resumed run's checkpoint is its own)
     route = next(c for c in states["decide.route"]["Choices"] if c["StringEquals"] == f"await:{kind.value}")

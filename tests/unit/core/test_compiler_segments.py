@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from missions.core.capability import registry as registry
-from missions.core.mission.envelope import InterruptKind
 from missions.core.pipeline.compiler import (
     DONE,
     EXPRESS_SECONDS,
@@ -179,7 +178,7 @@ def test_the_mission_runs_segments_and_takes_each_back_by_its_exit(machines):
     exits = {json.dumps(c, sort_keys=True): c["Next"] for c in states[SEGMENT_EXIT]["Choices"]}
     assert list(exits.values())[:3] == [DONE, "await.pause", SEGMENT_BEGIN]
     assert states["await.pause.resume"]["Next"] == SEGMENT_BEGIN
-    for kind in InterruptKind:
+    for kind in pipeline.awaited():
         assert f"await.{kind.value}" in exits.values()
     assert states[SEGMENT_EXIT]["Default"] == UNROUTABLE
 
@@ -201,8 +200,8 @@ def test_the_answer_names_where_the_next_segment_starts():
 
 def test_the_mission_waits_for_people_on_a_task_token(machines):
     pipeline, mission, _ = machines
-    assert list(InterruptKind), "no interrupt kind"
-    for kind in InterruptKind:
+    assert pipeline.awaited(), "no interrupt kind"
+    for kind in pipeline.awaited():
         state = mission["States"][f"await.{kind.value}"]
         assert state["Resource"] == "arn:aws:states:::lambda:invoke.waitForTaskToken"
         assert state["TimeoutSeconds"] == pipeline.interrupt_timeout_seconds

@@ -54,6 +54,9 @@ class DynamoMissionStore(DynamoTable):
 
     def create(self, record: MissionRecord) -> None:
         item = record.model_dump(mode="json", exclude_none=True)
+        for link in ("lineage", "children"):  # only a delegation writes them: others' items stay as small
+            if not item.get(link):
+                item.pop(link, None)
         if record.result is not None:
             item["result"] = compressed(record.result)
         item["listed_cost_usd"] = cost_of(record.counters)

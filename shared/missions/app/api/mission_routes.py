@@ -163,6 +163,9 @@ def get_mission(mission_id: str) -> dict[str, Any]:
         "paused_at": record.paused_at,
         "notes": record.notes,
         "forked_from": record.forked_from,
+        "parent": record.parent,
+        "lineage": record.lineage,
+        "children": record.children,
     }
 
 

@@ -62,6 +62,10 @@ def status(mission_id: str = MissionId, as_json: JsonOption = False, *, target: 
         options = f" [{'/'.join(pending['options'])}]" if pending.get("options") else ""
         lines.append(f"asks: {pending['question']}{options}")
         lines.append(f"answer with: missions answer {mission['mission_id']} {pending['interrupt_id']} '...'")
+    if mission.get("parent"):
+        lines.append(f"sub-mission of: {mission['parent']['mission_id']}")
+    if mission.get("children"):
+        lines.append(f"sub-missions: {', '.join(mission['children'])}")
     if mission.get("queue"):
         lines.append(f"queue: position {mission['queue'].get('position')}: {mission['queue'].get('reason')}")
     result = mission.get("result") or {}

@@ -44,7 +44,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from missions.core.errors import StageDefinitionError
+from missions.core.errors import DelegationFailed, StageDefinitionError
 from missions.core.mission.envelope import Bounds, Citation, Counters, InterruptKind, InterruptResponse
 from missions.core.sandbox import SandboxRequest, SandboxResult, Tier
 
@@ -243,6 +243,7 @@ class Ctx:
         asked: list[InterruptResponse] | None = None,
         memory: Memory | None = None,
         analyze: Callable[[SandboxRequest], SandboxResult] | None = None,
+        delegates_to: Sequence[str] = (),
     ):
         self.stage = stage
         self.terminal_reason = terminal_reason  # set when a bound or the failure path is ending the mission
@@ -266,6 +267,7 @@ class Ctx:
         self._end_reason = end_reason
         self._memory = memory
         self._analyze = analyze
+        self._delegates_to = tuple(delegates_to)
 
     # read-only copies, made on first use (most stages read little of the mission)
 
@@ -326,6 +328,28 @@ class Ctx:
             self.answered.append(answer)
             return answer
         raise InterruptRequested(kind, question, options=options, data=data)
+
+    def delegate(self, capability: str, goal: str, output: type[M], *, context: Mapping[str, Any] | None = None) -> M:
+        """Hand part of the work to another capability: a sub-mission of its own (the same user, within what
+        is left of this mission's cost bound), whose final output is returned as `output` when it ends.
+        This stage waits at no compute cost meanwhile (this attempt ends; it is run again with the result,
+        what it did before replayed, as after a question). DelegationFailed when the sub-mission failed,
+        was cancelled or refused, or its output does not fit `output`. The capability must be one the
+        pipeline declares (`delegates_to`)."""
+        if capability not in self._delegates_to:
+            raise StageDefinitionError(
+                f"stage '{self.stage}' delegates to '{capability}', which its pipeline does not declare in delegates_to"
+            )
+        if self._asked:
+            ended = self._asked.pop(0)
+            self.answered.append(ended)
+            return delegated_output(capability, ended, output)
+        data = {
+            "capability": capability,
+            "goal": goal,
+            "context": json.loads(json.dumps(dict(context or {}), default=str)),
+        }
+        raise InterruptRequested(InterruptKind.DELEGATION, goal, data=data)
 
     def choose(
         self,
@@ -406,6 +430,19 @@ class Ctx:
     def repository_root(self) -> str:
         """The directory holding the mission's repository (capabilities with `repository`)."""
         return self._root()
+
+
+def delegated_output(capability: str, ended: InterruptResponse, output: type[M]) -> M:
+    """What a sub-mission's end hands back (missions.service.delegation), as the model the stage asked for."""
+    data = ended.data or {}
+    status, child = str(data.get("status")), data.get("child")
+    if status != "completed":
+        raise DelegationFailed(capability, status, str(data.get("reason") or "no reason given"), child)
+    try:
+        return output.model_validate(data.get("output") or {})
+    except ValueError as exc:
+        first = str(exc).splitlines()[:3]
+        raise DelegationFailed(capability, "gave a result that does not fit", " ".join(first), child) from None
 
 
 def _optional_model(annotation: Any) -> type[BaseModel] | None:

@@ -74,6 +74,9 @@ class InterruptKind(StrEnum):
     CONFIRMATION = "confirmation"
     AGENT_REVIEW = "agent_review"
     CHOICE = "choice"
+    # a stage handed part of its work to another capability's mission: answered by that sub-mission's end,
+    # never by a human (missions.service.delegation)
+    DELEGATION = "delegation"
 
 
 class Interrupt(Model):
@@ -108,6 +111,8 @@ class InterruptResponse(Model):
                 raise ValueError("a choice needs a 'decision' naming one option")
             if options and self.decision not in options:
                 raise ValueError(f"'{self.decision}' is not one of the options {options}")
+        if kind is InterruptKind.DELEGATION and not (self.data and self.data.get("status")):
+            raise ValueError("a delegation is answered by its sub-mission's end ('data' with its 'status')")
 
 
 class Resume(Model):

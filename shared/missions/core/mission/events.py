@@ -27,6 +27,8 @@ class EventType(StrEnum):
     BOUND_REACHED = "orchestrator.bound_reached"
     INTERRUPT_RAISED = "interrupt.raised"
     INTERRUPT_ANSWERED = "interrupt.answered"
+    DELEGATION_STARTED = "delegation.started"  # a stage started a sub-mission (`child`) and waits for it
+    DELEGATION_ENDED = "delegation.ended"  # the sub-mission ended (or was refused): the stage resumes with it
     INTERRUPT_EXPIRED = "interrupt.expired"  # timed out, or the mission ended before its answer arrived
     MISSION_QUEUED = "mission.queued"
     MISSION_CANCELLED = "mission.cancelled"

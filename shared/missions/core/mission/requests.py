@@ -21,6 +21,15 @@ class ForkSource(Model):
     edit: ForkEdit | None = None  # what the fork changes before it runs (missions.core.mission.forks)
 
 
+class ParentLink(Model):
+    """A sub-mission's parent: the mission and the delegation (interrupt) it answers, and the capabilities
+    from the root down to the parent (a delegation to one of them is a cycle)."""
+
+    mission_id: str = Field(min_length=1, max_length=80)
+    interrupt_id: str = Field(min_length=1, max_length=80)
+    lineage: list[str] = Field(default_factory=list, max_length=16)
+
+
 class MissionRequest(Model):
     capability: str = Field(min_length=1, max_length=64)
     goal: str = Field(min_length=1, max_length=10_000)
@@ -37,6 +46,7 @@ class MissionRequest(Model):
     conversation_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
     # the model every stage and delegation of the mission asks (one of its capability's allowed models)
     model: str | None = Field(None, min_length=1, max_length=100)
+    parent: ParentLink | None = None  # set by missions.service.delegation only
 
     @field_validator("goal")
     @classmethod
@@ -58,4 +68,4 @@ def one_line(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
 
 
-__all__ = ["ForkSource", "MissionRequest", "one_line"]
+__all__ = ["ForkSource", "MissionRequest", "ParentLink", "one_line"]

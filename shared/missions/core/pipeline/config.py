@@ -130,6 +130,9 @@ class PipelineConfig(Model):
     max_tokens: dict[str, int] = Field(default_factory=dict)
     # where the mission goes on after an answer, by interrupt kind; a kind not listed resumes the stage that asked
     resume: dict[InterruptKind, str] = Field(default_factory=dict)
+    # the capabilities a stage may hand part of its work to (`ctx.delegate`); the compiled machine waits
+    # for a sub-mission only when this names one
+    delegates_to: list[str] = Field(default_factory=list)
 
     interrupt_timeout_seconds: int = Field(7 * 24 * 3600, ge=1, le=365 * 24 * 3600)
     retry_interval_seconds: int = Field(1, ge=1, le=300)
@@ -153,6 +156,10 @@ class PipelineConfig(Model):
         return self
 
     # -- queries -------------------------------------------------------------------
+
+    def awaited(self) -> list[InterruptKind]:
+        """The kinds of interrupt the machine waits on: every question, and a delegation if it delegates."""
+        return [kind for kind in InterruptKind if kind is not InterruptKind.DELEGATION or self.delegates_to]
 
     @property
     def start(self) -> str:

@@ -36,6 +36,7 @@ class TriggerSource(StrEnum):
     FORK = "fork"  # carries on from another mission's checkpoint
     CLI = "cli"  # `missions run`, on the local emulation
     CHAT = "chat"  # a message of the chat entry (POST /v1/chat/completions)
+    DELEGATION = "delegation"  # a stage of another mission handed it part of its work (ctx.delegate)
 
 
 class GoalTemplate(Model):

@@ -88,6 +88,10 @@ def absorb_resume(envelope: Envelope) -> tuple[InterruptResponse | None, bool]:
     response = resume.response
     if interrupt.kind is InterruptKind.CONFIRMATION and "call_id" in interrupt.data:
         envelope.approvals[interrupt.data["call_id"]] = bool(response.approved)
+    if interrupt.kind is InterruptKind.DELEGATION:  # what the sub-mission spent is this mission's spend too
+        envelope.counters.cost_usd = round(
+            envelope.counters.cost_usd + float((response.data or {}).get("cost_usd") or 0), 8
+        )
     envelope.answers.append(
         {
             "interrupt_id": interrupt.id,

@@ -129,6 +129,8 @@ class StageCommit:
             "citations": cited if isinstance(cited, list) else [c.ref for c in envelope.citations][:200],
             "evidence": [c.model_dump() for c in envelope.citations][:200],  # everything the tools returned
             "terminal_reason": envelope.terminal_reason,
+            # why it failed, when it did (the last few errors: who reads a failed mission's result, a parent too)
+            **({"errors": [e.model_dump() for e in envelope.errors[-3:]]} if envelope.errors else {}),
             # which configuration produced the answer: each agent's version, and the model the mission named
             "agent_versions": dict(envelope.agents),
             "model": envelope.model,

@@ -147,6 +147,7 @@ class StageFunctions:
                 analyze=(lambda request: self._analyze(request, agent.name, emit))
                 if self._services.sandbox is not None
                 else None,
+                delegates_to=pipeline.delegates_to,
             )
         if "state" in function.wants:
             arguments["state"] = _state(envelope, function)

@@ -74,6 +74,11 @@ class ForkRequest(Body):
     )
 
 
+class ParentOrigin(BaseModel):
+    mission_id: str
+    interrupt_id: str = Field(description="the delegation its end answers")
+
+
 class ForkOrigin(BaseModel):
     mission_id: str
     checkpoint_id: str
@@ -151,6 +156,9 @@ class MissionView(MissionSummary):
     paused_at: str | None = Field(None, description="when it paused, while it is paused")
     notes: list[MissionNote] = Field(default_factory=list, description="what you told it while it ran")
     forked_from: ForkOrigin | None = Field(None, description="a fork's source mission, checkpoint and edit")
+    parent: ParentOrigin | None = Field(None, description="a sub-mission's parent: the mission that delegated to it")
+    lineage: list[str] = Field(default_factory=list, description="the capabilities above a sub-mission, root first")
+    children: list[str] = Field(default_factory=list, description="the sub-missions this mission started")
 
 
 class EventView(BaseModel):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from missions.core.mission.envelope import InterruptKind
 from missions.core.pipeline.compiler._layout import (
     AWAIT_PAUSE,
     DONE,
@@ -41,7 +40,7 @@ class _MissionCompiler:
 
     def build(self) -> dict[str, Any]:
         self._segment()
-        for kind in InterruptKind:
+        for kind in self.p.awaited():
             _await(self.states, self.p, kind, next_state=SEGMENT_BEGIN)
         _await_pause(self.states, self.p, next_state=SEGMENT_BEGIN)
         _guards(self.states)
@@ -122,7 +121,7 @@ class _MissionCompiler:
                         ],
                         "Next": f"await.{kind.value}",
                     }
-                    for kind in InterruptKind
+                    for kind in self.p.awaited()
                 ),
             ],
             "Default": UNROUTABLE,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from missions.core.mission.envelope import InterruptKind
 from missions.core.pipeline.compiler._layout import (
     AWAIT_PAUSE,
     COUNTER_GUARDS,
@@ -79,7 +78,7 @@ class _Compiler:
         for group in self.groups:
             self._parallel(group)
         if not self.segmented:
-            for kind in InterruptKind:
+            for kind in self.p.awaited():
                 _await(self.states, self.p, kind)
             _await_pause(self.states, self.p, next_state=PAUSE_ROUTE)
             stages = [a.name for a in self.p.agents if not self.p.group_of(a.name)] + self.p.group_names()
@@ -201,7 +200,7 @@ class _Compiler:
                     "Next": f"guard.{bound}",
                 }
             )
-        for kind in InterruptKind:
+        for kind in self.p.awaited():
             choices.append(
                 {
                     "Variable": "$.envelope.next_stage",
@@ -256,11 +255,11 @@ class _Compiler:
                     "StringEquals": f"await:{kind.value}",
                     "Next": f"{agent.name}.asks.{kind.value}",
                 }
-                for kind in InterruptKind
+                for kind in self.p.awaited()
             ],
             "Default": done,
         }
-        for kind in InterruptKind:
+        for kind in self.p.awaited():
             self.states[f"{agent.name}.asks.{kind.value}"] = self._count(
                 1, self._exit("await") if self.segmented else f"await.{kind.value}"
             )

@@ -1,0 +1,101 @@
+"""The rules of delegation that hold without a cloud: a sub-mission's spend is its parent's spend, a stage
+can only delegate to a capability its pipeline declares, and a sub-mission's end comes back as the model
+the stage asked for, or as DelegationFailed with its reason."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from missions.core.capability.stages import Ctx, delegated_output
+from missions.core.errors import DelegationFailed, StageDefinitionError
+from missions.core.mission.envelope import (
+    Bounds,
+    Counters,
+    Envelope,
+    Interrupt,
+    InterruptKind,
+    InterruptResponse,
+    Resume,
+)
+from missions.core.pipeline.config import AgentConfig, PipelineConfig
+from missions.service.runner._absorb import absorb_resume
+
+
+class Dinners(BaseModel):
+    places: list[str]
+
+
+def ended(status: str, **data: object) -> InterruptResponse:
+    return InterruptResponse(data={"status": status, "capability": "dining", "child": "m_c", **data})
+
+
+def test_the_sub_missions_spend_is_added_to_the_parents_when_it_resumes():
+    # Given a parent that spent 0.04 and waits on a delegation
+    asked = Interrupt(kind=InterruptKind.DELEGATION, stage="plan", question="dinners", data={"capability": "dining"})
+    envelope = Envelope(capability="travel", raw_input="trip", interrupt=asked, counters=Counters(cost_usd=0.04))
+    envelope.resume = Resume(interrupt_id=asked.id, response=ended("completed", output={"places": []}, cost_usd=0.0125))
+    # When it resumes with the child's end
+    response, _ = absorb_resume(envelope)
+    # Then what the child spent counts against the parent's own bound
+    assert envelope.counters.cost_usd == 0.0525
+    assert response is not None and response.data["status"] == "completed"
+
+
+def test_a_question_answered_adds_no_spend():
+    asked = Interrupt(kind=InterruptKind.CLARIFICATION, stage="plan", question="when?")
+    envelope = Envelope(capability="travel", raw_input="trip", interrupt=asked, counters=Counters(cost_usd=0.04))
+    envelope.resume = Resume(interrupt_id=asked.id, response=InterruptResponse(text="May", data={"cost_usd": 9}))
+    absorb_resume(envelope)
+    assert envelope.counters.cost_usd == 0.04
+
+
+def ctx(delegates_to: tuple[str, ...], asked: list[InterruptResponse] | None = None) -> Ctx:
+    return Ctx(
+        stage="plan",
+        goal="trip",
+        context={},
+        answers=[],
+        counters=Counters(),
+        bounds=Bounds(),
+        answer=None,
+        think=lambda *a: None,  # type: ignore[arg-type,return-value]
+        tools=None,
+        fan_out=lambda items: None,
+        save_artifact=lambda path, content: None,
+        repository_root=lambda: "",
+        asked=asked,
+        delegates_to=delegates_to,
+    )
+
+
+def test_a_stage_delegates_only_to_what_its_pipeline_declares_and_gets_the_typed_result():
+    with pytest.raises(StageDefinitionError, match="does not declare in delegates_to"):
+        ctx(()).delegate("dining", "dinners", Dinners)
+    assert ctx(("dining",), [ended("completed", output={"places": ["Chez A"]})]).delegate(
+        "dining", "d", Dinners
+    ) == Dinners(places=["Chez A"])
+
+
+@pytest.mark.parametrize(
+    ("end", "why"),
+    [
+        (ended("failed", reason="stage_failed:maps: timeout"), "the dining sub-mission m_c failed: stage_failed:maps"),
+        (ended("cancelled", reason="cancelled"), "cancelled: cancelled"),
+        (
+            ended("refused", reason="a delegation cycle: travel -> travel", child=None),
+            "sub-mission refused: a delegation",
+        ),
+        (ended("completed", output={"places": "none"}), "gave a result that does not fit"),
+    ],
+)
+def test_a_sub_mission_that_gave_no_result_raises_with_its_reason(end, why):
+    with pytest.raises(DelegationFailed, match=why):
+        delegated_output("dining", end, Dinners)
+
+
+def test_the_machine_waits_for_a_sub_mission_only_in_a_pipeline_that_delegates():
+    plain = PipelineConfig(name="p", agents=[AgentConfig(name="a")])
+    delegating = plain.model_copy(update={"delegates_to": ["dining"]})
+    assert InterruptKind.DELEGATION not in plain.awaited()
+    assert delegating.awaited() == list(InterruptKind)
