@@ -1,5 +1,6 @@
 """The dashboard's mission card in control: "Pause for now" on a running mission, a note while it is
-paused, "Resume", and the mission to its result; in a real browser, checked with axe-core."""
+paused, "Resume", and the mission to its result; a mission that delegated, linked to its sub-mission and
+back. In a real browser, checked with axe-core."""
 
 from __future__ import annotations
 
@@ -12,14 +13,16 @@ from missions.local.emulation import LocalCloud
 from tests.browser.conftest import assert_accessible, screenshot
 from tests.e2e.test_dev_server import Client, wait_for
 from tests.integration.conftest import with_capabilities
+from tests.integration.test_delegation import CHILD, PARENT
 from tests.integration.test_lifecycle_cancel_fork import GATE, Gate
 from tests.integration.test_pause_resume_notes import PAUSABLE
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[DevServer]:
-    """A dev server of a capability whose first stage is held in flight until the gate opens."""
-    names, known = with_capabilities(PAUSABLE)
+    """A dev server of a capability whose first stage is held in flight until the gate opens, and of one
+    that delegates to another."""
+    names, known = with_capabilities(PAUSABLE, CHILD, PARENT)
     with LocalCloud(names, registry=known) as cloud, DevServer(cloud, port=0) as dev:
         yield dev
 
@@ -59,3 +62,24 @@ def test_pause_steer_and_resume_a_mission_from_its_card(server: DevServer, visit
     done = wait_for(Client(server, "pat"), created["mission_id"], {"completed", "failed"})
     assert done["status"] == "completed" and [n["text"] for n in done["notes"]] == ["skip the museums"]
     page.locator(".mission-card .badge", has_text="completed").wait_for()
+
+
+def test_a_parent_links_its_sub_mission_and_the_sub_mission_links_back(server: DevServer, visit):
+    # Given gus's mission that delegated its first stage to a t_child sub-mission, and ended
+    status, created = Client(server, "gus").call("POST", "/missions", {"capability": PARENT.name, "goal": "Porto"})
+    assert status == 202, created
+    parent = wait_for(Client(server, "gus"), created["mission_id"], {"completed"})
+    (child_id,) = parent["children"]
+    # When he opens its page
+    page = visit(server.url, "gus").page
+    page.goto(f"{server.url}/#/missions/{parent['mission_id']}")
+    # Then it links the sub-mission, and its timeline says when it delegated and how that ended
+    page.locator(".links a", has_text=child_id).wait_for()
+    page.locator(".timeline li", has_text="delegation.ended").wait_for()
+    assert "completed" in page.locator(".timeline li", has_text="delegation.ended").inner_text()
+    screenshot(page, "mission-with-sub-mission")
+    assert_accessible(page, "mission page with a sub-mission")
+    # When he follows the link, the sub-mission's page links back to its parent
+    page.locator(".links a", has_text=child_id).click()
+    page.locator(".links", has_text="Sub-mission of").locator("a", has_text=parent["mission_id"]).wait_for()
+    assert page.locator("h1").inner_text() == "dinners in Porto"

@@ -100,6 +100,7 @@ class DirectDriver:
         self.last_state: dict[str, Any] | None = None  # the last encoded envelope
         # what each whole stage returned, by the checkpoint it wrote: the state its checkpoint must give back
         self.returned: dict[str, dict[str, Any]] = {}
+        self.children: list[DirectDriver] = []  # the drivers of the sub-missions its stages delegated to
 
     @property
     def pipeline(self):
@@ -178,6 +179,12 @@ class DirectDriver:
                 return self._done(state)
             if next_stage.startswith(AWAIT_PREFIX):
                 kind = InterruptKind(next_stage[len(AWAIT_PREFIX) :])
+                if kind is InterruptKind.DELEGATION:  # a sub-mission: run to its end, its questions answered alike
+                    interrupt = state["interrupt"]
+                    ended = self._delegated(state, interrupt["data"], answer_with, user_id)
+                    state = {**state, "resume": {"interrupt_id": interrupt["id"], "response": ended}}
+                    stage = interrupt["stage"]
+                    continue
                 if not pending and answer_with is not None:
                     pending.append(answer_with(state["interrupt"]))
                 if not pending:
@@ -206,6 +213,36 @@ class DirectDriver:
         raise AssertionError(f"mission did not terminate within {MAX_STEPS} steps: {self.steps[-5:]}")
 
     # -- internals -----------------------------------------------------------------------
+
+    def _delegated(
+        self,
+        state: dict[str, Any],
+        asked: dict[str, Any],
+        answer_with: Callable[[dict[str, Any]], dict[str, Any]] | None,
+        user_id: str,
+    ) -> dict[str, Any]:
+        """What missions.service.delegation hands back when a sub-mission ends: run here by a driver of its own
+        (the same registry), within what is left of this mission's cost bound. Cycles and depth are the
+        launcher's to refuse (tests/integration/test_delegation.py); here every delegation runs."""
+        capability = self.registry.load(asked["capability"])
+        child = DirectDriver(capability, agents=self.agents)
+        child.registry = self.registry
+        self.children.append(child)
+        left = float(state["bounds"]["max_cost_usd"]) - float(state["counters"]["cost_usd"])
+        bounds = {"max_cost_usd": min(left, capability.pipeline.bounds.max_cost_usd)}
+        ended = child.run(asked["goal"], asked.get("context") or {}, bounds, answer_with=answer_with, user_id=user_id)
+        final = ended.output(capability.pipeline.final)
+        failed = ended.failed or ended.terminal_reason not in (None, "completed")
+        return {
+            "data": {
+                "child": ended.mission_id,
+                "capability": capability.name,
+                "status": "failed" if failed else "completed",
+                "reason": ended.terminal_reason or "completed",
+                "output": None if failed else final,
+                "cost_usd": ended.counters.cost_usd,
+            }
+        }
 
     def _handle(self, stage: str, mode: str, state: dict[str, Any]) -> dict[str, Any]:
         step = Step(stage, mode)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
+from missions.core.capability.registry import stage
 from missions.core.capability.stages import Ctx, delegated_output
 from missions.core.errors import DelegationFailed, StageDefinitionError
 from missions.core.mission.envelope import (
@@ -20,6 +21,8 @@ from missions.core.mission.envelope import (
 )
 from missions.core.pipeline.config import AgentConfig, PipelineConfig
 from missions.service.runner._absorb import absorb_resume
+from tests.support.driver import DirectDriver
+from tests.support.stages import typed_capability
 
 
 class Dinners(BaseModel):
@@ -99,3 +102,35 @@ def test_the_machine_waits_for_a_sub_mission_only_in_a_pipeline_that_delegates()
     delegating = plain.model_copy(update={"delegates_to": ["dining"]})
     assert InterruptKind.DELEGATION not in plain.awaited()
     assert delegating.awaited() == list(InterruptKind)
+
+
+# -- in memory: the test driver runs a sub-mission to its end, as the platform does ----------------
+
+
+class Found(BaseModel):
+    text: str
+
+
+@stage
+def look(ctx: Ctx) -> Found:
+    reply = ctx.ask(InterruptKind.CLARIFICATION, "which area?")
+    return Found(text=f"{ctx.goal} near {reply.text}")
+
+
+@stage
+def plan(ctx: Ctx) -> Found:
+    return ctx.delegate("u_child", f"dinners in {ctx.goal}", Found, context={"party": 2})
+
+
+CHILD = typed_capability("u_child", [AgentConfig(name="look")], look)
+PARENT = typed_capability("u_parent", [AgentConfig(name="plan")], plan, pipeline={"delegates_to": ["u_child"]})
+
+
+def test_the_driver_runs_a_sub_mission_and_the_stage_gets_its_result():
+    driver = DirectDriver(PARENT)
+    driver.registry = driver.registry.including(CHILD)
+    ended = driver.run("Lyon", answer_with=lambda interrupt: {"text": "the old town"})
+    assert ended.terminal_reason == "completed", ended.errors
+    assert ended.outputs["plan"] == {"text": "dinners in Lyon near the old town"}
+    (child,) = driver.children
+    assert child.last_state is not None and child.last_state["context"]["party"] == 2
