@@ -258,7 +258,9 @@ def test_two_users_never_see_each_others_missions(server: DevServer, visit):
 
 
 def test_a_journey_by_keyboard_alone(server: DevServer, visit):
+    # Given kay's mission waiting for her choice (on a loaded machine it may take a while to ask)
     mission_id = start(server, "kay", "t_chooses", "pick a plan by keyboard")
+    wait_for(Client(server, "kay"), mission_id, {"interrupted"})
     page = visit(server.url).page
     screenshot(page, "sign-in")
     assert_accessible(page, "sign-in")
