@@ -72,8 +72,12 @@ _APPEND_EVENTS = (QUERY, PUT, DELETE)
 
 # Draining a user's queue (whoever frees a slot does it): claim the next entry, move its mission to
 # running and start it (its first envelope may offload blobs into the checkpoints table; a fork reads
-# its checkpoint), or hand a queued answer to its waiting execution.
+# its checkpoint), or hand a queued answer to its waiting execution. A sub-mission whose start fails
+# answers its parent's delegation (missions.service.delegation): an interrupt read and updated, and the
+# parent's timeline appended to.
 _DRAINS = {
+    "interrupts": TableAccess((GET, UPDATE)),
+    "events": TableAccess(_APPEND_EVENTS),
     "missions": TableAccess((GET, UPDATE)),
     "checkpoints": TableAccess((GET, PUT)),
     "dispatch": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, CONDITION_CHECK)),

@@ -155,6 +155,7 @@ class Runtime(Bindings):
             capabilities=self.capabilities,
             agents=self.agents,
             reconcile_after_seconds=self.settings.reconcile_stale_after_seconds,
+            start_failed=lambda record: self.delegations.ended(record),  # a sub-mission's parent is told
         )
 
     @cached_property

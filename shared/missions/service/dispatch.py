@@ -165,8 +165,10 @@ class Dispatcher:
         starter: Starter,
         limit: int | Callable[[str], int] = 3,
         clock: Callable[[], int] = time.time_ns,
+        start_failed: Callable[[MissionRecord], object] | None = None,
     ):
         self._store = store
+        self._start_failed = start_failed
         self._missions = missions
         self._lifecycle = Lifecycle(missions)
         self._starter = starter
@@ -335,11 +337,13 @@ class Dispatcher:
                 raise
             log.warning("start of mission %s failed: %s", entry.mission_id, exc)
             try:
-                self._lifecycle.move(
+                failed = self._lifecycle.move(
                     entry.mission_id, MissionStatus.FAILED, terminal_reason=f"start_failed: {exc}"[:500]
                 )
+                if self._start_failed is not None:
+                    self._start_failed(failed)
             except Exception:
-                log.exception("could not mark mission %s failed", entry.mission_id)
+                log.exception("could not mark mission %s failed (or say so)", entry.mission_id)
             return False
 
     def _hand_over(self, entry: QueueEntry, own: bool) -> bool:

@@ -131,9 +131,11 @@ class Launcher:
         conversations: Callable[[], ConversationStore] | None = None,
         agents: AgentConfigs | None = None,
         reconcile_after_seconds: float = 960,
+        start_failed: Callable[[MissionRecord], object] | None = None,
     ):
         """`reconcile_after_seconds`: how old a note or claim must be for `reconcile` to take it as left by a
-        process that died (longer than any function runs)."""
+        process that died (longer than any function runs). `start_failed`: told of a queued mission whose start
+        failed (it never runs, so no execution reports its end: a sub-mission's parent learns it there)."""
         self.capabilities = capabilities or registry.default_registry()
         self._reconcile_after = reconcile_after_seconds
         self._missions = missions
@@ -149,7 +151,7 @@ class Launcher:
             capabilities=self.capabilities,
             agents=agents,
         )
-        self.dispatcher = Dispatcher(dispatch, missions, self._starter, limit=limit)
+        self.dispatcher = Dispatcher(dispatch, missions, self._starter, limit=limit, start_failed=start_failed)
 
     # -- asking for a mission ---------------------------------------------------------------------
 

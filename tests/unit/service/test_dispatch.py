@@ -155,6 +155,19 @@ def test_a_failing_start_marks_the_mission_failed_and_frees_its_slot():
     assert start.started == ["first", "good"]
 
 
+def test_a_queued_mission_whose_start_failed_is_told_to_whom_it_concerns():
+    # Given a dispatcher that tells of failed starts (a sub-mission's parent waits for that), one slot
+    told = []
+    store, missions, start = InMemoryDispatchStore(), MemoryMissionStore(), FakeStart({"child"})
+    dispatcher = Dispatcher(store, missions, start, limit=1, start_failed=told.append)
+    first = dispatcher.submit(req("first", mission_id="first")).mission_id
+    dispatcher.submit(req("child", mission_id="child"))
+    # When the queued one's start fails, as the slot frees
+    dispatcher.finished(first)
+    # Then its failed record is handed on: no execution will ever report its end
+    assert [(r.mission_id, r.status, r.terminal_reason) for r in told] == [("child", "failed", "start_failed: boom")]
+
+
 def test_a_failing_start_on_submit_keeps_nothing_and_tells_the_submitter():
     # Given a start that fails (Step Functions refused it) / When the mission is submitted
     dispatcher, store, missions, _ = make(failing={"bad"})
