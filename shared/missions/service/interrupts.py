@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from missions.core.errors import AnswerRejected, ConflictError, NotFound, StageRequestError, TaskGone, TransitionRefused
 from missions.core.mission.envelope import InterruptKind, InterruptResponse, Resume
 from missions.core.mission.events import Event, EventType
-from missions.core.mission.status import MissionStatus
+from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.ports.events import EventStore
 from missions.ports.interrupts import InterruptRecord, InterruptStore
 from missions.ports.missions import MissionRecord, MissionStore, MissionSummary
@@ -45,12 +45,16 @@ def waiting_question(interrupts: InterruptStore, record: MissionRecord | Mission
     return interrupt if interrupt.status == "pending" and interrupt.kind is not InterruptKind.DELEGATION else None
 
 
+class NotAnswerableYet(ConflictError):
+    """The question's token is stored, but its mission is not marked waiting yet: retry in a moment."""
+
+
 def answer_interrupt(
     *,
     interrupts: InterruptStore,
     events: EventStore,
     resume: Resumer,
-    mission_id: str,
+    mission: MissionRecord,
     interrupt_id: str,
     response: InterruptResponse | dict[str, Any],
 ) -> tuple[InterruptRecord, bool]:
@@ -59,7 +63,9 @@ def answer_interrupt(
     answer that could not be handed over (an outage) is not kept: the question is pending again.
 
     Raises NotFound (no such interrupt), AnswerRejected (bad shape), ConflictError (already answered,
-    or the execution no longer takes an answer) or DependencyUnavailable (retry)."""
+    the mission ended, or the execution no longer takes an answer), NotAnswerableYet (asked, but the
+    mission is not waiting yet) or DependencyUnavailable (retry)."""
+    mission_id = mission.mission_id
     record = interrupts.get(mission_id, interrupt_id)
     if record.kind is InterruptKind.DELEGATION:  # answered by the sub-mission's end (missions.service.delegation)
         raise ConflictError(f"interrupt {interrupt_id} waits for a sub-mission's result, not for an answer")
@@ -70,6 +76,12 @@ def answer_interrupt(
         raise AnswerRejected(str(exc)) from exc
     if record.status != "pending":
         raise ConflictError(f"interrupt {interrupt_id} is already {record.status}")
+    if mission.status != MissionStatus.INTERRUPTED or mission.pending_interrupt != interrupt_id:
+        # The interrupt function stores the token, then marks the mission waiting. An answer between the
+        # two would find no waiting mission to resume and be dropped while the mission went on waiting.
+        if mission.status in TERMINAL or mission.status == MissionStatus.CANCELLING:
+            raise ConflictError(f"mission {mission_id} is {mission.status}: it takes no answer")
+        raise NotAnswerableYet(f"question {interrupt_id} is not answerable yet")
     record = interrupts.answer(mission_id, interrupt_id, answer)
     # recorded before the execution resumes, so the answer precedes what the next stage writes
     events.append(
@@ -227,13 +239,16 @@ class InterruptService:
         mission: MissionRecord | None = None,
     ) -> tuple[InterruptRecord, bool]:
         """Answer a question (the API and the CLI): recorded once, resumed when the user has a slot.
-        `mission`: its record, when the caller has just read it (the resume reads it otherwise)."""
+        `mission`: its record, when the caller has just read it (read here otherwise)."""
         launcher = self._launcher()
+        if mission is None or mission.mission_id != mission_id:
+            mission = self._missions.get(mission_id)
+        record = mission
         return answer_interrupt(
             interrupts=self._interrupts,
             events=self._events,
-            resume=lambda interrupt, output: launcher.resume(interrupt, output, mission),
-            mission_id=mission_id,
+            resume=lambda interrupt, output: launcher.resume(interrupt, output, record),
+            mission=mission,
             interrupt_id=interrupt_id,
             response=response,
         )

@@ -9,6 +9,7 @@ import base64
 from missions.app.runtime import Runtime
 from missions.core.mission.events import Event, EventType
 from missions.core.mission.status import MissionStatus
+from missions.service.interrupts import record_interrupt
 from missions.service.lifecycle import Lifecycle
 from tests.support.api import GOAL, _ask, _question, call, exchange, executions, start
 
@@ -52,7 +53,18 @@ def test_a_question_is_shown_only_once_it_can_be_answered(runtime: Runtime):
         runtime, "POST", f"/missions/{mission_id}/interrupts/{interrupt_id}", {"decision": "A"}
     )
     assert status == 409 and headers["retry-after"] == "1" and "not answerable yet" in body["message"]
-    # When the token is stored / Then the question shows and takes the answer
+    # When the token is stored but the mission is not marked waiting yet (the function's next write)
+    interrupt = {"id": interrupt_id, "kind": "choice", "stage": "present", "question": "which one?", "options": ["A"]}
+    stored = {"envelope": {"mission_id": mission_id, "interrupt": interrupt}, "task_token": "t"}
+    record_interrupt(stored, runtime.interrupts)
+    # Then an answer is told to retry, and is not taken (taken, it would have had no waiting mission to resume)
+    status, headers, body = exchange(
+        runtime, "POST", f"/missions/{mission_id}/interrupts/{interrupt_id}", {"decision": "A"}
+    )
+    assert status == 409 and headers["retry-after"] == "1" and "not answerable yet" in body["message"]
+    assert runtime.interrupts.get(mission_id, interrupt_id).status == "pending"
+    assert runtime.missions.get(mission_id).status == MissionStatus.RUNNING
+    # When the mission is marked waiting / Then the question shows and takes the answer
     _question(runtime, mission_id)
     assert call(runtime, "GET", f"/missions/{mission_id}")[1]["pending_interrupt"]["question"] == "which one?"
     assert call(runtime, "POST", f"/missions/{mission_id}/interrupts/{interrupt_id}", {"decision": "A"})[0] == 200

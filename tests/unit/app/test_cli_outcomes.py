@@ -17,8 +17,16 @@ class StillRunning:
     """The emulation as `_follow` reads it, with a mission that runs on and, if told, asks a question."""
 
     def __init__(self, asks: bool = False) -> None:
-        question = SimpleNamespace(interrupt_id="i1", kind="clarification", question="Which module?", options=[])
-        self.runtime = SimpleNamespace(interrupts=SimpleNamespace(pending=lambda _id: [question] if asks else []))
+        question = SimpleNamespace(
+            interrupt_id="i1", kind="clarification", question="Which module?", options=[], status="pending"
+        )
+        mission = SimpleNamespace(
+            mission_id="m", status="interrupted" if asks else "running", pending_interrupt="i1" if asks else None
+        )
+        self.runtime = SimpleNamespace(
+            interrupts=SimpleNamespace(get=lambda _id, _interrupt: question),
+            missions=SimpleNamespace(get=lambda _id: mission),
+        )
 
     def events(self, mission_id: str, after: str | None = None) -> tuple[list[Any], str | None]:
         return [], after

@@ -46,7 +46,7 @@ from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.core.triggers.declared import TriggerSource
 from missions.ports.missions import MissionRecord, MissionSummary, lifecycle_of, running_stage
 from missions.service.checkpoints import records_of, state_at
-from missions.service.interrupts import waiting_question
+from missions.service.interrupts import NotAnswerableYet, waiting_question
 
 _MISSION = "/missions/<mission_id>"
 # to start, or to resume after an answer or the user's resume
@@ -380,6 +380,8 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, An
         answered, now = runtime().interrupt_service.answer(
             mission_id, interrupt_id, InterruptResponse(**body.model_dump()), record
         )
+    except NotAnswerableYet as exc:  # its token is stored, the mission not yet marked waiting
+        return error(409, str(exc), headers={"Retry-After": "1"})
     except NotFound:
         if record.asking == interrupt_id:  # asked, but its token is not stored yet
             return error(409, f"question {interrupt_id} is not answerable yet", headers={"Retry-After": "1"})

@@ -125,6 +125,8 @@ def run(
 
 def _follow(cloud: LocalCloud, mission_id: str, answers: list[str], timeout: float, quiet: bool) -> str:
     """Stream events until the execution ends, answering interrupts as they come."""
+    from missions.service.interrupts import waiting_question
+
     cursor: str | None = None
     deadline = time.monotonic() + timeout
     answered: set[str] = set()
@@ -140,16 +142,17 @@ def _follow(cloud: LocalCloud, mission_id: str, answers: list[str], timeout: flo
                 for event in events:
                     render(event)
             return status
-        for record in cloud.runtime.interrupts.pending(mission_id):
-            if record.interrupt_id not in answered:
-                try:
-                    response = ask(record.kind, record.question, record.options, answers, quiet)
-                except Unanswered as asked:  # the emulation, and the mission with it, ends with this run
-                    waiting(mission_id, asked, "run it again with --answer '<answer>'", quiet)
-                except AnswerRefused as refusal:
-                    refused(mission_id, refusal, quiet)
-                cloud.answer(mission_id, record.interrupt_id, response)
-                answered.add(record.interrupt_id)
+        # only a question its mission waits on: one answered before that would have nowhere to go
+        record = waiting_question(cloud.runtime.interrupts, cloud.runtime.missions.get(mission_id))
+        if record is not None and record.interrupt_id not in answered:
+            try:
+                response = ask(record.kind, record.question, record.options, answers, quiet)
+            except Unanswered as asked:  # the emulation, and the mission with it, ends with this run
+                waiting(mission_id, asked, "run it again with --answer '<answer>'", quiet)
+            except AnswerRefused as refusal:
+                refused(mission_id, refusal, quiet)
+            cloud.answer(mission_id, record.interrupt_id, response)
+            answered.add(record.interrupt_id)
         if time.monotonic() > deadline:
             timed_out(mission_id, timeout, "run it again with a longer --timeout", quiet)
         time.sleep(0.05)
