@@ -98,9 +98,14 @@ def run(
         if v is not None
     }
     from missions.core.errors import MissionRequestError
+    from missions.core.mission.requests import MissionRequest
     from missions.local.emulation import LocalCloud
     from missions.service.checkpoints import stage_history
 
+    try:  # the request's own rules before the emulation starts (seconds): bad input fails at once
+        MissionRequest.parse(capability=capability, goal=goal, context=mission_context, bounds=bounds)
+    except MissionRequestError as exc:
+        fail(str(exc))
     llm = {} if offline else llm_settings()
     started = time.perf_counter()
     with LocalCloud([capability], settings={**llm, "repo_roots": repo_roots([root])}) as cloud:
