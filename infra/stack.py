@@ -36,8 +36,9 @@ from missions.core.specs import INTERRUPT_FUNCTION, SCHEDULE_FUNCTION, TABLES, s
 
 
 def selected_capabilities(config: EnvironmentConfig) -> list[Capability]:
+    """The environment's capabilities (cdk.json; all installed when it names none), and those they delegate to."""
     names = config.capabilities if config.capabilities is not None else registry.installed()
-    return [registry.load(name) for name in names]
+    return [registry.load(name) for name in registry.with_delegates(names)]
 
 
 class MissionsStack(Stack):

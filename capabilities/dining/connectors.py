@@ -7,8 +7,9 @@ its own id and a slightly different name ("Trattoria Bella" / "Trattoria Bella R
 "TRATTORIA BELLA"), so `merge_listings` decides which listings are one place: a shared phone
 number, or similar names a few hundred metres apart (two branches of "Luigi's" stay two).
 
-The three bundled sources answer deterministically from the plain Python data below, so the
-mission runs offline and inside the Lambda layer; real services implement `RestaurantSource`.
+The three bundled sources answer deterministically from the plain Python data below (a sample city,
+and a few places in the cities travel plans trips to), so the mission runs offline and inside the
+Lambda layer; real services implement `RestaurantSource`.
 """
 
 from __future__ import annotations
@@ -25,24 +26,33 @@ DIETARY = ("vegetarian", "vegan", "gluten-free")
 WEEKEND = frozenset({"friday", "saturday"})  # evenings the busy places are booked out
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 DOWNTOWN = (40.7420, -73.9890)  # the sample city's centre: distances are measured from here
+SAMPLE_CITY = "new york"  # a search that names no city
+# each city's centre: a search measures distances from its city's
+CITIES = {SAMPLE_CITY: DOWNTOWN, "paris": (48.8566, 2.3522), "rome": (41.9028, 12.4964), "lisbon": (38.7223, -9.1393)}
 SLOT_WINDOW_MINUTES = 90  # the reservations service offers tables this close to the asked time
 SAME_PLACE_KM = 0.3  # listings with similar names further apart than this are different branches
 
 
 @dataclass(frozen=True)
 class DiningQuery:
-    """What every source is asked: which food, when, for how many, how far from `origin`."""
+    """What every source is asked: which food, when, for how many, in which city, how far from `origin`
+    (the city's centre when None)."""
 
     cuisine: str | None = None
     day: str | None = None  # a weekday name; None means a weekday
     time: str = "19:30"
     party_size: int = 2
     radius_km: float = 5.0
-    origin: tuple[float, float] = DOWNTOWN
+    city: str | None = None  # None: the sample city
+    origin: tuple[float, float] | None = None
 
     @property
     def weekend(self) -> bool:
         return (self.day or "").lower() in WEEKEND
+
+    @property
+    def city_key(self) -> str:
+        return (self.city or SAMPLE_CITY).strip().lower()
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,7 @@ class RestaurantListing:
     dietary: tuple[str, ...] = ()
     bookable: bool | None = None  # True: takes reservations through this source
     slots: tuple[str, ...] = ()  # free tables near the asked time ("HH:MM")
+    area: str | None = None  # the neighbourhood, where the source names it
 
     def to_dict(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self.__dict__.items()}
@@ -97,6 +108,7 @@ class Restaurant:
     dietary: list[str] = field(default_factory=list)
     bookable: bool | None = None  # None: no reservations source knew it (walk-in or unknown)
     slots: list[str] = field(default_factory=list)
+    area: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -129,6 +141,8 @@ class _Place:
     weekday_slots: tuple[str, ...] = ()
     weekend_slots: tuple[str, ...] = ()
     max_party: int = 8
+    city: str = SAMPLE_CITY  # offsets are from this city's centre
+    area: str | None = None
 
 
 # key, east/north of downtown (km), address, phone, cuisines, $ per person, rating, reviews, dietary options,
@@ -220,6 +234,84 @@ PLACES: tuple[_Place, ...] = (
         {"maps": "Thai Orchid", "reviews": "Orchid Thai Cuisine", "reservations": "Thai Orchid"},
         ("19:30", "20:00"), ("19:30",),
     ),
+    # Paris
+    _Place(
+        "chez_janou", 1.9, -0.2, "2 Rue Roger Verlomme", "+33-1-4272-2841", ("french", "provencal"), 45, 4.5, 2100,
+        ("vegetarian",), {"maps": "Chez Janou", "reviews": "Chez Janou Bistrot", "reservations": "Chez Janou"},
+        ("19:30", "20:30"), ("21:30",), city="paris", area="Le Marais",
+    ),
+    _Place(
+        "breizh_cafe", 1.3, 0.3, "109 Rue Vieille du Temple", "+33-1-4272-1377", ("french", "crepes"), 30, 4.6,
+        3400, ("vegetarian", "gluten-free"), {"maps": "Breizh Café", "reviews": "Breizh Cafe"},
+        city="paris", area="Le Marais",
+    ),
+    _Place(
+        "bouillon_chartier", 0.2, 1.6, "7 Rue du Faubourg Montmartre", "+33-1-4770-8629", ("french",), 25, 4.2, 5200,
+        (), {"maps": "Bouillon Chartier", "reviews": "Bouillon Chartier Grands Boulevards"},
+        city="paris", area="Grands Boulevards",
+    ),
+    _Place(
+        "polidor", -0.6, -1.2, "41 Rue Monsieur le Prince", "+33-1-4326-9534", ("french", "bistro"), 40, 4.3, 1800,
+        (), {"maps": "Polidor", "reviews": "Crèmerie Restaurant Polidor", "reservations": "Polidor"},
+        ("19:00", "20:00"), ("22:00",), city="paris", area="Latin Quarter",
+    ),
+    _Place(
+        "clown_bar", 2.2, 0.6, "114 Rue Amelot", "+33-1-4355-8735", ("french", "bistro"), 70, 4.5, 900,
+        ("vegetarian",), {"maps": "Clown Bar", "reservations": "Clown Bar"},
+        ("20:00",), (), city="paris", area="Oberkampf",
+    ),
+    _Place(
+        "septime", 3.1, -0.4, "80 Rue de Charonne", "+33-1-4367-3829", ("french",), 120, 4.7, 1500,
+        ("vegetarian",), {"maps": "Septime", "reviews": "Septime", "reservations": "Septime"},
+        ("21:30",), (), city="paris", area="Bastille",
+    ),
+    _Place(
+        "wild_and_the_moon", 1.6, 0.1, "55 Rue Charlot", "+33-1-7477-5521", ("vegan",), 28, 4.4, 700,
+        ("vegetarian", "vegan", "gluten-free"), {"maps": "Wild & The Moon", "reviews": "Wild and the Moon"},
+        city="paris", area="Le Marais",
+    ),
+    _Place(
+        "le_consulat", -0.1, 3.1, "18 Rue Norvins", "+33-1-4606-5063", ("french", "bistro"), 38, 4.1, 2600,
+        (), {"maps": "Le Consulat", "reviews": "Le Consulat Montmartre"},
+        city="paris", area="Montmartre",
+    ),
+    # Rome
+    _Place(
+        "roscioli", -0.9, -0.6, "Via dei Giubbonari 21", "+39-06-687-5287", ("italian", "roman"), 60, 4.6, 4100,
+        ("vegetarian",), {"maps": "Roscioli", "reviews": "Roscioli Salumeria con Cucina", "reservations": "Roscioli"},
+        ("19:30", "21:00"), ("22:00",), city="rome", area="Campo de' Fiori",
+    ),
+    _Place(
+        "da_panattoni", -1.2, -1.8, "Viale di Trastevere 53", "+39-06-580-0919", ("italian", "pizza"), 25, 4.4, 3300,
+        ("vegetarian", "vegan"), {"maps": "Da Panattoni", "reviews": "Pizzeria Da Panattoni"},
+        city="rome", area="Trastevere",
+    ),
+    _Place(
+        "armando_al_pantheon", -0.8, 0.0, "Salita dei Crescenzi 31", "+39-06-6880-3034", ("italian", "roman"), 55,
+        4.7, 2900, (), {"maps": "Armando al Pantheon", "reviews": "Armando al Pantheon", "reservations": "Armando"},
+        ("19:00", "20:30"), ("19:00",), city="rome", area="Pantheon",
+    ),
+    _Place(
+        "mercato_monti", 0.5, -0.3, "Via Leonina 46", "+39-06-481-5912", ("italian",), 35, 4.3, 800,
+        ("vegetarian",), {"maps": "Mercato Monti", "reviews": "Trattoria Mercato Monti"},
+        city="rome", area="Monti",
+    ),
+    # Lisbon
+    _Place(
+        "taberna_flores", -0.6, -0.7, "Rua das Flores 103", "+351-21-347-9418", ("portuguese",), 40, 4.6, 2500,
+        ("vegetarian",), {"maps": "Taberna da Rua das Flores", "reviews": "Taberna Rua das Flores"},
+        city="lisbon", area="Chiado",
+    ),
+    _Place(
+        "cervejaria_ramiro", 0.9, 1.4, "Avenida Almirante Reis 1", "+351-21-885-1024", ("portuguese", "seafood"), 50,
+        4.7, 6100, (), {"maps": "Cervejaria Ramiro", "reviews": "Ramiro", "reservations": "Cervejaria Ramiro"},
+        ("19:00", "21:30"), ("22:30",), city="lisbon", area="Anjos",
+    ),
+    _Place(
+        "time_out_market", -0.9, -1.2, "Avenida 24 de Julho 49", "+351-21-395-1274", ("portuguese",), 22, 4.4, 9000,
+        ("vegetarian", "vegan"), {"maps": "Time Out Market", "reviews": "Time Out Market Lisboa"},
+        city="lisbon", area="Cais do Sodré",
+    ),
 )
 # fmt: on
 
@@ -228,7 +320,7 @@ _KM_PER_DEG_LAT = 110.57
 
 def _where(place: _Place, jitter: int) -> tuple[float, float]:
     """The place's coordinates as one source records them: a few metres off the others'."""
-    lat0, lon0 = DOWNTOWN
+    lat0, lon0 = CITIES[place.city]
     lat = lat0 + place.north_km / _KM_PER_DEG_LAT + jitter * 0.00004
     lon = lon0 + place.east_km / (_KM_PER_DEG_LAT * math.cos(math.radians(lat0))) - jitter * 0.00003
     return round(lat, 6), round(lon, 6)
@@ -274,12 +366,16 @@ class _SampleSource:
         if query.radius_km <= 0:
             raise ConnectorRejected("the search radius must be positive")
         parse_time(query.time)
+        city = query.city_key
+        if city not in CITIES:
+            raise ConnectorRejected(f"no restaurants known in '{query.city}' (this source covers {', '.join(CITIES)})")
+        origin = query.origin or CITIES[city]
         found = []
         for index, place in enumerate(PLACES):
-            if self.name not in place.names or not _matches(place, query):
+            if place.city != city or self.name not in place.names or not _matches(place, query):
                 continue
             where = _where(place, self.jitter)
-            distance = round(distance_km(query.origin, where), 2)
+            distance = round(distance_km(origin, where), 2)
             if distance <= query.radius_km:
                 found.append(self._listing(index, place, where, distance, query))
         return sorted(found, key=lambda listing: (listing.distance_km, listing.source_id))
@@ -311,6 +407,7 @@ class MapsSource(_SampleSource):
             price_level=_price_level(place.price),
             rating=place.rating,
             dietary=tuple(d for d in place.dietary if d == "vegetarian"),
+            area=place.area,
         )
 
 
@@ -335,6 +432,7 @@ class ReviewsSource(_SampleSource):
             rating=place.rating,
             review_count=place.reviews,
             dietary=place.dietary,
+            area=place.area,
         )
 
 
@@ -475,6 +573,7 @@ def _merge(group: list[RestaurantListing]) -> Restaurant:
         dietary=[d for d in DIETARY if any(d in listing.dietary for listing in group)],
         bookable=any(listing.bookable for listing in booking) if booking else None,
         slots=sorted({s for listing in booking for s in listing.slots}),
+        area=next((listing.area for listing in group if listing.area), None),
     )
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 WEIGHTS = {"rating": 0.4, "availability": 0.3, "price_fit": 0.3}
-TOP_N = 3
+TOP_N = 3  # the options a user chooses from
+MAX_SHORTLIST = 8  # the options a mission that delegated may ask for instead (context `shortlist`)
 
 
 def _minutes(hhmm: str) -> int:
@@ -99,6 +100,7 @@ def card(restaurant: dict[str, Any], criteria: dict[str, Any]) -> dict[str, Any]
         "id": restaurant["id"],
         "name": restaurant["name"],
         "address": restaurant["address"],
+        "area": restaurant.get("area"),
         "cuisines": restaurant["cuisines"],
         "rating": restaurant.get("rating"),
         "review_count": restaurant.get("review_count"),

@@ -4,6 +4,10 @@ Three LLM calls: the planner reads the goal, the ranker writes one line per opti
 is the composite score's, never the model's), and the last stage writes the summary. Everything
 that decides what the user is offered is code, so preferences and failures act the same with
 any model.
+
+A mission that delegates to dining (travel's dinners) names the `city` in the context, and may ask
+for a `shortlist` of N options instead of a choice: then no question is asked and the output's
+`options` are the best N, for the mission that asked to use.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from capabilities.dining.connectors import RestaurantListing, merge_listings
 from capabilities.dining.criteria import GoalCriteria, plan_criteria
-from capabilities.dining.ranking import TOP_N, WEIGHTS, apply_filters, card, one_line
+from capabilities.dining.ranking import MAX_SHORTLIST, TOP_N, WEIGHTS, apply_filters, card, one_line
 from capabilities.dining.ranking import rank as by_score
 from capabilities.dining.tools import listings_of, tool_id
 from missions.core.capability.connectors import call_source, with_simulated_failures
@@ -36,7 +40,7 @@ class OptionNote(_Out):
 class RankNotes(_Out):
     """The ranker model's answer: a short note per option it was shown (it adds no options)."""
 
-    notes: list[OptionNote] = Field(default_factory=list, max_length=TOP_N)
+    notes: list[OptionNote] = Field(default_factory=list, max_length=MAX_SHORTLIST)
 
 
 class Summary(_Out):
@@ -113,6 +117,7 @@ def _search(ctx: Ctx, plan: Planned, source: str) -> Listings:
         "time": criteria.get("time", "19:30"),
         "party_size": criteria.get("party_size", 2),
         "radius_km": criteria.get("max_distance_km", 5.0),
+        "city": ctx.context.get("city") or None,
     }
 
     def once() -> list[RestaurantListing]:
@@ -164,25 +169,37 @@ def aggregate(
     )
 
 
+def shortlist(context: dict[str, Any]) -> int | None:
+    """How many options the mission that delegated wants without a question (context `shortlist`), or None."""
+    wanted = context.get("shortlist")
+    if isinstance(wanted, bool) or not isinstance(wanted, int | float) or wanted < 1:
+        return None
+    return min(int(wanted), MAX_SHORTLIST)
+
+
 @stage
 def rank(ctx: Ctx, plan: Planned, aggregate: Aggregated) -> Ranked:
     """Code orders by the composite score; the model writes a note on each of the top options."""
     criteria = plan.criteria
     ranked = by_score(aggregate.candidates, criteria)
-    top = [card(r, criteria) for r in ranked[:TOP_N]]
+    count = shortlist(dict(ctx.context)) or TOP_N
+    top = [card(r, criteria) for r in ranked[:count]]
     said = ctx.think(RankNotes, criteria=criteria, options=top, weights=WEIGHTS).notes
     notes = {n.id: n.note for n in said}  # notes on ids it was not shown are dropped
     return Ranked(
         weights=WEIGHTS,
         considered=len(ranked),
-        top=[card({**r, "note": notes.get(r["id"])}, criteria) for r in ranked[:TOP_N]],
-        runners_up=[{"id": r["id"], "score": r["score"]} for r in ranked[TOP_N : TOP_N + 5]],
+        top=[card({**r, "note": notes.get(r["id"])}, criteria) for r in ranked[:count]],
+        runners_up=[{"id": r["id"], "score": r["score"]} for r in ranked[count : count + 5]],
     )
 
 
 @stage
 def present(ctx: Ctx, rank: Ranked) -> Presented:
-    """Asks the user to choose (the answer resumes at `complete`); with nothing to offer it says so."""
+    """Asks the user to choose (the answer resumes at `complete`); with nothing to offer it says so. A
+    shortlist asked for by the mission that delegated is its to use: no question."""
+    if shortlist(dict(ctx.context)) is not None:
+        return Presented(asked=False, reason=f"a shortlist of {len(rank.top)} for the mission that asked")
     if rank.top:
         ctx.choose("Which restaurant would you like?", rank.top, one_line, decline=NONE)
     return Presented(asked=False, reason="no restaurant fits the criteria")

@@ -24,6 +24,7 @@ class SearchParams(BaseModel):
     time: str = "19:30"
     party_size: int = Field(2, ge=1, le=20)
     radius_km: float = Field(5.0, gt=0, le=50)
+    city: str | None = Field(None, min_length=1, max_length=64, description="the city to search; none: the sample city")
 
 
 def tool_id(source: str) -> str:

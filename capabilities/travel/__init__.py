@@ -15,6 +15,7 @@ from capabilities.travel.policy import offline_policy
 from capabilities.travel.stages import (
     choose,
     complete,
+    dinners,
     planner,
     reflect,
     replan,
@@ -41,6 +42,7 @@ __all__ = [
     "CATALOG",
     "choose",
     "complete",
+    "dinners",
     "offline_policy",
     "planner",
     "prepare_context",

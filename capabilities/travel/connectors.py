@@ -1,5 +1,6 @@
-"""Travel services: flights, hotels, activities (museums, tours, outdoors, day trips), events
-and restaurants.
+"""Travel services: flights, hotels, activities (museums, tours, outdoors, day trips) and events.
+Restaurants are not searched here: the trip's dinners come from a `dining` sub-mission (stages.dinners),
+and `Restaurant` is how its options read in the trip.
 
 One protocol per kind of service, and sample sources that answer from bundled data,
 deterministically, so a travel mission runs offline and inside the Lambda layer (plain Python
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 
 from missions.core.capability.connectors import ConnectorRejected
 
-KINDS = ("flights", "hotels", "activities", "events", "restaurants")
+KINDS = ("flights", "hotels", "activities", "events")
 ACTIVITY_CATEGORIES = ("museum", "tour", "outdoors", "day_trip", "food")
 
 
@@ -100,9 +101,26 @@ class Restaurant:
     price_usd: float  # a dinner, per traveler
     rating: float
     vegetarian: bool  # a real vegetarian choice, not one salad
+    table: str | None = None  # a free table's time, as the reservations service offered it
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": "restaurant", **asdict(self)}
+
+    @classmethod
+    def from_dining(cls, option: dict[str, Any]) -> Restaurant:
+        """One of a dining mission's options (capabilities.dining.ranking.card) as the trip shows it."""
+        table = str(option.get("table") or "")
+        return cls(
+            id=str(option["id"]),
+            source="dining",
+            name=str(option["name"]),
+            area=str(option.get("area") or option.get("address") or ""),
+            cuisine=", ".join(option.get("cuisines") or []) or "restaurant",
+            price_usd=float(option.get("price_per_person") or 0.0),
+            rating=float(option.get("rating") or 0.0),
+            vegetarian="vegetarian" in (option.get("dietary") or []),
+            table=table if ":" in table else None,
+        )
 
 
 class FlightSearch(Protocol):
@@ -131,12 +149,6 @@ class EventCalendar(Protocol):
     name: str
 
     def search(self, trip: TripQuery) -> list[Activity]: ...
-
-
-class RestaurantGuide(Protocol):
-    name: str
-
-    def search(self, trip: TripQuery) -> list[Restaurant]: ...
 
 
 # --------------------------------------------------------------------------- bundled data
@@ -261,33 +273,6 @@ _EVENTS: dict[str, list[tuple[str, str, str, str, float, float, float, str, str]
 ACTIVITY_SOURCES = ("attractions",)
 EVENT_SOURCES = ("events",)
 
-# Restaurants: (id, name, area, cuisine, dinner per traveler, rating, vegetarian, sources)
-_RESTAURANTS: dict[str, list[tuple[str, str, str, str, float, float, bool, str]]] = {
-    "paris": [
-        ("par-r-chezjanou", "Chez Janou", "Le Marais", "Provençal", 45, 4.5, True, "local_guide reviews"),
-        ("par-r-breizh", "Breizh Café", "Le Marais", "crêpes", 30, 4.6, True, "reviews"),
-        ("par-r-bouillon", "Bouillon Chartier", "Grands Boulevards", "French classics", 25, 4.2, False, "reviews"),
-        ("par-r-polidor", "Polidor", "Latin Quarter", "bistro", 40, 4.3, False, "local_guide"),
-        ("par-r-clown", "Clown Bar", "Oberkampf", "natural wine bistro", 70, 4.5, True, "local_guide"),
-        ("par-r-septime", "Septime", "Bastille", "modern French", 120, 4.7, True, "local_guide reviews"),
-        ("par-r-wildandtheMoon", "Wild & The Moon", "Le Marais", "vegan", 28, 4.4, True, "reviews"),
-        ("par-r-consulat", "Le Consulat", "Montmartre", "bistro", 38, 4.1, False, "reviews"),
-        ("par-r-ancienne", "L'Ancienne Boulangerie", "Giverny", "country French", 35, 4.3, True, "local_guide"),
-    ],
-    "rome": [
-        ("rom-r-roscioli", "Roscioli", "Campo de' Fiori", "Roman", 60, 4.6, True, "local_guide reviews"),
-        ("rom-r-dapanattoni", "Da Panattoni", "Trastevere", "pizza", 25, 4.4, True, "reviews"),
-        ("rom-r-armando", "Armando al Pantheon", "Pantheon", "Roman", 55, 4.7, False, "local_guide"),
-        ("rom-r-mercato", "Mercato Monti", "Monti", "trattoria", 35, 4.3, True, "reviews"),
-    ],
-    "lisbon": [
-        ("lis-r-taberna", "Taberna da Rua das Flores", "Chiado", "Portuguese", 40, 4.6, True, "local_guide reviews"),
-        ("lis-r-ramiro", "Cervejaria Ramiro", "Anjos", "seafood", 50, 4.7, False, "reviews"),
-        ("lis-r-pasteis", "Pastéis de Belém", "Belém", "bakery", 10, 4.7, True, "local_guide"),
-    ],
-}
-RESTAURANT_SOURCES = ("local_guide", "reviews")
-
 
 # --------------------------------------------------------------------------- sample sources
 
@@ -347,24 +332,11 @@ class SampleEvents:
         ]
 
 
-@dataclass(frozen=True)
-class SampleRestaurants:
-    name: str
-
-    def search(self, trip: TripQuery) -> list[Restaurant]:
-        return [
-            Restaurant(rid, self.name, name, area, cuisine, price, rating, vegetarian)
-            for rid, name, area, cuisine, price, rating, vegetarian, sources in _RESTAURANTS.get(trip.city, [])
-            if self.name in sources.split()
-        ]
-
-
 SOURCES: dict[str, dict[str, Any]] = {
     "flights": {name: SampleFlights(name) for name in FLIGHT_SOURCES},
     "hotels": {name: SampleHotels(name) for name in HOTEL_SOURCES},
     "activities": {name: SampleAttractions(name) for name in ACTIVITY_SOURCES},
     "events": {name: SampleEvents(name) for name in EVENT_SOURCES},
-    "restaurants": {name: SampleRestaurants(name) for name in RESTAURANT_SOURCES},
 }
 
 

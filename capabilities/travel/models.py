@@ -96,7 +96,7 @@ class Planned(_Out):
 
 
 class Supervised(_Out):
-    next: Literal["workers", "synthesis", "replan"]
+    next: Literal["workers", "dinners", "synthesis", "replan"]
     running: list[str]
     workers: int = 0
     not_done: list[str] = Field(default_factory=list)
@@ -115,6 +115,27 @@ class WorkItem(_Out):
 class WorkerResult(WorkItem):
     report: dict[str, Any]  # source, ok, count, error, attempts
     items: list[dict[str, Any]]
+
+
+class DiningShortlist(BaseModel):
+    """What travel reads of a `dining` sub-mission's final output (the rest of it is dining's own)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    answer: str = ""
+    options: list[dict[str, Any]] = Field(default_factory=list)
+    failed_sources: list[str] = Field(default_factory=list)
+    sources: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class Dined(_Out):
+    """The dinners stage: what the dining sub-mission gave (or why it gave nothing)."""
+
+    delegated_to: str
+    goal: str
+    options: int
+    picks: list[str]
+    failed: str | None = None  # the sub-mission's status and reason when it did not complete
 
 
 class Question(_Out):

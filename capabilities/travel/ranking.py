@@ -15,7 +15,7 @@ Facts = dict[str, Any]
 
 CATEGORY_WEIGHT = {"museum": 1.0, "tour": 0.9, "event": 0.85, "outdoors": 0.8, "food": 0.75, "day_trip": 0.7}
 TIE_POINTS = 1.5  # two single options within this many points (of 100) are equally good
-SHORTLIST = {"flights": 5, "hotels": 5, "activities": 14, "restaurants": 8}
+SHORTLIST = {"flights": 5, "hotels": 5, "activities": 14}
 _ALIASES = {
     "museums": "museum",
     "gallery": "museum",
@@ -76,12 +76,10 @@ def rank(
     adjustment: dict[str, Any],
     preferences: dict[str, Any],
     previous: list[dict[str, Any]],
-    context: dict[str, Any],
 ) -> Ranked:
-    """`previous` are the coordinator's last picks (a 'cheaper' redo must beat them); `context`
-    is what other coordinators settled (the hotel's area for restaurants)."""
-    scorer = {"flights": _flights, "hotels": _hotels, "activities": _activities, "restaurants": _restaurants}
-    return scorer[coordinator](options, trip, adjustment, preferences, previous, context)
+    """`previous` are the coordinator's last picks (a 'cheaper' redo must beat them)."""
+    scorer = {"flights": _flights, "hotels": _hotels, "activities": _activities}
+    return scorer[coordinator](options, trip, adjustment, preferences, previous)
 
 
 def _scored(options: list[dict[str, Any]], value: Any, limit: int) -> list[dict[str, Any]]:
@@ -109,9 +107,7 @@ def _cheaper_than(options: list[dict[str, Any]], previous: list[dict[str, Any]],
     return cheaper or options
 
 
-def _flights(
-    options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options, context: Facts
-) -> Ranked:
+def _flights(options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options) -> Ranked:
     wants = set(adjustment.get("require", [])) | ({"direct"} if preferences.get("direct_flights") else set())
     if "direct" in wants:
         options = [o for o in options if o["stops"] == 0] or options
@@ -125,9 +121,7 @@ def _flights(
     return _single(_scored(options, lambda o: 1.0 / cost(o), SHORTLIST["flights"]))
 
 
-def _hotels(
-    options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options, context: Facts
-) -> Ranked:
+def _hotels(options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options) -> Ranked:
     for need in ("quiet", "near_metro"):
         if need in adjustment.get("require", []):
             options = [o for o in options if o[need]] or options
@@ -142,9 +136,7 @@ def _hotels(
     return _single(_scored(options, value, SHORTLIST["hotels"]))
 
 
-def _activities(
-    options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options, context: Facts
-) -> Ranked:
+def _activities(options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options) -> Ranked:
     days = int(trip.get("days") or 5)
     slots = 2 * (days - 2) + 1 if days >= 3 else days  # two a full day, one on arrival
     weights = dict(CATEGORY_WEIGHT)
@@ -188,23 +180,6 @@ def _activities(
         if o["id"] not in picks and size <= room and used.get(o["category"], 0) < caps.get(o["category"], 1):
             take(o)
     return Ranked(ranked, picks)
-
-
-def _restaurants(
-    options: Options, trip: Facts, adjustment: Facts, preferences: Facts, previous: Options, context: Facts
-) -> Ranked:
-    diet = " ".join(_words(preferences.get("dietary_restrictions")))
-    if "vegetarian" in adjustment.get("require", []) or "vegetarian" in diet or "vegan" in diet:
-        options = [o for o in options if o["vegetarian"]] or options
-    cheap = bool(adjustment.get("cheaper") or preferences.get("budget") == "lower")
-    near = set(context.get("areas", []))
-
-    def value(o: dict[str, Any]) -> float:
-        return float(20 * o["rating"] + 8 * (o["area"] in near) - o["price_usd"] / (8 if cheap else 40))
-
-    ranked = _scored(options, value, SHORTLIST["restaurants"])
-    dinners = max(1, int(trip.get("days") or 5) - 1)
-    return Ranked(ranked, [o["id"] for o in ranked[:dinners]])
 
 
 def _words(value: Any) -> list[str]:

@@ -12,10 +12,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from capabilities.travel.connectors import Restaurant
 from capabilities.travel.itinerary import cost, layout, render
 from capabilities.travel.models import (
     Assessed,
     Chosen,
+    Dined,
+    DiningShortlist,
     Drafted,
     DraftRef,
     Itinerary,
@@ -52,10 +55,13 @@ from capabilities.travel.state import (
 )
 from missions.core import approvals
 from missions.core.capability.registry import Ctx, stage
+from missions.core.errors import DelegationFailed
 from missions.core.mission.envelope import InterruptKind
 
 SEARCH_AGAIN, CONTINUE = "search again", "continue"
 MAX_CLARIFICATIONS = 2
+DINNER_CEILING_USD = 60.0  # per person, for the dining sub-mission; "cheaper" feedback lowers it
+DINNER_RADIUS_KM = 8.0
 WHERE = "Where would you like to go, and for how many days?"
 
 
@@ -156,8 +162,10 @@ def _plan_markdown(trip: Trip, runs: dict[str, Run], contingencies: list[str]) -
     ]
     for name, run in runs.items():
         after = f" (after {', '.join(run.depends_on)})" if run.depends_on else ""
+        delegate = COORDINATORS[name].delegate_to
         workers = ", ".join(f"{s}:{q}" if q else s for _, s, q in run.workers)
-        lines.append(f"- **{name}**{after}: {run.goal} — workers: {workers}")
+        doer = f"a {delegate} sub-mission" if delegate else f"workers: {workers}"
+        lines.append(f"- **{name}**{after}: {run.goal} — {doer}")
     lines += ["", "## Contingencies", *[f"- {c}" for c in contingencies]]
     return "\n".join(lines)
 
@@ -176,14 +184,20 @@ def supervisor(ctx: Ctx, state: TripState) -> Supervised:
     if not names:
         not_done = [n for n in state.order if state.coordinators[n].status != "done"]
         return Supervised(next="synthesis", running=[], not_done=not_done)
+    searched = [name for name in names if not COORDINATORS[name].delegate_to]
+    if not searched:  # only the delegated coordinator (restaurants) is ready: its sub-mission does the research
+        run = state.coordinators[names[0]]
+        run.status, run.runs = "running", run.runs + 1
+        ctx.update_state(state)
+        return Supervised(next="dinners", running=names[:1])
     items = []
-    for name in names:
+    for name in searched:
         run = state.coordinators[name]
         run.status, run.runs = "running", run.runs + 1
         items += [WorkItem(coordinator=name, kind=k, source=s, query=q).model_dump() for k, s, q in run.workers]
     ctx.fan_out(items)
     ctx.update_state(state)
-    return Supervised(next="workers", running=names, workers=len(items))
+    return Supervised(next="workers", running=searched, workers=len(items))
 
 
 @stage
@@ -196,6 +210,67 @@ def workers(ctx: Ctx, item: dict[str, Any], state: TripState) -> WorkerResult:
     data = result.data or {}
     failed = {"source": f"{work.kind}:{work.source}", "ok": False, "count": 0, "error": result.error, "attempts": 0}
     return WorkerResult(**work.model_dump(), report=data.get("report") or failed, items=data.get("items", []))
+
+
+def dinner_request(state: TripState) -> tuple[str, dict[str, Any]]:
+    """What the dining sub-mission is asked: a dinner for every night but the last, in the destination, as
+    the traveler's feedback tuned it (vegetarian, cheaper), as a shortlist rather than a question."""
+    trip, tuning = state.trip, state.tuning("restaurants")
+    nights = max(1, trip.days - 1)
+    diets = [d for d in ("vegetarian", "vegan") if d in tuning.get("require", [])]
+    goal = f"Dinner for {trip.travelers} in {trip.destination}" + (f", {' and '.join(diets)}" if diets else "")
+    context = {
+        "city": trip.destination,
+        "shortlist": nights,
+        "price_ceiling_per_person": DINNER_CEILING_USD * (0.6 if tuning.get("cheaper") else 1.0),
+        "max_distance_km": DINNER_RADIUS_KM,
+    }
+    return f"{goal}: {nights} dinner(s) on a {trip.days}-day trip", context
+
+
+@stage
+def dinners(ctx: Ctx, state: TripState) -> Dined:
+    """The restaurants coordinator, delegated: a `dining` sub-mission (its own mission, linked to this one)
+    searches and ranks; its shortlist is this trip's dinners. A sub-mission that fails or is refused leaves
+    the trip without dinners and says why, rather than failing the trip."""
+    name, delegate = "restaurants", COORDINATORS["restaurants"].delegate_to or "dining"
+    goal, context = dinner_request(state)
+    failed: str | None = None
+    try:
+        found = ctx.delegate(delegate, goal, DiningShortlist, context=context)
+    except DelegationFailed as exc:
+        found, failed = DiningShortlist(), f"{exc.status}: {exc.reason}"
+    options = [Restaurant.from_dining(o).to_dict() for o in found.options]
+    reports = [{**r, "source": f"{delegate}:{r.get('source')}"} for r in found.sources if isinstance(r, dict)] or [
+        {"source": delegate, "ok": failed is None, "count": len(options), "error": failed, "attempts": 1}
+    ]
+    artifact = ctx.save_artifact(
+        f"research/{name}",
+        {
+            "coordinator": name,
+            "run": state.coordinators[name].runs,
+            "delegated_to": delegate,
+            "goal": goal,
+            "context": context,
+            "sources": reports,
+            "options": options,
+            "failed": failed,
+            "summary": found.answer,
+        },
+    )
+    picks = [o["id"] for o in options[: max(1, state.trip.days - 1)]]
+    answered = sum(1 for r in reports if r.get("ok")) / len(reports)
+    state.findings[name] = Finding(
+        options=options,
+        picks=picks,
+        confidence=round(0.9 * answered + 0.1, 2) if options else 0.0,
+        concerns=[f"the {delegate} sub-mission {failed}"] if failed else [],
+        reports=reports,
+        research=artifact.name,
+    )
+    state.coordinators[name].status = "done"
+    ctx.update_state(state)
+    return Dined(delegated_to=delegate, goal=goal, options=len(options), picks=picks, failed=failed)
 
 
 @dataclass(frozen=True)
@@ -215,7 +290,6 @@ def _research(ctx: Ctx, state: TripState, items: list[WorkerResult]) -> dict[str
     grouped: dict[str, list[WorkerResult]] = {}
     for result in items:
         grouped.setdefault(result.coordinator, []).append(result)
-    areas = [h["area"] for h in state.picked("hotels")] + [a["area"] for a in state.picked("activities")]
     found = {}
     for name, results in grouped.items():
         ranked = rank(
@@ -225,7 +299,6 @@ def _research(ctx: Ctx, state: TripState, items: list[WorkerResult]) -> dict[str
             adjustment=state.tuning(name),
             preferences=dict(preferences) if isinstance(preferences, dict) else {},
             previous=state.picked(name),
-            context={"areas": areas},
         )
         reports = [r.report for r in results]
         artifact = ctx.save_artifact(

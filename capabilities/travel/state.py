@@ -23,12 +23,14 @@ Worker = tuple[str, str, str]  # kind, source, query
 
 @dataclass(frozen=True)
 class Coordinator:
-    """A mid-level supervisor: its workers, its usual dependencies, how many options it picks."""
+    """A mid-level supervisor: its workers, its usual dependencies, how many options it picks; or, with
+    `delegate_to`, a capability whose sub-mission does its research instead of workers."""
 
     name: str
     workers: tuple[Worker, ...]
     depends_on: tuple[str, ...]
     single: bool  # picks one option (a flight, a hotel) rather than a set
+    delegate_to: str | None = None
 
 
 COORDINATORS: dict[str, Coordinator] = {
@@ -53,12 +55,7 @@ COORDINATORS: dict[str, Coordinator] = {
             ("hotels",),
             False,
         ),
-        Coordinator(
-            "restaurants",
-            (("restaurants", "local_guide", ""), ("restaurants", "reviews", "")),
-            ("activities",),
-            False,
-        ),
+        Coordinator("restaurants", (), ("activities",), False, delegate_to="dining"),
     )
 }
 ORDER = tuple(COORDINATORS)

@@ -22,7 +22,7 @@ CATALOG = ToolCatalog()
 class SearchParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["flights", "hotels", "activities", "events", "restaurants"]
+    kind: Literal["flights", "hotels", "activities", "events"]
     source: str = Field(min_length=1, max_length=40)
     query: str = Field("", max_length=80)  # the category, for activities
     destination: str = Field(min_length=1, max_length=80)
@@ -35,7 +35,7 @@ class SearchParams(BaseModel):
 
 @CATALOG.register(
     "travel.search",
-    "Search one travel source (flights, hotels, activities, events or restaurants) for a trip",
+    "Search one travel source (flights, hotels, activities or events) for a trip",
     SearchParams,
     category=ToolCategory.NETWORK,
     timeout_seconds=20,

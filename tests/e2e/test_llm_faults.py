@@ -21,6 +21,7 @@ from missions.local.emulation import LocalCloud
 from missions.ports.interrupts import InterruptRecord
 from missions.ports.missions import MissionRecord
 from missions.service.checkpoints import states
+from missions.service.interrupts import waiting_question
 from tests.support.models.flaky_model import API_KEY, FALLBACK_MODEL, FAULTS, FlakyModel
 
 pytestmark = pytest.mark.e2e
@@ -57,8 +58,8 @@ class Users:
                     whole = self.cloud.runtime.missions.get(record.mission_id)
                     if not whole.execution_arn or moto_patches.wait_reported(whole.execution_arn, 0):
                         self.ended[record.mission_id] = whole
-                elif record.status == MissionStatus.INTERRUPTED and record.pending_interrupt:
-                    self.answer(record.mission_id, record.pending_interrupt)
+                elif (question := waiting_question(self.cloud.runtime.interrupts, record)) is not None:
+                    self.answer(record.mission_id, question.interrupt_id)
 
     def answer(self, mission_id: str, interrupt_id: str) -> None:
         if self.answers[interrupt_id]:
@@ -153,12 +154,18 @@ def side_effects_twice(cloud: LocalCloud, mission_id: str, events: list[Event], 
         if started != tools:
             problems.append(f"{checkpoint_id} counted {tools} tool calls, its events show {started}")
 
-    # every question the mission asked (in a commit) was answered exactly once
-    asked = [e.payload["interrupt_id"] for batch in commits for e in batch if e.type is EventType.INTERRUPT_RAISED]
+    # every question the mission asked (in a commit) was answered exactly once by its user, and every
+    # sub-mission it delegated to ended (answered) exactly once, by its own end
+    raised = [e.payload for batch in commits for e in batch if e.type is EventType.INTERRUPT_RAISED]
+    asked = [p["interrupt_id"] for p in raised if p["kind"] != InterruptKind.DELEGATION.value]
     answered = Counter(e.payload["interrupt_id"] for e in events if e.type is EventType.INTERRUPT_ANSWERED)
     if sorted(asked) != sorted(answered) or any(n != 1 for n in answered.values()):
         problems.append(f"asked {asked}, answered {dict(answered)}")
     problems += [f"{i} answered {answers[i]} times by its user" for i in asked if answers[i] != 1]
+    delegated = len(raised) - len(asked)
+    ended = sum(1 for e in events if e.type is EventType.DELEGATION_ENDED)
+    if ended != delegated:
+        problems.append(f"{delegated} sub-mission(s) started, {ended} ended")
     return problems
 
 
@@ -188,7 +195,9 @@ def play(cloud: LocalCloud, missions: dict[str, tuple[str, str]]) -> Users:
 
 
 def assert_each_ended_once(cloud: LocalCloud, missions: dict[str, tuple[str, str]], users: Users) -> None:
-    """None is stuck, a failed one says why, nothing happened twice, no stored text quotes the key."""
+    """None is stuck, a failed one says why, nothing happened twice, no stored text quotes the key. The
+    sub-missions travel's dinners started are missions of their own: the same holds for each."""
+    missions = {**missions, **{m: (r.user_id, r.capability) for m, r in users.ended.items() if r.parent}}
     # none is stuck: each one ended, and its user holds no slot and no queue entry
     assert not users.running, "\n".join(describe(cloud, m) for m in sorted(users.running))
     dispatcher = cloud.runtime.launcher.dispatcher

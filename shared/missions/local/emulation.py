@@ -27,7 +27,6 @@ from missions.core.mission.envelope import Envelope, InterruptResponse
 from missions.core.mission.events import Event
 from missions.core.mission.requests import MissionRequest
 from missions.core.mission.status import TERMINAL as ENDED
-from missions.core.mission.status import MissionStatus
 from missions.core.pipeline.compiler import MissionMachines, compile_mission, compile_pipeline, placeholders
 from missions.core.settings import RuntimeSettings
 from missions.core.specs import (
@@ -45,6 +44,7 @@ from missions.core.specs import (
 from missions.local import moto as moto_patches
 from missions.local.moto.clients import lean
 from missions.ports.missions import MissionRecord
+from missions.service.interrupts import waiting_question
 
 if TYPE_CHECKING:
     from mypy_boto3_stepfunctions.type_defs import HistoryEventTypeDef
@@ -100,7 +100,8 @@ class LocalCloud:
         segment deploys (the bench compares the two layouts with it)."""
         self.registry = registry or capability_registry.default_registry()
         self.single_level = single_level
-        self.capabilities = capabilities or self.registry.available()
+        # and the capabilities theirs delegate to: a sub-mission needs its own state machine
+        self.capabilities = self.registry.with_delegates(capabilities) if capabilities else self.registry.available()
         self.prefix = prefix
         self._llm = llm
         self._on_timings = on_timings
@@ -427,7 +428,7 @@ class LocalCloud:
                 return status
             if status == "NEVER_STARTED":
                 return status
-            if until_interrupt and self.runtime.interrupts.pending(mission_id) and self._shows_interrupt(mission_id):
+            if until_interrupt and self._shows_interrupt(mission_id):
                 return "INTERRUPTED"
             time.sleep(0.02)
         raise TimeoutError(f"mission {mission_id} still {status} after {timeout}s")
@@ -439,9 +440,10 @@ class LocalCloud:
             return None
 
     def _shows_interrupt(self, mission_id: str) -> bool:
-        """The interrupt handler records the question, then marks the mission: wait for both."""
+        """A question for its user, as the API shows it: the interrupt handler records the question, then
+        marks the mission (wait for both); a mission waiting on a sub-mission waits on no one."""
         record = self._read(mission_id)
-        return record is not None and record.status == MissionStatus.INTERRUPTED
+        return record is not None and waiting_question(self.runtime.interrupts, record) is not None
 
     def outcome(self, mission_id: str) -> MissionOutcome:
         try:

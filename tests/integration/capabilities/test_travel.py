@@ -131,16 +131,18 @@ def test_coordinators_run_in_dependency_order_each_fanning_out_to_its_workers(
     cloud: LocalCloud, journey: Journey
 ) -> None:
     found = events(cloud, journey.mission_id)
-    # Then the workers searched flights, then hotels, then activities and events, then restaurants
+    # Then the workers searched flights, then hotels, then activities and events (restaurants are delegated)
     kinds = searched(found)
-    first_round = kinds[: kinds.index("restaurants") + 2]
-    assert list(dict.fromkeys(first_round)) == ["flights", "hotels", "activities", "events", "restaurants"]
+    first_round = kinds[: 3 + 3 + 6]
+    assert list(dict.fromkeys(first_round)) == ["flights", "hotels", "activities", "events"]
     assert first_round.count("flights") == 3 and first_round.count("activities") == 5
 
     # And each coordinator's workers ran as one Map (one item per worker), then joined
     states = list(cloud.iter_states(journey.mission_id))
-    assert states.count("workers.map") == 5  # four coordinators, then activities again
-    assert states.count("workers.item") == len(kinds) == 3 + 3 + 6 + 2 + 6
+    assert states.count("workers.map") == 4  # three coordinators, then activities again
+    assert states.count("workers.item") == len(kinds) == 3 + 3 + 6 + 6
+    # and the restaurants were delegated: the dinners stage waited for its sub-mission, then ran with its result
+    assert states.count("await.delegation") == 1 and states.count("dinners") == 2
     # And the supervisor started one coordinator at a time, each once its dependency was done
     started = [e.output("supervisor")["running"] for e in checkpoints(cloud, journey.mission_id, "supervisor")]
     assert started == [
@@ -163,6 +165,32 @@ def test_two_equally_good_flights_make_the_traveler_choose(cloud: LocalCloud, jo
     # And the flight picked is the one the final itinerary flies
     chosen = choice.data["options"][0]["id"]
     assert f"{chosen}," in artifact(cloud, journey.mission_id, "final")["markdown"]
+
+
+def test_the_dinners_come_from_a_dining_sub_mission_linked_both_ways(cloud: LocalCloud, journey: Journey) -> None:
+    # Then the restaurants were a dining mission of the traveler's own, started by the dinners stage
+    record = cloud.runtime.missions.get(journey.mission_id)
+    (child_id,) = record.children
+    child = cloud.runtime.missions.get(child_id)
+    assert child.capability == "dining" and child.user_id == record.user_id and child.status == "completed"
+    assert child.parent is not None and child.parent["mission_id"] == journey.mission_id
+    assert "Paris" in child.goal and "4 dinner(s)" in child.goal
+    # And it asked the traveler nothing: a shortlist, not a choice
+    assert not cloud.runtime.interrupts.pending(child_id) and all(q.stage != "present" for q in journey.asked)
+    # And its shortlist, in Paris, is what the trip's dinners are: one a night but the last
+    shortlist = cloud.outcome(child_id).envelope.output("complete")["options"]
+    research = artifact(cloud, journey.mission_id, "research/restaurants", 1)
+    assert research["delegated_to"] == "dining" and [o["id"] for o in research["options"]] == [
+        o["id"] for o in shortlist
+    ]
+    assert all(o["source"] == "dining" and o["area"] for o in research["options"])
+    final = artifact(cloud, journey.mission_id, "final")
+    dinners = [i for day in final["days"] for i in day["items"] if i in {o["id"] for o in shortlist}]
+    assert len(dinners) == 4 and "Dinner: " in final["markdown"]
+    assert final["cost"]["dinners"] > 0
+    # And the timeline says where the dinners came from, and how it ended
+    types = [e.type for e in events(cloud, journey.mission_id)]
+    assert types.count(EventType.DELEGATION_STARTED) == 1 and types.count(EventType.DELEGATION_ENDED) == 1
 
 
 # =========================================================================== drafts and review rounds
@@ -227,7 +255,7 @@ def test_approval_completes_with_a_final_artifact_and_learnings(cloud: LocalClou
     record = cloud.runtime.missions.get(journey.mission_id)
     assert record.status == "completed" and record.result["output"]["learnings"]["approved"] is True
     assert envelope.counters.llm_calls <= MAX_LLM_CALLS
-    assert envelope.counters.llm_calls == 9  # plan, 4 reflections, draft; replan, reflection, draft
+    assert envelope.counters.llm_calls == 8  # plan, 3 reflections, draft; replan, reflection, draft
 
 
 # =========================================================================== the review loop's bound
@@ -246,9 +274,13 @@ def test_the_review_loop_stops_at_its_edge_limit_with_the_latest_draft_as_final(
     assert envelope.edge_counts["review->replan"] == 3
     assert [r.data["artifact"]["name"] for r in run.asked[1:]] == [f"drafts/itinerary_v{n}" for n in range(1, 5)]
 
-    # And each round re-ran only its own coordinator
+    # And each round re-ran only its own coordinator: the restaurants as a second dining sub-mission, vegetarian
     redone = [e.output("replan")["redo"] for e in checkpoints(cloud, run.mission_id, "replan")]
     assert redone == [["activities"], ["hotels"], ["restaurants"]]
+    first, second = (cloud.runtime.missions.get(c) for c in cloud.runtime.missions.get(run.mission_id).children)
+    assert "vegetarian" not in first.goal and "vegetarian" in second.goal
+    vegetarian = artifact(cloud, run.mission_id, "research/restaurants", 2)["options"]
+    assert vegetarian and all(o["vegetarian"] for o in vegetarian)
     v2, v3 = (artifact(cloud, run.mission_id, "drafts/itinerary", n) for n in (2, 3))
     assert v3["cost"]["hotel"] < v2["cost"]["hotel"]
 
@@ -262,7 +294,7 @@ def test_the_review_loop_stops_at_its_edge_limit_with_the_latest_draft_as_final(
 
     # And even the longest mission stays within 20 LLM calls
     assert envelope.counters.llm_calls <= MAX_LLM_CALLS
-    assert envelope.counters.llm_calls == 15
+    assert envelope.counters.llm_calls == 13
 
 
 # =========================================================================== notes while it runs
@@ -364,3 +396,22 @@ def checkpoints(cloud: LocalCloud, mission_id: str, stage: str) -> list[Envelope
 
 def line(markdown: str, prefix: str) -> str:
     return next(text for text in markdown.splitlines() if text.startswith(prefix))
+
+
+# =========================================================================== dinners that cannot be delegated
+
+
+def test_a_refused_dining_sub_mission_leaves_a_trip_without_dinners_that_says_why() -> None:
+    # Given a deployment that allows no sub-missions at all
+    with LocalCloud(["travel"], settings={"max_delegation_depth": 0}, prefix="missions-refusing") as refusing:
+        # When a trip is planned and approved
+        run = drive(refusing, [{"pick": 0}, APPROVE])
+        # Then the trip still completes, with no dinner, and says why in the draft and the record
+        assert run.envelope.terminal_reason == "completed"
+        assert not refusing.runtime.missions.get(run.mission_id).children
+        dined = run.envelope.output("dinners")
+        assert dined["options"] == 0 and dined["failed"].startswith("refused: too deep")
+        final = artifact(refusing, run.mission_id, "final")
+        assert "Dinner: " not in final["markdown"] and final["cost"]["dinners"] == 0
+        assert "dining" in final["markdown"]  # among the sources that failed
+        assert run.envelope.output("complete")["failed_sources"] == ["dining"]

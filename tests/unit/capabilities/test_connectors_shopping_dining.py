@@ -12,7 +12,9 @@ import pytest
 from capabilities.dining import criteria as dining_criteria
 from capabilities.dining import tools as dining_tools
 from capabilities.dining.connectors import (
+    CITIES,
     PLACES,
+    SAMPLE_CITY,
     DiningQuery,
     RestaurantListing,
     distance_km,
@@ -206,13 +208,31 @@ def test_similar_names(a: str, b: str, same: bool) -> None:
     assert name_tokens("The Osteria Roma") == name_tokens("Osteria Roma")
 
 
+@pytest.mark.parametrize("city", sorted(CITIES))
+def test_each_city_merges_into_one_record_per_place_and_only_its_own(city: str) -> None:
+    # Given every source's listings for any cuisine within 10 km of the city's centre
+    listings = all_listings(DiningQuery(radius_km=10, city=city.title()))
+    # When they are merged / Then there is one record per place of that city, duplicates really merged
+    merged = merge_listings(listings)
+    places = [place for place in PLACES if place.city == city]
+    assert len(merged) == len(places) < len(listings)
+    assert {r.phone and r.phone[-4:] for r in merged} == {place.phone[-4:] for place in places}
+    # And outside the sample city, each record says which neighbourhood it is in
+    assert city == SAMPLE_CITY or all(r.area for r in merged)
+
+
+def test_a_city_no_source_covers_is_refused_naming_those_it_covers() -> None:
+    with pytest.raises(ConnectorRejected, match="no restaurants known in 'Atlantis'.*paris"):
+        all_listings(DiningQuery(city="Atlantis"))
+
+
 def test_merging_turns_every_sources_listing_of_a_restaurant_into_one_record() -> None:
     # Given every source's listings for any cuisine within 10 km (the whole sample city)
     listings = all_listings(DiningQuery(radius_km=10))
     # When they are merged
     merged = merge_listings(listings)
     # Then there is one record per real place, and duplicates were really merged
-    assert len(merged) == len(PLACES) < len(listings)
+    assert len(merged) == len([place for place in PLACES if place.city == SAMPLE_CITY]) < len(listings)
     assert len({r.id for r in merged}) == len(merged)
     by_id = {r.id: r for r in merged}
     bella = by_id["trattoria-bella"]

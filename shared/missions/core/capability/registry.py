@@ -255,6 +255,18 @@ class Registry:
     def load_all(self) -> list[Capability]:
         return [self.load(name) for name in self.available()]
 
+    def with_delegates(self, names: Iterable[str]) -> list[str]:
+        """`names` and every capability their pipelines delegate to (`delegates_to`), transitively, in the
+        order first met: a deployment that runs travel runs dining too, whose missions travel starts."""
+        selected: list[str] = []
+        pending = list(names)
+        while pending:
+            name = pending.pop(0)
+            if name not in selected:
+                selected.append(name)
+                pending += self.load(name).pipeline.delegates_to
+        return selected
+
     def _plugins(self) -> Mapping[str, str]:
         return self._plugins_source()
 
@@ -308,3 +320,7 @@ def available() -> list[str]:
 
 def load_all() -> list[Capability]:
     return default_registry().load_all()
+
+
+def with_delegates(names: Iterable[str]) -> list[str]:
+    return default_registry().with_delegates(names)
