@@ -4,6 +4,7 @@ triggers, the HTTP API and monitoring, composed from one construct per concern."
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,6 @@ class MissionsStack(Stack):
         interrupt = functions.create(
             self, "interrupt", INTERRUPT_FUNCTION, description="records a question and the task token that resumes it"
         )
-        grant(interrupt.role, ACCESS["interrupt"], resources)  # type: ignore[arg-type]
         alarm_topic = AlarmTopic(self, "Alarms", config=config).topic if config.alarms else None
         self.capability_stacks = {
             capability.name: CapabilityStack(
@@ -130,6 +130,22 @@ class MissionsStack(Stack):
                 )
             )
         )
+        # The interrupt function starts sub-missions too, but it was made before the machines (their await
+        # states name it): it gets their ARNs built from their names, which refer to nothing of theirs (a
+        # reference to the machines would be a cycle between this stack and the capabilities' stacks).
+        named = {
+            name: self.format_arn(
+                service="states",
+                resource="stateMachine",
+                resource_name=state_machine_name(config.prefix, name),
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for name in state_machines
+        }
+        for key, value in environment_of(state_machine_arns=self.to_json_string(named)).items():
+            interrupt.add_environment(key, value)
+        # and its grant, starting those machines by the same names
+        grant(interrupt.role, ACCESS["interrupt"], replace(resources, state_machine_arns=list(named.values())))  # type: ignore[arg-type]
 
         # the schedule function reads users' schedules when they fire: it knows their group by name (its ARN
         # and the scheduler's role come after it, and a function cannot name its own ARN)

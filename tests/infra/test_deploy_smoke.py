@@ -104,6 +104,67 @@ def test_a_code_analysis_mission_runs_through_the_deployed_state_machine(deploye
     assert "offload" in json.dumps(result).lower()
 
 
+def _reported(session, deployment, mission_id: str, execution_arn: str, status: str) -> None:
+    """What the status function's rule delivers in AWS when an execution ends (moto's bus does not)."""
+    event = {
+        "detail-type": "Step Functions Execution Status Change",
+        "source": "aws.states",
+        "detail": {"executionArn": execution_arn, "status": status, "name": mission_id},
+    }
+    _invoke(session, deployment.function_named("missions-status"), event)
+
+
+def _answer(session, deployment, mission_id: str, question: dict, body: dict) -> None:
+    path = f"/missions/{mission_id}/interrupts/{question['interrupt_id']}"
+    status, answered = _api(session, deployment, "POST", path, body)
+    assert status == 200, answered
+
+
+def test_a_trips_dinners_are_a_dining_sub_mission_started_and_answered_by_the_deployed_functions(deployed):
+    deployment, session = deployed
+    # Given a trip started through the deployed API
+    trip = {"capability": "travel", "goal": "Plan a 4-day Rome trip for May 2026, 2 travelers"}
+    status, created = _api(session, deployment, "POST", "/missions", trip)
+    assert status == 202, created
+    parent, children_ended = created["mission_id"], []
+    deadline = time.monotonic() + 180
+    # When its choices are answered with the first option, and each sub-mission's end is reported to the
+    # status function as Step Functions' rule would, until the trip asks for its review
+    while True:
+        assert time.monotonic() < deadline, "the trip never asked for its review"
+        status, shown = _api(session, deployment, "GET", f"/missions/{parent}")
+        assert status == 200 and shown["status"] not in ("failed", "completed", "cancelled"), json.dumps(shown)[:3000]
+        question = shown["pending_interrupt"]
+        if question and question["kind"] == "choice":
+            _answer(session, deployment, parent, question, {"decision": question["options"][0]})
+        elif question:
+            break
+        for child in (c for c in shown["children"] if c not in children_ended):
+            child_arn = _execution_of(session, deployment, child)
+            ended = _wait_for_end(session, child_arn)
+            assert ended["status"] == "SUCCEEDED", ended
+            _reported(session, deployment, child, child_arn, "SUCCEEDED")
+            children_ended.append(child)
+        time.sleep(0.1)
+    # Then the dinners stage had started one dining mission of the same user (through the interrupt function),
+    # whose end resumed the trip (through the status function): the trip drafted, and asks for its review
+    assert question["kind"] == "agent_review", question
+    (child,) = children_ended
+    status, sub = _api(session, deployment, "GET", f"/missions/{child}")
+    assert status == 200 and sub["capability"] == "dining" and sub["status"] == "completed", sub
+    assert sub["parent"]["mission_id"] == parent
+    # When the traveler approves
+    _answer(session, deployment, parent, question, {"approved": True, "decision": "approve"})
+    parent_arn = _execution_of(session, deployment, parent)
+    ended = _wait_for_end(session, parent_arn)
+    assert ended["status"] == "SUCCEEDED", ended
+    _reported(session, deployment, parent, parent_arn, "SUCCEEDED")
+    # Then the trip completed with the sub-mission's dinners in its itinerary
+    done = _api(session, deployment, "GET", f"/missions/{parent}")[1]
+    assert done["status"] == "completed" and done["children"] == [child], done
+    assert "Dinner: " in json.dumps(json.loads(ended["output"])["envelope"])
+
+
 def test_health_and_readiness_answer_without_a_token_from_the_deployed_api(deployed):
     deployment, session = deployed
     # When an uptime check with no token asks the deployed api function

@@ -14,7 +14,7 @@ from aws_cdk.assertions import Match, Template
 
 from infra.components.access import ACCESS
 from missions.core.capability import registry as registry
-from missions.core.specs import TABLES
+from missions.core.specs import TABLES, state_machine_name
 from tests.infra.conftest import BEDROCK_PROFILE, Assembly, deploy_time
 from tests.support.stack import (
     ENVIRONMENTS,
@@ -366,3 +366,28 @@ def test_on_anthropic_the_key_is_a_secret_only_model_callers_read(variants: Asse
             if s["Action"] == "secretsmanager:GetSecretValue" and "webhooks" not in json.dumps(s["Resource"])
         ]
         assert all("anthropic-api-key" in json.dumps(key) for key in keys), keys
+
+
+def _starts(resource: object, capability: str) -> bool:
+    """Whether a statement's resource is the capability's mission machine: a reference to its stack's machine,
+    or its ARN built from its name (the interrupt function's: it was made before the machines)."""
+    text = json.dumps(resource)
+    named = f":stateMachine:{state_machine_name('missions-dev', capability)}\""
+    return named in text or f"Capability{capability}".replace("_", "") in text
+
+
+def test_every_function_that_starts_missions_may_start_every_deployed_capabilitys_machine(assembly: Assembly):
+    # Given dev, which deploys every installed capability
+    capabilities = set(registry.available())
+    checked = set()
+    for function in assembly.resources("dev", "AWS::Lambda::Function").values():
+        service = _function_service(function)
+        if not ACCESS[service.removeprefix("missions-")].start_missions:
+            continue
+        # Then each function whose access starts missions (the interrupt function's sub-missions too) may
+        # start the machine of every capability: a start it may not make would fail in AWS, not in moto
+        statements = _role_statements(assembly, "dev", function["Properties"]["Role"]["Fn::GetAtt"][0])
+        starting = [r for s in statements if "states:StartExecution" in _actions(s) for r in _resources(s)]
+        assert {c for c in capabilities if any(_starts(r, c) for r in starting)} == capabilities, (service, starting)
+        checked.add(service)
+    assert {"missions-api", "missions-interrupt", "missions-status"} <= checked

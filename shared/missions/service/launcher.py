@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from missions.core.capability import registry as registry
-from missions.core.errors import MissionRequestError, TaskGone, TransitionRefused
+from missions.core.errors import MissionRequestError, StageRequestError, TaskGone, TransitionRefused
 from missions.core.memory.conversation import CONTEXT_KEY as CONVERSATION_KEY
 from missions.core.memory.conversation import WorkingMemory
 from missions.core.mission.envelope import Bounds, Envelope, new_id
@@ -282,11 +282,17 @@ class ExecutionStarter:
     def envelope(self, request: MissionRequest) -> Envelope:
         """The mission's first envelope (MissionRequestError when it cannot start): a fork's carries on
         from its checkpoint; any other's is built from the request, pinning the versions active now."""
-        if request.fork_of is not None:
-            return self._carry_on_from(request.fork_of).model_copy(
+        if request.fork_of is None:
+            envelope = build_envelope(request, self._repositories, self._capabilities, self._agents)
+        else:
+            envelope = self._carry_on_from(request.fork_of).model_copy(
                 update={"mission_id": request.mission_id, "user_id": request.user_id, "checkpoint_id": None}
             )
-        return build_envelope(request, self._repositories, self._capabilities, self._agents)
+        try:  # refused before it is stored: a capability the runtime has, that this environment runs no machine for
+            self._state_machine_arn(envelope.capability)
+        except StageRequestError:
+            raise MissionRequestError(f"'{envelope.capability}' is not deployed in this environment") from None
+        return envelope
 
     def start(self, request: MissionRequest, prepared: Envelope | None = None) -> None:
         """The dispatcher claimed the mission and marked it running: start its state machine."""
