@@ -37,8 +37,20 @@ def render(event: Event) -> None:
         out.print(f"   [dim]→ {p.get('to_stage')}[/]", highlight=False)
     elif kind is EventType.BOUND_REACHED:
         out.print(f"[bold yellow]⚠ bound reached: {p.get('reason')}[/]", highlight=False)
+    elif kind is EventType.INTERRUPT_RAISED and p.get("kind") == "delegation":  # a sub-mission, not a question
+        out.print(f"[bold]⇢ handing over:[/] {escape(str(p.get('question')))}", highlight=False)
     elif kind is EventType.INTERRUPT_RAISED:
         out.print(f"[bold]⏸ waiting for you:[/] {escape(str(p.get('question')))}", highlight=False)
+    elif kind is EventType.DELEGATION_STARTED:
+        out.print(f"   ↳ [cyan]{p.get('capability')}[/] sub-mission {p.get('child')} started", highlight=False)
+    elif kind is EventType.DELEGATION_ENDED:
+        child = f" {p['child']}" if p.get("child") else ""
+        status = p.get("status")
+        mark = "[green]✓[/]" if status == "completed" else f"[red]✗ {escape(str(status))}[/]"
+        out.print(
+            f"   ↲ {mark} [cyan]{p.get('capability')}[/] sub-mission{child}: {escape(str(p.get('reason')))}",
+            highlight=False,
+        )
     elif kind is EventType.INTERRUPT_ANSWERED:
         out.print(f"[bold]▶ resumed[/] [dim]{escape(json.dumps(p.get('response')))}[/]", highlight=False)
     elif kind is EventType.FLOW_ERROR:

@@ -52,6 +52,8 @@ def test_cli_answers_the_choice_then_two_reviews_and_prints_the_final_itinerary(
     # And each answer went where it belonged: one choice, two reviews, one replan between them
     assert outcome["stages"].count("choose") == 2 and outcome["stages"].count("review") == 4
     assert outcome["stages"].count("replan") == 1 and outcome["stages"][-1] == "complete"
+    # And the dinners were handed to a dining sub-mission, which asked nothing: the run answered only the trip
+    assert outcome["stages"].count("dinners") == 2 and "Dinner: " in outcome["answer"]
     assert outcome["counters"]["llm_calls"] <= 20
 
 
