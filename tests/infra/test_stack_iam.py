@@ -372,7 +372,7 @@ def _starts(resource: object, capability: str) -> bool:
     """Whether a statement's resource is the capability's mission machine: a reference to its stack's machine,
     or its ARN built from its name (the interrupt function's: it was made before the machines)."""
     text = json.dumps(resource)
-    named = f":stateMachine:{state_machine_name('missions-dev', capability)}\""
+    named = f':stateMachine:{state_machine_name("missions-dev", capability)}"'
     return named in text or f"Capability{capability}".replace("_", "") in text
 
 
