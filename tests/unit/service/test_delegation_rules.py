@@ -134,3 +134,19 @@ def test_the_driver_runs_a_sub_mission_and_the_stage_gets_its_result():
     assert ended.outputs["plan"] == {"text": "dinners in Lyon near the old town"}
     (child,) = driver.children
     assert child.last_state is not None and child.last_state["context"]["party"] == 2
+
+
+def test_a_deployment_runs_what_its_capabilities_delegate_to_and_leaves_out_what_it_cannot_have() -> None:
+    from missions.core.capability import registry
+    from tests.integration.test_delegation import CHILD, DEEP, MIDDLE, PARENT
+
+    # Given capabilities that delegate in a chain (and to themselves), and one whose target this registry lacks
+    known = registry.Registry(package="no_such_package", plugins=dict).including(CHILD, PARENT, MIDDLE, DEEP)
+    # When a deployment names only the top one / Then it runs every one below it, each once, in the order met
+    assert known.with_delegates(["t_parent"]) == ["t_parent", "t_child", "t_middle", "t_deep"]
+    assert known.with_delegates(["t_deep", "t_child"]) == ["t_deep", "t_child"]
+    # And a target the registry lacks is left out (a delegation to it is refused, with that reason, at run time)
+    partial = registry.Registry(package="no_such_package", plugins=dict).including(PARENT, CHILD)
+    assert partial.with_delegates(["t_parent"]) == ["t_parent", "t_child"]
+    # And the shipped ones: travel brings dining
+    assert registry.with_delegates(["travel"]) == ["travel", "dining"]

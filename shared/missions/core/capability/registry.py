@@ -257,14 +257,16 @@ class Registry:
 
     def with_delegates(self, names: Iterable[str]) -> list[str]:
         """`names` and every capability their pipelines delegate to (`delegates_to`), transitively, in the
-        order first met: a deployment that runs travel runs dining too, whose missions travel starts."""
+        order first met: a deployment that runs travel runs dining too, whose missions travel starts. One
+        this registry does not have is left out: a delegation to it is refused with that reason."""
+        available = set(self.available())
         selected: list[str] = []
         pending = list(names)
         while pending:
             name = pending.pop(0)
             if name not in selected:
                 selected.append(name)
-                pending += self.load(name).pipeline.delegates_to
+                pending += [d for d in self.load(name).pipeline.delegates_to if d in available]
         return selected
 
     def _plugins(self) -> Mapping[str, str]:
