@@ -91,7 +91,12 @@ def goal_text(goal: str, clarifications: Sequence[str]) -> str:
 def planner(ctx: Ctx) -> Planned:
     """Decompose the goal into coordinators with dependencies; the plan is the `plan` artifact."""
     known = {
-        c.name: {"workers": [f"{s}:{q}" if q else s for _, s, q in c.workers], "usually_after": list(c.depends_on)}
+        c.name: {
+            # a delegated coordinator has no workers for the plan to name: its sub-mission does the research
+            **({"done_by": f"a {c.delegate_to} sub-mission"} if c.delegate_to else {}),
+            **({"workers": [f"{s}:{q}" if q else s for _, s, q in c.workers]} if c.workers else {}),
+            "usually_after": list(c.depends_on),
+        }
         for c in COORDINATORS.values()
     }
     defaults = {key: ctx.context.get(key) for key in ("origin", "days", "travelers")}

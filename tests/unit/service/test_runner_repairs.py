@@ -127,7 +127,11 @@ def test_an_answer_invalid_every_time_fails_the_stage_after_its_repairs_with_eve
     assert [e.message.split(":")[0] for e in env.errors[1:]] == ["attempt 1", "attempt 2", "attempt 3"]
     assert all("Invalid JSON" in e.message for e in env.errors[1:])
     # and every call was paid for and recorded
-    assert [r.outcome for r in usage.for_mission(env.mission_id)] == ["error"] * 3
+    records = usage.for_mission(env.mission_id)
+    assert [r.outcome for r in records] == ["error"] * 3
+    # and the failed mission counts them: no cost without the calls and tokens that made it
+    assert env.counters.llm_calls == 3 and env.counters.tokens_in == sum(r.tokens_in for r in records) > 0
+    assert env.counters.cost_usd == pytest.approx(sum(r.cost_usd for r in records))
 
 
 def test_a_repaired_answer_is_checked_like_the_first():

@@ -98,19 +98,27 @@ def model_for(provider: LLMProvider, role: str) -> str:
 
 
 def reconcile_spend(services: StageServices, envelope: Envelope) -> None:
-    """Before a mission ends: its cost is at least what its usage records say. A stage attempt that failed
-    (a model call whose every attempt was abandoned, say) lost its envelope, and with it the cost it
-    counted, but its records were kept as it went; so the final stage counts them, once per mission. A
-    store that fails is logged: the cost the envelope counted stands."""
+    """Before a mission ends: its cost, model calls and tokens are at least what its usage records say. A
+    stage attempt that failed (a model call whose every attempt was abandoned, or whose answers were all
+    refused) lost its envelope, and with it what it counted, but its records were kept as it went; so the
+    final stage counts them, once per mission: a mission never shows a cost without the calls that made
+    it. A store that fails is logged: what the envelope counted stands."""
     if services.usage is None:
         return
     try:
-        spent = round(sum(record.cost_usd for record in services.usage().for_mission(envelope.mission_id)), 8)
+        records = list(services.usage().for_mission(envelope.mission_id))
     except Exception:
         log.exception("usage of mission %s not read: its cost is what its stages counted", envelope.mission_id)
         return
-    if spent > envelope.counters.cost_usd + UNCOUNTED_USD:
-        envelope.counters.cost_usd = spent
+    counters = envelope.counters
+    spent = round(sum(record.cost_usd for record in records), 8)
+    if spent > counters.cost_usd + UNCOUNTED_USD:
+        counters.cost_usd = spent
+    # what a model generated, valid or not (an answer refused by its checks is an "error" with its tokens)
+    answered = [r for r in records if r.outcome in ("ok", "error") and (r.tokens_in or r.tokens_out)]
+    counters.llm_calls = max(counters.llm_calls, len(answered))
+    counters.tokens_in = max(counters.tokens_in, sum(record.tokens_in for record in answered))
+    counters.tokens_out = max(counters.tokens_out, sum(record.tokens_out for record in answered))
 
 
 UNCOUNTED_USD = 1e-6  # below this, a difference is the rounding of the sums, not a lost attempt
