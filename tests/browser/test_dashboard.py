@@ -277,7 +277,12 @@ def test_a_journey_by_keyboard_alone(server: DevServer, visit):
 
     tab_to("e.id === 'inbox-link'")
     page.keyboard.press("Enter")
-    page.locator(f'.inbox-item[data-mission-id="{mission_id}"] .question').wait_for()
+    try:
+        page.locator(f'.inbox-item[data-mission-id="{mission_id}"] .question').wait_for()
+    except Exception as missing:  # it failed once in CI under load: say what the API and the page held
+        inbox = Client(server, "kay").call("GET", "/inbox")
+        shown = page.evaluate("document.querySelector('main')?.innerHTML?.slice(0, 3000)")
+        raise AssertionError(f"the inbox shows no question: API {inbox}, page {shown}, at {page.url}") from missing
     tab_to("e.tagName === 'BUTTON' && e.textContent === 'pro'")
     page.keyboard.press("Enter")
     page.locator(".inbox-item .notice", has_text="Answered: pro").wait_for()
