@@ -62,6 +62,8 @@ def test_pause_steer_and_resume_a_mission_from_its_card(server: DevServer, visit
     done = wait_for(Client(server, "pat"), created["mission_id"], {"completed", "failed"})
     assert done["status"] == "completed" and [n["text"] for n in done["notes"]] == ["skip the museums"]
     page.locator(".mission-card .badge", has_text="completed").wait_for()
+    # And the mission has one card: the refresh after a click and the poll never both add one (they did once)
+    assert page.locator(f'.mission-card[data-mission-id="{created["mission_id"]}"]').count() == 1
 
 
 def test_a_parent_links_its_sub_mission_and_the_sub_mission_links_back(server: DevServer, visit):

@@ -203,7 +203,7 @@ class LocalCloud:
 
     def close(self) -> None:
         if self._mock is not None:
-            self._let_ended_executions_report()
+            self.settle()
         if self._entered:
             with _RUNNING_LOCK:
                 _RUNNING.discard(self.prefix)
@@ -222,10 +222,11 @@ class LocalCloud:
             else:
                 os.environ[key] = value
 
-    def _let_ended_executions_report(self, timeout: float = REPORT_WAIT_SECONDS) -> None:
+    def settle(self, timeout: float = REPORT_WAIT_SECONDS) -> None:
         """Wait until each execution that ended has been reported (patch 5 hands its end to the status
-        function, in moto's thread): stopping moto under that delivery failed it, with a traceback on the
-        CLI's stderr, and left the user's slot taken. Executions still running are not waited for."""
+        function, in moto's thread, which frees the user's slot and sends the notice). Stopping moto under
+        that delivery failed it, with a traceback on the CLI's stderr, and left the slot taken; a reader
+        who compares stores needs them quiet. Executions still running are not waited for."""
         deadline = time.monotonic() + timeout
         for machine in self.state_machines.values():
             try:

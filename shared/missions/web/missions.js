@@ -124,7 +124,9 @@ export async function missionsView(app, main) {
       if (!card || (seen.get(summary.mission_id) !== key && !busy)) {
         const mission = await app.api.get(`/missions/${encodeURIComponent(summary.mission_id)}`);
         if (stopped) return;
-        const fresh = missionCard(app, mission, () => setTimeout(load, 300));
+        const fresh = missionCard(app, mission, () => setTimeout(safeLoad, 300));
+        // the card shown now, not the one before the await: a stale one is detached and replaces nothing
+        card = list.querySelector(`[data-mission-id="${CSS.escape(summary.mission_id)}"]`);
         if (card) card.replaceWith(fresh);
         card = fresh;
         seen.set(summary.mission_id, key);
