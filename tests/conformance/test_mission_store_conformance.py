@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +121,27 @@ def test_a_transition_the_current_status_does_not_allow_is_refused_and_changes_n
     assert (got.status, got.stage, got.terminal_reason) == ("cancelled", None, "cancelled")
     with pytest.raises(NotFound):
         backend.missions.transition("nope", "running", frozenset({"created"}))
+
+
+def test_questions_asked_together_are_dropped_one_by_one_and_exactly_one_answer_sees_none_left(backend):
+    # Given a mission waiting on three questions its parallel branches asked
+    backend.missions.create(mission("m1"))
+    backend.missions.transition(
+        "m1", "interrupted", frozenset({"created"}), pending_interrupt="i1", pending_interrupts=["i1", "i2", "i3"]
+    )
+    # When they are answered in reverse order, two of them at the same time
+    assert backend.missions.drop_pending("m1", "i3").pending_interrupts == ["i1", "i2"]
+    with ThreadPoolExecutor(2) as pool:
+        left = list(pool.map(lambda i: backend.missions.drop_pending("m1", i).pending_interrupts or [], ["i2", "i1"]))
+    # Then exactly one answer found none left, and the first question still names the wait
+    assert sorted(map(len, left)) == [0, 1]
+    got = backend.missions.get("m1")
+    assert not got.pending_interrupts and got.pending_interrupt == "i1" and got.status == "interrupted"
+    # And a question answered already, or a mission not waiting, is refused
+    with pytest.raises(ConflictError):
+        backend.missions.drop_pending("m1", "i2")
+    with pytest.raises(NotFound):
+        backend.missions.drop_pending("nope", "i1")
 
 
 def test_a_transition_returns_the_record_as_written(backend):

@@ -26,6 +26,9 @@ class InterruptRecord(Model):
     response: InterruptResponse | None = None
     created_at: str = Field(default_factory=utcnow)
     answered_at: str | None = None
+    # the questions asked together by a group's branches, in order (this one among them): the mission
+    # resumes once every one is answered; empty for a question asked alone
+    together: list[str] = Field(default_factory=list)
 
 
 class InterruptStore(Protocol):

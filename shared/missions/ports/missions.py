@@ -55,6 +55,9 @@ class MissionRecord(Model):
     counters: dict[str, Any] = Field(default_factory=dict)
     pending_interrupt: str | None = None  # the question the user can answer now (set by the interrupt function)
     asking: str | None = None  # the question a stage just asked: answerable once it is pending_interrupt
+    # questions a group's branches asked together that are not answered yet, in the order asked (then
+    # `pending_interrupt` is the first of them all, the one whose token the last answer hands back)
+    pending_interrupts: list[str] | None = None
     priority: str = "medium"
     trigger: str = "api"
     completed_at: str | None = None
@@ -164,6 +167,11 @@ class MissionStore(Protocol):
         write; TransitionRefused otherwise, NotFound if missing. Only missions.service.lifecycle calls it.
         Returns the record as written (what the write returns, no read of its own): a stage learns the
         notes its user sent with the write that records its progress."""
+
+    def drop_pending(self, mission_id: str, interrupt_id: str) -> MissionRecord:
+        """Remove an answered question from `pending_interrupts` while the mission is interrupted, in one
+        conditional write, and return the record as written (so of concurrent answers exactly one sees
+        none left); ConflictError when it is not pending there, NotFound if missing."""
 
     def add_note(self, mission_id: str, note: dict[str, Any], allowed_from: frozenset[str], limit: int) -> None:
         """Append a note, in one conditional write, only while the status is in `allowed_from` (else

@@ -33,16 +33,23 @@ Resumer = Callable[[InterruptRecord, str], bool]  # (answered interrupt, Resume 
 
 
 def waiting_question(interrupts: InterruptStore, record: MissionRecord | MissionSummary) -> InterruptRecord | None:
-    """The question a mission waits on, shown once its answer can reach the execution: after the interrupt
-    function stored its token and marked the mission interrupted, never before."""
+    """The first question a mission waits on (see waiting_questions)."""
+    return next(iter(waiting_questions(interrupts, record)), None)
+
+
+def waiting_questions(interrupts: InterruptStore, record: MissionRecord | MissionSummary) -> list[InterruptRecord]:
+    """The questions a mission waits on, in the order asked, shown once their answers can reach the
+    execution: after the interrupt function stored the token and marked the mission interrupted, never
+    before. Several when a group's branches asked together; those answered already are left out."""
     if record.status != MissionStatus.INTERRUPTED or not record.pending_interrupt:
-        return None
+        return []
     try:
-        interrupt = interrupts.get(record.mission_id, record.pending_interrupt)
+        first = interrupts.get(record.mission_id, record.pending_interrupt)
+        asked = [first, *(interrupts.get(record.mission_id, i) for i in first.together if i != first.interrupt_id)]
     except NotFound:
-        return None
+        return []
     # a delegation waits on a sub-mission, not on its user: nothing for them to answer
-    return interrupt if interrupt.status == "pending" and interrupt.kind is not InterruptKind.DELEGATION else None
+    return [q for q in asked if q.status == "pending" and q.kind is not InterruptKind.DELEGATION]
 
 
 class NotAnswerableYet(ConflictError):
@@ -53,13 +60,15 @@ def answer_interrupt(
     *,
     interrupts: InterruptStore,
     events: EventStore,
+    missions: MissionStore,
     resume: Resumer,
     mission: MissionRecord,
     interrupt_id: str,
     response: InterruptResponse | dict[str, Any],
-) -> tuple[InterruptRecord, bool]:
+) -> tuple[InterruptRecord, bool | None]:
     """Record the answer once and give it to `resume` (the launcher: at once if the user has a running
-    slot free, else queued for one). Returns the interrupt and whether the mission resumed now. An
+    slot free, else queued for one). Returns the interrupt and whether the mission resumed now (None: it
+    waits for the answers to the other questions asked with this one; the last of them resumes it). An
     answer that could not be handed over (an outage) is not kept: the question is pending again.
 
     Raises NotFound (no such interrupt), AnswerRejected (bad shape), ConflictError (already answered,
@@ -76,7 +85,8 @@ def answer_interrupt(
         raise AnswerRejected(str(exc)) from exc
     if record.status != "pending":
         raise ConflictError(f"interrupt {interrupt_id} is already {record.status}")
-    if mission.status != MissionStatus.INTERRUPTED or mission.pending_interrupt != interrupt_id:
+    awaited = record.together[0] if record.together else interrupt_id  # the first of a group's questions
+    if mission.status != MissionStatus.INTERRUPTED or mission.pending_interrupt != awaited:
         # The interrupt function stores the token, then marks the mission waiting. An answer between the
         # two would find no waiting mission to resume and be dropped while the mission went on waiting.
         if mission.status in TERMINAL or mission.status == MissionStatus.CANCELLING:
@@ -100,9 +110,23 @@ def answer_interrupt(
             )
         ],
     )
-    output = json.dumps(Resume(interrupt_id=interrupt_id, response=answer).model_dump(mode="json"))
+    handed = Resume(interrupt_id=interrupt_id, response=answer)
+    if record.together:
+        # one of several: the mission resumes with the last answer, whichever it is, and with all of them
+        try:
+            left = Lifecycle(missions).answered(mission_id, interrupt_id).pending_interrupts
+        except Exception:
+            interrupts.reopen(mission_id, interrupt_id)  # not counted as answered: the user may answer again
+            raise
+        if left:
+            return record, None
+        given = {i: interrupts.get(mission_id, i) for i in record.together}
+        answers = {i: q.response for i, q in given.items() if q.response is not None}
+        handed = Resume(interrupt_id=awaited, response=answers[awaited], answers=answers)
+    output = json.dumps(handed.model_dump(mode="json", exclude_none=True))
     try:
-        resumed = resume(record, output)
+        # the first question's record names the wait (the mission's pending_interrupt); all hold its token
+        resumed = resume(record if awaited == interrupt_id else interrupts.get(mission_id, awaited), output)
     except TaskGone as gone:
         interrupts.expire(mission_id, interrupt_id)  # the answer was refused: do not keep it
         reason = f"the answer could not be delivered ({gone})"
@@ -123,26 +147,36 @@ def answer_interrupt(
     return record, resumed
 
 
-def record_interrupt(event: dict[str, Any], interrupts: InterruptStore) -> InterruptRecord:
-    """What the waitForTaskToken Lambda does: keep the token beside the interrupt it belongs to."""
+def record_interrupt(event: dict[str, Any], interrupts: InterruptStore) -> list[InterruptRecord]:
+    """What the waitForTaskToken Lambda does: keep the token beside the interrupt it belongs to (beside
+    each of them, when a group's branches asked together). The records, in the order asked."""
     envelope = event.get("envelope") or {}
     interrupt = envelope.get("interrupt")
     token = event.get("task_token")
     if not interrupt or not token:
         raise ValueError("an interrupt request needs envelope.interrupt and task_token")
-    record = InterruptRecord(
-        mission_id=envelope["mission_id"],
-        interrupt_id=interrupt["id"],
-        kind=interrupt["kind"],
-        stage=interrupt["stage"],
-        question=interrupt["question"],
-        options=interrupt.get("options", []),
-        data=interrupt.get("data", {}),
-        task_token=token,
-        checkpoint_id=envelope.get("checkpoint_id"),
-    )
-    interrupts.put(record)
-    return record
+    waiting = envelope.get("waiting_branches") or {}
+    grouped = waiting.get("questions") if interrupt.get("group") else None
+    asked: list[dict[str, Any]] = grouped if isinstance(grouped, list) and grouped else [interrupt]
+    together = [q["id"] for q in asked] if len(asked) > 1 else []
+    records = [
+        InterruptRecord(
+            mission_id=envelope["mission_id"],
+            interrupt_id=question["id"],
+            kind=question["kind"],
+            stage=question["stage"],
+            question=question["question"],
+            options=question.get("options", []),
+            data=question.get("data", {}),
+            task_token=token,
+            checkpoint_id=envelope.get("checkpoint_id"),
+            together=together,
+        )
+        for question in asked
+    ]
+    for record in records:
+        interrupts.put(record)
+    return records
 
 
 @dataclass(frozen=True)
@@ -193,10 +227,11 @@ class InterruptService:
         """The waitForTaskToken task: keep the token where the answer (or the resume) will find it."""
         if event.get("mode") == "pause":
             return self._pause(event)
-        record = record_interrupt(event, self._interrupts)
+        records = record_interrupt(event, self._interrupts)
+        record = records[0]
         # only now can an answer reach the execution: only now is the mission waiting for one
         try:
-            mission = self._lifecycle.waiting(record.mission_id, record.interrupt_id)
+            mission = self._lifecycle.waiting(record.mission_id, record.interrupt_id, record.together)
         except TransitionRefused:
             pass  # cancelled meanwhile: its execution is being stopped, the question will not be shown
         else:
@@ -207,7 +242,8 @@ class InterruptService:
                     raise StageRequestError("this function cannot start sub-missions (no delegations wired)")
                 self._delegations().start(mission, record, event.get("envelope") or {})
             else:
-                self._notifications().mission_waiting(mission, record)
+                for asked in records:
+                    self._notifications().mission_waiting(mission, asked)
         return {"interrupt_id": record.interrupt_id, "status": record.status}
 
     def _pause(self, event: dict[str, Any]) -> dict[str, Any]:
@@ -237,7 +273,7 @@ class InterruptService:
         interrupt_id: str,
         response: InterruptResponse | dict[str, Any],
         mission: MissionRecord | None = None,
-    ) -> tuple[InterruptRecord, bool]:
+    ) -> tuple[InterruptRecord, bool | None]:
         """Answer a question (the API and the CLI): recorded once, resumed when the user has a slot.
         `mission`: its record, when the caller has just read it (read here otherwise)."""
         launcher = self._launcher()
@@ -247,6 +283,7 @@ class InterruptService:
         return answer_interrupt(
             interrupts=self._interrupts,
             events=self._events,
+            missions=self._missions,
             resume=lambda interrupt, output: launcher.resume(interrupt, output, record),
             mission=mission,
             interrupt_id=interrupt_id,

@@ -84,13 +84,28 @@ class Lifecycle:
         """A resume that could not be handed over (an outage): paused again, the same wait."""
         return self._transition(mission_id, S.PAUSED, frozenset({S.RUNNING}), pause_id=pause_id, pause_token=task_token)
 
-    def waiting(self, mission_id: str, interrupt_id: str) -> MissionRecord:
-        """Its question can be answered now (the interrupt function stored the token): the record as written."""
+    def waiting(self, mission_id: str, interrupt_id: str, together: list[str] | None = None) -> MissionRecord:
+        """Its question (or the questions a group's branches asked `together`, the first named) can be
+        answered now (the interrupt function stored the token): the record as written."""
+        if together:
+            return self.move(mission_id, S.INTERRUPTED, pending_interrupt=interrupt_id, pending_interrupts=together)
         return self.move(mission_id, S.INTERRUPTED, pending_interrupt=interrupt_id)
+
+    def answered(self, mission_id: str, interrupt_id: str) -> MissionRecord:
+        """One of the questions asked together is answered: the record as written, whose
+        `pending_interrupts` says which are left (none: this answer resumes the mission)."""
+        return self.missions.drop_pending(mission_id, interrupt_id)
 
     def resumed(self, mission_id: str) -> None:
         """Its answer is handed to the execution: running again (refused once it was cancelled)."""
-        self._transition(mission_id, S.RUNNING, frozenset({S.INTERRUPTED}), pending_interrupt=None, asking=None)
+        self._transition(
+            mission_id,
+            S.RUNNING,
+            frozenset({S.INTERRUPTED}),
+            pending_interrupt=None,
+            pending_interrupts=None,
+            asking=None,
+        )
 
     def end(self, mission_id: str, status: str, **fields: Any) -> None:
         """`status`: completed or failed (as a stage reports it)."""
@@ -109,6 +124,7 @@ class Lifecycle:
             S.CANCELLED,
             terminal_reason=reason,
             pending_interrupt=None,
+            pending_interrupts=None,
             asking=None,
             pause_id=None,
             pause_token=None,

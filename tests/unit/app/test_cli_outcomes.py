@@ -18,7 +18,7 @@ class StillRunning:
 
     def __init__(self, asks: bool = False) -> None:
         question = SimpleNamespace(
-            interrupt_id="i1", kind="clarification", question="Which module?", options=[], status="pending"
+            interrupt_id="i1", kind="clarification", question="Which module?", options=[], status="pending", together=[]
         )
         mission = SimpleNamespace(
             mission_id="m", status="interrupted" if asks else "running", pending_interrupt="i1" if asks else None

@@ -14,6 +14,7 @@ from missions.core.capability import registry as registry
 from missions.core.errors import NON_RETRYABLE_ERRORS
 from missions.core.mission.envelope import InterruptKind
 from missions.core.pipeline.compiler import (
+    AWAIT_BRANCHES,
     COUNTER_GUARDS,
     DONE,
     FAILED,
@@ -230,7 +231,10 @@ def test_finalize_runs_the_final_stage_in_finalize_mode_and_ends(compiled):
     # the final stage ends the mission unless it asked a human
     route = states[states[pipeline.final]["Next"]]
     assert route["Type"] == "Choice" and route["Default"] == DONE
-    assert {states[c["Next"]]["Next"] for c in route["Choices"]} == {f"await.{k.value}" for k in pipeline.awaited()}
+    # (and, when it joins a group whose branches may ask, unless they asked)
+    joins = pipeline.final in {pipeline.agent(g[0]).default_next for g in pipeline.parallel_groups()}
+    awaits = {f"await.{k.value}" for k in pipeline.awaited()} | ({AWAIT_BRANCHES} if joins else set())
+    assert {states[c["Next"]]["Next"] for c in route["Choices"]} == awaits
     assert states[pipeline.final]["Parameters"]["mode"] == "run"
 
 
@@ -555,3 +559,32 @@ def test_stages_named_like_the_machines_own_states_do_not_collide():
     # Then each is its own Task, distinct from the machine's start, finalize and done states
     assert all(states[name]["Type"] == "Task" for name in ("start", "finalize", "done"))
     assert states[START]["Type"] == "Choice" and states[DONE]["Type"] == "Succeed"
+
+
+# -- questions from parallel branches -----------------------------------------------------------
+
+
+def test_a_pipeline_without_groups_or_fan_outs_compiles_no_wait_for_branches():
+    for machine in compile_mission(CODE_ANALYSIS).as_dict().values():
+        assert machine is not None and AWAIT_BRANCHES not in machine["States"]
+        assert "await:branches" not in json.dumps(machine)
+
+
+@pytest.mark.parametrize("pipeline, group, join", [(PARALLEL, "bc", "d"), (FAN_OUT, "each", "each")])
+def test_the_joining_stage_waits_for_its_branches_questions_and_the_answers_run_the_group_again(pipeline, group, join):
+    # Given a group (or a fan-out) whose join routes to "await:branches" when branches asked
+    single = compile_pipeline(pipeline)["States"]
+    # Then on one Standard machine the join's route enters the wait, whose answers enter the group
+    route = single[f"{join}.route"] if f"{join}.route" in single else single[single[join]["Next"]]
+    waits = [c for c in route["Choices"] if c.get("StringEquals") == "await:branches"]
+    assert waits and AWAIT_BRANCHES in {waits[0]["Next"], single.get(waits[0]["Next"], {}).get("Next")}
+    resume = single[f"{AWAIT_BRANCHES}.resume"]
+    entry = "parallel.b+c" if group == "bc" else "each.map"
+    assert {"Variable": "$.envelope.interrupt.group", "StringEquals": group, "Next": entry} in resume["Choices"]
+    # And in two levels the segment hands back, and the next segment starts at the group
+    machines = compile_mission(pipeline)
+    if machines.segment is not None:
+        mission = machines.mission["States"]
+        assert mission[f"{AWAIT_BRANCHES}.resume"]["InputPath"] == "$.envelope.interrupt.group"
+        exits = [c for c in mission["segment.exit"]["Choices"] if c.get("Next") == AWAIT_BRANCHES]
+        assert exits, "the segment's await exit never reaches the wait for branches"

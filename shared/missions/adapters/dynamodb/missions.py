@@ -78,6 +78,36 @@ class DynamoMissionStore(DynamoTable):
         assert written is not None
         return written
 
+    def drop_pending(self, mission_id: str, interrupt_id: str) -> MissionRecord:
+        """DynamoDB removes a list element by position: the write names the position it read and is
+        conditional on the id still being there (and the mission interrupted); a concurrent answer that
+        moved it makes the condition fail, and the position is read again."""
+        for _ in range(5):
+            pending = self.get(mission_id).pending_interrupts or []
+            if interrupt_id not in pending:
+                raise ConflictError(f"question {interrupt_id} of mission {mission_id} is not pending")
+            at = pending.index(interrupt_id)
+            try:
+                response = self._client.update_item(
+                    TableName=self.table_name,
+                    Key={"mission_id": {"S": mission_id}},
+                    UpdateExpression=f"REMOVE #p[{at}] SET updated_at = :now",
+                    ConditionExpression="#st = :interrupted AND #p[" + str(at) + "] = :id",
+                    ExpressionAttributeNames={"#p": "pending_interrupts", "#st": "status"},
+                    ExpressionAttributeValues={
+                        ":interrupted": {"S": MissionStatus.INTERRUPTED.value},
+                        ":id": {"S": interrupt_id},
+                        ":now": {"S": utcnow()},
+                    },
+                    ReturnValues="ALL_NEW",
+                )
+            except ClientError as exc:
+                if not condition_failed(exc):
+                    raise
+                continue
+            return mission_record(response["Attributes"])
+        raise ConflictError(f"question {interrupt_id} of mission {mission_id} could not be marked answered: retry")
+
     def add_note(self, mission_id: str, note: dict[str, Any], allowed_from: frozenset[str], limit: int) -> None:
         """One conditional list_append: the status allows it and the list is shorter than `limit`."""
         froms = sorted(allowed_from)

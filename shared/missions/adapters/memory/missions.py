@@ -44,6 +44,15 @@ class MemoryMissionStore(KeyedRecords[MissionRecord]):
             self._set(mission_id, {**fields, "status": status})
             return self._items[mission_id].model_copy(deep=True)
 
+    def drop_pending(self, mission_id: str, interrupt_id: str) -> MissionRecord:
+        with self._lock:
+            record = self._read(mission_id)
+            pending = record.pending_interrupts or []
+            if record.status != "interrupted" or interrupt_id not in pending:
+                raise ConflictError(f"question {interrupt_id} of mission {mission_id} is not pending")
+            self._set(mission_id, {"pending_interrupts": [i for i in pending if i != interrupt_id]})
+            return self._items[mission_id].model_copy(deep=True)
+
     def add_note(self, mission_id: str, note: dict[str, Any], allowed_from: frozenset[str], limit: int) -> None:
         with self._lock:
             record = self._items.get(mission_id)

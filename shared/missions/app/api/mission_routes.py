@@ -46,7 +46,7 @@ from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.core.triggers.declared import TriggerSource
 from missions.ports.missions import MissionRecord, MissionSummary, lifecycle_of, running_stage
 from missions.service.checkpoints import records_of, state_at
-from missions.service.interrupts import NotAnswerableYet, waiting_question
+from missions.service.interrupts import NotAnswerableYet, waiting_questions
 
 _MISSION = "/missions/<mission_id>"
 # to start, or to resume after an answer or the user's resume
@@ -149,12 +149,14 @@ def get_mission(mission_id: str) -> dict[str, Any]:
     user = current_user()
     record = owned_mission(mission_id, user)
     counters = record.counters or {}
+    questions = _answerable_questions(record)
     return {
         **_summary(record),
         "updated_at": record.updated_at,
         "completed_at": record.completed_at,
         "archived_at": record.archived_at,
-        "pending_interrupt": _answerable_question(record),
+        "pending_interrupt": questions[0] if questions else None,
+        "pending_interrupts": questions,
         "queue": runtime().launcher.queue_place(record) if record.status in _MAY_WAIT_IN_LINE else None,
         "result": record.result,
         "counters": counters,
@@ -171,13 +173,13 @@ def get_mission(mission_id: str) -> dict[str, Any]:
 
 @app.get("/inbox", summary="Every question waiting for you", responses=responses((200, Inbox, "newest first")))
 def inbox() -> dict[str, Any]:
-    """The questions your missions wait on, across missions (each answerable now)."""
+    """The questions your missions wait on, across missions (each answerable now; a mission whose parallel
+    branches asked has an item per question)."""
     items = []
     for record in runtime().missions.list_for_user(current_user(), limit=1000):
         if record.status != MissionStatus.INTERRUPTED:
             continue
-        question = _answerable_question(record)
-        if question is not None:
+        for question in _answerable_questions(record):
             items.append(
                 {
                     "mission_id": record.mission_id,
@@ -190,18 +192,18 @@ def inbox() -> dict[str, Any]:
     return {"items": items}
 
 
-def _answerable_question(record: MissionRecord | MissionSummary) -> dict[str, Any] | None:
-    interrupt = waiting_question(runtime().interrupts, record)
-    if interrupt is None:
-        return None
-    return {
-        "interrupt_id": interrupt.interrupt_id,
-        "kind": interrupt.kind.value,
-        "question": interrupt.question,
-        "options": interrupt.options,
-        "data": interrupt.data,  # what the user is asked to judge (a draft, the options' details)
-        "stage": interrupt.stage,
-    }
+def _answerable_questions(record: MissionRecord | MissionSummary) -> list[dict[str, Any]]:
+    return [
+        {
+            "interrupt_id": interrupt.interrupt_id,
+            "kind": interrupt.kind.value,
+            "question": interrupt.question,
+            "options": interrupt.options,
+            "data": interrupt.data,  # what the user is asked to judge (a draft, the options' details)
+            "stage": interrupt.stage,
+        }
+        for interrupt in waiting_questions(runtime().interrupts, record)
+    ]
 
 
 @app.get(
@@ -373,7 +375,8 @@ def fork_mission(mission_id: str, body: ForkRequest) -> Response[dict[str, Any]]
     responses=responses((200, AnswerAccepted, "answered"), 404, 409, 503, body=True),
 )
 def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, Any] | Response[dict[str, Any]]:
-    """Once per question: a second answer is 409; an answer for a question not yet shown is 409 with
+    """Once per question, in any order when several wait (the last one resumes the mission): a second
+    answer is 409; an answer for a question not yet shown is 409 with
     Retry-After (it becomes answerable in a moment); one that does not fit the question is 422."""
     record = owned_mission(mission_id, current_user())
     try:
@@ -386,7 +389,8 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, An
         if record.asking == interrupt_id:  # asked, but its token is not stored yet
             return error(409, f"question {interrupt_id} is not answerable yet", headers={"Retry-After": "1"})
         raise NotFoundError(f"no interrupt {interrupt_id} in mission {mission_id}") from None
-    return {"interrupt_id": answered.interrupt_id, "status": "answered" if now else "queued"}
+    status = "waiting" if now is None else "answered" if now else "queued"
+    return {"interrupt_id": answered.interrupt_id, "status": status}
 
 
 @app.post(

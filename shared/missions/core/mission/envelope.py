@@ -88,6 +88,9 @@ class Interrupt(Model):
     options: list[str] = Field(default_factory=list)
     data: dict[str, Any] = Field(default_factory=dict)
     created_at: str = Field(default_factory=utcnow)
+    # asked by a branch of this parallel group (or an item of this fan-out stage): the answers run the
+    # group again, where its finished branches return what they returned (see WaitingBranches)
+    group: str | None = None
 
 
 class InterruptResponse(Model):
@@ -120,6 +123,22 @@ class Resume(Model):
 
     interrupt_id: str
     response: InterruptResponse
+    # when a group's branches asked: every question's answer (by interrupt id), handed over once the last
+    # is given; `interrupt_id`/`response` are then the first question's
+    answers: dict[str, InterruptResponse] | None = None
+
+
+class WaitingBranches(Model):
+    """A parallel group (or a fan-out's items) whose branches asked their user: the joining stage waits
+    until every question is answered, then the group runs again. A branch that finished returns what it
+    returned (`done`, already counted); one that asked resumes with its answer, what it did before asking
+    replayed (`replays`), exactly as a sequential stage after a question."""
+
+    group: str  # the group's name, or the fan-out stage
+    questions: list[Interrupt] = Field(min_length=1)
+    asked: dict[str, str] = Field(default_factory=dict)  # branch key -> the id of the question it asked
+    replays: dict[str, dict[str, Any]] = Field(default_factory=dict)  # branch key -> Replay JSON
+    done: dict[str, dict[str, Any]] = Field(default_factory=dict)  # branch key -> its result, counted once
 
 
 class StageRecord(Model):
@@ -195,6 +214,8 @@ class Envelope(Model):
     # what the stage that asked did before asking (its model answers and tool calls), replayed when
     # it resumes: {"stage": ..., "thoughts": [...], "tools": {...}} (missions.core.capability.stages.Replay)
     replay: dict[str, Any] | None = None
+    # a group's branches that asked, and what the others finished, while every answer is awaited
+    waiting_branches: WaitingBranches | None = None
     # the capability's own state, if it keeps one (missions.core.capability.stages: `state`, ctx.update_state)
     state: dict[str, Any] | None = None
 

@@ -209,6 +209,18 @@ class PipelineConfig(Model):
     def group_names(self) -> list[str]:
         return [group.name for group in self.parallel]
 
+    def group_name_of(self, stage: str) -> str:
+        """The name of the parallel group `stage` is a branch of (KeyError when it is none's)."""
+        for group in self.parallel:
+            if stage in group.stages:
+                return group.name
+        raise KeyError(f"pipeline '{self.name}': stage '{stage}' is in no parallel group")
+
+    def asks_in_branches(self) -> bool:
+        """Whether a question may come from a branch of a group or an item of a fan-out, whose answers run
+        that group again (the machine routes to it after the answer)."""
+        return bool(self.parallel) or any(agent.fan_out for agent in self.agents)
+
     def targets_of(self, stage: str) -> list[str]:
         """Every stage `stage` can hand over to: its routes and the reroutes of its edge limits."""
         found = self.agent(stage).targets()

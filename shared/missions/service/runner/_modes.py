@@ -10,11 +10,21 @@ from typing import Any
 
 from missions.core.capability.registry import Capability, InterruptRequested, StageContext, StageDefinitionError
 from missions.core.capability.tools import ConfirmationRequired
-from missions.core.mission.envelope import Envelope, Interrupt, InterruptKind, StageRecord, utcnow
+from missions.core.errors import StageRequestError
+from missions.core.mission.envelope import (
+    Envelope,
+    Interrupt,
+    InterruptKind,
+    InterruptResponse,
+    StageRecord,
+    WaitingBranches,
+    utcnow,
+)
 from missions.core.mission.events import Event, EventType
 from missions.core.mission.notes import deliver as deliver_notes
+from missions.core.pipeline.compiler import BRANCHES_ROUTE
 from missions.core.pipeline.routing import Decision, apply, decide
-from missions.service.runner._absorb import absorb_branches, absorb_failure, absorb_resume
+from missions.service.runner._absorb import absorb_branches, absorb_failure, absorb_resume, branch_key
 from missions.service.runner._agents import PinnedAgents, pinned
 from missions.service.runner._base import AWAIT_PREFIX, Emit, Invocation, StageReport, StageServices
 from missions.service.runner._commit import StageCommit
@@ -107,7 +117,7 @@ class StageModes:
         if failure is None:
             absorb_failure(envelope)  # a failure is only carried to the failure path
         records: list[StageRecord] = []  # this checkpoint's: the branches it joins, then itself
-        item_results = absorb_branches(envelope, emit, fan_out, records, self._services.codec, self._pipeline)
+        item_results, waiting = absorb_branches(envelope, emit, fan_out, records, self._services.codec, self._pipeline)
         resume, approved_call = absorb_resume(envelope)
         received = deliver_notes(envelope.context, envelope.notes)  # what the user said since the last stage
         envelope.notes = None
@@ -138,13 +148,18 @@ class StageModes:
             workspaces=self._services.workspaces,
         )
         try:
-            output = work(ctx, emit)
-            envelope.outputs[agent.key] = output
-            if final:
-                _finish(envelope, failure, emit)
+            if waiting is not None:  # its branches asked: it runs once every one has its answer
+                status = "interrupted"
+                envelope.waiting_branches, envelope.interrupt = waiting, waiting.questions[0]
+                envelope.next_stage = BRANCHES_ROUTE
             else:
-                decision = decide(self._pipeline, envelope, stage, output)
-                _route(envelope, stage, decision, output, emit)
+                output = work(ctx, emit)
+                envelope.outputs[agent.key] = output
+                if final:
+                    _finish(envelope, failure, emit)
+                else:
+                    decision = decide(self._pipeline, envelope, stage, output)
+                    _route(envelope, stage, decision, output, emit)
         except (InterruptRequested, ConfirmationRequired) as asked:
             status = "interrupted"
             interrupt = _interrupt_from(asked, stage)
@@ -203,7 +218,14 @@ class StageModes:
     # -- partial runs inside Parallel and Map ------------------------------------------
 
     def partial(self, envelope: Envelope, stage: str, mode: str, request: dict[str, Any]) -> dict[str, Any]:
-        """One branch of a Parallel group or one item of a Map: the delta its joining stage folds in."""
+        """One branch of a Parallel group or one item of a Map: the delta its joining stage folds in. A
+        branch may ask its user: its delta then carries the question (and what it did before asking), and
+        the joining stage waits for every branch's answer (WaitingBranches)."""
+        key = branch_key(stage, mode, request.get("index"))
+        waiting = envelope.waiting_branches
+        if waiting is not None and key in waiting.done:  # it finished while others asked: counted then
+            return self._services.codec.pack(waiting.done[key], scope=envelope.mission_id)
+        resume, approved_call = _branch_answer(envelope, waiting, key)
         agent, prompt, version = self._agents.configured(envelope, stage)
         events: list[Event] = []
 
@@ -217,6 +239,8 @@ class StageModes:
             envelope,
             agent,
             self._pipeline,
+            resume=resume,
+            approved_call=approved_call,
             item=request.get("item"),
             system_prompt=prompt,
             artifacts=self._services.artifacts,
@@ -224,18 +248,30 @@ class StageModes:
         )
         emit(EventType.AGENT_STARTED, mode=mode, index=request.get("index"), **pinned(version, envelope))
         started_at, t0 = utcnow(), self._services.clock()
+        asked: Interrupt | None = None
         try:
-            output = self._functions.work(ctx, emit, partial=True)
+            output: dict[str, Any] | None = self._functions.work(ctx, emit, partial=True)
         except (InterruptRequested, ConfirmationRequired) as exc:
-            raise StageDefinitionError(
-                f"stage '{stage}' asked a human inside a {mode}; interrupts must come from sequential stages"
-            ) from exc
+            if isinstance(exc, InterruptRequested) and exc.kind is InterruptKind.DELEGATION:
+                raise StageDefinitionError(
+                    f"stage '{stage}' delegated inside a {mode}; a sub-mission is started by a sequential stage"
+                ) from exc
+            group = stage if mode == "item" else self._pipeline.group_name_of(stage)
+            asked = _interrupt_from(exc, stage).model_copy(update={"group": group})
+            output = None
+            emit(
+                EventType.INTERRUPT_RAISED,
+                interrupt_id=asked.id,
+                kind=asked.kind.value,
+                question=asked.question,
+                **({"call_id": asked.data["call_id"]} if "call_id" in asked.data else {}),
+            )
         elapsed = (self._services.clock() - t0) * 1000
         counters = envelope.counters.model_dump()
         delta_counters = {k: counters[k] - before.model_dump()[k] for k in counters}
         delta_counters["agent_hops"] = 1 if mode == "branch" else 0
         emit(EventType.AGENT_COMPLETED, mode=mode, index=request.get("index"), duration_ms=round(elapsed, 3))
-        delta = {
+        delta: dict[str, Any] = {
             "stage": stage,
             "index": request.get("index", 0),
             "output": output,
@@ -247,13 +283,15 @@ class StageModes:
                 stage=stage,
                 started_at=started_at,
                 duration_ms=round(elapsed, 3),
-                status="ok",
+                status="ok" if asked is None else "interrupted",
                 llm_calls=delta_counters["llm_calls"],
                 tool_calls=delta_counters["tool_calls"],
             ).model_dump()
             if mode == "branch"
             else None,
         }
+        if asked is not None:
+            delta |= {"key": key, "asked": asked.model_dump(mode="json"), "replay": envelope.replay}
         return self._services.codec.pack(delta, scope=envelope.mission_id)
 
 
@@ -292,6 +330,27 @@ def _finish(envelope: Envelope, failure: dict[str, Any] | None, emit: Emit) -> N
             cause=(failure.get("cause") or "")[:1000],
         )
     envelope.terminal_reason = envelope.terminal_reason or "completed"
+
+
+def _branch_answer(
+    envelope: Envelope, waiting: WaitingBranches | None, key: str
+) -> tuple[InterruptResponse | None, bool]:
+    """The answer a branch that asked resumes with (and what it did before asking, to replay), and whether
+    it approved a tool call rather than answered a question."""
+    envelope.replay = None
+    if waiting is None or key not in waiting.asked:
+        return None, False
+    interrupt_id = waiting.asked[key]
+    answers = (envelope.resume.answers or {}) if envelope.resume is not None else {}
+    answer = answers.get(interrupt_id)
+    if answer is None:  # the group runs again only once every question is answered
+        raise StageRequestError(f"branch {key} resumed without the answer to its question {interrupt_id}")
+    envelope.replay = waiting.replays.get(key)
+    question = next(q for q in waiting.questions if q.id == interrupt_id)
+    if question.kind is InterruptKind.CONFIRMATION and "call_id" in question.data:
+        envelope.approvals[question.data["call_id"]] = bool(answer.approved)
+        return answer, True
+    return answer, False
 
 
 def _interrupt_from(asked: Exception, stage: str) -> Interrupt:

@@ -36,8 +36,9 @@ class PendingInterrupt(BaseModel):
 
 class AnswerAccepted(BaseModel):
     interrupt_id: str
-    status: Literal["answered", "queued"] = Field(
-        description="answered: the mission resumes now; queued: it resumes when one of the user's slots frees"
+    status: Literal["answered", "queued", "waiting"] = Field(
+        description="answered: the mission resumes now; queued: it resumes when one of the user's slots frees; "
+        "waiting: recorded, and the mission resumes once the other questions asked with this one are answered"
     )
 
 

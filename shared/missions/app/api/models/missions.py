@@ -147,7 +147,11 @@ class MissionView(MissionSummary):
     updated_at: str
     completed_at: str | None
     archived_at: str | None
-    pending_interrupt: PendingInterrupt | None
+    pending_interrupt: PendingInterrupt | None = Field(description="the first question waiting for you")
+    pending_interrupts: list[PendingInterrupt] = Field(
+        default_factory=list,
+        description="every question waiting for you, in the order asked (several when parallel branches asked)",
+    )
     queue: QueuePlace | None = None
     result: dict[str, Any] | None
     counters: dict[str, Any]

@@ -54,7 +54,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from missions.core.pipeline.compiler._layout import (
+    AWAIT_BRANCHES,
     AWAIT_PAUSE,
+    BRANCHES_ROUTE,
     COUNTER_GUARDS,
     DONE,
     EXPRESS_SECONDS,
@@ -83,7 +85,9 @@ from missions.core.pipeline.compiler._stages import _Compiler
 from missions.core.pipeline.config import PipelineConfig
 
 __all__ = [
+    "AWAIT_BRANCHES",
     "AWAIT_PAUSE",
+    "BRANCHES_ROUTE",
     "COUNTER_GUARDS",
     "DONE",
     "EXPRESS_SECONDS",

@@ -19,6 +19,9 @@ SEGMENT_EXIT = "segment.exit"
 SEGMENT_END = "segment.end"
 SEGMENT_PLACEHOLDER = "${segment}"
 AWAIT_PAUSE = "await.pause"
+# branches of a group (or items of a fan-out) asked: the joining stage routes here; the answers run the group again
+AWAIT_BRANCHES = "await.branches"
+BRANCHES_ROUTE = "await:branches"
 PAUSE_ROUTE = "pause.route"
 # Express runs 5 minutes at most; a segment hands back this long before, whatever a stage may take
 EXPRESS_SECONDS = 300

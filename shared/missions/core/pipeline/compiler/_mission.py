@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from missions.core.pipeline.compiler._layout import (
+    AWAIT_BRANCHES,
     AWAIT_PAUSE,
+    BRANCHES_ROUTE,
     DONE,
     FAILED,
     FINALIZE,
@@ -21,6 +23,7 @@ from missions.core.pipeline.compiler._states import (
     _PAUSED,
     _asl,
     _await,
+    _await_branches,
     _await_pause,
     _guards,
     _machine_timeout,
@@ -42,6 +45,8 @@ class _MissionCompiler:
         self._segment()
         for kind in self.p.awaited():
             _await(self.states, self.p, kind, next_state=SEGMENT_BEGIN)
+        if self.p.asks_in_branches():
+            _await_branches(self.states, self.p, next_state=SEGMENT_BEGIN)
         _await_pause(self.states, self.p, next_state=SEGMENT_BEGIN)
         _guards(self.states)
         final = self.p.agent(self.p.final)
@@ -122,6 +127,19 @@ class _MissionCompiler:
                         "Next": f"await.{kind.value}",
                     }
                     for kind in self.p.awaited()
+                ),
+                *(
+                    [
+                        {
+                            "And": [
+                                {"Variable": "$.asl.exit", "StringEquals": "await"},
+                                {"Variable": "$.envelope.next_stage", "StringEquals": BRANCHES_ROUTE},
+                            ],
+                            "Next": AWAIT_BRANCHES,
+                        }
+                    ]
+                    if self.p.asks_in_branches()
+                    else []
                 ),
             ],
             "Default": UNROUTABLE,

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from missions.core.pipeline.compiler._layout import (
+    AWAIT_BRANCHES,
     AWAIT_PAUSE,
+    BRANCHES_ROUTE,
     COUNTER_GUARDS,
     DONE,
     EXPRESS_SECONDS,
@@ -23,6 +25,7 @@ from missions.core.pipeline.compiler._states import (
     _PAUSED,
     _asl,
     _await,
+    _await_branches,
     _await_pause,
     _entry,
     _failed_pass,
@@ -80,6 +83,8 @@ class _Compiler:
         if not self.segmented:
             for kind in self.p.awaited():
                 _await(self.states, self.p, kind)
+            if self.p.asks_in_branches():
+                _await_branches(self.states, self.p)
             _await_pause(self.states, self.p, next_state=PAUSE_ROUTE)
             stages = [a.name for a in self.p.agents if not self.p.group_of(a.name)] + self.p.group_names()
             self.states[PAUSE_ROUTE] = {
@@ -178,11 +183,17 @@ class _Compiler:
         self.states[f"{name}.count"] = self._count(1, f"{name}.route")
         self.states[f"{name}.route"] = {
             "Type": "Choice",
-            "Choices": self._choices(self.p.targets_of(agent.name)),
+            "Choices": self._choices(self.p.targets_of(agent.name), joins=name in self._joins()),
             "Default": UNROUTABLE,
         }
 
-    def _choices(self, targets: list[str]) -> list[dict[str, Any]]:
+    def _joins(self) -> set[str]:
+        """The stages that join branches (a group's next stage, a fan-out stage): they wait when branches asked."""
+        return {self.p.agent(group[0]).default_next or "" for group in self.groups} | {
+            a.name for a in self.p.agents if a.fan_out
+        }
+
+    def _choices(self, targets: list[str], joins: bool = False) -> list[dict[str, Any]]:
         final = self.p.final
         choices: list[dict[str, Any]] = [
             {"Variable": "$.envelope.next_stage", "StringEquals": final, "Next": final},
@@ -206,6 +217,14 @@ class _Compiler:
                     "Variable": "$.envelope.next_stage",
                     "StringEquals": f"await:{kind.value}",
                     "Next": self._exit("await") if self.segmented else f"await.{kind.value}",
+                }
+            )
+        if joins:
+            choices.append(
+                {
+                    "Variable": "$.envelope.next_stage",
+                    "StringEquals": BRANCHES_ROUTE,
+                    "Next": self._exit("await") if self.segmented else AWAIT_BRANCHES,
                 }
             )
         routable = [target for target in targets if target != final]
@@ -247,22 +266,19 @@ class _Compiler:
         self.states[agent.name] = self._task(agent, "run", f"{agent.name}.route")
         self._failed_pass(agent.name, "stage_failed")
         done = self._exit("done") if self.segmented else DONE
+        waits = {f"await:{kind.value}": (kind.value, f"await.{kind.value}") for kind in self.p.awaited()}
+        if agent.name in self._joins():  # it joins a group whose branches may ask
+            waits[BRANCHES_ROUTE] = ("branches", AWAIT_BRANCHES)
         self.states[f"{agent.name}.route"] = {
             "Type": "Choice",
             "Choices": [
-                {
-                    "Variable": "$.envelope.next_stage",
-                    "StringEquals": f"await:{kind.value}",
-                    "Next": f"{agent.name}.asks.{kind.value}",
-                }
-                for kind in self.p.awaited()
+                {"Variable": "$.envelope.next_stage", "StringEquals": route, "Next": f"{agent.name}.asks.{label}"}
+                for route, (label, _) in waits.items()
             ],
             "Default": done,
         }
-        for kind in self.p.awaited():
-            self.states[f"{agent.name}.asks.{kind.value}"] = self._count(
-                1, self._exit("await") if self.segmented else f"await.{kind.value}"
-            )
+        for label, wait in waits.values():
+            self.states[f"{agent.name}.asks.{label}"] = self._count(1, self._exit("await") if self.segmented else wait)
         if not self.segmented:
             self.states[DONE] = {"Type": "Succeed"}
 

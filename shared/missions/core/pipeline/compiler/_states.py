@@ -7,6 +7,7 @@ from typing import Any
 from missions.core.errors import NON_RETRYABLE_ERRORS
 from missions.core.mission.envelope import InterruptKind
 from missions.core.pipeline.compiler._layout import (
+    AWAIT_BRANCHES,
     AWAIT_PAUSE,
     COUNTER_GUARDS,
     FINALIZE,
@@ -135,6 +136,30 @@ def _await(states: dict[str, Any], p: PipelineConfig, kind: InterruptKind, *, ne
             {"Variable": "$.envelope.interrupt.stage", "StringEquals": stage, "Next": _entry(p, stage)}
             for stage in p.stage_names()
             if not p.group_of(stage)
+        ],
+        "Default": UNROUTABLE,
+    }
+
+
+def _await_branches(states: dict[str, Any], p: PipelineConfig, *, next_state: str | None = None) -> None:
+    """Branches of a group (or items of a fan-out) asked their user, each its own question: the execution
+    waits, as for one question, until every one is answered; then the group runs again (its finished
+    branches return what they returned, the others resume with their answers). `next_state` set (two
+    levels): the next segment starts at the group; otherwise the answers enter it directly."""
+    _wait_for_token(states, p, AWAIT_BRANCHES, mode="interrupt", result_path="$.envelope.resume", reason="interrupt")
+    if next_state is not None:
+        states[f"{AWAIT_BRANCHES}.resume"] = {
+            "Type": "Pass",
+            "InputPath": "$.envelope.interrupt.group",
+            "ResultPath": "$.envelope.next_stage",
+            "Next": next_state,
+        }
+        return
+    states[f"{AWAIT_BRANCHES}.resume"] = {
+        "Type": "Choice",
+        "Choices": [
+            {"Variable": "$.envelope.interrupt.group", "StringEquals": group, "Next": _entry(p, group)}
+            for group in p.group_names() + [a.name for a in p.agents if a.fan_out]
         ],
         "Default": UNROUTABLE,
     }
