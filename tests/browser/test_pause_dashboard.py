@@ -1,6 +1,7 @@
 """The dashboard's mission card in control: "Pause for now" on a running mission, a note while it is
 paused, "Resume", and the mission to its result; a mission that delegated, linked to its sub-mission and
-back. In a real browser, checked with axe-core."""
+back; a mission whose parallel branches asked two questions, answered from its page in reverse order. In a
+real browser, checked with axe-core."""
 
 from __future__ import annotations
 
@@ -16,13 +17,14 @@ from tests.integration.conftest import with_capabilities
 from tests.integration.test_delegation import CHILD, PARENT
 from tests.integration.test_lifecycle_cancel_fork import GATE, Gate
 from tests.integration.test_pause_resume_notes import PAUSABLE
+from tests.support.asking import TRIP
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[DevServer]:
     """A dev server of a capability whose first stage is held in flight until the gate opens, and of one
     that delegates to another."""
-    names, known = with_capabilities(PAUSABLE, CHILD, PARENT)
+    names, known = with_capabilities(PAUSABLE, CHILD, PARENT, TRIP)
     with LocalCloud(names, registry=known) as cloud, DevServer(cloud, port=0) as dev:
         yield dev
 
@@ -85,3 +87,32 @@ def test_a_parent_links_its_sub_mission_and_the_sub_mission_links_back(server: D
     page.locator(".links a", has_text=child_id).click()
     page.locator(".links", has_text="Sub-mission of").locator("a", has_text=parent["mission_id"]).wait_for()
     assert page.locator("h1").inner_text() == "dinners in Porto"
+
+
+def test_two_questions_of_parallel_branches_are_answered_from_the_mission_page_in_reverse_order(server, visit):
+    # Given ola's trip, whose flights and hotel branches each asked her a question
+    ola = Client(server, "ola")
+    status, created = ola.call("POST", "/missions", {"capability": TRIP.name, "goal": "Lisbon"})
+    assert status == 202, created
+    mission_id = created["mission_id"]
+    wait_for(ola, mission_id, {"interrupted"})
+    # When she opens its page, both questions are there, in the order asked
+    page = visit(server.url, "ola").page
+    page.goto(f"{server.url}/#/missions/{mission_id}")
+    seat = page.get_by_role("region", name="Question: Window or aisle?")
+    area = page.get_by_role("region", name="Question: Which neighbourhood?")
+    seat.wait_for()
+    area.wait_for()
+    assert page.locator("section.question").count() == 2
+    screenshot(page, "mission-with-two-questions")
+    assert_accessible(page, "mission page with two questions")
+    # When she answers the second first, the page says the mission waits for her other answer
+    area.get_by_label("Your answer").fill("Alfama")
+    area.get_by_role("button", name="Send answer").click()
+    page.get_by_text("goes on once its other questions are answered").wait_for()
+    # When she answers the first, the mission joins both answers and completes
+    page.get_by_role("region", name="Question: Window or aisle?").get_by_role("button", name="window").click()
+    done = wait_for(ola, mission_id, {"completed", "failed"})
+    assert done["result"]["answer"].startswith("window seat, Alfama"), done
+    page.locator(".badge", has_text="completed").first.wait_for()
+    assert page.locator("section.question").count() == 0

@@ -47,7 +47,7 @@ from missions.ports.conversations import ConversationStore, VersionConflict
 from missions.ports.events import EventStore
 from missions.ports.interrupts import InterruptRecord, InterruptStore
 from missions.ports.missions import MissionRecord, MissionStore, running_stage
-from missions.service.interrupts import waiting_question
+from missions.service.interrupts import waiting_question, waiting_questions
 
 POLL_SECONDS = 0.25
 _UPDATE_ATTEMPTS = 8
@@ -296,9 +296,12 @@ class ChatService:
                 if begun[1] not in started:  # else the record is a moment behind the events just told
                     ahead.append(begun[1])
                     yield Progress(f"▸ {begun[1]}")
-            asking = self._asking(record)
-            if asking is not None and asking.interrupt_id != skip:
+            waiting = waiting_questions(self.interrupts, record)
+            if waiting and waiting[0].interrupt_id != skip:
+                asking = waiting[0]
                 content = question_text(asking.kind, asking.question, asking.options, asking.data)
+                if len(waiting) > 1:  # its parallel branches asked: one at a time here, in the order asked
+                    content += f"\n\n(1 of {len(waiting)} questions waiting; the next follows your answer.)"
                 return Reply(content, mission_id, "asking", usage_of(record.counters))
             if self._monotonic() >= deadline:
                 return self._still_running(record)

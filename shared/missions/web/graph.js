@@ -133,7 +133,10 @@ function currentIds(graph, mission) {
     const byStage = graph.nodes.find((n) => n.stage === at);
     if (exact || byStage) ids.add((exact || byStage).id);
   }
-  const waiting = mission.pending_interrupt && graph.nodes.find((n) => n.id === `await.${mission.pending_interrupt.kind}`);
+  // questions of parallel branches wait together in await.branches; one question in its kind's await
+  const several = (mission.pending_interrupts || []).length > 1;
+  const waitsIn = several ? "await.branches" : mission.pending_interrupt && `await.${mission.pending_interrupt.kind}`;
+  const waiting = waitsIn && graph.nodes.find((n) => n.id === waitsIn);
   if (waiting) ids.add(waiting.id);
   return ids;
 }

@@ -14,7 +14,7 @@ export async function inboxView(app, main) {
     if (stopped || key === shown || list.contains(document.activeElement)) return;
     shown = key;
     clear(list, inbox.items.length ? null : h("p", { className: "empty" }, "Nothing is waiting for you."),
-      inbox.items.map((item) => h("article", { className: "card inbox-item", dataset: { missionId: item.mission_id } },
+      inbox.items.map((item) => h("article", { className: "card inbox-item", dataset: { missionId: item.mission_id, interruptId: item.question.interrupt_id } },
         h("h2", {}, h("a", { href: `#/missions/${encodeURIComponent(item.mission_id)}` }, item.goal)),
         h("p", { className: "meta" }, item.capability, " · ", when(item.created_at), " · stage ", item.question.stage),
         questionForm(app.api, item.mission_id, item.question, () => setTimeout(() => load().catch(() => {}), 500)))));

@@ -6,7 +6,7 @@ import { followMission } from "./api.js";
 import { clear, h, money, notice, uid, when } from "./dom.js";
 import { drawGraph } from "./graph.js";
 import { historyView } from "./history.js";
-import { feedbackForm, lifecycleBadge, progress, questionForm } from "./widgets.js";
+import { feedbackForm, lifecycleBadge, pendingQuestions, progress, questionForm } from "./widgets.js";
 
 function describe(event) {
   const p = event.payload || {};
@@ -158,7 +158,7 @@ export async function missionView(app, main, missionId) {
       progress(mission, app.stagesOf(mission.capability)),
       mission.queue ? h("p", {}, `Queued (#${mission.queue.position}): ${mission.queue.reason}`) : null,
       linksView(mission));
-    clear(question, mission.pending_interrupt ? questionForm(app.api, mission.mission_id, mission.pending_interrupt, () => later(300)) : null);
+    clear(question, pendingQuestions(mission).map((asked) => questionForm(app.api, mission.mission_id, asked, () => later(300))));
     if (graph) {
       clear(graphBox, drawGraph(graph, { mission, stageOrder: app.stagesOf(mission.capability), simple: !every.checked }));
     }
@@ -179,7 +179,7 @@ export async function missionView(app, main, missionId) {
       const fresh = await app.api.get(`/missions/${encodeURIComponent(missionId)}`);
       const changed = JSON.stringify(fresh) !== JSON.stringify(mission);
       mission = fresh;
-      const focusedInQuestion = question.contains(document.activeElement) && mission.pending_interrupt;
+      const focusedInQuestion = question.contains(document.activeElement) && pendingQuestions(mission).length > 0;
       if (changed && !focusedInQuestion) await paint();
     } catch {
       /* the next event or poll tries again */

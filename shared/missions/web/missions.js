@@ -2,7 +2,7 @@
 // mission, newest first, filterable by status and capability, kept current by polling.
 
 import { clear, h, notice, uid, when } from "./dom.js";
-import { feedbackForm, lifecycleBadge, missionControls, progress, questionForm, resultSummary } from "./widgets.js";
+import { feedbackForm, lifecycleBadge, missionControls, pendingQuestions, progress, questionForm, resultSummary } from "./widgets.js";
 
 const STATUSES = ["queued", "running", "interrupted", "paused", "completed", "failed", "cancelled"];
 const LEVELS = { 1: "simple", 2: "coordinated", 3: "complex" };
@@ -16,7 +16,7 @@ function missionCard(app, mission, refresh) {
       h("p", { className: "meta" }, h("span", { className: "capability" }, mission.capability), " · ", lifecycleBadge(mission),
         " · ", h("time", { datetime: mission.created_at }, when(mission.created_at)))),
     progress(mission, stages));
-  if (mission.pending_interrupt) card.append(questionForm(app.api, mission.mission_id, mission.pending_interrupt, refresh));
+  for (const question of pendingQuestions(mission)) card.append(questionForm(app.api, mission.mission_id, question, refresh));
   if (mission.queue) card.append(h("p", { className: "queue" }, `Queued (#${mission.queue.position}): ${mission.queue.reason}`));
   const controls = missionControls(app.api, mission, refresh);
   if (controls) card.append(controls);
@@ -118,7 +118,7 @@ export async function missionsView(app, main) {
     }
     let previous = null;
     for (const summary of page.missions) {
-      const key = `${summary.status}/${summary.stage}`;
+      const key = `${summary.status}/${summary.stage}/${summary.pending_interrupt || ""}`;
       let card = list.querySelector(`[data-mission-id="${CSS.escape(summary.mission_id)}"]`);
       const busy = card && card.contains(document.activeElement) && seen.get(summary.mission_id) === key;
       if (!card || (seen.get(summary.mission_id) !== key && !busy)) {

@@ -44,6 +44,12 @@ function preview(value) {
  * asks approve or reject (with a reason); a choice shows its options as buttons; a clarification (or
  * anything else) takes free text. onAnswered() after the API took the answer.
  */
+/** Every question a mission waits on, in the order asked (several when its parallel branches asked). */
+export function pendingQuestions(mission) {
+  if (mission.pending_interrupts && mission.pending_interrupts.length) return mission.pending_interrupts;
+  return mission.pending_interrupt ? [mission.pending_interrupt] : [];
+}
+
 export function questionForm(api, missionId, question, onAnswered) {
   const box = h("section", { className: `question kind-${question.kind}`, "aria-label": `Question: ${question.question}` });
   const status = h("div", { className: "question-status" });
@@ -51,8 +57,9 @@ export function questionForm(api, missionId, question, onAnswered) {
     for (const b of box.querySelectorAll("button, textarea, input")) b.disabled = true;
     status.replaceChildren(notice("Sending your answer…"));
     try {
-      await api.post(`/missions/${encodeURIComponent(missionId)}/interrupts/${encodeURIComponent(question.interrupt_id)}`, body);
-      status.replaceChildren(notice(`Answered${button ? `: ${button}` : ""}. The mission carries on.`, "ok"));
+      const sent = await api.post(`/missions/${encodeURIComponent(missionId)}/interrupts/${encodeURIComponent(question.interrupt_id)}`, body);
+      const next = sent && sent.status === "waiting" ? "The mission goes on once its other questions are answered." : "The mission carries on.";
+      status.replaceChildren(notice(`Answered${button ? `: ${button}` : ""}. ${next}`, "ok"));
       onAnswered?.();
     } catch (error) {
       for (const b of box.querySelectorAll("button, textarea, input")) b.disabled = false;

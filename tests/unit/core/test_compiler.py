@@ -565,9 +565,10 @@ def test_stages_named_like_the_machines_own_states_do_not_collide():
 
 
 def test_a_pipeline_without_groups_or_fan_outs_compiles_no_wait_for_branches():
-    for machine in compile_mission(CODE_ANALYSIS).as_dict().values():
-        assert machine is not None and AWAIT_BRANCHES not in machine["States"]
-        assert "await:branches" not in json.dumps(machine)
+    machines = compile_mission(CODE_ANALYSIS)
+    assert machines.segment is not None
+    for machine in (machines.mission, machines.segment):
+        assert AWAIT_BRANCHES not in machine["States"] and "await:branches" not in json.dumps(machine)
 
 
 @pytest.mark.parametrize("pipeline, group, join", [(PARALLEL, "bc", "d"), (FAN_OUT, "each", "each")])

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 from rich.markup import escape
 
@@ -57,10 +59,13 @@ def status(mission_id: str = MissionId, as_json: JsonOption = False, *, target: 
         f"stage {mission.get('stage') or '-'}",
         f"goal: {mission['goal']}",
     ]
-    pending = mission.get("pending_interrupt")
-    if pending:
+    questions = mission.get("pending_interrupts") or (
+        [mission["pending_interrupt"]] if mission.get("pending_interrupt") else []
+    )
+    for number, pending in enumerate(questions, 1):
         options = f" [{'/'.join(pending['options'])}]" if pending.get("options") else ""
-        lines.append(f"asks: {pending['question']}{options}")
+        which = f" ({number} of {len(questions)}, {pending['stage']})" if len(questions) > 1 else ""
+        lines.append(f"asks{which}: {pending['question']}{options}")
         lines.append(f"answer with: missions answer {mission['mission_id']} {pending['interrupt_id']} '...'")
     if mission.get("parent"):
         lines.append(f"sub-mission of: {mission['parent']['mission_id']}")
@@ -263,9 +268,10 @@ def answer(
     api = target.api()
     with one_line():
         mission = api.call("GET", path("missions", mission_id))
-        pending = mission.get("pending_interrupt") or {}
+        waiting: list[dict[str, Any]] = mission.get("pending_interrupts") or [mission.get("pending_interrupt") or {}]
+        pending: dict[str, Any] = next((q for q in waiting if q.get("interrupt_id") == interrupt_id), {})
         given = [text] if text is not None else []
-        if pending.get("interrupt_id") == interrupt_id:
+        if pending:
             try:
                 response = ask(pending["kind"], pending["question"], pending.get("options") or [], given, quiet=False)
             except Unanswered:
@@ -278,5 +284,8 @@ def answer(
             response = InterruptResponse(text=text)
         body = response.model_dump(exclude_none=True)
         done = api.call("POST", path("missions", mission_id, "interrupts", interrupt_id), body)
-    queued = " (queued: it resumes when one of your running slots frees)" if done.get("status") == "queued" else ""
-    out.print(f"answered {interrupt_id}{queued}")
+    after = {
+        "queued": " (queued: it resumes when one of your running slots frees)",
+        "waiting": " (it resumes once its other questions are answered: missions status " + mission_id + ")",
+    }.get(done.get("status"), "")
+    out.print(f"answered {interrupt_id}{after}", soft_wrap=True, highlight=False)
