@@ -13,12 +13,12 @@ from missions.core.mission.events import EventType
 from missions.local.emulation import LocalCloud
 from missions.service.interrupts import waiting_questions
 from tests.integration.conftest import with_capabilities
-from tests.support.asking import ITEMS, RAN, TRIP
+from tests.support.asking import ITEMS, RAN, TRIP, TRIP_UNANSWERED
 
 
 @pytest.fixture(scope="module")
 def cloud() -> Iterator[LocalCloud]:
-    names, known = with_capabilities(TRIP, ITEMS)
+    names, known = with_capabilities(TRIP, ITEMS, TRIP_UNANSWERED)
     with LocalCloud(names, registry=known) as local:
         yield local
 
@@ -115,3 +115,47 @@ def test_on_one_standard_machine_the_answers_run_the_group_again_too() -> None:
         assert cloud.wait(mission_id) == "SUCCEEDED"
         envelope = cloud.outcome(mission_id).envelope
         assert envelope is not None and envelope.outputs["book"]["answer"].startswith("aisle seat, the old town")
+
+
+def test_a_fork_from_where_the_branches_asked_asks_them_again_and_the_finished_one_does_not_run(
+    cloud: LocalCloud,
+) -> None:
+    RAN.clear()
+    # Given a trip waiting on its branches' questions, and the checkpoint of its join that waits
+    mission_id = cloud.start(TRIP.name, "Braga")
+    cloud.wait(mission_id, until_interrupt=True)
+    waiting = [c for c in cloud.runtime.checkpoints.list(mission_id) if c.stage == "book"]
+    assert waiting, "the join's checkpoint was not written"
+    # When the user forks from it
+    forked = cloud.runtime.launcher.fork(mission_id, waiting[-1].checkpoint_id, "local").mission_id
+    # Then the fork asks both questions again (its own), and its car branch returns what it returned
+    assert cloud.wait(forked, until_interrupt=True) == "INTERRUPTED"
+    asked = questions(cloud, forked)
+    assert [stage for _, stage, _ in asked] == ["flights", "hotel"]
+    assert {i for i, _, _ in asked}.isdisjoint(i for i, _, _ in questions(cloud, mission_id))
+    assert RAN["car"] == 1
+    # And answered, it joins
+    for interrupt_id, stage, _ in reversed(asked):
+        cloud.runtime.interrupt_service.answer(forked, interrupt_id, {"decision": "aisle", "text": f"by {stage}"})
+    assert cloud.wait(forked) == "SUCCEEDED"
+    envelope = cloud.outcome(forked).envelope
+    assert envelope is not None and envelope.outputs["book"]["answer"].startswith("aisle seat, by hotel, compact")
+    cloud.runtime.control.cancel(cloud.runtime.missions.get(mission_id))
+
+
+def test_questions_left_unanswered_expire_together_and_the_mission_ends_through_its_final_stage(
+    cloud: LocalCloud,
+) -> None:
+    # Given a trip whose branches' questions wait 2 seconds at most, one of them answered
+    mission_id = cloud.start(TRIP_UNANSWERED.name, "Evora")
+    cloud.wait(mission_id, until_interrupt=True)
+    (seat_id, _, _), (area_id, _, _) = questions(cloud, mission_id)
+    cloud.runtime.interrupt_service.answer(mission_id, seat_id, {"decision": "window"})
+    # When the other is never answered
+    assert cloud.wait(mission_id, timeout=60) == "SUCCEEDED"
+    # Then the mission ends failed with the reason, through its final stage, and the question expired
+    record = cloud.runtime.missions.get(mission_id)
+    assert (record.status, record.terminal_reason) == ("failed", "interrupt_timeout")
+    assert record.result is not None and record.result["answer"] == "nothing booked"
+    assert cloud.runtime.interrupts.get(mission_id, area_id).status == "expired"
+    assert questions(cloud, mission_id) == []

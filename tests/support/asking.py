@@ -6,10 +6,11 @@ kept. The emulation, API, CLI and browser tests all run these.
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from pydantic import BaseModel
 
-from missions.core.capability.registry import Ctx, stage
+from missions.core.capability.registry import Capability, Ctx, stage
 from missions.core.mission.envelope import InterruptKind
 from missions.core.pipeline.config import AgentConfig, FanOut
 from tests.integration.conftest import chain, make_capability
@@ -57,29 +58,38 @@ def car(ctx: Ctx) -> Pick:
 
 
 @stage
-def book(ctx: Ctx, flights: Pick, hotel: Pick, car: Pick) -> Trip:
+def book(ctx: Ctx, flights: Pick | None, hotel: Pick | None, car: Pick | None) -> Trip:
+    """Also the failure path's final stage: then the branches that asked have no output."""
+    if flights is None or hotel is None or car is None:
+        return Trip(answer="nothing booked")
     asked = [a["stage"] for a in ctx.answers]
     return Trip(answer=f"{flights.choice} seat, {hotel.choice}, {car.choice} car (asked: {', '.join(asked)})")
 
 
-# intake -> (flights | hotel | car) -> book; a choice resumes at intake, which a branch's question must not
-TRIP = make_capability(
-    "t_trip_asks",
-    [
-        AgentConfig(name="intake", default_next="options"),
-        AgentConfig(name="flights", has_llm=True, default_next="book"),
-        AgentConfig(name="hotel", has_llm=True, default_next="book"),
-        AgentConfig(name="car", has_llm=True, default_next="book"),
-        AgentConfig(name="book"),
-    ],
-    intake,
-    flights,
-    hotel,
-    car,
-    book,
-    parallel=[{"name": "options", "stages": ["flights", "hotel", "car"]}],
-    resume={"choice": "intake"},
-)
+def _trip(name: str, **pipeline: Any) -> Capability:
+    """intake -> (flights | hotel | car) -> book; a choice resumes at intake, which a branch's question must not."""
+    return make_capability(
+        name,
+        [
+            AgentConfig(name="intake", default_next="options"),
+            AgentConfig(name="flights", has_llm=True, default_next="book"),
+            AgentConfig(name="hotel", has_llm=True, default_next="book"),
+            AgentConfig(name="car", has_llm=True, default_next="book"),
+            AgentConfig(name="book"),
+        ],
+        intake,
+        flights,
+        hotel,
+        car,
+        book,
+        parallel=[{"name": "options", "stages": ["flights", "hotel", "car"]}],
+        resume={"choice": "intake"},
+        **pipeline,
+    )
+
+
+TRIP = _trip("t_trip_asks")
+TRIP_UNANSWERED = _trip("t_trip_unanswered", interrupt_timeout_seconds=2)  # its questions wait 2 s at most
 
 
 class Kept(BaseModel):

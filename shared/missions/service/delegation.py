@@ -21,6 +21,7 @@ Cancelling a parent cancels its children; pausing one that waits on a child paus
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import TYPE_CHECKING, Any
@@ -71,13 +72,19 @@ class Delegations:
         lineage = [*parent.lineage, parent.capability]
         try:
             request = self._request(parent, interrupt, envelope, capability, lineage)
-            result = self._launcher.submit(request)
         except MissionRequestError as refused:
             self._resume_parent(parent.mission_id, interrupt, capability, None, "refused", str(refused), 0.0)
             return None
-        child = result.mission_id
+        # linked before it starts: a pause or cancel of the parent finds a child that is already running
+        child = str(request.mission_id)
         if child not in parent.children:
             self._missions.update(parent.mission_id, children=[*parent.children, child])
+        try:
+            result = self._launcher.submit(request)
+        except MissionRequestError as refused:
+            self._missions.update(parent.mission_id, children=[c for c in parent.children if c != child])
+            self._resume_parent(parent.mission_id, interrupt, capability, None, "refused", str(refused), 0.0)
+            return None
         self._event(
             parent.mission_id,
             f"delegated-{interrupt.interrupt_id}",
@@ -121,6 +128,8 @@ class Delegations:
             priority=parent.priority,
             trigger=TriggerSource.DELEGATION,
             idempotency_key=f"delegation:{parent.mission_id}:{interrupt.interrupt_id}",
+            # the same child for a retried interrupt function (the id is the execution's name: one start)
+            mission_id="m_" + hashlib.sha256(f"{parent.mission_id}/{interrupt.interrupt_id}".encode()).hexdigest()[:20],
             bounds={"max_cost_usd": round(min(left, ceiling), 8)},
             parent=ParentLink(mission_id=parent.mission_id, interrupt_id=interrupt.interrupt_id, lineage=lineage),
         )

@@ -34,7 +34,7 @@ from missions.core.mission.forks import ForkEdit, apply_edit
 from missions.core.mission.offload import EnvelopeCodec
 from missions.core.mission.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
 from missions.core.mission.requests import ForkSource, MissionRequest, one_line
-from missions.core.pipeline.compiler import initial_state
+from missions.core.pipeline.compiler import BRANCHES_ROUTE, initial_state
 from missions.core.triggers.declared import TriggerSource
 from missions.ports.checkpoints import CheckpointStore
 from missions.ports.conversations import ConversationStore
@@ -349,7 +349,13 @@ class ExecutionStarter:
             raise MissionRequestError(
                 f"checkpoint {source.checkpoint_id} is the end of the mission; nothing to carry on"
             )
-        if envelope.next_stage.startswith("await:") and envelope.interrupt is not None:
+        waiting = envelope.waiting_branches
+        if envelope.next_stage == BRANCHES_ROUTE and waiting is not None:
+            # branches had asked: the fork runs their group again; the branches that had finished return what
+            # they returned, the ones that asked run afresh (and ask again)
+            envelope.next_stage, envelope.interrupt = waiting.group, None
+            envelope.waiting_branches = waiting.model_copy(update={"asked": {}, "replays": {}})
+        elif envelope.next_stage.startswith("await:") and envelope.interrupt is not None:
             envelope.next_stage, envelope.interrupt = envelope.interrupt.stage, None
         return envelope
 

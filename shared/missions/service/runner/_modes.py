@@ -74,11 +74,11 @@ class StageModes:
             "cause": "",
         }
         if envelope.interrupt is not None and envelope.resume is None:  # a question that timed out
-            envelope.record_error(
-                envelope.interrupt.stage, "interrupt", f"interrupt {envelope.interrupt.id} ended unanswered"
-            )
-            self._commit.expire(envelope.mission_id, envelope.interrupt.id)
-            envelope.interrupt = None
+            waiting = envelope.waiting_branches
+            for question in waiting.questions if waiting is not None else [envelope.interrupt]:
+                envelope.record_error(question.stage, "interrupt", f"interrupt {question.id} ended unanswered")
+                self._commit.expire(envelope.mission_id, question.id)
+            envelope.interrupt, envelope.waiting_branches = None, None
         return self._whole_stage(
             envelope,
             given,
@@ -117,8 +117,11 @@ class StageModes:
         if failure is None:
             absorb_failure(envelope)  # a failure is only carried to the failure path
         records: list[StageRecord] = []  # this checkpoint's: the branches it joins, then itself
+        joined = envelope.branch_results is not None
         item_results, waiting = absorb_branches(envelope, emit, fan_out, records, self._services.codec, self._pipeline)
         resume, approved_call = absorb_resume(envelope)
+        if joined and waiting is None:  # every branch finished: nothing waits any more (a fork's leftovers too)
+            envelope.waiting_branches = None
         received = deliver_notes(envelope.context, envelope.notes)  # what the user said since the last stage
         envelope.notes = None
         if received:
