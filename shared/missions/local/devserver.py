@@ -18,7 +18,8 @@ handler. What AWS does around them is played here:
 - retention: in AWS a daily rule invokes the retention function; here, with `retention_every` (seconds),
   a thread of the server invokes it that often, under the settings' policy (`missions dev
   --retain-minutes`: ended missions archived after minutes, their bulky items pruned), so a long-running
-  dev server keeps its tables, held in memory, from growing with every mission it ever ran.
+  dev server keeps its tables, held in memory, from growing with every mission it ever ran; after each
+  run the freed memory goes back to the system (`release_freed_memory`).
 Memory-change triggers need nothing here: moto's stream mapping calls the stream handler.
 
 The HTTP side is uvicorn's: it parses requests, answers malformed ones (400), keeps connections
@@ -45,6 +46,7 @@ noticed between chunks, and the iterator is then closed.
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import socket
@@ -171,6 +173,7 @@ class DevServer:
                 self.retain()
             except Exception:  # a bug: logged, and the next round tries again, as Lambda's next invocation would
                 _log.exception("retention failed")
+            release_freed_memory()
 
     def retain(self) -> Any:
         """One run of the retention function, as its daily rule invokes it in AWS: its report."""
@@ -401,3 +404,16 @@ def _events(data: bytes) -> Iterator[bytes]:
         end = len(data) if end < 0 else end + 2
         yield data[start:end]
         start = end
+
+
+def release_freed_memory() -> bool:
+    """Give the heap's free pages back to the system (glibc's `malloc_trim`); False where there is no glibc.
+
+    The emulation's tables live in this process: retention prunes what old missions left, but glibc keeps
+    the freed memory in its arenas (one per thread that allocated, and the server runs many), so without
+    this a dev server that has run for hours holds the peak of everything it ever stored."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    return bool(libc.malloc_trim(0))
