@@ -143,6 +143,8 @@ def answer_interrupt(
         # not kept as given; the question is pending again and the client's retry is taken (the answered
         # event, batch "answer-<id>", is rewritten in place by that retry)
         interrupts.reopen(mission_id, interrupt_id)
+        if record.together:  # the last of several: the mission waits on it again, the others stay answered
+            Lifecycle(missions).waiting(mission_id, awaited, [interrupt_id])
         raise
     return record, resumed
 
