@@ -4,6 +4,7 @@ order, each once, and the mission joins them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -95,3 +96,13 @@ def test_the_chat_asks_one_question_after_the_other(server: DevServer):
     messages += [{"role": "assistant", "content": second}, {"role": "user", "content": "Funchal old town"}]
     done = client.chat.completions.create(model=TRIP.name, messages=messages).choices[0].message.content or ""
     assert done.startswith("window seat, Funchal old town, compact car"), done
+
+
+def test_a_scripted_run_that_runs_out_of_answers_lists_every_question_still_open(server: DevServer):
+    # Given a scripted run that answers the first question only, with --json
+    result = missions(server, "run", TRIP.name, "Sintra", "--answer", "aisle", "--json", user="xia")
+    # Then it ends waiting (exit 3) with one document naming the question left, and every open one
+    assert result.returncode == 3, result.stdout + result.stderr
+    document = json.loads(result.stdout)
+    assert document["outcome"] == "waiting" and document["question"]["text"] == "Which neighbourhood?"
+    assert [(q["stage"], q["text"]) for q in document["questions"]] == [("hotel", "Which neighbourhood?")]

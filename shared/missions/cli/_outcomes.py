@@ -17,14 +17,24 @@ from ._console import err
 ENDED_OK, ENDED_OTHERWISE, BAD_INPUT, WAITING, REFUSED, TIMED_OUT = 0, 1, 2, 3, 4, 5
 
 
-def waiting(mission_id: str, asked: Unanswered, answer_with: str, as_json: bool) -> NoReturn:
-    """The mission asks what this run cannot answer: the question, and how to answer it."""
-    document = {
+def waiting(
+    mission_id: str,
+    asked: Unanswered,
+    answer_with: str,
+    as_json: bool,
+    open_questions: list[dict[str, Any]] | None = None,
+) -> NoReturn:
+    """The mission asks what this run cannot answer: the question, and how to answer it; `open_questions`:
+    every question it waits on (several when parallel branches asked), each {interrupt_id, kind, text,
+    options, stage}."""
+    document: dict[str, Any] = {
         "outcome": "waiting",
         "mission_id": mission_id,
         "question": {"kind": asked.kind, "text": asked.question, "options": asked.options},
         "answer_with": answer_with,
     }
+    if open_questions:
+        document["questions"] = open_questions
     _end(document, f"mission {mission_id} asks: {asked.question!r}; answer with {answer_with}", WAITING, as_json)
 
 

@@ -125,7 +125,18 @@ def _follow_remote(
             try:
                 response = ask(pending["kind"], pending["question"], pending.get("options") or [], answers, quiet)
             except Unanswered as asked:  # it goes on waiting, on the API, for whoever answers
-                waiting(mission_id, asked, f"missions answer {mission_id} {pending['interrupt_id']} '<answer>'", quiet)
+                shown = [
+                    {
+                        "interrupt_id": q["interrupt_id"],
+                        "kind": q["kind"],
+                        "text": q["question"],
+                        "options": q.get("options") or [],
+                        "stage": q.get("stage"),
+                    }
+                    for q in mission.get("pending_interrupts") or [pending]
+                ]
+                answer_with = f"missions answer {mission_id} {pending['interrupt_id']} '<answer>'"
+                waiting(mission_id, asked, answer_with, quiet, shown)
             except AnswerRefused as refusal:
                 refused(mission_id, refusal, quiet)
             api.call(

@@ -11,6 +11,7 @@ import pytest
 import typer
 
 from missions.cli.commands.run import _follow
+from missions.core.mission.envelope import InterruptKind
 
 
 class StillRunning:
@@ -18,7 +19,13 @@ class StillRunning:
 
     def __init__(self, asks: bool = False) -> None:
         question = SimpleNamespace(
-            interrupt_id="i1", kind="clarification", question="Which module?", options=[], status="pending", together=[]
+            interrupt_id="i1",
+            kind=InterruptKind.CLARIFICATION,
+            question="Which module?",
+            options=[],
+            status="pending",
+            together=[],
+            stage="plan",
         )
         mission = SimpleNamespace(
             mission_id="m", status="interrupted" if asks else "running", pending_interrupt="i1" if asks else None
@@ -56,6 +63,10 @@ def test_a_question_without_an_answer_is_one_document_with_exit_code_3(capsys: p
     assert ended.value.exit_code == 3
     document = json.loads(capsys.readouterr().out)
     assert document["outcome"] == "waiting" and document["question"]["text"] == "Which module?"
+    # and every question the mission waits on, with what answers it
+    assert document["questions"] == [
+        {"interrupt_id": "i1", "kind": "clarification", "text": "Which module?", "options": [], "stage": "plan"}
+    ]
 
 
 def test_without_json_the_outcome_is_one_line_on_stderr(capsys: pytest.CaptureFixture[str]):

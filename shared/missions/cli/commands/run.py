@@ -130,7 +130,7 @@ def run(
 
 def _follow(cloud: LocalCloud, mission_id: str, answers: list[str], timeout: float, quiet: bool) -> str:
     """Stream events until the execution ends, answering interrupts as they come."""
-    from missions.service.interrupts import waiting_question
+    from missions.service.interrupts import waiting_questions
 
     cursor: str | None = None
     deadline = time.monotonic() + timeout
@@ -148,12 +148,23 @@ def _follow(cloud: LocalCloud, mission_id: str, answers: list[str], timeout: flo
                     render(event)
             return status
         # only a question its mission waits on: one answered before that would have nowhere to go
-        record = waiting_question(cloud.runtime.interrupts, cloud.runtime.missions.get(mission_id))
+        open_questions = waiting_questions(cloud.runtime.interrupts, cloud.runtime.missions.get(mission_id))
+        record = open_questions[0] if open_questions else None
         if record is not None and record.interrupt_id not in answered:
             try:
                 response = ask(record.kind, record.question, record.options, answers, quiet)
             except Unanswered as asked:  # the emulation, and the mission with it, ends with this run
-                waiting(mission_id, asked, "run it again with --answer '<answer>'", quiet)
+                shown = [
+                    {
+                        "interrupt_id": q.interrupt_id,
+                        "kind": q.kind.value,
+                        "text": q.question,
+                        "options": q.options,
+                        "stage": q.stage,
+                    }
+                    for q in open_questions
+                ]
+                waiting(mission_id, asked, "run it again with --answer '<answer>'", quiet, shown)
             except AnswerRefused as refusal:
                 refused(mission_id, refusal, quiet)
             cloud.answer(mission_id, record.interrupt_id, response)
