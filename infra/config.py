@@ -183,6 +183,8 @@ class EnvironmentConfig(BaseModel):
     llm: LLMConfig = Field(default_factory=LLMConfig)
     architecture: Literal["arm64", "x86_64"] = "arm64"
     concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
+    # model dollars a user's missions may spend per UTC day (operators set a user's own: PUT /users/{id}/budget)
+    daily_budget_usd: float | None = Field(None, ge=0, le=1_000_000)
     interrupt_sla_hours: int = Field(24, ge=1, le=24 * 30)  # an unanswered question past this alarms
     blob_expiry_days: int = Field(90, ge=1)  # offloaded envelope fields in the bucket
     deleted_snapshot_days: int = Field(30, ge=1)  # a deleted repository's snapshots are recoverable this long

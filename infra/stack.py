@@ -78,6 +78,7 @@ class MissionsStack(Stack):
                 anthropic_secret=secrets.anthropic_key_name,
                 webhook_secrets_prefix=secrets.webhook_prefix,
                 concurrency_limit=config.concurrency_limit,
+                daily_budget_usd=config.daily_budget_usd,
                 interrupt_sla_hours=config.interrupt_sla_hours,
                 repo_roots=config.repo_roots or None,
                 local_git_sources=config.local_git_sources or None,

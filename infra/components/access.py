@@ -91,6 +91,8 @@ _STARTS = {
     "missions": TableAccess((GET, PUT, UPDATE, DELETE)),
     "events": TableAccess(_APPEND_EVENTS),
     "memory": TableAccess((GET, QUERY)),
+    # the user's daily budget and today's spend: a mission over it is held (missions.core.cost.budget)
+    "usage": TableAccess((GET,)),
 }
 _BLOBS_RW = ("s3:GetObject", "s3:PutObject")
 SNAPSHOTS = "repositories/*"
@@ -112,9 +114,10 @@ ACCESS: dict[str, Access] = {
             # a mission that is a turn of a conversation folds its turn into the working memory (final stage)
             "conversations": TableAccess((GET, PUT)),
             "agents": TableAccess((GET,)),  # the agent version its mission pinned (never a write)
-            # each model call, and its totals (ADD); the final stage reads the mission's calls back, to count
-            # what a failed stage's attempts spent (its envelope was lost with it)
-            "usage": TableAccess((PUT, UPDATE, QUERY)),
+            # each model call, and its totals and its user's day (ADD); the final stage reads the mission's
+            # calls back, to count what a failed stage's attempts spent (its envelope was lost with it); a
+            # stage that sees its user's daily budget reached reads that budget afresh
+            "usage": TableAccess((GET, PUT, UPDATE, QUERY)),
         },
         blobs=_BLOBS_RW,
     ),
@@ -155,7 +158,8 @@ ACCESS: dict[str, Access] = {
             "dispatch": TableAccess((*_DRAINS["dispatch"].actions, BATCH_WRITE)),
             # operators' versions (a transaction: the version, the state on its revision, the audit entry)
             "agents": TableAccess((GET, PUT, QUERY)),
-            "usage": TableAccess((QUERY, BATCH_WRITE)),  # a mission's calls, the totals; DELETE /me erases them
+            # a mission's calls, the totals, today's spend; operators set budgets; DELETE /me erases them
+            "usage": TableAccess((GET, PUT, DELETE, QUERY, BATCH_WRITE)),
             # users' schedules and their count (transactions of puts, updates and deletes); DELETE /me erases them
             "schedules": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, BATCH_WRITE)),
         },
@@ -226,7 +230,8 @@ ACCESS: dict[str, Access] = {
     # the waiting index holds keys: the overdue questions are read whole
     "sla": Access(tables={"interrupts": TableAccess((QUERY, BATCH_GET), indexes=("waiting",))}),
     # starts (or resumes) what a crashed function claimed, so it may do what a drain does
-    "reconcile": Access(tables=_DRAINS, blobs=_BLOBS_RW, start_missions=True),
+    # and starts the missions held for their users' daily budgets, once a new day gives those afresh
+    "reconcile": Access(tables={**_DRAINS, "usage": TableAccess((GET,))}, blobs=_BLOBS_RW, start_missions=True),
     # reads ended missions' timelines and appends each one's verdict
     "evaluate": Access(
         tables={

@@ -110,3 +110,38 @@ def test_usage_is_listed_per_mission_and_summed_per_user_and_for_everyone(stores
     everyone = {(t.version, t.model): t.calls for t in usage.totals("cap")}
     assert everyone == {(2, "gpt-4o-mini"): 2, (1, "gpt-4.1"): 1}
     assert usage.totals("other") == []
+
+
+def call(user: str, cost: float, at: str, mission: str = "m1") -> UsageRecord:
+    return UsageRecord(
+        mission_id=mission, user_id=user, capability="cap", stage="s", agent="s", provider="openai",
+        model="gpt-4o-mini", tokens_in=10, tokens_out=5, cost_usd=cost, at=at,
+    )  # fmt: skip
+
+
+def test_each_paid_call_adds_its_dollars_to_its_users_day_and_says_the_total(stores):
+    # Given calls of alice on two days and one of bob's
+    _, usage = stores
+    # When they are recorded / Then each paid call returns its user's day total as it left it
+    assert usage.record(call("alice", 0.1, "2026-11-01T10:00:00+00:00")) == 0.1
+    assert usage.record(call("alice", 0.2, "2026-11-01T23:59:59+00:00", mission="m2")) == pytest.approx(0.3)
+    assert usage.record(call("alice", 0.05, "2026-11-02T00:00:00+00:00")) == 0.05
+    assert usage.record(call("bob", 0.7, "2026-11-01T12:00:00+00:00")) == 0.7
+    # and a call that cost nothing writes and reads no spend
+    assert usage.record(call("alice", 0.0, "2026-11-01T12:00:00+00:00")) is None
+    # and a day named by the caller (the dev server's clock) is the one counted
+    assert usage.record(call("carol", 0.01, "2026-11-01T12:00:00+00:00"), day="2026-12-25") == 0.01
+    assert usage.spent("alice", "2026-11-01") == pytest.approx(0.3)
+    assert usage.spent("alice", "2026-11-02") == 0.05
+    assert usage.spent("carol", "2026-12-25") == 0.01 and usage.spent("carol", "2026-11-01") == 0.0
+    assert usage.spent("nobody", "2026-11-01") == 0.0
+
+
+def test_a_users_own_budget_is_kept_until_dropped(stores):
+    _, usage = stores
+    assert usage.budget_of("alice") is None
+    usage.set_budget("alice", 2.5)
+    usage.set_budget("bob", 0.0)
+    assert usage.budget_of("alice") == 2.5 and usage.budget_of("bob") == 0.0
+    usage.set_budget("alice", None)
+    assert usage.budget_of("alice") is None and usage.budget_of("bob") == 0.0

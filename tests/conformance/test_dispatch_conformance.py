@@ -247,3 +247,38 @@ def test_stranded_lists_every_user_oldest_first(store):
     items = store.stranded(before=2**62)
     assert sorted(item.entry.mission_id for item in items) == ["m0", "m1", "m2", "m3"]
     assert [item.since for item in items] == sorted(item.since for item in items)
+
+
+def held(mission_id: str, user: str = "u1", arrival: int = 1) -> QueueEntry:
+    return entry(mission_id, user=user, arrival=arrival).model_copy(update={"held": "budget"})
+
+
+def test_a_held_entry_is_placed_but_never_claimed_until_it_is_released(store):
+    # Given an entry held for its user's budget, beside one queued
+    store.hold(held("h", arrival=1))
+    store.enqueue(entry("q", arrival=2))
+    # Then the queue shows only the queued one, and the held one is placed (the reconciler leaves it be)
+    assert ids(store.queued("u1")) == ["q"] and ids(store.front("u1", 5)) == ["q"]
+    assert store.placed(held("h")) and ids(store.held("budget", "u1")) == ["h"]
+    # When it is released, it joins the queue in its arrival order, no longer held
+    assert store.unhold(held("h")) is True
+    assert ids(store.queued("u1")) == ["h", "q"] and store.queued("u1")[0].held is None
+    assert store.held("budget") == []
+    # and a second release of it finds nothing to move
+    assert store.unhold(held("h")) is False
+    assert ids(store.queued("u1")) == ["h", "q"]
+
+
+def test_held_entries_are_listed_per_user_or_for_everyone_and_removed_once(store):
+    # Given held entries of two users
+    store.hold(held("a2", "alice", arrival=2))
+    store.hold(held("a1", "alice", arrival=1))
+    store.hold(held("b1", "bob", arrival=3))
+    # Then each user's come in queue order, everyone's grouped by user
+    assert ids(store.held("budget", "alice")) == ["a1", "a2"]
+    assert ids(store.held("budget")) == ["a1", "a2", "b1"]
+    assert store.held("other") == []
+    # When one is cancelled, only the first removal wins, and it is gone
+    assert store.remove(held("b1", "bob", arrival=3)) is True
+    assert store.remove(held("b1", "bob", arrival=3)) is False
+    assert ids(store.held("budget")) == ["a1", "a2"] and not store.placed(held("b1", "bob", arrival=3))

@@ -181,6 +181,16 @@ def test_every_function_gets_its_environments_llm_settings(assembly: Assembly):
         assert names <= set(RuntimeSettings.model_fields)
 
 
+@pytest.mark.parametrize(("env", "usd"), [("dev", 1.0), ("staging", 5.0), ("prod", 20.0)])
+def test_each_environments_daily_budget_reaches_every_function_as_the_runtime_reads_it(assembly: Assembly, env, usd):
+    # Given cdk.json's default daily budget per user for the environment
+    for function in assembly.resources(env, "AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        # Then every function that reads settings reads it as the runtime's settings model does
+        if "MISSIONS_MISSIONS_TABLE" in variables:
+            assert float(variables["MISSIONS_DAILY_BUDGET_USD"]) == usd
+
+
 def test_an_environments_generation_bounds_reach_its_functions_as_the_runtime_reads_them():
     # Given an environment that lowers the output ceiling and the throughput floor in cdk.json
     from missions.core.settings import RuntimeSettings, environment_of

@@ -266,11 +266,18 @@ def test_only_the_api_and_the_deploy_write_agent_versions_and_only_stages_write_
     # operators over the API, and the deploy-time step storing what capability.toml ships
     assert {service for service, actions in on["agents"].items() if actions & writes} == {"api", "deploy"}
     assert on["agents"]["interrupt"] == {"dynamodb:Query"}  # drains start queued missions: they pin
-    # and only stages record model calls (and read their mission's back: the final stage counts what a failed
-    # stage spent); the api reads them and erases a user's (DELETE /me), nobody scans
+    # and only stages record model calls and their users' daily spend (and read their mission's back: the final
+    # stage counts what a failed stage spent; a budget seen reached is read afresh); the api reads them, sets
+    # users' daily budgets (operators) and erases a user's (DELETE /me); every function that starts missions
+    # reads the user's budget and today's spend, never more; nobody scans
+    starts = {"dynamodb:GetItem"}
     assert on["usage"] == {
-        "stage": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
-        "api": {"dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:DescribeTable"},  # + GET /ready
+        "stage": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
+        "api": {
+            *("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"),
+            *("dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:DescribeTable"),  # + GET /ready
+        },
+        **{service: starts for service in ("interrupt", "stream", "trigger", "schedule", "reconcile")},
     }
     assert not any("dynamodb:Scan" in a for table in on.values() for a in table.values())
 

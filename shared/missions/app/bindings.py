@@ -292,8 +292,9 @@ class Bindings:
             return self._llm
         if self.settings.llm_provider == "scripted":
             from missions.adapters.llm.scripted import ScriptedProvider
+            from missions.core.cost.pricing import price_of
 
-            return ScriptedProvider(capability.offline_policy)
+            return ScriptedProvider(capability.offline_policy, price_of("scripted", self.settings.openai_prices))
         return self._model
 
     def feedback_llm(self) -> LLMProvider:

@@ -39,6 +39,7 @@ from missions.core.chat import UnknownConversation, UnknownModel
 from missions.core.errors import (
     AgentConfigError,
     AnswerRejected,
+    BudgetReached,
     ConflictError,
     DependencyUnavailable,
     MemoryValidationError,
@@ -68,6 +69,7 @@ ERROR_STATUS: dict[type[Exception], int] = {
     MemoryValidationError: 422,
     ScheduleRejected: 422,
     ValidationError: 422,
+    BudgetReached: 429,
     DependencyUnavailable: 503,
 }
 # The stream function's: a chat message the chat cannot take is a bad request, whatever says so.
@@ -76,6 +78,7 @@ STREAM_ERROR_STATUS: dict[type[Exception], int] = {**ERROR_STATUS, ValueError: 4
 OPENAI_CODES: dict[type[Exception], tuple[str, str | None]] = {
     UnknownModel: ("model_not_found", "model"),
     UnknownConversation: ("conversation_not_found", "conversation_id"),
+    BudgetReached: ("insufficient_quota", None),
 }
 _OPENAI_STATUS_CODES = {401: "invalid_api_key", 503: "service_unavailable"}
 
@@ -267,6 +270,8 @@ class Resolver(APIGatewayHttpResolver):
     def _domain_error(self, exc: Exception) -> Response[Any]:
         status = status_of(exc, self.errors)
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+        if isinstance(exc, BudgetReached):  # when the budget is given afresh
+            headers = {"Retry-After": str(exc.retry_after_seconds)}
         if is_openai(self.current_event.path):
             status, body = openai_error_of(exc, status)
             return Response(status, JSON_TYPE, body=json.dumps(body, ensure_ascii=False), headers=headers)

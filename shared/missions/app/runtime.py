@@ -9,6 +9,7 @@ reads the environment or creates a client at import.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from missions.service.delegation import Delegations
     from missions.service.deployment import AgentDeployment
     from missions.service.evaluation import Evaluator
+    from missions.service.flow.budgets import Budgets
     from missions.service.health import Readiness
     from missions.service.interrupts import InterruptService
     from missions.service.launcher import Launcher
@@ -73,6 +75,8 @@ class Runtime(Bindings):
         super().__init__(settings, clients=clients, llm=llm, secrets=secrets, deployment_replies=deployment_replies)
         self.capabilities = capabilities or registry.default_registry()  # the mission types it serves
         self._on_timings = on_timings
+        # what "today" is for daily budgets: the wall clock (the dev server's own clock, which it moves by hand)
+        self.now: Callable[[], datetime] = lambda: datetime.now(UTC)
         self._runners: dict[str, StageRunner] = {}
 
     # -- services ---------------------------------------------------------------------------------
@@ -156,7 +160,18 @@ class Runtime(Bindings):
             agents=self.agents,
             reconcile_after_seconds=self.settings.reconcile_stale_after_seconds,
             start_failed=lambda record: self.delegations.ended(record),  # a sub-mission's parent is told
+            budgets=self.budgets,
+            events=self.events,
         )
+
+    @cached_property
+    def budgets(self) -> Budgets | None:
+        """Users' daily budgets (on the usage table, where every model call is counted); None without it."""
+        from missions.service.flow.budgets import Budgets
+
+        if not self.settings.usage_table:
+            return None
+        return Budgets(lambda: self.usage, self.settings.daily_budget_usd, now=lambda: self.now())
 
     @cached_property
     def delegations(self) -> Delegations:
@@ -361,10 +376,15 @@ class Runtime(Bindings):
                 conversations=self._conversation_service if self.settings.conversations_table else None,
                 agents=self._pinned_version if self.settings.agents_table else None,
                 usage=(lambda: self.usage) if self.settings.usage_table else None,
+                budgets=self._budgets_of_stages(),
                 repairs=self.settings.model_repairs,
             )
             self._runners[capability_name] = StageRunner(capability, services)
         return self._runners[capability_name]
+
+    def _budgets_of_stages(self) -> Callable[[], Budgets] | None:
+        budgets = self.budgets
+        return (lambda: budgets) if budgets is not None else None
 
     def _conversation_service(self) -> ConversationService:
         """Where a stage folds a mission that is a turn of a conversation (made when such a mission ends)."""

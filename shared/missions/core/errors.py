@@ -39,6 +39,15 @@ class MissionRequestError(ValueError):
     """The request cannot start a mission; the message says why. Nothing was changed."""
 
 
+class BudgetReached(RuntimeError):
+    """The user's daily budget is spent and the request asked to be refused rather than held (HTTP 429,
+    Retry-After: when the budget is given afresh). Nothing was changed."""
+
+    def __init__(self, message: str, retry_after_seconds: int):
+        super().__init__(message)
+        self.retry_after_seconds = max(1, retry_after_seconds)
+
+
 class AnswerRejected(ValueError):
     """The answer does not fit the interrupt (wrong shape, unknown option): nothing changed."""
 

@@ -83,6 +83,9 @@ class RuntimeSettings(BaseModel):
     event_bus: str | None = None
     notifications_topic: str | None = None  # SNS topic ARN of the email notices users opt in to
     concurrency_limit: int = Field(3, ge=1, le=100)  # running missions per user
+    # model dollars all of a user's missions may spend per UTC day, unless an operator set theirs
+    # (missions.core.cost.budget); None: no daily budget
+    daily_budget_usd: float | None = Field(None, ge=0, le=1_000_000)
     state_machine_arns: dict[str, str] = Field(default_factory=dict)  # capability -> state machine ARN
     webhook_sources: dict[str, dict[str, Any]] = Field(default_factory=dict)  # local only: name -> secret, user_id
     webhook_secrets_prefix: str | None = None  # in AWS: Secrets Manager names <prefix>/<source>

@@ -7,6 +7,8 @@ handler. What AWS does around them is played here:
 - schedules: EventBridge Scheduler never fires in moto, so the server owns a clock;
   POST /_dev/clock {"advance_seconds": N} moves it and fires what fell due: the capabilities' schedules
   and users' own (the enabled ones moto's Scheduler holds in their group), through the schedule handler.
+  The clock is also "today" for daily budgets: an advance past midnight (UTC) runs the reconcile
+  function, which starts the missions held for a budget given afresh, as its 5-minute rule does in AWS.
 - status changes: the emulation itself reports ended executions to the status function, as
   Step Functions does in AWS (missions.local.moto.stepfunctions, patch 5), which frees the user's slot.
 - S3 uploads: presigned upload URLs point at /_dev/s3/<bucket>/<key> here, which stores the
@@ -143,6 +145,7 @@ class DevServer:
         self._retention: threading.Thread | None = None
         self._stopping = threading.Event()
         cloud.runtime.upload_endpoint = self.url + S3_PREFIX.rstrip("/")
+        cloud.runtime.now = self.clock.now  # "today" of daily budgets is the clock's, moved with it
 
     @property
     def url(self) -> str:
@@ -338,10 +341,14 @@ class DevServer:
         handler = self._handler("schedule")
         group = self.cloud.settings.schedule_group
         users = scheduler_specs(self.cloud.scheduler, group) if group else []  # users' own, as the Scheduler has them
+        day = self.clock.now().date()
         for spec, scheduled_time in self.clock.advance(seconds, also=users):
             event = spec.event(scheduled_time)
             result = handler(event, self._context("schedule"), runtime=self.cloud.runtime)
             fired.append({"schedule": spec.name, "scheduled_time": scheduled_time, "result": result})
+        if self.clock.now().date() != day:  # a new UTC day: budgets are given afresh, as the reconciler finds
+            report = self._handler("reconcile")({}, self._context("reconcile"), runtime=self.cloud.runtime)
+            fired.append({"schedule": "reconcile", "result": report})
         return fired
 
 

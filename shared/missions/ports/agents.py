@@ -39,8 +39,19 @@ class UsageStore(Protocol):
     """Every model call (missions.core.cost.usage): per mission, and totals per user, capability, agent,
     version and model."""
 
-    def record(self, record: UsageRecord) -> None:
-        """Keep the call and count it in its user's totals and everyone's."""
+    def record(self, record: UsageRecord, day: str | None = None) -> float | None:
+        """Keep the call and count it in its user's totals and everyone's, and its dollars in its user's
+        spend of `day` (default: the UTC day of the call; missions.core.cost.budget); returns that day's spend
+        after it (None for a call that cost nothing: the spend is neither written nor read)."""
+
+    def spent(self, user_id: str, day: str) -> float:
+        """What the user's model calls of that UTC day cost (0.0 when none was made)."""
+
+    def budget_of(self, user_id: str) -> float | None:
+        """The user's own daily budget in dollars, set by an operator (None: the environment's default)."""
+
+    def set_budget(self, user_id: str, daily_budget_usd: float | None) -> None:
+        """Set (or, with None, drop) the user's own daily budget."""
 
     def for_mission(self, mission_id: str) -> list[UsageRecord]:
         """The mission's calls, in the order they were made."""

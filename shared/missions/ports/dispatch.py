@@ -5,10 +5,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal, Protocol
 
+from pydantic import Field
+
+from missions.core.cost.budget import HELD_FOR_BUDGET
 from missions.core.mission.envelope import Model
 from missions.core.mission.requests import MissionRequest
 
 NO_DEADLINE = "9999-12-31T23:59:59.999999Z"  # sorts after every real deadline
+HOLD_REASONS = (HELD_FOR_BUDGET,)  # why an entry may be held out of its user's queue
 
 
 class ResumeTicket(Model):
@@ -38,6 +42,8 @@ class QueueEntry(Model):
     arrival: int  # nanoseconds since the epoch; 0 for a resume, which goes before new starts of its rank
     request: MissionRequest
     resume: ResumeTicket | None = None
+    # why it is held out of the queue (HELD_FOR_BUDGET): it is not claimed until `unhold` queues it
+    held: str | None = Field(None, pattern=r"^[a-z_]{1,32}$")
 
     @property
     def sort_key(self) -> str:
@@ -86,7 +92,7 @@ class DispatchStore(Protocol):
         """The claimed entry was started, or will never be: drop its claim (idempotent)."""
 
     def placed(self, entry: QueueEntry) -> bool:
-        """Whether the entry is queued or claimed."""
+        """Whether the entry is queued, held (when its `held` says so) or claimed."""
 
     def stranded(self, before: int) -> list[Stranded]:
         """Notes and claims made before `before` (nanoseconds since the epoch) and still kept, oldest first."""
@@ -95,7 +101,18 @@ class DispatchStore(Protocol):
         """Remove the id from the user's running set (idempotent)."""
 
     def remove(self, entry: QueueEntry) -> bool:
-        """Delete a queued entry (a cancellation); True only for the caller that deleted it."""
+        """Delete a queued (or, with `held`, a held) entry (a cancellation); True only for the caller that
+        deleted it."""
+
+    def hold(self, entry: QueueEntry) -> None:
+        """Keep the entry (its `held` names why) out of the queue, where no claim sees it (idempotent)."""
+
+    def held(self, reason: str, user_id: str | None = None) -> list[QueueEntry]:
+        """The entries held for `reason` (the user's, or everyone's grouped by user), each user's in queue order."""
+
+    def unhold(self, entry: QueueEntry) -> bool:
+        """Atomically move a held entry into its user's queue (`held` cleared); False when it is no longer
+        held (another release or a cancellation took it)."""
 
     def running(self, user_id: str) -> set[str]:
         """The ids holding the user's slots (a consistent read)."""

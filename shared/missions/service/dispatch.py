@@ -75,7 +75,7 @@ from missions.core.mission.envelope import Envelope, new_id
 from missions.core.mission.requests import MissionRequest
 from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.core.triggers.declared import Priority
-from missions.ports.dispatch import NO_DEADLINE, Claim, DispatchStore, QueueEntry, ResumeTicket
+from missions.ports.dispatch import HOLD_REASONS, NO_DEADLINE, Claim, DispatchStore, QueueEntry, ResumeTicket
 from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.lifecycle import Lifecycle
 
@@ -117,6 +117,7 @@ class DispatchResult:
 
     mission_id: str
     status: Literal["started", "queued", "duplicate"]
+    held: str | None = None  # queued, and held out of the queue for this reason until it is released
 
 
 @dataclass
@@ -182,11 +183,14 @@ class Dispatcher:
     def limit_for(self, user_id: str) -> int:
         return self._limit(user_id) if callable(self._limit) else self._limit
 
-    def submit(self, request: MissionRequest, prepared: Envelope | None = None) -> DispatchResult:
+    def submit(
+        self, request: MissionRequest, prepared: Envelope | None = None, hold: str | None = None
+    ) -> DispatchResult:
         """Record, enqueue and drain. MissionRequestError (nothing written) for a bad deadline.
 
         `prepared`: the mission's first envelope, built by the caller as it checked the request; handed
-        to the start when this call's own drain starts the mission, so it is not built twice."""
+        to the start when this call's own drain starts the mission, so it is not built twice. `hold`: why it
+        may not start yet (HOLD_REASONS): recorded queued and held out of the queue until `release`."""
         mission_id = mission_id_for(request)
         deadline = deadline_key(request.deadline)
         request = request.model_copy(update={"mission_id": mission_id})
@@ -197,6 +201,7 @@ class Dispatcher:
             deadline=deadline,
             arrival=self._arrival(),
             request=request,
+            held=hold,
         )
         self._store.intend(entry)  # from here a crash leaves a note the reconciler finishes
         try:
@@ -221,11 +226,17 @@ class Dispatcher:
             self._store.forget(entry)
             return DispatchResult(mission_id, "duplicate")
         try:
-            self._store.enqueue(entry)
+            if hold is not None:
+                self._store.hold(entry)
+            else:
+                self._store.enqueue(entry)
         except Exception:
             self._missions.discard(mission_id)  # no record without its queue entry: nothing half-made
             self._store.forget(entry)
             raise
+        if hold is not None:  # nothing to drain: a held entry starts only once `release` queues it
+            self._store.forget(entry)
+            return DispatchResult(mission_id, "queued", held=hold)
         try:
             started = self._drain(request.user_id, own=mission_id, prepared=prepared)
         finally:  # kept until the drain is done: a queued entry nobody drains would wait for the next event
@@ -408,7 +419,10 @@ class Dispatcher:
                 record.status, record.pending_interrupt, record.pause_id
             )
         if waits and not self._store.placed(entry):
-            self._store.enqueue(entry)
+            if entry.held is not None:  # held still: the next release queues it
+                self._store.hold(entry)
+            else:
+                self._store.enqueue(entry)
             report.queued.append(entry.mission_id)
         else:  # never recorded, or queued (the drain that follows the reconcile starts it), or it went on
             report.dropped.append(entry.mission_id)
@@ -459,11 +473,37 @@ class Dispatcher:
         return self._store.running(user_id)
 
     def cancel_queued(self, user_id: str, mission_id: str) -> bool:
-        """Take a queued mission out of its user's queue; False when no entry is left (a claim took it)."""
-        for entry in self._store.queued(user_id):
+        """Take a queued (or held) mission out of its user's queue; False when no entry is left (a claim took it)."""
+        for entry in [*self._store.queued(user_id), *self.held(user_id)]:
             if entry.mission_id == mission_id:
                 return self._store.remove(entry)
         return False
+
+    def held(self, user_id: str) -> list[QueueEntry]:
+        """The user's missions held out of the queue, for every reason."""
+        return [entry for reason in HOLD_REASONS for entry in self._store.held(reason, user_id)]
+
+    def release(self, reason: str, may_start: Callable[[str], bool], user_id: str | None = None) -> list[str]:
+        """Queue the entries held for `reason` (the user's, or everyone's) of each user `may_start` now admits,
+        then drain that user's queue; returns the ids this call started. Each release is noted first, like a
+        submit, so a crash between the move and the drain leaves the reconciler a note to finish."""
+        started: list[str] = []
+        by_user: dict[str, list[QueueEntry]] = {}
+        for entry in self._store.held(reason, user_id):
+            by_user.setdefault(entry.user_id, []).append(entry)
+        for user, entries in by_user.items():
+            if not may_start(user):
+                continue
+            for entry in entries:  # held or queued, the note finds it placed: the reconciler's drain follows
+                self._store.intend(entry)
+            try:
+                for entry in entries:
+                    self._store.unhold(entry)  # False: cancelled or released meanwhile
+                started += self.drain(user)
+            finally:
+                for entry in entries:
+                    self._store.forget(entry)
+        return started
 
     def _arrival(self) -> int:
         with self._arrival_lock:

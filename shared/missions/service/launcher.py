@@ -26,10 +26,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from missions.core.capability import registry as registry
-from missions.core.errors import MissionRequestError, StageRequestError, TaskGone, TransitionRefused
+from missions.core.cost.budget import HELD_FOR_BUDGET
+from missions.core.errors import BudgetReached, MissionRequestError, StageRequestError, TaskGone, TransitionRefused
 from missions.core.memory.conversation import CONTEXT_KEY as CONVERSATION_KEY
 from missions.core.memory.conversation import WorkingMemory
 from missions.core.mission.envelope import Bounds, Envelope, new_id
+from missions.core.mission.events import Event, EventType
 from missions.core.mission.forks import ForkEdit, apply_edit
 from missions.core.mission.offload import EnvelopeCodec
 from missions.core.mission.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
@@ -39,12 +41,14 @@ from missions.core.triggers.declared import TriggerSource
 from missions.ports.checkpoints import CheckpointStore
 from missions.ports.conversations import ConversationStore
 from missions.ports.dispatch import DispatchStore, QueueEntry, ResumeTicket
+from missions.ports.events import EventStore
 from missions.ports.executions import Executions
 from missions.ports.interrupts import InterruptRecord
 from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.agents import AgentConfigs
 from missions.service.checkpoints import state_at
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
+from missions.service.flow.budgets import Budgets
 from missions.service.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
@@ -132,6 +136,8 @@ class Launcher:
         agents: AgentConfigs | None = None,
         reconcile_after_seconds: float = 960,
         start_failed: Callable[[MissionRecord], object] | None = None,
+        budgets: Budgets | None = None,
+        events: EventStore | None = None,
     ):
         """`reconcile_after_seconds`: how old a note or claim must be for `reconcile` to take it as left by a
         process that died (longer than any function runs). `start_failed`: told of a queued mission whose start
@@ -141,6 +147,7 @@ class Launcher:
         self._missions = missions
         self._preferences = preferences
         self._conversations = conversations
+        self._budgets, self._events = budgets, events
         self._starter = ExecutionStarter(
             missions=missions,
             checkpoints=checkpoints,
@@ -163,7 +170,8 @@ class Launcher:
         snapshot that was current when the user asked)."""
         request = request.model_copy(update={"mission_id": mission_id_for(request)})  # its envelope's too
         if request.fork_of is not None:  # a fork that cannot run is refused before it is stored
-            return self.dispatcher.submit(request, prepared=self._starter.envelope(request))
+            prepared = self._starter.envelope(request)
+            return self._dispatch(request, prepared)
         preferences = self._preferences(request.user_id) if self._preferences is not None else {}
         if preferences and "preferences" not in request.context:
             request = request.model_copy(update={"context": {**request.context, "preferences": preferences}})
@@ -171,7 +179,34 @@ class Launcher:
             remembered = {**request.context, CONVERSATION_KEY: self._memory_of(request)}
             request = request.model_copy(update={"context": remembered})
         envelope = self._starter.envelope(request)
-        return self.dispatcher.submit(request.model_copy(update={"context": envelope.context}), prepared=envelope)
+        return self._dispatch(request.model_copy(update={"context": envelope.context}), envelope)
+
+    def _dispatch(self, request: MissionRequest, prepared: Envelope) -> DispatchResult:
+        """To the dispatcher, held there while its user's daily budget is spent (BudgetReached instead,
+        nothing stored, when the request asked to be refused)."""
+        budgets = self._budgets
+        over = budgets.reached(request.user_id) if budgets is not None else None
+        if budgets is None or over is None:
+            return self.dispatcher.submit(request, prepared=prepared)
+        if request.over_budget == "refuse":
+            raise BudgetReached(f"not started: {over.explain()}", budgets.seconds_until_fresh(over))
+        result = self.dispatcher.submit(request, prepared=prepared, hold=HELD_FOR_BUDGET)
+        if result.status != "duplicate" and self._events is not None:
+            held = Event(
+                type=EventType.MISSION_QUEUED,
+                mission_id=result.mission_id,
+                payload={"reason": HELD_FOR_BUDGET, "detail": over.explain(), **over.model_dump(mode="json")},
+            )
+            self._events.append(result.mission_id, "held", [held])
+        return result
+
+    def release_held(self, user_id: str | None = None) -> list[str]:
+        """Start what waits for its user's budget: the user's (after a raise) or everyone's (a new day),
+        for each user whose budget now allows it. Returns the ids started."""
+        budgets = self._budgets
+        if budgets is None:
+            return []
+        return self.dispatcher.release(HELD_FOR_BUDGET, lambda user: budgets.reached(user) is None, user_id=user_id)
 
     def check(self, request: MissionRequest) -> None:
         """MissionRequestError when the request could not start a mission now, as `submit` would refuse it;
@@ -231,12 +266,20 @@ class Launcher:
         queue = self.dispatcher.queued(record.user_id)
         place = next((i for i, entry in enumerate(queue, 1) if entry.mission_id == record.mission_id), None)
         if place is None:
-            return None
+            return self._held_place(record)
         running, limit = len(self.dispatcher.running(record.user_id)), self.dispatcher.limit_for(record.user_id)
         reason = f"{running} of your {limit} running slots are in use"
         if queue[place - 1].resume is not None:
             reason += "; your answer resumes it when one frees"
         return {"position": place, "reason": reason}
+
+    def _held_place(self, record: MissionRecord) -> dict[str, Any] | None:
+        held = self.dispatcher.held(record.user_id)
+        place = next((i for i, entry in enumerate(held, 1) if entry.mission_id == record.mission_id), None)
+        if place is None:
+            return None
+        reason = f"held: {self._budgets.status(record.user_id).explain()}" if self._budgets else "held"
+        return {"position": place, "reason": reason, "held": held[place - 1].held}
 
     def withdraw(self, user_id: str, mission_id: str) -> bool:
         """Take a queued mission out of its user's queue (a cancel); False when a claim took it first."""
@@ -244,8 +287,13 @@ class Launcher:
 
     def reconcile(self, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
         """The reconcile function: finish the starts that crashed processes left half-done
-        (`Dispatcher.reconcile`); each one is logged with what was done."""
+        (`Dispatcher.reconcile`), and start what waited for a budget given afresh (a new day); each one is
+        logged with what was done."""
         report = self.dispatcher.reconcile(before=now() - int(self._reconcile_after * 1e9)).as_dict()
+        try:
+            report["held_started"] = self.release_held()
+        except Exception as exc:  # tried again at the next run
+            report["failures"]["release:budget"] = f"{type(exc).__name__}: {exc}"[:500]
         for action in ("queued", "started", "released"):
             for mission_id in report[action]:
                 log.warning(f"stranded mission {action}", extra={"mission_id": mission_id})

@@ -52,9 +52,28 @@ class App {
   async pollInbox() {
     try {
       this.setInboxCount((await this.api.get("/inbox")).items.length);
+      this.showBudget((await this.api.get("/me")).budget);
     } catch {
       /* the next poll tries again */
     }
+  }
+
+  // Today's spend against the user's daily budget (GET /me); hidden when they have none.
+  showBudget(budget) {
+    const shown = document.getElementById("budget");
+    if (!budget || budget.daily_budget_usd === null) {
+      shown.hidden = true;
+      return;
+    }
+    const dollars = (usd) => `$${usd.toFixed(usd < 1 ? 4 : 2)}`;
+    shown.textContent = budget.reached
+      ? `Daily budget spent: ${dollars(budget.spent_usd)} of ${dollars(budget.daily_budget_usd)}`
+      : `Today ${dollars(budget.spent_usd)} of ${dollars(budget.daily_budget_usd)}`;
+    shown.title = budget.reached
+      ? `New missions wait until ${budget.resets_at} (UTC midnight) or an operator raises your budget`
+      : `${dollars(budget.remaining_usd)} left today (UTC)`;
+    shown.dataset.reached = String(budget.reached);
+    shown.hidden = false;
   }
 
   async route() {

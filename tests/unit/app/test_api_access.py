@@ -126,9 +126,12 @@ def test_a_capabilitys_graph_is_its_compiled_state_machine(runtime: Runtime):
 
 def test_me_names_the_user_and_where_their_learned_preferences_live(runtime: Runtime):
     status, me = call(runtime, "GET", "/me", user="ann@example.org")
+    budget = me.pop("budget")
     assert status == 200 and me == {
         "user_id": "ann@example.org",
         "preferences_namespace": "user_preferences:ann_example.org",
         "operator": False,
     }
+    # and today's spend, here without a daily budget
+    assert (budget["spent_usd"], budget["daily_budget_usd"], budget["reached"]) == (0.0, None, False)
     assert call(runtime, "GET", "/me", user=None)[0] == 401

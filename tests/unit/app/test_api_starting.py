@@ -175,3 +175,63 @@ def test_a_mission_may_have_a_smaller_budget_than_its_capability_never_a_larger(
     assert over[0] == 422 and "above shopping's ceiling" in over[1]["message"], over
     assert text[0] == 422, text
     assert len(executions(runtime).started) == 1
+
+
+# --------------------------------------------------------------------------- daily budgets
+
+
+def spend(runtime: Runtime, user: str, usd: float) -> None:
+    """A model call of the user's, as a stage records it."""
+    from missions.core.cost.usage import UsageRecord
+
+    call = UsageRecord(
+        mission_id="m", user_id=user, capability="shopping", stage="s", agent="s", provider="p", model="x", cost_usd=usd
+    )
+    assert runtime.budgets is not None
+    runtime.usage.record(call, runtime.budgets.today())
+
+
+def test_a_user_sees_todays_spend_and_a_mission_over_the_budget_is_held_or_refused():
+    from tests.support.fakes import memory_runtime
+
+    # Given a default daily budget of $0.50, which ann has spent
+    runtime = memory_runtime(daily_budget_usd=0.5, operators=["ops"])
+    spend(runtime, "ann", 0.6)
+    # Then GET /me shows her day
+    status, me = call(runtime, "GET", "/me")
+    assert status == 200 and me["budget"]["spent_usd"] == 0.6 and me["budget"]["daily_budget_usd"] == 0.5
+    assert me["budget"]["reached"] is True and me["budget"]["remaining_usd"] == 0.0
+    # When she asks for a mission: it is accepted, queued and held, and not started
+    status, body = call(runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL})
+    assert (status, body["status"], body["held"]) == (202, "queued", "budget")
+    assert executions(runtime).started == []
+    status, view = call(runtime, "GET", f"/missions/{body['mission_id']}")
+    assert view["queue"]["held"] == "budget" and "daily budget is spent" in view["queue"]["reason"]
+    # and one that asks to be refused is 429, with when to retry, and nothing is stored
+    status, headers, refused = exchange(
+        runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL, "over_budget": "refuse"}
+    )
+    assert status == 429 and int(headers["retry-after"]) > 0 and "daily budget is spent" in refused["message"]
+    assert len(call(runtime, "GET", "/missions")[1]["missions"]) == 1
+
+
+def test_an_operator_raises_a_users_budget_and_their_held_missions_start():
+    from tests.support.fakes import memory_runtime
+
+    runtime = memory_runtime(daily_budget_usd=0.5, operators=["ops"])
+    spend(runtime, "ann", 0.6)
+    held = start(runtime)
+    # When someone who is not an operator tries, it is refused and nothing changes
+    status, body = call(runtime, "PUT", "/users/ann/budget", {"daily_budget_usd": 10}, user="ann")
+    assert status == 403 and "operators" in body["message"]
+    assert call(runtime, "GET", "/users/ann/budget", user="ann")[0] == 403
+    # When an operator raises it
+    status, body = call(runtime, "PUT", "/users/ann/budget", {"daily_budget_usd": 2.0}, user="ops")
+    # Then the held mission started, and her day shows the new budget
+    assert status == 200 and body["started"] == [held] and body["daily_budget_usd"] == 2.0
+    assert executions(runtime).started == [held]
+    assert call(runtime, "GET", "/users/ann/budget", user="ops")[1]["remaining_usd"] == 1.4
+    # and dropping her own budget brings the default back
+    status, body = call(runtime, "PUT", "/users/ann/budget", {"daily_budget_usd": None}, user="ops")
+    assert status == 200 and body["daily_budget_usd"] == 0.5 and body["reached"] is True
+    assert call(runtime, "PUT", "/users/ann/budget", {"daily_budget_usd": -1}, user="ops")[0] == 422

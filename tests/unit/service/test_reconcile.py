@@ -233,5 +233,5 @@ def test_fresh_notes_and_claims_are_left_alone():
     # When the reconciler runs with the real stale-after
     report = survivor.launcher.reconcile()
     # Then it touches nothing younger than that
-    assert report == {"queued": [], "started": [], "released": [], "dropped": [], "failures": {}}
+    assert report == {"queued": [], "started": [], "released": [], "dropped": [], "failures": {}, "held_started": []}
     assert len(survivor.dispatch_store.stranded(FAR_FUTURE)) == 1

@@ -12,6 +12,9 @@ Usage table (missions.core.specs.USAGE), partition `pk`, sort key `sk`:
     mission#<id>   call#<at>#<random>                          one model call (expires: USAGE_TTL_DAYS)
     totals#<user>  <capability>#<agent>#<version>#<model>      that user's calls summed (ADD: atomic)
     totals#*       <capability>#<agent>#<version>#<model>      everyone's
+    spend#<user>   <UTC day>                                   the user's dollars that day (missions.core.cost.budget;
+                                                               ADD, read back by the same write; expires)
+    budget#<user>  daily                                       the user's own daily budget, set by an operator
 """
 
 from __future__ import annotations
@@ -22,13 +25,13 @@ import uuid
 from typing import Any
 
 from missions.adapters.dynamodb._items import DynamoTable
+from missions.core.cost.budget import COST_UNITS, day_of, dollars, units
 from missions.core.cost.usage import UsageRecord, UsageTotal
 from missions.core.errors import ConflictError
 from missions.core.llm.agents import AgentState, AgentVersion, AuditEntry
 
 # totals are summed as integers (ADD of decimals drifts, and moto re-reads a zero decimal as "0E-8"):
 # dollars in units of 1e-8 (costs are rounded so), milliseconds in microseconds
-COST_UNITS = 10**8
 LATENCY_UNITS = 1000
 USAGE_TTL_DAYS = 400  # a year of calls to compare, then the records go (their totals stay)
 EVERYONE = "*"
@@ -156,7 +159,7 @@ class DynamoUsageStore:
         self.table_name, self.ttl_days = table_name, ttl_days
         self._client = _client_or_default(client)
 
-    def record(self, record: UsageRecord) -> None:
+    def record(self, record: UsageRecord, day: str | None = None) -> float | None:
         self._client.put_item(
             TableName=self.table_name,
             Item={
@@ -179,7 +182,7 @@ class DynamoUsageStore:
                     ":err": {"N": "0" if record.outcome == "ok" else "1"},
                     ":ti": {"N": str(record.tokens_in)},
                     ":to": {"N": str(record.tokens_out)},
-                    ":c": {"N": str(round(record.cost_usd * COST_UNITS))},
+                    ":c": {"N": str(units(record.cost_usd))},
                     ":l": {"N": str(round(record.latency_ms * LATENCY_UNITS))},
                     ":cap": {"S": record.capability},
                     ":agent": {"S": record.agent},
@@ -187,6 +190,42 @@ class DynamoUsageStore:
                     ":m": {"S": record.model},
                 },
             )
+        return self._add_spend(record, day or day_of(record.at)) if units(record.cost_usd) else None
+
+    def _add_spend(self, record: UsageRecord, day: str) -> float:
+        """The call's dollars onto its user's day, and the day's total as that one write left it."""
+        response = self._client.update_item(
+            TableName=self.table_name,
+            Key={"pk": {"S": f"spend#{record.user_id}"}, "sk": {"S": day}},
+            UpdateExpression="ADD #cost :c SET expires_at = if_not_exists(expires_at, :x)",
+            ExpressionAttributeNames={"#cost": "cost_units"},
+            ExpressionAttributeValues={
+                ":c": {"N": str(units(record.cost_usd))},
+                ":x": {"N": str(int(time.time()) + self.ttl_days * 86400)},
+            },
+            ReturnValues="UPDATED_NEW",
+        )
+        return dollars(int(response["Attributes"]["cost_units"]["N"]))
+
+    def spent(self, user_id: str, day: str) -> float:
+        item = self._client.get_item(
+            TableName=self.table_name, Key={"pk": {"S": f"spend#{user_id}"}, "sk": {"S": day}}, ConsistentRead=True
+        ).get("Item")
+        return dollars(int(item["cost_units"]["N"])) if item else 0.0
+
+    def budget_of(self, user_id: str) -> float | None:
+        item = self._client.get_item(
+            TableName=self.table_name, Key={"pk": {"S": f"budget#{user_id}"}, "sk": {"S": "daily"}}, ConsistentRead=True
+        ).get("Item")
+        return dollars(int(item["usd_units"]["N"])) if item else None
+
+    def set_budget(self, user_id: str, daily_budget_usd: float | None) -> None:
+        key = {"pk": {"S": f"budget#{user_id}"}, "sk": {"S": "daily"}}
+        if daily_budget_usd is None:
+            self._client.delete_item(TableName=self.table_name, Key=key)
+            return
+        item = {**key, "usd_units": {"N": str(units(daily_budget_usd))}}
+        self._client.put_item(TableName=self.table_name, Item=item)
 
     def for_mission(self, mission_id: str) -> list[UsageRecord]:
         return [

@@ -8,6 +8,9 @@ Items:
   pk "pending#<n>",    sk "<user>#<sort key>"  a request noted before its record was written, until
                                                it is queued (the reconciler's journal)
   pk "claimed#<n>",    sk "<user>#<sort key>"  a claimed entry, until its start settled it
+  pk "held#<reason>",  sk "<user>#<sort key>"  an entry held out of the queue (its user's daily budget is
+                                               spent): one partition per reason, so a release reads every
+                                               user's held entries with one Query
 
 Journal items carry "since" (nanoseconds) and the entry; their partitions are spread over
 `JOURNAL_SHARDS` by mission id, so the reconciler reads a few partitions instead of scanning the
@@ -97,21 +100,24 @@ class DynamoDispatchStore:
         return [_entry(item) for item in page.get("Items", [])]
 
     def queued(self, user_id: str) -> list[QueueEntry]:
-        kwargs = self._queue_query(user_id)
+        return self._entries(self._queue_query(user_id))
+
+    def _entries(self, query: dict[str, Any]) -> list[QueueEntry]:
+        """Every entry a query finds, page after page."""
         entries: list[QueueEntry] = []
         while True:
-            page = self._client.query(**kwargs)
+            page = self._client.query(**query)
             entries += [_entry(item) for item in page.get("Items", [])]
             if not page.get("LastEvaluatedKey"):
                 return entries
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+            query = {**query, "ExclusiveStartKey": page["LastEvaluatedKey"]}
 
     def remove(self, entry: QueueEntry) -> bool:
         def delete() -> bool:
             try:
                 self._client.delete_item(
                     TableName=self.table_name,
-                    Key=_queue_key(entry),
+                    Key=_held_key(entry) if entry.held is not None else _queue_key(entry),
                     ConditionExpression="attribute_exists(pk)",
                 )
                 return True
@@ -123,6 +129,64 @@ class DynamoDispatchStore:
                 raise
 
         return _retrying(delete)
+
+    # ----------------------------------------------------------------------- held out of the queue
+
+    def hold(self, entry: QueueEntry) -> None:
+        assert entry.held is not None, "a held entry names why it is held"
+        item = {**_held_key(entry), "mission_id": {"S": entry.mission_id}, "entry": {"S": entry.model_dump_json()}}
+        self._client.put_item(TableName=self.table_name, Item=item)
+
+    def held(self, reason: str, user_id: str | None = None) -> list[QueueEntry]:
+        kwargs: dict[str, Any] = {
+            "TableName": self.table_name,
+            "KeyConditionExpression": "pk = :pk" + (" AND begins_with(sk, :user)" if user_id is not None else ""),
+            "ExpressionAttributeValues": {
+                ":pk": {"S": f"held#{reason}"},
+                **({":user": {"S": f"{user_id}#"}} if user_id is not None else {}),
+            },
+            "ConsistentRead": True,
+        }
+        return self._entries(kwargs)
+
+    def unhold(self, entry: QueueEntry) -> bool:
+        queued = entry.model_copy(update={"held": None})
+
+        def transact() -> bool:
+            try:
+                self._client.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Delete": {
+                                "TableName": self.table_name,
+                                "Key": _held_key(entry),
+                                "ConditionExpression": "attribute_exists(pk)",
+                            }
+                        },
+                        {
+                            "Put": {
+                                "TableName": self.table_name,
+                                "Item": {
+                                    **_queue_key(queued),
+                                    "mission_id": {"S": queued.mission_id},
+                                    "entry": {"S": queued.model_dump_json()},
+                                },
+                            }
+                        },
+                    ]
+                )
+                return True
+            except ClientError as exc:
+                if _code(exc) != "TransactionCanceledException":
+                    raise
+                reasons = _reasons(exc) + [""]
+                if reasons[0] == "ConditionalCheckFailed":
+                    return False
+                if "TransactionConflict" in reasons:
+                    raise _Conflict from None
+                raise
+
+        return _retrying(transact)
 
     # ----------------------------------------------------------------------- running set
 
@@ -206,7 +270,8 @@ class DynamoDispatchStore:
         self._client.delete_item(TableName=self.table_name, Key=_journal_key("claimed", entry))
 
     def placed(self, entry: QueueEntry) -> bool:
-        for key in (_queue_key(entry), _journal_key("claimed", entry)):
+        held = [_held_key(entry)] if entry.held is not None else []
+        for key in (*held, _queue_key(entry), _journal_key("claimed", entry)):
             found = self._client.get_item(
                 TableName=self.table_name, Key=key, ConsistentRead=True, ProjectionExpression="pk"
             )
@@ -261,6 +326,10 @@ def _queue_pk(user_id: str) -> str:
 
 def _queue_key(entry: QueueEntry) -> dict[str, Any]:
     return {"pk": {"S": _queue_pk(entry.user_id)}, "sk": {"S": entry.sort_key}}
+
+
+def _held_key(entry: QueueEntry) -> dict[str, Any]:
+    return {"pk": {"S": f"held#{entry.held}"}, "sk": {"S": f"{entry.user_id}#{entry.sort_key}"}}
 
 
 _Journal = Literal["pending", "claimed"]

@@ -7,13 +7,15 @@ Each store is found from the user's id or their mission ids by the layout its ow
   events, interrupts, artifacts   partition = mission id
   checkpoints    threads <mission>, <mission>#tools (tool journal) and blob#<mission> (offloaded fields,
                  missions.core.mission.offload.blob_key), and s3://<blob bucket>/blobs/<mission>/
-  dispatch       queue#<user>, running#<user>, and the reconciler's journal shards (sort key "<user>#...")
+  dispatch       queue#<user>, running#<user>, the reconciler's journal shards and held#budget (sort key
+                 "<user>#...")
   conversations  partition = user
   memory         memory_by_user index (every namespace of the user: preferences, learnings, summaries, ...)
   repositories   by_owner index; each one's snapshots and upload under the owner's prefixes in the
                  snapshot bucket, every version (the bucket is versioned)
   idempotency    partition user#<user> (missions.adapters.dynamodb.idempotency)
-  usage          mission#<mission> (each model call) and totals#<user> (the user's sums)
+  usage          mission#<mission> (each model call), totals#<user> (the user's sums), spend#<user> (their
+                 dollars per day) and budget#<user> (their own daily budget)
                  (missions.adapters.dynamodb.agents)
 
 Not per user, so neither exported nor erased: per-capability learnings (counts and averages over every
@@ -36,6 +38,7 @@ from missions.adapters.dynamodb.events import DynamoEventStore
 from missions.adapters.dynamodb.idempotency import user_partition
 from missions.adapters.dynamodb.interrupts import DynamoInterruptStore
 from missions.adapters.dynamodb.missions import mission_record
+from missions.core.cost.budget import HELD_FOR_BUDGET, dollars
 from missions.core.mission.refs import SNAPSHOT_PREFIX, UPLOAD_PREFIX, owner_segment
 from missions.core.specs import CHECKPOINTS, DISPATCH, EVENTS, INTERRUPTS, MEMORY, REPOSITORIES, USAGE, TableSpec
 from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX
@@ -221,9 +224,13 @@ class MissionUsage:
                 yield "model_call", json.loads(raw["body"]["S"])
         for raw in self._table.partition(f"totals#{user_id}"):
             yield "usage_total", {k: v for k, v in deserialize(raw).items() if k not in ("pk",)}
+        for raw in self._table.partition(f"spend#{user_id}"):
+            yield "daily_spend", {"day": raw["sk"]["S"], "spent_usd": dollars(int(raw["cost_units"]["N"]))}
+        for raw in self._table.partition(f"budget#{user_id}"):
+            yield "daily_budget", {"daily_budget_usd": dollars(int(raw["usd_units"]["N"]))}
 
     def erase(self, user_id: str, mission_ids: Sequence[str]) -> int:
-        totals = [f"totals#{user_id}"] if self._totals else []
+        totals = [f"{kind}#{user_id}" for kind in ("totals", "spend", "budget")] if self._totals else []
         return self._table.delete_partitions([*(f"mission#{m}" for m in mission_ids), *totals])
 
 
@@ -241,6 +248,7 @@ class UserDispatch:
         for kind in ("pending", "claimed"):
             for shard in range(dispatch_layout.JOURNAL_SHARDS):
                 items += self._table.partition(f"{kind}#{shard}", sort_prefix=f"{user_id}#")
+        items += self._table.partition(f"held#{HELD_FOR_BUDGET}", sort_prefix=f"{user_id}#")
         return items
 
     def export(self, user_id: str, mission_ids: Sequence[str]) -> Iterator[Record]:

@@ -7,6 +7,7 @@ import time
 
 from pydantic import BaseModel, ValidationError
 
+from missions.core.cost.pricing import Price, cost_usd
 from missions.core.llm.provider import InvalidOutput, LLMRequest, LLMResult, OfflinePolicy, Unparsed, validation_errors
 
 
@@ -18,13 +19,20 @@ class ScriptedProvider:
     """Answers each request by calling the capability's policy for that stage.
 
     Tokens are estimated (4 characters a token) so counters and budgets behave as they would
-    with a real model; the cost is zero.
+    with a real model; the cost is zero, unless a price is given (the settings' `openai_prices` may
+    price the model "scripted"), so dollar budgets can be tried without a key.
     """
 
     name = "scripted"
 
-    def __init__(self, policy: OfflinePolicy):
+    def __init__(self, policy: OfflinePolicy, price: Price | None = None):
         self._policy = policy
+        self._price = price
+
+    def _cost(self, tokens_in: int, tokens_out: int) -> float:
+        if self._price is None:
+            return 0.0
+        return cost_usd("scripted", tokens_in, tokens_out, {"scripted": self._price})
 
     def complete(self, request: LLMRequest) -> LLMResult:
         started = time.perf_counter()
@@ -48,11 +56,12 @@ class ScriptedProvider:
                     Unparsed(content=content), "scripted", estimate_tokens(prompt), estimate_tokens(content)
                 ),
             ) from exc
+        tokens_in, tokens_out = estimate_tokens(prompt), estimate_tokens(json.dumps(output.model_dump(mode="json")))
         return LLMResult(
             output=output,
             model="scripted",
-            tokens_in=estimate_tokens(prompt),
-            tokens_out=estimate_tokens(json.dumps(output.model_dump(mode="json"))),
-            cost_usd=0.0,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=self._cost(tokens_in, tokens_out),
             latency_ms=(time.perf_counter() - started) * 1000,
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from missions.core.cost.budget import day_of, dollars, units
 from missions.core.cost.usage import UsageRecord, UsageTotal, total_key
 from missions.core.errors import ConflictError
 from missions.core.llm.agents import AgentState, AgentVersion, AuditEntry
@@ -71,11 +72,33 @@ class InMemoryAgentStore:
 class InMemoryUsageStore:
     def __init__(self) -> None:
         self._records: list[UsageRecord] = []
+        self._spend: dict[tuple[str, str], int] = {}  # (user, day) -> cost units
+        self._budgets: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def record(self, record: UsageRecord) -> None:
+    def record(self, record: UsageRecord, day: str | None = None) -> float | None:
         with self._lock:
             self._records.append(record.model_copy(deep=True))
+            if not units(record.cost_usd):
+                return None
+            key = (record.user_id, day or day_of(record.at))
+            self._spend[key] = self._spend.get(key, 0) + units(record.cost_usd)
+            return dollars(self._spend[key])
+
+    def spent(self, user_id: str, day: str) -> float:
+        with self._lock:
+            return dollars(self._spend.get((user_id, day), 0))
+
+    def budget_of(self, user_id: str) -> float | None:
+        with self._lock:
+            return self._budgets.get(user_id)
+
+    def set_budget(self, user_id: str, daily_budget_usd: float | None) -> None:
+        with self._lock:
+            if daily_budget_usd is None:
+                self._budgets.pop(user_id, None)
+            else:
+                self._budgets[user_id] = daily_budget_usd
 
     def for_mission(self, mission_id: str) -> list[UsageRecord]:
         with self._lock:

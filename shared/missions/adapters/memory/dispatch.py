@@ -21,14 +21,18 @@ class InMemoryDispatchStore:
         self._keys: dict[str, list[str]] = {}  # user -> sorted sort keys
         self._entries: dict[str, dict[str, QueueEntry]] = {}  # user -> sort key -> entry
         self._running: dict[str, set[str]] = {}
+        self._held: dict[tuple[str, str, str], QueueEntry] = {}  # (reason, user, sort key) -> held entry
 
     def enqueue(self, entry: QueueEntry) -> None:
-        key = entry.sort_key
         with self._lock:
-            entries = self._entries.setdefault(entry.user_id, {})
-            if key not in entries:
-                bisect.insort(self._keys.setdefault(entry.user_id, []), key)
-            entries[key] = entry.model_copy(deep=True)
+            self._insert(entry)
+
+    def _insert(self, entry: QueueEntry) -> None:
+        key = entry.sort_key
+        entries = self._entries.setdefault(entry.user_id, {})
+        if key not in entries:
+            bisect.insort(self._keys.setdefault(entry.user_id, []), key)
+        entries[key] = entry.model_copy(deep=True)
 
     def front(self, user_id: str, count: int) -> list[QueueEntry]:
         with self._lock:
@@ -64,6 +68,7 @@ class InMemoryDispatchStore:
             return (
                 entry.sort_key in self._entries.get(entry.user_id, {})
                 or ("claimed", entry.user_id, entry.sort_key) in self._journal
+                or (entry.held is not None and (entry.held, entry.user_id, entry.sort_key) in self._held)
             )
 
     def stranded(self, before: int) -> list[Stranded]:
@@ -82,9 +87,33 @@ class InMemoryDispatchStore:
 
     def remove(self, entry: QueueEntry) -> bool:
         with self._lock:
+            if entry.held is not None:
+                return self._held.pop((entry.held, entry.user_id, entry.sort_key), None) is not None
             if entry.sort_key not in self._entries.get(entry.user_id, {}):
                 return False
             self._delete(entry)
+            return True
+
+    def hold(self, entry: QueueEntry) -> None:
+        assert entry.held is not None, "a held entry names why it is held"
+        with self._lock:
+            self._held[(entry.held, entry.user_id, entry.sort_key)] = entry.model_copy(deep=True)
+
+    def held(self, reason: str, user_id: str | None = None) -> list[QueueEntry]:
+        with self._lock:
+            found = [
+                (user, key, e)
+                for (why, user, key), e in self._held.items()
+                if why == reason and user_id in (None, user)
+            ]
+        return [e.model_copy(deep=True) for _, _, e in sorted(found, key=lambda item: (item[0], item[1]))]
+
+    def unhold(self, entry: QueueEntry) -> bool:
+        with self._lock:
+            taken = self._held.pop((entry.held or "", entry.user_id, entry.sort_key), None)
+            if taken is None:
+                return False
+            self._insert(taken.model_copy(update={"held": None}))
             return True
 
     def running(self, user_id: str) -> set[str]:

@@ -240,7 +240,8 @@ _WHY: dict[int, str] = {
     413: "the body is too large",
     415: "the body is not application/json",
     422: "the request is well-formed but invalid; `detail` names each problem",
-    429: "throttled by API Gateway; retry after a while",
+    429: "throttled by API Gateway, or your daily budget is spent (a request that asked to be refused then); "
+    "retry after Retry-After seconds when given",
     500: "a defect; the correlation id names it in the logs",
     503: "a dependency is unavailable; nothing was stored; retry after Retry-After seconds",
 }
@@ -263,7 +264,7 @@ def responses(
             "description": f"{HTTPStatus(code).phrase}: {_WHY[code]}",
             "content": {"application/json": {"model": ErrorBody}},
         }
-        if code == 503:
+        if code in (429, 503):
             described["headers"] = {"Retry-After": {"description": "seconds", "schema": {"type": "integer"}}}
         documented[code] = described
     return documented

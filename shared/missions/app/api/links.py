@@ -82,6 +82,8 @@ GIVES = (
     Gives("get", "/conversations", 200, {"conversation_id": _body("/conversations/0/conversation_id")}),
     Gives("put", "/memory/{namespace}/{key}", 200, {"namespace": _same("namespace"), "key": _same("key")}),
     Gives("put", "/me/notifications", 200, {}, leads_to=("DELETE /me/notifications",)),
+    Gives("get", "/me", 200, {"path.user_id": _body("/user_id")}),  # an operator's own budget
+    Gives("get", "/users/{user_id}/budget", 200, {"user_id": _same("user_id")}),  # to set it
     # capabilities and their agents' versions
     Gives(
         "get",

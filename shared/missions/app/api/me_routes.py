@@ -2,30 +2,81 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.openapi.params import Path
 
 from missions.app.api.edge import app, current_user, is_operator, responses, runtime
-from missions.app.api.models.accounts import Erasure, Me, NotificationOptIn, NotificationSettings
+from missions.app.api.models.accounts import (
+    BudgetChange,
+    Erasure,
+    Me,
+    NotificationOptIn,
+    NotificationSettings,
+    UserBudget,
+)
 from missions.app.resolver import RETRY_AFTER_SECONDS, error_body
 from missions.core.accounts import EXPORT_FILENAME, EXPORT_MEDIA_TYPE
+from missions.core.errors import DependencyUnavailable
 from missions.service.feedback import preferences_namespace
 
+if TYPE_CHECKING:
+    from missions.service.flow.budgets import Budgets
+
 _NOTIFICATIONS = "/me/notifications"
+UserName = Annotated[str, Path(min_length=1, max_length=128, examples=["alice"])]
 
 
 @app.get("/me", summary="Who you are to the service", responses=responses((200, Me, "you")))
 def me() -> dict[str, Any]:
-    """Your user id, the memory namespace your learned preferences live in (URL form), and whether you
-    are an operator."""
+    """Your user id, the memory namespace your learned preferences live in (URL form), whether you are an
+    operator, and today's spend against your daily budget."""
     user = current_user()
+    budgets = runtime().budgets
     return {
         "user_id": user,
         "preferences_namespace": ":".join(preferences_namespace(user)),
         "operator": is_operator(user),
+        "budget": budgets.status(user).model_dump(mode="json") if budgets is not None else None,
     }
+
+
+def _budgets() -> Budgets:
+    budgets = runtime().budgets
+    if budgets is None:
+        raise DependencyUnavailable("daily budgets are not kept here (no usage table)")
+    return budgets
+
+
+def _operator(user: str) -> None:
+    if not is_operator(user):
+        raise PermissionError("only operators read or set another user's daily budget")
+
+
+@app.get(
+    "/users/<user_id>/budget",
+    summary="A user's daily budget and today's spend (operators)",
+    responses=responses((200, UserBudget, "their day"), 403, 503),
+)
+def user_budget(user_id: UserName) -> dict[str, Any]:
+    _operator(current_user())
+    return {"user_id": user_id, "started": [], **_budgets().status(user_id, fresh=True).model_dump(mode="json")}
+
+
+@app.put(
+    "/users/<user_id>/budget",
+    summary="Set a user's daily budget (operators); a raise starts their held missions",
+    responses=responses((200, UserBudget, "set"), 403, 503, body=True),
+)
+def set_user_budget(user_id: UserName, body: BudgetChange) -> dict[str, Any]:
+    """The user's own budget in dollars a day (null: back to the environment's default). Missions held
+    because their budget was spent start now if it allows them."""
+    _operator(current_user())
+    status = _budgets().set(user_id, body.daily_budget_usd)
+    started = runtime().launcher.release_held(user_id) if not status.reached else []
+    return {"user_id": user_id, "started": started, **status.model_dump(mode="json")}
 
 
 @app.get(_NOTIFICATIONS, summary="Your email notices", responses=responses((200, NotificationSettings, "yours"), 503))

@@ -56,7 +56,7 @@ _MAY_WAIT_IN_LINE = (MissionStatus.QUEUED, MissionStatus.INTERRUPTED, MissionSta
 @app.post(
     "/missions",
     summary="Start a mission",
-    responses=responses((202, MissionAccepted, "accepted: started now or queued"), 409, 503, body=True),
+    responses=responses((202, MissionAccepted, "accepted: started now or queued"), 409, 429, 503, body=True),
 )
 def create_mission(body: MissionCreate) -> Response[dict[str, Any]]:
     """Start a mission from a goal; the capability is named or chosen by the goal. Send an Idempotency-Key
@@ -77,10 +77,12 @@ def create_mission(body: MissionCreate) -> Response[dict[str, Any]]:
             trigger=TriggerSource.API,
             conversation_id=body.conversation_id,
             model=body.model,
+            over_budget=body.over_budget,
         )
         active.service.remember_user(user)  # before the mission: nothing half-made if this fails
         result = active.launcher.submit(request)  # checks everything (a repository, say) before writing
-        return 202, {"mission_id": result.mission_id, "status": result.status, "capability": capability}
+        accepted = {"mission_id": result.mission_id, "status": result.status, "capability": capability}
+        return 202, accepted | ({"held": result.held} if result.held else {})
 
     return once("create-mission", user, body.model_dump(mode="json"), create, runtime().idempotency)
 

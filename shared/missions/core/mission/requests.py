@@ -3,7 +3,7 @@ the CLI) turns its input into before the launcher dispatches it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
@@ -47,6 +47,9 @@ class MissionRequest(Model):
     # the model every stage and delegation of the mission asks (one of its capability's allowed models)
     model: str | None = Field(None, min_length=1, max_length=100)
     parent: ParentLink | None = None  # set by missions.service.delegation only
+    # when the user's daily budget is spent (missions.core.cost.budget): held until it is given afresh or
+    # raised ("queue"), or refused with nothing stored ("refuse")
+    over_budget: Literal["queue", "refuse"] = "queue"
 
     @field_validator("goal")
     @classmethod

@@ -23,6 +23,7 @@ from missions.ports.interrupts import InterruptStore
 from missions.ports.memory import LongTermMemory
 from missions.ports.missions import MissionStore
 from missions.ports.sandbox import Sandbox
+from missions.service.flow.budgets import Budgets
 
 if TYPE_CHECKING:
     from missions.service.conversations import ConversationService
@@ -78,6 +79,8 @@ class StageServices:
     # the configuration version a mission pinned for an agent: (capability, agent, version) -> it
     agents: Callable[[str, str, int], AgentVersion] | None = None
     usage: Callable[[], UsageStore] | None = None  # where every model call is recorded
+    # users' daily budgets: a stage whose calls bring its user's day to theirs ends its mission (user_budget)
+    budgets: Callable[[], Budgets] | None = None
     # how often a stage asks its model again after an invalid answer (settings.model_repairs)
     repairs: int = 2
     clock: Callable[[], float] = time.perf_counter
@@ -98,6 +101,7 @@ class Invocation:
     mission_ended_meanwhile: bool = False
     # the stage found its user paused the mission: the mission's machine waits after it
     pausing: bool = False
+    spent_today: float | None = None  # the user's spend that day, as the last of its paid calls left it
 
     def begin(self, deadline: float | None) -> None:
         self.deadline = deadline
@@ -106,6 +110,7 @@ class Invocation:
         self.report = None
         self.mission_ended_meanwhile = False
         self.pausing = False
+        self.spent_today = None
 
 
 def preview(value: Any, limit: int = 300) -> Any:

@@ -10,6 +10,7 @@ from typing import Any
 
 from missions.core.capability.registry import Capability, InterruptRequested, StageContext, StageDefinitionError
 from missions.core.capability.tools import ConfirmationRequired
+from missions.core.cost.budget import USER_BUDGET
 from missions.core.errors import StageRequestError
 from missions.core.mission.envelope import (
     Envelope,
@@ -30,7 +31,7 @@ from missions.service.runner._base import AWAIT_PREFIX, Emit, Invocation, StageR
 from missions.service.runner._commit import StageCommit
 from missions.service.runner._function import StageFunctions
 from missions.service.runner._tools import approval_question
-from missions.service.runner._usage import reconcile_spend
+from missions.service.runner._usage import budget_stops, reconcile_spend
 
 Work = Callable[[StageContext, Emit], dict[str, Any]]
 
@@ -162,6 +163,11 @@ class StageModes:
                     _finish(envelope, failure, emit)
                 else:
                     decision = decide(self._pipeline, envelope, stage, output)
+                    spent = envelope.counters.cost_usd - before_stage.cost_usd  # its branches' too
+                    if decision.next_stage != self._pipeline.final and budget_stops(
+                        self._services, self._invocation, envelope, spent
+                    ):  # its user's daily budget is spent: the mission ends through its final stage
+                        decision = Decision(self._pipeline.final, terminal_reason=USER_BUDGET, rule="daily_budget")
                     _route(envelope, stage, decision, output, emit)
         except (InterruptRequested, ConfirmationRequired) as asked:
             status = "interrupted"

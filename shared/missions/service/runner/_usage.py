@@ -85,8 +85,11 @@ class UsageLedger:
         store = self._services.usage
         if store is None:
             return
+        budgets = self._services.budgets
         try:
-            store().record(record)
+            spent = store().record(record, budgets().today() if budgets is not None else None)
+            if spent is not None:
+                self._invocation.spent_today = spent
         except Exception:
             log.exception("usage of a model call of mission %s (stage %s) not recorded", envelope.mission_id, stage)
 
@@ -122,3 +125,20 @@ def reconcile_spend(services: StageServices, envelope: Envelope) -> None:
 
 
 UNCOUNTED_USD = 1e-6  # below this, a difference is the rounding of the sums, not a lost attempt
+
+
+def budget_stops(services: StageServices, invocation: Invocation, envelope: Envelope, spent_usd: float) -> bool:
+    """Whether the user's daily budget ends the mission after a stage that spent `spent_usd` (with the
+    branches it joined): the day's spend as its last paid call left it, or, when only its branches paid,
+    read. A store that fails is logged: the mission goes on (its own `max_cost_usd` still binds)."""
+    if services.budgets is None or spent_usd <= 0:
+        return False
+    try:
+        budgets = services.budgets()
+        today = invocation.spent_today
+        if today is None:
+            today = budgets.status(envelope.user_id).spent_usd
+        return budgets.stops(envelope.user_id, today)
+    except Exception:
+        log.exception("daily budget of mission %s's user not checked", envelope.mission_id)
+        return False

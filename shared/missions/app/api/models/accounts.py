@@ -7,10 +7,34 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class DailyBudget(BaseModel):
+    """A user's UTC day: what their missions' model calls cost, against their daily budget."""
+
+    day: str = Field(description="the UTC day, YYYY-MM-DD")
+    spent_usd: float
+    daily_budget_usd: float | None = Field(description="null: no daily budget")
+    remaining_usd: float | None
+    reached: bool = Field(description="new missions are held (or refused) and running ones end (user_budget)")
+    resets_at: str = Field(description="the next midnight, UTC, when the budget is given afresh")
+
+
+class BudgetChange(BaseModel):
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"daily_budget_usd": 5.0}]})
+    daily_budget_usd: float | None = Field(
+        ge=0, le=1_000_000, description="the user's own budget in dollars a day; null: the environment's default"
+    )
+
+
+class UserBudget(DailyBudget):
+    user_id: str
+    started: list[str] = Field(description="held missions of the user a raise started now")
+
+
 class Me(BaseModel):
     user_id: str
     preferences_namespace: str = Field(description="where feedback's learned preferences live: GET /memory/<it>")
     operator: bool
+    budget: DailyBudget | None = Field(None, description="today's spend; null where no usage is kept")
 
 
 class Erasure(BaseModel):
@@ -36,8 +60,11 @@ class NotificationOptIn(BaseModel):
 
 
 __all__ = [
+    "BudgetChange",
+    "DailyBudget",
     "Erasure",
     "Me",
+    "UserBudget",
     "NotificationOptIn",
     "NotificationSettings",
 ]

@@ -50,6 +50,11 @@ class MissionCreate(Body):
         description="the model every stage asks, one of the capability's allowed models here "
         "(GET /agents/{capability}: `models`); default: each agent's configured one",
     )
+    over_budget: Literal["queue", "refuse"] = Field(
+        "queue",
+        description="when your daily budget is spent (GET /me: `budget`): queue it until the budget is given "
+        "afresh or raised, or refuse it (429, nothing stored)",
+    )
 
     @field_validator("context")
     @classmethod
@@ -109,6 +114,9 @@ class MissionAccepted(BaseModel):
         description="started now, queued behind the user's running missions, or an earlier request's mission"
     )
     capability: str
+    held: Literal["budget"] | None = Field(
+        None, description="queued and held: your daily budget is spent (it starts when given afresh or raised)"
+    )
 
 
 class MissionSummary(BaseModel):
@@ -135,6 +143,7 @@ class QueuePlace(BaseModel):
 
     position: int = Field(ge=1)
     reason: str
+    held: Literal["budget"] | None = Field(None, description="held out of the queue, and why (see `reason`)")
 
 
 class MissionNote(BaseModel):
