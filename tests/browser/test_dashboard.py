@@ -436,3 +436,26 @@ def test_read_a_checkpoints_state_and_fork_from_it_with_an_edit(server: DevServe
         "context": {"depth": 2},
         "resume_from": "perception",
     }
+
+
+def test_a_user_sees_their_daily_budget_and_why_a_held_mission_waits(server: DevServer, visit):
+    # Given kim, whose own daily budget an operator set to nothing (through the service: not under test here)
+    budgets = server.cloud.runtime.budgets
+    assert budgets is not None
+    budgets.set("kim", 0.0)
+    held = start(server, "kim", "t_chooses", "kim's plan")
+    # When she opens the page, the header says her budget is spent
+    page = visit(server.url, "kim").page
+    shown = page.locator('#budget[data-reached="true"]')
+    shown.wait_for()
+    assert shown.inner_text() == "Daily budget spent: $0.0000 of $0.0000"
+    # and her mission's page says why it waits
+    page.goto(f"{server.url}/#/missions/{held}")
+    page.get_by_text("held: your daily budget is spent", exact=False).wait_for()
+    screenshot(page, "budget-held")
+    assert_accessible(page, "budget-held")
+    # When an operator raises it, the header shows what is left, and the mission starts
+    budgets.set("kim", 3.0)
+    server.cloud.runtime.launcher.release_held("kim")
+    page.locator('#budget[data-reached="false"]', has_text="Today $0.0000 of $3.00").wait_for()
+    assert Client(server, "kim").call("GET", f"/missions/{held}")[1]["status"] != "queued"

@@ -501,6 +501,35 @@ def test_a_users_schedule_is_an_eventbridge_scheduler_schedule_that_starts_their
     assert created["schedule_id"] not in names
 
 
+def test_a_users_daily_budget_stops_their_running_mission_and_holds_the_next_on_the_deployed_stack(deployed):
+    # Given dev's offline model priced as a small model, and an operator who gives bea less than one call's worth
+    deployment, session = deployed
+    ops = {"sub": "ops", "cognito:groups": "[operators]"}
+    status, day = _api(session, deployment, "PUT", "/users/bea/budget", {"daily_budget_usd": 1e-7}, "ops", ops)
+    assert status == 200 and day["reached"] is False, day
+    # When bea starts a mission, its first paid call reaches the budget
+    goal = {"capability": "code_analysis", "goal": GOAL, "context": {"repo": str(ROOT)}}
+    status, created = _api(session, deployment, "POST", "/missions", goal, user="bea")
+    assert status == 202 and created["status"] == "started", created
+    execution_arn = _execution_of(session, deployment, created["mission_id"])
+    ended = _wait_for_end(session, execution_arn)
+    _reported(session, deployment, created["mission_id"], execution_arn, ended["status"])
+    # Then the mission ended through its final stage with the reason, having run no further
+    envelope = json.loads(ended["output"])["envelope"]
+    assert ended["status"] == "SUCCEEDED" and envelope["terminal_reason"] == "user_budget", envelope
+    status, shown = _api(session, deployment, "GET", f"/missions/{created['mission_id']}", user="bea")
+    assert (shown["status"], shown["terminal_reason"]) == ("completed", "user_budget"), shown
+    # and her next mission is held, as GET /me says why
+    status, me = _api(session, deployment, "GET", "/me", user="bea")
+    assert me["budget"]["reached"] is True and me["budget"]["spent_usd"] > 0, me
+    status, held = _api(session, deployment, "POST", "/missions", goal, user="bea")
+    assert (status, held["status"], held["held"]) == (202, "queued", "budget"), held
+    # When the operator raises it, the deployed API starts it
+    status, day = _api(session, deployment, "PUT", "/users/bea/budget", {"daily_budget_usd": 5}, "ops", ops)
+    assert status == 200 and day["started"] == [held["mission_id"]], day
+    _wait_for_end(session, _execution_of(session, deployment, held["mission_id"]))
+
+
 def test_every_roles_inline_policies_fit_iams_limit(deployed):
     # IAM refuses a role whose inline policies, together and without whitespace, pass 10,240 characters (moto
     # does not): measured on the deployed documents, every ARN resolved

@@ -184,11 +184,13 @@ def test_every_function_gets_its_environments_llm_settings(assembly: Assembly):
 @pytest.mark.parametrize(("env", "usd"), [("dev", 1.0), ("staging", 5.0), ("prod", 20.0)])
 def test_each_environments_daily_budget_reaches_every_function_as_the_runtime_reads_it(assembly: Assembly, env, usd):
     # Given cdk.json's default daily budget per user for the environment
-    for function in assembly.resources(env, "AWS::Lambda::Function").values():
-        variables = function["Properties"]["Environment"]["Variables"]
-        # Then every function that reads settings reads it as the runtime's settings model does
-        if "MISSIONS_MISSIONS_TABLE" in variables:
-            assert float(variables["MISSIONS_DAILY_BUDGET_USD"]) == usd
+    functions = [
+        f["Properties"]["Environment"]["Variables"] for f in assembly.resources(env, "AWS::Lambda::Function").values()
+    ]
+    readers = [variables for variables in functions if "MISSIONS_MISSIONS_TABLE" in variables]
+    assert readers, f"no function of {env} reads the runtime's settings"
+    # Then every function that reads settings gets it, named as the runtime's settings model reads it
+    assert {float(variables["MISSIONS_DAILY_BUDGET_USD"]) for variables in readers} == {usd}
 
 
 def test_an_environments_generation_bounds_reach_its_functions_as_the_runtime_reads_them():

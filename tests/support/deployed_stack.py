@@ -32,7 +32,15 @@ class RecordedPrompts:
 
         key = (request.envelope.mission_id, request.stage)
         self.prompts.setdefault(key, []).append(request.messages[0]["content"])
-        return ScriptedProvider(registry.load(request.envelope.capability).offline_policy).complete(request)
+        policy = registry.load(request.envelope.capability).offline_policy
+        return ScriptedProvider(policy, _dev_price()).complete(request)
+
+
+def _dev_price() -> tuple[float, float] | None:
+    """The offline model's price in the dev environment (cdk.json), as the deployed stage's own provider has it."""
+    environments = json.loads((ROOT / "cdk.json").read_text())["context"]["environments"]
+    price = environments["dev"].get("llm", {}).get("prices", {}).get("scripted")
+    return (float(price[0]), float(price[1])) if price else None
 
 
 PROMPTS = RecordedPrompts()

@@ -100,6 +100,8 @@ def progress_of(event: Event) -> str | None:
     if event.type is EventType.INTERRUPT_ANSWERED:
         return "  · answer received"
     if event.type is EventType.MISSION_QUEUED:
+        if payload.get("detail"):  # held, and why (missions.core.cost.budget)
+            return f"  · held: {payload['detail']}"
         return "  · queued behind your running missions"
     return None
 
@@ -273,11 +275,14 @@ class ChatService:
         """Follow one mission: progress lines and ticks; returns the reply it came to."""
         announced: tuple[int, str] | None = None  # (stages run before it, stage) the record last showed
         ahead: list[str] = []  # stages told as beginning (from the record) whose own events are still to come
+        held: str | None = None  # why it waits without starting (its user's daily budget is spent)
         while True:
             events, last = self.events.read(mission_id, after=cursor, limit=200)
             cursor = last or cursor
             started = set()
             for event in events:
+                if event.type is EventType.MISSION_QUEUED and event.payload.get("detail"):
+                    held = str(event.payload["detail"])
                 if event.type is EventType.AGENT_STARTED and event.stage:
                     started.add(event.stage)
                     if event.stage in ahead:  # told as it began
@@ -290,6 +295,9 @@ class ChatService:
             record = self.missions.get(mission_id)
             if record.status in TERMINAL:
                 return self._ended(record)
+            if held is not None and record.status == MissionStatus.QUEUED:  # it will not start while you wait
+                content = f"Not started yet (mission {mission_id}): {held}."
+                return Reply(content, mission_id, record.status, usage_of(record.counters))
             begun = self._begun(record)
             if begun is not None and begun != announced:
                 announced = begun
