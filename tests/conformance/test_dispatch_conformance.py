@@ -282,3 +282,22 @@ def test_held_entries_are_listed_per_user_or_for_everyone_and_removed_once(store
     assert store.remove(held("b1", "bob", arrival=3)) is True
     assert store.remove(held("b1", "bob", arrival=3)) is False
     assert ids(store.held("budget")) == ["a1", "a2"] and not store.placed(held("b1", "bob", arrival=3))
+
+
+def test_a_key_has_one_holder_changed_only_from_the_one_expected(store):
+    # Given no holder of alice's conversation
+    assert store.key_holder("alice", "conversation:c1") is None
+    # When a mission takes it, a second taking it as if free is refused
+    assert store.take_key("alice", "conversation:c1", "m1", expected=None) is True
+    assert store.take_key("alice", "conversation:c1", "m2", expected=None) is False
+    # and one that expects a stale holder is refused too; one that expects the holder takes it over
+    assert store.take_key("alice", "conversation:c1", "m3", expected="m9") is False
+    assert store.take_key("alice", "conversation:c1", "m2", expected="m1") is True
+    assert store.key_holder("alice", "conversation:c1") == "m2"
+    # Then keys are per user and per key
+    assert store.key_holder("bob", "conversation:c1") is None and store.key_holder("alice", "key:k") is None
+    # When a mission that does not hold it drops it, nothing changes; the holder's drop frees it once
+    assert store.drop_key("alice", "conversation:c1", "m1") is False
+    assert store.drop_key("alice", "conversation:c1", "m2") is True
+    assert store.drop_key("alice", "conversation:c1", "m2") is False
+    assert store.key_holder("alice", "conversation:c1") is None

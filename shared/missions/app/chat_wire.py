@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from missions.core.memory.conversation import CONVERSATION_ID
+from missions.core.mission.requests import MultitaskStrategy
 
 CONVERSATION_HEADER = "x-conversation-id"
 MAX_REQUEST_BYTES = 512 * 1024  # a chat request body larger than this is 413
@@ -84,6 +85,8 @@ class ChatRequest(BaseModel):
     user: str | None = Field(None, max_length=256)  # OpenAI's end-user tag: recorded, never an identity
     # `model` names the capability; this names the LLM its mission's every stage asks (an allowed model)
     mission_model: str | None = Field(None, min_length=1, max_length=100)
+    # what this message does while the conversation's last mission is still active (default: the capability's)
+    multitask_strategy: MultitaskStrategy | None = None
 
     @field_validator("messages")
     @classmethod

@@ -6,7 +6,7 @@ import functools
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from missions.app.observability import logger, metrics, tracer
+from missions.app.observability import flush_metrics, logger, metrics, tracer
 from missions.app.runtime import Runtime, default_runtime
 
 
@@ -20,6 +20,19 @@ class Handler(Protocol):
     """What Lambda (or the emulation, or a test passing its own runtime) calls."""
 
     def __call__(self, event: dict[str, Any], context: Any, runtime: Runtime | None = None) -> Any: ...
+
+
+def _flushed(inner: Entry) -> Entry:
+    """Powertools' `log_metrics`, flushing under the observability lock (the emulation's threads share the set)."""
+
+    @functools.wraps(inner)
+    def run(event: dict[str, Any], context: Any, runtime: Runtime) -> Any:
+        try:
+            return inner(event, context, runtime=runtime)
+        finally:
+            flush_metrics()
+
+    return run
 
 
 def lambda_handler(correlation_id_path: str | None = None) -> Callable[[Entry], Handler]:
@@ -37,7 +50,7 @@ def lambda_handler(correlation_id_path: str | None = None) -> Callable[[Entry], 
                 inner: Entry = handler
                 if traced:
                     inner = tracer().capture_lambda_handler(handler, capture_response=False)
-                inner = metrics().log_metrics(inner)
+                inner = _flushed(inner)
                 stacks[key] = logger().inject_lambda_context(
                     inner, correlation_id_path=correlation_id_path, clear_state=True
                 )

@@ -74,12 +74,21 @@ def bind_mission(mission_id: str) -> None:
     logger().set_correlation_id(mission_id)
 
 
+# The emulation runs functions in threads of one process, and Powertools keeps one metric set per process:
+# every add and every flush of it holds this lock (Lambda runs one invocation at a time: never contended there)
+_metrics_lock = threading.Lock()
+
+
 def count(name: str, value: int) -> None:
     """One count of this invocation (a service's, e.g. the SLA's overdue questions), flushed with the rest."""
-    metrics().add_metric(name=name, unit=MetricUnit.Count, value=value)
+    with _metrics_lock:
+        metrics().add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 
-_stage_metrics_lock = threading.Lock()
+def flush_metrics() -> None:
+    """What this invocation measured, as one EMF document (at its end: the handler's stack)."""
+    with _metrics_lock:
+        metrics().flush_metrics()
 
 
 def stage_metrics(
@@ -91,7 +100,7 @@ def stage_metrics(
 
     if is_metrics_disabled():  # Powertools' flush at 100 values prints even when disabled (the emulation's stdout)
         return
-    with _stage_metrics_lock:  # the emulation runs stages in threads of one process; Lambda runs one at a time
+    with _metrics_lock:  # the emulation runs stages in threads of one process; Lambda runs one at a time
         _add_stage_metrics(capability, stage, total_ms, before, after, ended)
 
 
@@ -135,4 +144,14 @@ def usage_metrics(records: Iterable[UsageRecord]) -> None:
         call.flush_metrics()
 
 
-__all__ = ["NAMESPACE", "bind_mission", "count", "logger", "metrics", "stage_metrics", "tracer", "usage_metrics"]
+__all__ = [
+    "NAMESPACE",
+    "bind_mission",
+    "count",
+    "flush_metrics",
+    "logger",
+    "metrics",
+    "stage_metrics",
+    "tracer",
+    "usage_metrics",
+]

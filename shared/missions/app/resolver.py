@@ -50,6 +50,7 @@ from missions.core.errors import (
     ScheduleRejected,
 )
 from missions.core.redaction import redact
+from missions.service.flow.multitask import KeyBusy
 
 JSON_TYPE = "application/json"
 OPENAI_PREFIX = "/v1/"  # the chat's routes: errors in OpenAI's shape
@@ -79,6 +80,7 @@ OPENAI_CODES: dict[type[Exception], tuple[str, str | None]] = {
     UnknownModel: ("model_not_found", "model"),
     UnknownConversation: ("conversation_not_found", "conversation_id"),
     BudgetReached: ("insufficient_quota", None),
+    KeyBusy: ("conversation_busy", "conversation_id"),
 }
 _OPENAI_STATUS_CODES = {401: "invalid_api_key", 503: "service_unavailable"}
 

@@ -162,6 +162,7 @@ class Runtime(Bindings):
             start_failed=lambda record: self.delegations.ended(record),  # a sub-mission's parent is told
             budgets=self.budgets,
             events=self.events,
+            cancel=lambda record, reason: self.control.cancel(record, reason),  # a double-texted mission replaced
         )
 
     @cached_property

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from missions.core import approvals
 from missions.core.errors import NotFound
 from missions.core.mission.envelope import InterruptKind, InterruptResponse
+from missions.core.mission.requests import MultitaskStrategy
 
 AUTO_MODEL = "missions"  # the model name that lets the runtime choose the capability
 MAX_REPLIES = 40  # reply digests a conversation remembers (its history is found by the last one)
@@ -43,6 +44,9 @@ class ChatMessageIn(Protocol):
 
     @property
     def mission_model(self) -> str | None: ...
+
+    @property
+    def multitask_strategy(self) -> MultitaskStrategy | None: ...
 
     @property
     def goal(self) -> str: ...

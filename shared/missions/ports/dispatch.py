@@ -12,7 +12,8 @@ from missions.core.mission.envelope import Model
 from missions.core.mission.requests import MissionRequest
 
 NO_DEADLINE = "9999-12-31T23:59:59.999999Z"  # sorts after every real deadline
-HOLD_REASONS = (HELD_FOR_BUDGET,)  # why an entry may be held out of its user's queue
+HELD_FOR_KEY = "key"  # behind the active mission of its conversation or concurrency key (missions.service.flow)
+HOLD_REASONS = (HELD_FOR_BUDGET, HELD_FOR_KEY)  # why an entry may be held out of its user's queue
 
 
 class ResumeTicket(Model):
@@ -113,6 +114,16 @@ class DispatchStore(Protocol):
     def unhold(self, entry: QueueEntry) -> bool:
         """Atomically move a held entry into its user's queue (`held` cleared); False when it is no longer
         held (another release or a cancellation took it)."""
+
+    def key_holder(self, user_id: str, key: str) -> str | None:
+        """The mission holding the user's key (MissionRequest.flow_key), None when none does."""
+
+    def take_key(self, user_id: str, key: str, mission_id: str, expected: str | None) -> bool:
+        """Make the mission the key's holder, only if its holder is `expected` (None: it has none); False when
+        another holds it."""
+
+    def drop_key(self, user_id: str, key: str, mission_id: str) -> bool:
+        """Free the key, only if the mission holds it; False otherwise."""
 
     def running(self, user_id: str) -> set[str]:
         """The ids holding the user's slots (a consistent read)."""

@@ -82,6 +82,8 @@ class MissionRecord(Model):
     parent: dict[str, Any] | None = None
     lineage: list[str] = Field(default_factory=list)
     children: list[str] = Field(default_factory=list)
+    # the key whose missions run one at a time (MissionRequest.flow_key): its conversation's, or its own
+    flow_key: str | None = None
 
     @property
     def agent_hops(self) -> int:

@@ -8,9 +8,12 @@
   conversation's last one when the goal names none), started through the launcher with the earlier
   messages and the conversation's working memory as its context.
 
-A conversation runs one mission at a time: the next turn starts from the working memory the last
-one folded in. So when a mission outlived the last reply's wait (the chat answered with its status),
-the next message first follows it to its end and hands over its result, then starts its own.
+A conversation runs one mission at a time (its key, missions.service.flow.multitask): the next turn starts
+from the working memory the last one folded in. So when a mission outlived the last reply's wait (the chat
+answered with its status), the next message follows the conversation's strategy (the capability's, or the
+request's `multitask_strategy`): enqueue (the default) holds the new mission until that one ends, follows
+that one to its end and hands over its result, then follows its own; reject refuses the message (409);
+interrupt and rollback cancel that one and start the new one in its place.
 
 `ChatService.follow` polls the mission's events and status until it ends, asks, or the wait runs
 out, yielding progress lines (stages, tool calls) and ticks (for heartbeats) and then the reply.
@@ -37,6 +40,7 @@ from missions.core.chat import (
     reply_digest,
     usage_of,
 )
+from missions.core.cost.budget import HELD_FOR_BUDGET
 from missions.core.errors import ConflictError, NotFound
 from missions.core.memory.conversation import WorkingMemory
 from missions.core.mission.events import Event, EventType
@@ -157,7 +161,11 @@ class ChatService:
                     pass  # answered meanwhile (another tab): follow the mission on all the same
                 turn.answered, turn.mission_id = (awaited.mission_id, asking.interrupt_id), awaited.mission_id
                 return turn
-            turn.awaited = awaited.mission_id  # started once that one ends (follow)
+            # the conversation's strategy decides (the launcher): held until that one ends (enqueue), refused
+            # (reject: KeyBusy), or started in its place (interrupt, rollback: that one is cancelled)
+            turn.mission_id = self._start(turn)
+            if self.missions.get(awaited.mission_id).status != MissionStatus.CANCELLED:
+                turn.awaited = awaited.mission_id  # followed to its end first, then this one
             return turn
         turn.mission_id = self._start(turn)  # a goal that cannot run is refused here, before anything is stored
         return turn
@@ -169,22 +177,15 @@ class ChatService:
             yield self._conclude(turn, Reply(turn.reask, turn.mission_id, MissionStatus.INTERRUPTED))
             return
         earlier = ""
+        assert turn.mission_id is not None, "begin started (or held) this message's mission"
         if turn.awaited is not None:
             reply = yield from self._watch(turn.awaited, None, deadline, skip=None)
-            if reply.status not in TERMINAL:
-                note = "\n\n(Your new message was not started: this conversation's last request is still open.)"
-                yield self._conclude(turn, Reply(reply.content + note, reply.mission_id, reply.status, reply.usage))
+            if reply.status not in TERMINAL:  # the new one waits for it: the chat owes the new one's reply next
+                note = f"\n\n(Your new message waits for it: mission {turn.mission_id} starts when it ends.)"
+                yield self._conclude(turn, Reply(reply.content + note, turn.mission_id, reply.status, reply.usage))
                 return
             goal = self.missions.get(turn.awaited).goal[:120]
             earlier = f"**Your earlier request** ({goal}):\n\n{reply.content}\n\n---\n\n"
-        if turn.mission_id is None:
-            try:
-                turn.mission_id = self._start(turn)
-            except (ValueError, LookupError) as exc:  # said in the reply: the status line was sent
-                yield self._conclude(
-                    turn, Reply(f"{earlier}Your new message could not be started: {exc}", None, "refused")
-                )
-                return
         cursor = self._position_now(turn.mission_id) if turn.answered else None
         skip = turn.answered[1] if turn.answered else None
         reply = yield from self._watch(turn.mission_id, cursor, deadline, skip=skip)
@@ -251,6 +252,7 @@ class ChatService:
             trigger=TriggerSource.CHAT,
             conversation_id=turn.conversation_id,
             model=request.mission_model,
+            multitask_strategy=request.multitask_strategy,
         )
         mission_id = str(self._submit(mission).mission_id)
         self._update(
@@ -281,8 +283,8 @@ class ChatService:
             cursor = last or cursor
             started = set()
             for event in events:
-                if event.type is EventType.MISSION_QUEUED and event.payload.get("detail"):
-                    held = str(event.payload["detail"])
+                if event.type is EventType.MISSION_QUEUED and event.payload.get("reason") == HELD_FOR_BUDGET:
+                    held = str(event.payload["detail"])  # (held behind its conversation's last one: followed)
                 if event.type is EventType.AGENT_STARTED and event.stage:
                     started.add(event.stage)
                     if event.stage in ahead:  # told as it began

@@ -79,7 +79,7 @@ class MissionControl:
             except TransitionRefused:
                 record = self._missions.get(record.mission_id)  # claimed meanwhile: stop it below
             else:
-                self._launcher.withdraw(record.user_id, record.mission_id)
+                self._launcher.withdraw(record.user_id, record.mission_id, record.flow_key)
                 self._announce(record.mission_id, reason)
                 self._tell_parent(record.mission_id)  # it never ran: no execution will report its end
                 return
@@ -105,7 +105,7 @@ class MissionControl:
             if refused.current != MissionStatus.CANCELLED:
                 raise
         self._announce(record.mission_id, reason)
-        self._launcher.finished(record.mission_id, record.user_id)
+        self._launcher.finished(record.mission_id, record.user_id, record.flow_key)
         self._cancel_children(record, reason)
 
     def _cancel_children(self, parent: MissionRecord, reason: str) -> None:
@@ -245,7 +245,7 @@ class MissionControl:
             completed_at = utcnow()
             self._missions.update(mission_id, completed_at=completed_at)
             record = record.model_copy(update={"completed_at": completed_at})
-        self._launcher.finished(mission_id, record.user_id)
+        self._launcher.finished(mission_id, record.user_id, record.flow_key)
         if record.parent is not None and self._delegations is not None:
             self._delegations().ended(record)  # its parent resumes with its outcome
         return record

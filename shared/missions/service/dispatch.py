@@ -220,6 +220,7 @@ class Dispatcher:
                     if request.parent is not None
                     else None,
                     lineage=request.parent.lineage if request.parent is not None else [],
+                    flow_key=request.flow_key(),
                 )
             )
         except ConflictError:
@@ -483,27 +484,44 @@ class Dispatcher:
         """The user's missions held out of the queue, for every reason."""
         return [entry for reason in HOLD_REASONS for entry in self._store.held(reason, user_id)]
 
+    def held_for(self, reason: str, user_id: str | None = None) -> list[QueueEntry]:
+        """The missions held for `reason`: the user's, or everyone's grouped by user."""
+        return self._store.held(reason, user_id)
+
     def release(self, reason: str, may_start: Callable[[str], bool], user_id: str | None = None) -> list[str]:
         """Queue the entries held for `reason` (the user's, or everyone's) of each user `may_start` now admits,
-        then drain that user's queue; returns the ids this call started. Each release is noted first, like a
-        submit, so a crash between the move and the drain leaves the reconciler a note to finish."""
+        then drain that user's queue; returns the ids this call started."""
         started: list[str] = []
         by_user: dict[str, list[QueueEntry]] = {}
         for entry in self._store.held(reason, user_id):
             by_user.setdefault(entry.user_id, []).append(entry)
         for user, entries in by_user.items():
-            if not may_start(user):
-                continue
-            for entry in entries:  # held or queued, the note finds it placed: the reconciler's drain follows
-                self._store.intend(entry)
-            try:
-                for entry in entries:
-                    self._store.unhold(entry)  # False: cancelled or released meanwhile
-                started += self.drain(user)
-            finally:
-                for entry in entries:
-                    self._store.forget(entry)
+            if may_start(user):
+                started += self.release_entries(user, entries)
         return started
+
+    def release_entries(self, user_id: str, entries: list[QueueEntry]) -> list[str]:
+        """Queue these held entries of the user, then drain the user's queue; returns the ids started. Each is
+        noted first, like a submit, so a crash between the move and the drain leaves the reconciler a note."""
+        for entry in entries:  # held or queued, the note finds it placed: the reconciler's drain follows
+            self._store.intend(entry)
+        try:
+            for entry in entries:
+                self._store.unhold(entry)  # False: cancelled or released meanwhile
+            return self.drain(user_id)
+        finally:
+            for entry in entries:
+                self._store.forget(entry)
+
+    def rehold(self, entry: QueueEntry, reason: str) -> None:
+        """Hold a held entry for another reason (its key's turn came, its user's budget is spent)."""
+        moved = entry.model_copy(update={"held": reason})
+        self._store.intend(moved)
+        try:
+            self._store.hold(moved)
+            self._store.remove(entry)
+        finally:
+            self._store.forget(moved)
 
     def _arrival(self) -> int:
         with self._arrival_lock:

@@ -35,12 +35,12 @@ from missions.core.mission.events import Event, EventType
 from missions.core.mission.forks import ForkEdit, apply_edit
 from missions.core.mission.offload import EnvelopeCodec
 from missions.core.mission.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
-from missions.core.mission.requests import ForkSource, MissionRequest, one_line
+from missions.core.mission.requests import ForkSource, MissionRequest, MultitaskStrategy, one_line
 from missions.core.pipeline.compiler import BRANCHES_ROUTE, initial_state
 from missions.core.triggers.declared import TriggerSource
 from missions.ports.checkpoints import CheckpointStore
 from missions.ports.conversations import ConversationStore
-from missions.ports.dispatch import DispatchStore, QueueEntry, ResumeTicket
+from missions.ports.dispatch import HELD_FOR_KEY, DispatchStore, QueueEntry, ResumeTicket
 from missions.ports.events import EventStore
 from missions.ports.executions import Executions
 from missions.ports.interrupts import InterruptRecord
@@ -49,6 +49,7 @@ from missions.service.agents import AgentConfigs
 from missions.service.checkpoints import state_at
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 from missions.service.flow.budgets import Budgets
+from missions.service.flow.multitask import Keys, describe, forget_turn, interrupted_context, without_message
 from missions.service.lifecycle import Lifecycle
 
 log = logging.getLogger(__name__)
@@ -138,10 +139,14 @@ class Launcher:
         start_failed: Callable[[MissionRecord], object] | None = None,
         budgets: Budgets | None = None,
         events: EventStore | None = None,
+        cancel: Callable[[MissionRecord, str], object] | None = None,
     ):
         """`reconcile_after_seconds`: how old a note or claim must be for `reconcile` to take it as left by a
         process that died (longer than any function runs). `start_failed`: told of a queued mission whose start
-        failed (it never runs, so no execution reports its end: a sub-mission's parent learns it there)."""
+        failed (it never runs, so no execution reports its end: a sub-mission's parent learns it there).
+        `budgets`: users' daily budgets (a user at theirs has new missions held); `events`: where those
+        decisions are told; `cancel`: mission control's cancel, for a mission a newer request of its
+        conversation or key replaces (missions.service.flow.multitask)."""
         self.capabilities = capabilities or registry.default_registry()
         self._reconcile_after = reconcile_after_seconds
         self._missions = missions
@@ -159,6 +164,7 @@ class Launcher:
             agents=agents,
         )
         self.dispatcher = Dispatcher(dispatch, missions, self._starter, limit=limit, start_failed=start_failed)
+        self._keys = Keys(dispatch, missions, cancel)
 
     # -- asking for a mission ---------------------------------------------------------------------
 
@@ -179,7 +185,69 @@ class Launcher:
             remembered = {**request.context, CONVERSATION_KEY: self._memory_of(request)}
             request = request.model_copy(update={"context": remembered})
         envelope = self._starter.envelope(request)
+        key = request.flow_key()
+        if key is not None:  # one mission of a conversation (or concurrency key) at a time
+            strategy = request.multitask_strategy or self.capabilities.load(request.capability).multitask_strategy
+            admission = self._keys.admit(request, key, strategy)
+            if admission.action == "hold" and admission.active is not None:
+                return self._hold_for_key(request.model_copy(update={"context": envelope.context}), envelope, key)
+            if admission.action == "replace" and admission.active is not None:
+                envelope.context = self._after_replacing(request, envelope.context, admission.active, strategy)
         return self._dispatch(request.model_copy(update={"context": envelope.context}), envelope)
+
+    def _after_replacing(
+        self, request: MissionRequest, context: dict[str, Any], replaced: MissionRecord, strategy: MultitaskStrategy
+    ) -> dict[str, Any]:
+        """The context of a mission that replaced an active one: with its input (interrupt), or with no trace
+        of it (rollback: its turn and its message gone from the conversation)."""
+        if strategy is MultitaskStrategy.INTERRUPT:
+            return interrupted_context(context, replaced)
+        context = without_message(context, replaced.goal)
+        if request.conversation_id is not None and self._conversations is not None:
+            forget_turn(self._conversations(), request.user_id, request.conversation_id, replaced.mission_id)
+            context = {**context, CONVERSATION_KEY: self._memory_of(request)}
+        return context
+
+    def _hold_for_key(self, request: MissionRequest, prepared: Envelope, key: str) -> DispatchResult:
+        """Recorded and held behind the active mission of its key; if that one ended meanwhile (its hand-over
+        found nobody waiting yet), the key is handed over again now, so nothing waits for an end already past."""
+        result = self.dispatcher.submit(request, prepared=prepared, hold=HELD_FOR_KEY)
+        if result.status == "duplicate":
+            return result
+        holder = self._keys.holder(request.user_id, key)
+        self._tell(result.mission_id, HELD_FOR_KEY, f"it starts when mission {holder} of {describe(key)} ends")
+        if self._keys.ended(holder):
+            started = self._hand_over_key(request.user_id, key, holder)
+            if result.mission_id in started:
+                return DispatchResult(result.mission_id, "started")
+        return result
+
+    def _tell(self, mission_id: str, reason: str, detail: str, **figures: Any) -> None:
+        """A flow-control decision about the mission, on its timeline."""
+        if self._events is not None:
+            event = Event(
+                type=EventType.MISSION_QUEUED,
+                mission_id=mission_id,
+                payload={"reason": reason, "detail": detail, **figures},
+            )
+            self._events.append(mission_id, f"held-{reason}", [event])
+
+    def _hand_over_key(self, user_id: str, key: str, ended: str | None) -> list[str]:
+        """The key of a mission that ended (or of none) goes to the first mission held behind it, which starts
+        now (or waits for its user's budget); returns the ids started."""
+        entry = self._keys.next_holder(user_id, key, ended, self.dispatcher.held_for(HELD_FOR_KEY, user_id))
+        if entry is None:
+            return []
+        if entry.request.conversation_id is not None and self._conversations is not None:
+            # it starts from the conversation as the one before it left it, not as it was when it was asked
+            context = {**entry.request.context, CONVERSATION_KEY: self._memory_of(entry.request)}
+            entry = entry.model_copy(update={"request": entry.request.model_copy(update={"context": context})})
+        over = self._budgets.reached(user_id) if self._budgets is not None else None
+        if over is not None:  # its turn came, its user's budget did not: it waits for that now
+            self.dispatcher.rehold(entry, HELD_FOR_BUDGET)
+            self._tell(entry.mission_id, HELD_FOR_BUDGET, over.explain(), **over.model_dump(mode="json"))
+            return []
+        return self.dispatcher.release_entries(user_id, [entry])
 
     def _dispatch(self, request: MissionRequest, prepared: Envelope) -> DispatchResult:
         """To the dispatcher, held there while its user's daily budget is spent (BudgetReached instead,
@@ -191,13 +259,8 @@ class Launcher:
         if request.over_budget == "refuse":
             raise BudgetReached(f"not started: {over.explain()}", budgets.seconds_until_fresh(over))
         result = self.dispatcher.submit(request, prepared=prepared, hold=HELD_FOR_BUDGET)
-        if result.status != "duplicate" and self._events is not None:
-            held = Event(
-                type=EventType.MISSION_QUEUED,
-                mission_id=result.mission_id,
-                payload={"reason": HELD_FOR_BUDGET, "detail": over.explain(), **over.model_dump(mode="json")},
-            )
-            self._events.append(result.mission_id, "held", [held])
+        if result.status != "duplicate":
+            self._tell(result.mission_id, HELD_FOR_BUDGET, over.explain(), **over.model_dump(mode="json"))
         return result
 
     def release_held(self, user_id: str | None = None) -> list[str]:
@@ -240,10 +303,14 @@ class Launcher:
         )
         return self.submit(request)
 
-    def finished(self, mission_id: str, user_id: str | None = None) -> list[str]:
-        """Its execution ended (may be called more than once): free its slot, start the next ones
-        (`user_id`: its user, when the caller knows it; else its record is read)."""
-        return self.dispatcher.finished(mission_id, user_id)
+    def finished(self, mission_id: str, user_id: str | None = None, flow_key: str | None = None) -> list[str]:
+        """Its execution ended (may be called more than once): free its slot, start the next ones, and hand
+        its key (`flow_key`, its record's) to the mission held behind it (`user_id`: its user, when the caller
+        knows it; else its record is read)."""
+        started = self.dispatcher.finished(mission_id, user_id)
+        if flow_key is not None and user_id is not None:
+            started += self._hand_over_key(user_id, flow_key, mission_id)
+        return started
 
     def waiting(self, mission_id: str, user_id: str | None = None) -> list[str]:
         """It waits for a human: a waiting mission holds no running slot, so the next one may start."""
@@ -278,12 +345,23 @@ class Launcher:
         place = next((i for i, entry in enumerate(held, 1) if entry.mission_id == record.mission_id), None)
         if place is None:
             return None
-        reason = f"held: {self._budgets.status(record.user_id).explain()}" if self._budgets else "held"
-        return {"position": place, "reason": reason, "held": held[place - 1].held}
+        why = held[place - 1].held
+        if why == HELD_FOR_KEY and record.flow_key is not None:
+            reason = f"held: it starts when mission {self._keys.holder(record.user_id, record.flow_key)} of "
+            reason += f"{describe(record.flow_key)} ends"
+        elif why == HELD_FOR_BUDGET and self._budgets is not None:
+            reason = f"held: {self._budgets.status(record.user_id).explain()}"
+        else:
+            reason = "held"
+        return {"position": place, "reason": reason, "held": why}
 
-    def withdraw(self, user_id: str, mission_id: str) -> bool:
-        """Take a queued mission out of its user's queue (a cancel); False when a claim took it first."""
-        return self.dispatcher.cancel_queued(user_id, mission_id)
+    def withdraw(self, user_id: str, mission_id: str, flow_key: str | None = None) -> bool:
+        """Take a queued mission out of its user's queue (a cancel); False when a claim took it first. A
+        mission that held its key (`flow_key`) without having started hands it to the next."""
+        withdrawn = self.dispatcher.cancel_queued(user_id, mission_id)
+        if flow_key is not None:
+            self._hand_over_key(user_id, flow_key, mission_id)
+        return withdrawn
 
     def reconcile(self, now: Callable[[], int] = time.time_ns) -> dict[str, Any]:
         """The reconcile function: finish the starts that crashed processes left half-done
@@ -294,6 +372,16 @@ class Launcher:
             report["held_started"] = self.release_held()
         except Exception as exc:  # tried again at the next run
             report["failures"]["release:budget"] = f"{type(exc).__name__}: {exc}"[:500]
+        try:  # keys whose holder ended without handing them over (a failed start, a crash in between)
+            for entry, holder in self._keys.stranded(self.dispatcher.held_for(HELD_FOR_KEY)):
+                key = entry.request.flow_key()
+                assert key is not None
+                if holder == entry.mission_id:  # handed over, never released
+                    report["held_started"] += self.dispatcher.release_entries(entry.user_id, [entry])
+                else:
+                    report["held_started"] += self._hand_over_key(entry.user_id, key, holder)
+        except Exception as exc:
+            report["failures"]["release:key"] = f"{type(exc).__name__}: {exc}"[:500]
         for action in ("queued", "started", "released"):
             for mission_id in report[action]:
                 log.warning(f"stranded mission {action}", extra={"mission_id": mission_id})

@@ -314,11 +314,19 @@ def test_a_mission_that_outlives_the_wait_is_handed_over_by_the_next_message_bef
     assert later.content.endswith("museums: two\n\nSources: a.py:3") and world.started[1].capability == "travel"
 
 
-def test_a_new_message_waits_for_the_open_one_rather_than_running_beside_it():
+def test_a_new_message_is_kept_behind_the_open_one_and_the_chat_follows_the_new_one_next():
+    # Given a mission that outlived its reply's wait
     world = World()
     _, running = world.say("plan a trip", wait=1)
+    # When a second message arrives while it runs (the launcher holds its mission behind the first: enqueue)
     _, still = world.say("plan a trip", running.content, "and hotels?", wait=1)
-    assert "not started" in still.content and len(world.started) == 1
+    # Then the reply is the first one's progress and says the new one waits for it; nothing is lost
+    assert "Still working on it (mission m1" in still.content and "mission m2 starts when it ends" in still.content
+    assert [r.goal for r in world.started] == ["plan a trip", "and hotels?"]
+    assert world.started[1].conversation_id == world.started[0].conversation_id
+    # and the next message follows the new one (the chat owes its reply now)
+    memory, _ = world.conversations.get("ann", world.started[0].conversation_id or "")  # type: ignore[misc]
+    assert memory.awaiting == "m2"
 
 
 def test_a_stage_is_told_as_it_begins_from_the_missions_record_once():

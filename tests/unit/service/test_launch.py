@@ -14,64 +14,33 @@ import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
-from missions.adapters.memory.blobs import MemoryBlobStore
-from missions.adapters.memory.checkpoints import MemoryCheckpointStore
-from missions.adapters.memory.dispatch import InMemoryDispatchStore
-from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.interrupts import MemoryInterruptStore
-from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.capability import registry as registry
 from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.mission.checkpoints import diff
 from missions.core.mission.envelope import InterruptKind
 from missions.core.mission.events import EventType
-from missions.core.mission.offload import EnvelopeCodec
 from missions.core.mission.requests import MissionRequest
 from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.ports.checkpoints import Checkpoint
 from missions.ports.interrupts import InterruptRecord
 from missions.service.checkpoints import state_at
 from missions.service.control import ExecutionStatus, MissionControl
-from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
-from tests.support.fakes import FakeExecutions
+from tests.support.launching import LaunchWorld
 
 CAPABILITY = "shopping"  # reads no repository: its requests need no resolver
 GOAL = "find the cheapest USB-C charger"
 
 
-class World:
+class World(LaunchWorld):
     def __init__(self, limit: int = 3, capabilities: registry.Registry | None = None):
-        self.missions = MemoryMissionStore()
-        self.checkpoints = MemoryCheckpointStore()
-        self.events = MemoryEventStore()
-        self.codec = codec = EnvelopeCodec(MemoryBlobStore())
-        self.executions = FakeExecutions(self.checkpoints, codec, next_stage="present")
-        self.launcher = Launcher(
-            missions=self.missions,
-            checkpoints=self.checkpoints,
-            codec=codec,
-            executions=self.executions,
-            dispatch=InMemoryDispatchStore(),
-            state_machine_arn=lambda name: f"arn:aws:states:us-east-1:123456789012:stateMachine:{name}",
-            limit=limit,
-            capabilities=capabilities,
-        )
+        super().__init__(limit=limit, capabilities=capabilities)
         self.questions: Counter[str] = Counter()  # questions asked, per mission
-        self.control = MissionControl(
-            missions=self.missions,
-            events=self.events,
-            interrupts=MemoryInterruptStore(),
-            executions=self.executions,
-            launcher=self.launcher,
-        )
 
     def submit(self, user: str = "ann", **fields: Any) -> str:
         request = MissionRequest.parse(capability=CAPABILITY, goal=GOAL, user_id=user, **fields)
         return self.launcher.submit(request).mission_id
-
-    def status(self, mission_id: str) -> str:
-        return self.missions.get(mission_id).status
 
     def ask(self, mission_id: str) -> None:
         """A stage asked a question and the interrupt function stored its token: the mission waits.
@@ -92,15 +61,6 @@ class World:
             task_token=f"t-{mission_id}-{asked}",
         )
         return self.launcher.resume(interrupt, "{}")
-
-    def end(self, mission_id: str) -> None:
-        """The final stage ran, then Step Functions reported the execution's end."""
-        record = self.missions.get(mission_id)
-        try:
-            Lifecycle(self.missions).end(mission_id, MissionStatus.COMPLETED, terminal_reason="completed")
-        except ConflictError:
-            pass  # cancelled meanwhile: the stage's write is refused
-        self.control.execution_ended(record.execution_arn or f"x:{mission_id}", "SUCCEEDED")
 
 
 class CountingRegistry(registry.Registry):

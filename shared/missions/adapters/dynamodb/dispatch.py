@@ -9,8 +9,10 @@ Items:
                                                it is queued (the reconciler's journal)
   pk "claimed#<n>",    sk "<user>#<sort key>"  a claimed entry, until its start settled it
   pk "held#<reason>",  sk "<user>#<sort key>"  an entry held out of the queue (its user's daily budget is
-                                               spent): one partition per reason, so a release reads every
-                                               user's held entries with one Query
+                                               spent, or its key is busy): one partition per reason, so a
+                                               release reads every user's held entries with one Query
+  pk "key#<user>",     sk "<key>"              "holder": the mission of the key (a conversation, a
+                                               concurrency key) that may run; changed only conditionally
 
 Journal items carry "since" (nanoseconds) and the entry; their partitions are spread over
 `JOURNAL_SHARDS` by mission id, so the reconciler reads a few partitions instead of scanning the
@@ -113,22 +115,13 @@ class DynamoDispatchStore:
             query = {**query, "ExclusiveStartKey": page["LastEvaluatedKey"]}
 
     def remove(self, entry: QueueEntry) -> bool:
-        def delete() -> bool:
-            try:
-                self._client.delete_item(
-                    TableName=self.table_name,
-                    Key=_held_key(entry) if entry.held is not None else _queue_key(entry),
-                    ConditionExpression="attribute_exists(pk)",
-                )
-                return True
-            except ClientError as exc:
-                if _code(exc) == "ConditionalCheckFailedException":
-                    return False
-                if _code(exc) == "TransactionConflictException":
-                    raise _Conflict from None
-                raise
-
-        return _retrying(delete)
+        return self._conditional(
+            lambda: self._client.delete_item(
+                TableName=self.table_name,
+                Key=_held_key(entry) if entry.held is not None else _queue_key(entry),
+                ConditionExpression="attribute_exists(pk)",
+            )
+        )
 
     # ----------------------------------------------------------------------- held out of the queue
 
@@ -187,6 +180,48 @@ class DynamoDispatchStore:
                 raise
 
         return _retrying(transact)
+
+    # ----------------------------------------------------------------------- keys
+
+    def key_holder(self, user_id: str, key: str) -> str | None:
+        found = self._client.get_item(TableName=self.table_name, Key=_key_key(user_id, key), ConsistentRead=True)
+        return found["Item"]["holder"]["S"] if "Item" in found else None
+
+    def take_key(self, user_id: str, key: str, mission_id: str, expected: str | None) -> bool:
+        condition: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(pk)"}
+        if expected is not None:
+            condition = {
+                "ConditionExpression": "holder = :expected",
+                "ExpressionAttributeValues": {":expected": {"S": expected}},
+            }
+        item = {**_key_key(user_id, key), "holder": {"S": mission_id}}
+        return self._conditional(lambda: self._client.put_item(TableName=self.table_name, Item=item, **condition))
+
+    def drop_key(self, user_id: str, key: str, mission_id: str) -> bool:
+        return self._conditional(
+            lambda: self._client.delete_item(
+                TableName=self.table_name,
+                Key=_key_key(user_id, key),
+                ConditionExpression="holder = :m",
+                ExpressionAttributeValues={":m": {"S": mission_id}},
+            )
+        )
+
+    def _conditional(self, write: Callable[[], Any]) -> bool:
+        """A conditional write: True when it was made, False when its condition failed."""
+
+        def attempt() -> bool:
+            try:
+                write()
+                return True
+            except ClientError as exc:
+                if _code(exc) == "ConditionalCheckFailedException":
+                    return False
+                if _code(exc) == "TransactionConflictException":
+                    raise _Conflict from None
+                raise
+
+        return _retrying(attempt)
 
     # ----------------------------------------------------------------------- running set
 
@@ -326,6 +361,10 @@ def _queue_pk(user_id: str) -> str:
 
 def _queue_key(entry: QueueEntry) -> dict[str, Any]:
     return {"pk": {"S": _queue_pk(entry.user_id)}, "sk": {"S": entry.sort_key}}
+
+
+def _key_key(user_id: str, key: str) -> dict[str, Any]:
+    return {"pk": {"S": f"key#{user_id}"}, "sk": {"S": key}}
 
 
 def _held_key(entry: QueueEntry) -> dict[str, Any]:

@@ -7,8 +7,8 @@ Each store is found from the user's id or their mission ids by the layout its ow
   events, interrupts, artifacts   partition = mission id
   checkpoints    threads <mission>, <mission>#tools (tool journal) and blob#<mission> (offloaded fields,
                  missions.core.mission.offload.blob_key), and s3://<blob bucket>/blobs/<mission>/
-  dispatch       queue#<user>, running#<user>, the reconciler's journal shards and held#budget (sort key
-                 "<user>#...")
+  dispatch       queue#<user>, running#<user>, the reconciler's journal shards and held#<reason> (sort key
+                 "<user>#..."), key#<user> (the keys their missions hold)
   conversations  partition = user
   memory         memory_by_user index (every namespace of the user: preferences, learnings, summaries, ...)
   repositories   by_owner index; each one's snapshots and upload under the owner's prefixes in the
@@ -38,10 +38,11 @@ from missions.adapters.dynamodb.events import DynamoEventStore
 from missions.adapters.dynamodb.idempotency import user_partition
 from missions.adapters.dynamodb.interrupts import DynamoInterruptStore
 from missions.adapters.dynamodb.missions import mission_record
-from missions.core.cost.budget import HELD_FOR_BUDGET, dollars
+from missions.core.cost.budget import dollars
 from missions.core.mission.refs import SNAPSHOT_PREFIX, UPLOAD_PREFIX, owner_segment
 from missions.core.specs import CHECKPOINTS, DISPATCH, EVENTS, INTERRUPTS, MEMORY, REPOSITORIES, USAGE, TableSpec
 from missions.ports.checkpoints import TOOL_JOURNAL_SUFFIX
+from missions.ports.dispatch import HOLD_REASONS
 
 Record = tuple[str, dict[str, Any]]
 
@@ -248,7 +249,9 @@ class UserDispatch:
         for kind in ("pending", "claimed"):
             for shard in range(dispatch_layout.JOURNAL_SHARDS):
                 items += self._table.partition(f"{kind}#{shard}", sort_prefix=f"{user_id}#")
-        items += self._table.partition(f"held#{HELD_FOR_BUDGET}", sort_prefix=f"{user_id}#")
+        for reason in HOLD_REASONS:
+            items += self._table.partition(f"held#{reason}", sort_prefix=f"{user_id}#")
+        items += self._table.partition(f"key#{user_id}")
         return items
 
     def export(self, user_id: str, mission_ids: Sequence[str]) -> Iterator[Record]:

@@ -22,6 +22,7 @@ class InMemoryDispatchStore:
         self._entries: dict[str, dict[str, QueueEntry]] = {}  # user -> sort key -> entry
         self._running: dict[str, set[str]] = {}
         self._held: dict[tuple[str, str, str], QueueEntry] = {}  # (reason, user, sort key) -> held entry
+        self._keys_held: dict[tuple[str, str], str] = {}  # (user, key) -> the mission holding it
 
     def enqueue(self, entry: QueueEntry) -> None:
         with self._lock:
@@ -114,6 +115,24 @@ class InMemoryDispatchStore:
             if taken is None:
                 return False
             self._insert(taken.model_copy(update={"held": None}))
+            return True
+
+    def key_holder(self, user_id: str, key: str) -> str | None:
+        with self._lock:
+            return self._keys_held.get((user_id, key))
+
+    def take_key(self, user_id: str, key: str, mission_id: str, expected: str | None) -> bool:
+        with self._lock:
+            if self._keys_held.get((user_id, key)) != expected:
+                return False
+            self._keys_held[(user_id, key)] = mission_id
+            return True
+
+    def drop_key(self, user_id: str, key: str, mission_id: str) -> bool:
+        with self._lock:
+            if self._keys_held.get((user_id, key)) != mission_id:
+                return False
+            del self._keys_held[(user_id, key)]
             return True
 
     def running(self, user_id: str) -> set[str]:

@@ -58,7 +58,7 @@ def _operator(user: str) -> None:
 @app.get(
     "/users/<user_id>/budget",
     summary="A user's daily budget and today's spend (operators)",
-    responses=responses((200, UserBudget, "their day"), 403, 503),
+    responses=responses((200, UserBudget, "their day"), 403, 422, 503),
 )
 def user_budget(user_id: UserName) -> dict[str, Any]:
     _operator(current_user())

@@ -78,6 +78,8 @@ def create_mission(body: MissionCreate) -> Response[dict[str, Any]]:
             conversation_id=body.conversation_id,
             model=body.model,
             over_budget=body.over_budget,
+            concurrency_key=body.concurrency_key,
+            multitask_strategy=body.multitask_strategy,
         )
         active.service.remember_user(user)  # before the mission: nothing half-made if this fails
         result = active.launcher.submit(request)  # checks everything (a repository, say) before writing

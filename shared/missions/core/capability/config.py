@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from missions.core.mission.requests import MultitaskStrategy
 from missions.core.pipeline.config import NAME_PATTERN, PipelineConfig
 from missions.core.triggers.declared import Triggers
 
@@ -43,6 +44,10 @@ class CapabilityConfig(BaseModel):
     # whether missions read a code repository: the runtime resolves and checks it (never the capability),
     # and the stack gives the stages that use tools read access to snapshots and room to unpack them
     repository: Literal["none", "optional", "required"] = "none"
+    # what a request does while a mission of its conversation (or concurrency key) is active: enqueue (the
+    # default), reject, interrupt or rollback (missions.core.mission.requests.MultitaskStrategy); a request
+    # may say otherwise
+    multitask_strategy: MultitaskStrategy = MultitaskStrategy.ENQUEUE
     prompts: dict[str, str] = Field(default_factory=dict)  # stage -> system prompt
     # models a mission of this capability may name (within the environment's allowed_models); none: the
     # environment's list

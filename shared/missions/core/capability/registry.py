@@ -34,6 +34,7 @@ from missions.core.llm.provider import OfflinePolicy
 from missions.core.mission.artifacts import Artifact, ArtifactRejected, Artifacts
 from missions.core.mission.envelope import Envelope, InterruptResponse
 from missions.core.mission.refs import CONTEXT_KEY, RepositoryRef, Workspaces
+from missions.core.mission.requests import MultitaskStrategy
 from missions.core.pipeline.config import AgentConfig, PipelineConfig
 from missions.core.triggers.declared import Triggers
 
@@ -110,6 +111,8 @@ class Capability:
     models: tuple[str, ...] = ()  # models a mission may name (capability.toml `models`; none: the environment's)
     default_context: dict[str, Any] = field(default_factory=dict)
     repository: str = "none"  # none | optional | required (capability.toml): see missions.repositories
+    # what a second request of an active conversation or key does (capability.toml `multitask_strategy`)
+    multitask_strategy: MultitaskStrategy = MultitaskStrategy.ENQUEUE
 
     def __post_init__(self) -> None:
         names = set(self.pipeline.stage_names())
@@ -163,6 +166,7 @@ class Capability:
                 models=tuple(config.models),
                 default_context=dict(config.defaults.context),
                 repository=config.repository,
+                multitask_strategy=config.multitask_strategy,
             )
         except StageDefinitionError as exc:
             raise CapabilityConfigError(f"{source}: {exc}") from None
@@ -180,6 +184,7 @@ class Capability:
             "bounds": self.pipeline.bounds.model_dump(),
             "example": self.example_goal,
             "complexity": self.complexity,
+            "multitask_strategy": self.multitask_strategy.value,
         }
 
 

@@ -3,6 +3,7 @@ the CLI) turns its input into before the launcher dispatches it."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
@@ -30,6 +31,19 @@ class ParentLink(Model):
     lineage: list[str] = Field(default_factory=list, max_length=16)
 
 
+class MultitaskStrategy(StrEnum):
+    """What a request does when a mission of the same conversation or key is still active (not ended), as
+    LangGraph names its double-texting strategies (missions.service.flow.multitask)."""
+
+    REJECT = "reject"  # refused (409), naming the active mission
+    ENQUEUE = "enqueue"  # starts once the active one ends (the default)
+    INTERRUPT = "interrupt"  # the active one is cancelled; the new one starts with its input in its context
+    ROLLBACK = "rollback"  # the active one is cancelled and leaves no trace in the conversation's memory
+
+
+KEY_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
+
+
 class MissionRequest(Model):
     capability: str = Field(min_length=1, max_length=64)
     goal: str = Field(min_length=1, max_length=10_000)
@@ -50,6 +64,15 @@ class MissionRequest(Model):
     # when the user's daily budget is spent (missions.core.cost.budget): held until it is given afresh or
     # raised ("queue"), or refused with nothing stored ("refuse")
     over_budget: Literal["queue", "refuse"] = "queue"
+    # missions of one user sharing a key run one at a time; a conversation is a key of its own
+    concurrency_key: str | None = Field(None, pattern=KEY_PATTERN)
+    multitask_strategy: MultitaskStrategy | None = None  # None: the capability's (capability.toml)
+
+    def flow_key(self) -> str | None:
+        """The key whose missions run one at a time: the request's own, else its conversation's."""
+        if self.concurrency_key is not None:
+            return f"key:{self.concurrency_key}"
+        return f"conversation:{self.conversation_id}" if self.conversation_id is not None else None
 
     @field_validator("goal")
     @classmethod
@@ -71,4 +94,4 @@ def one_line(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
 
 
-__all__ = ["ForkSource", "MissionRequest", "ParentLink", "one_line"]
+__all__ = ["KEY_PATTERN", "ForkSource", "MissionRequest", "MultitaskStrategy", "ParentLink", "one_line"]

@@ -16,27 +16,15 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from missions.adapters.memory.agents import InMemoryUsageStore
-from missions.adapters.memory.blobs import MemoryBlobStore
-from missions.adapters.memory.checkpoints import MemoryCheckpointStore
-from missions.adapters.memory.dispatch import InMemoryDispatchStore
-from missions.adapters.memory.events import MemoryEventStore
-from missions.adapters.memory.interrupts import MemoryInterruptStore
-from missions.adapters.memory.missions import MemoryMissionStore
 from missions.core.cost.budget import HELD_FOR_BUDGET, USER_BUDGET, BudgetStatus
 from missions.core.cost.usage import UsageRecord
-from missions.core.errors import BudgetReached, ConflictError
+from missions.core.errors import BudgetReached
 from missions.core.mission.events import EventType
-from missions.core.mission.offload import EnvelopeCodec
-from missions.core.mission.requests import MissionRequest
 from missions.core.mission.status import MissionStatus
 from missions.core.pipeline.config import AgentConfig
-from missions.service.control import MissionControl
 from missions.service.flow.budgets import Budgets
-from missions.service.launcher import Launcher
-from missions.service.lifecycle import Lifecycle
-from tests.support.fakes import FakeExecutions
+from tests.support.launching import CAPABILITY, LaunchWorld
 
-CAPABILITY = "shopping"
 START = datetime(2026, 11, 28, 9, 0, tzinfo=UTC)
 
 
@@ -50,37 +38,15 @@ class Day:
         return self.now
 
 
-class World:
+class World(LaunchWorld):
     def __init__(self, default_usd: float | None = 1.0, limit: int = 3):
         self.clock = Day()
         self.usage = InMemoryUsageStore()
         self.budgets = Budgets(lambda: self.usage, default_usd, now=self.clock, cache_seconds=0)
-        self.missions, self.events = MemoryMissionStore(), MemoryEventStore()
-        checkpoints = MemoryCheckpointStore()
-        codec = EnvelopeCodec(MemoryBlobStore())
-        self.executions = FakeExecutions(checkpoints, codec, next_stage="present")
-        self.launcher = Launcher(
-            missions=self.missions,
-            checkpoints=checkpoints,
-            codec=codec,
-            executions=self.executions,
-            dispatch=InMemoryDispatchStore(),
-            state_machine_arn=lambda name: f"arn:aws:states:us-east-1:123456789012:stateMachine:{name}",
-            limit=limit,
-            budgets=self.budgets,
-            events=self.events,
-        )
-        self.control = MissionControl(
-            missions=self.missions,
-            events=self.events,
-            interrupts=MemoryInterruptStore(),
-            executions=self.executions,
-            launcher=self.launcher,
-        )
+        super().__init__(limit=limit, budgets=self.budgets)
 
     def submit(self, user: str = "ann", **fields: Any) -> str:
-        request = MissionRequest.parse(capability=CAPABILITY, goal="a charger", user_id=user, **fields)
-        return self.launcher.submit(request).mission_id
+        return self.request(user=user, **fields).mission_id
 
     def spend(self, user: str, usd: float) -> float | None:
         """A model call of the user's, as a stage records it."""
@@ -89,17 +55,6 @@ class World:
             cost_usd=usd,
         )  # fmt: skip
         return self.usage.record(record, self.budgets.today())
-
-    def status(self, mission_id: str) -> str:
-        return self.missions.get(mission_id).status
-
-    def end(self, mission_id: str) -> None:
-        record = self.missions.get(mission_id)
-        try:
-            Lifecycle(self.missions).end(mission_id, MissionStatus.COMPLETED, terminal_reason="completed")
-        except ConflictError:
-            pass
-        self.control.execution_ended(record.execution_arn or f"x:{mission_id}", "SUCCEEDED")
 
 
 def test_a_user_at_their_budget_has_new_missions_held_with_the_reason_and_an_event():

@@ -16,6 +16,9 @@ class CapabilityView(BaseModel):
     bounds: dict[str, Any]
     example: str | None
     complexity: int
+    multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
+        description="what a request of an active conversation or concurrency key does, unless it says otherwise"
+    )
 
 
 class CapabilityList(BaseModel):

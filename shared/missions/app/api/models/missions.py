@@ -11,6 +11,7 @@ from missions.app.api.models.common import Body, bounded
 from missions.app.api.models.interrupts import PendingInterrupt
 from missions.core.mission.forks import MAX_GOAL
 from missions.core.mission.notes import MAX_NOTE_CHARS
+from missions.core.mission.requests import KEY_PATTERN, MultitaskStrategy
 from missions.core.triggers.declared import Priority
 
 CONTEXT_LIMIT_BYTES = 64 * 1024  # a mission's context travels in its envelope and its first checkpoint
@@ -54,6 +55,17 @@ class MissionCreate(Body):
         "queue",
         description="when your daily budget is spent (GET /me: `budget`): queue it until the budget is given "
         "afresh or raised, or refuse it (429, nothing stored)",
+    )
+    concurrency_key: StrictStr | None = Field(
+        None,
+        pattern=KEY_PATTERN,
+        description="your missions sharing a key run one at a time (a conversation is a key of its own)",
+    )
+    multitask_strategy: MultitaskStrategy | None = Field(
+        None,
+        description="while a mission of the same conversation or key is active: reject (409), enqueue, "
+        "interrupt (it is cancelled, its goal joins this one's context) or rollback (cancelled, forgotten by "
+        "the conversation); default: the capability's (GET /capabilities)",
     )
 
     @field_validator("context")
@@ -114,8 +126,10 @@ class MissionAccepted(BaseModel):
         description="started now, queued behind the user's running missions, or an earlier request's mission"
     )
     capability: str
-    held: Literal["budget"] | None = Field(
-        None, description="queued and held: your daily budget is spent (it starts when given afresh or raised)"
+    held: Literal["budget", "key"] | None = Field(
+        None,
+        description="queued and held: your daily budget is spent (it starts when given afresh or raised), or "
+        "a mission of its conversation or concurrency key is active (it starts when that one ends)",
     )
 
 
@@ -143,7 +157,7 @@ class QueuePlace(BaseModel):
 
     position: int = Field(ge=1)
     reason: str
-    held: Literal["budget"] | None = Field(None, description="held out of the queue, and why (see `reason`)")
+    held: Literal["budget", "key"] | None = Field(None, description="held out of the queue, and why (see `reason`)")
 
 
 class MissionNote(BaseModel):
