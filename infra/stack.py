@@ -33,7 +33,7 @@ from infra.config import EnvironmentConfig
 from missions.core.capability import registry as registry
 from missions.core.capability.registry import Capability
 from missions.core.settings import environment_of
-from missions.core.specs import INTERRUPT_FUNCTION, SCHEDULE_FUNCTION, TABLES, state_machine_name
+from missions.core.specs import INTERRUPT_FUNCTION, SCHEDULE_FUNCTION, TABLES, TRIGGER_FUNCTION, state_machine_name
 
 
 def selected_capabilities(config: EnvironmentConfig) -> list[Capability]:
@@ -179,14 +179,8 @@ class MissionsStack(Stack):
         api = Api(
             self, "Api", config=config, functions=functions, resources=resources, site_url=site.url if site else None
         )
-        for name in state_machines:
-            acknowledge(
-                api.function.role,
-                "AwsSolutions-IAM5[Resource::"
-                + rendered(self, "arn:{partition}:states:{region}:{account}:execution:")
-                + f"{state_machine_name(config.prefix, name)}:*]",
-                "Executions are named by mission id at run time; a user can cancel only their own (checked in code).",
-            )
+        # the functions that cancel missions stop their executions (ACCESS: control_missions)
+        controllers = [api.function, triggers.functions[TRIGGER_FUNCTION.id], triggers.functions[SCHEDULE_FUNCTION.id]]
 
         # streamed responses on a function URL, behind the same tokens as the API (none with IAM auth)
         streaming = None
@@ -201,12 +195,24 @@ class MissionsStack(Stack):
                 audience=api.jwt_audience,
                 site_url=site.url if site else None,
             )
+            controllers.append(streaming.function)
             CfnOutput(
                 self,
                 "StreamUrl",
                 value=streaming.url.url,
                 description="streamed routes (SSE, the OpenAI-compatible chat API: base URL <StreamUrl>v1)",
             )
+
+        for function in controllers:
+            for name in state_machines:
+                acknowledge(
+                    function.role,  # type: ignore[arg-type]
+                    "AwsSolutions-IAM5[Resource::"
+                    + rendered(self, "arn:{partition}:states:{region}:{account}:execution:")
+                    + f"{state_machine_name(config.prefix, name)}:*]",
+                    "Executions are named by mission id at run time; a mission is cancelled only by its own user, "
+                    "or by a trigger for a key of its own (checked in code).",
+                )
 
         if site is not None and streaming is not None:
             assert api.domain is not None and api.user_client is not None  # the site exists with our own pool

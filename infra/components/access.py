@@ -83,6 +83,10 @@ _DRAINS = {
     "dispatch": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, CONDITION_CHECK)),
     "repositories": TableAccess((GET,)),  # a mission's repository is checked again when it starts
     "agents": TableAccess((QUERY,)),  # a starting mission pins its capability's active agent versions
+    # a mission held behind its conversation's last one starts from the conversation as that one left it,
+    # unless its user's daily budget is spent (missions.service.flow): both read when the key is handed over
+    "conversations": TableAccess((GET,)),
+    "usage": TableAccess((GET,)),
 }
 # Submitting a mission: the record (deleted again if its queue entry or its own start fails, so
 # nothing is half-made), the drain, and the user's stored preferences read into its context.
@@ -91,8 +95,6 @@ _STARTS = {
     "missions": TableAccess((GET, PUT, UPDATE, DELETE)),
     "events": TableAccess(_APPEND_EVENTS),
     "memory": TableAccess((GET, QUERY)),
-    # the user's daily budget and today's spend: a mission over it is held (missions.core.cost.budget)
-    "usage": TableAccess((GET,)),
 }
 _BLOBS_RW = ("s3:GetObject", "s3:PutObject")
 SNAPSHOTS = "repositories/*"
@@ -154,7 +156,8 @@ ACCESS: dict[str, Access] = {
             "repositories": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, BATCH_WRITE), indexes=("by_owner",)),
             # Powertools Idempotency's records, a partition per user
             "idempotency": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, BATCH_WRITE)),
-            "conversations": TableAccess((GET, QUERY, DELETE, BATCH_WRITE)),  # users list, forget, erase them
+            # users list, forget and erase them; a rolled-back mission leaves its conversation (double-texting)
+            "conversations": TableAccess((GET, PUT, QUERY, DELETE, BATCH_WRITE)),
             "dispatch": TableAccess((*_DRAINS["dispatch"].actions, BATCH_WRITE)),
             # operators' versions (a transaction: the version, the state on its revision, the audit entry)
             "agents": TableAccess((GET, PUT, QUERY)),
@@ -196,18 +199,28 @@ ACCESS: dict[str, Access] = {
         },
         blobs=_BLOBS_RW,
         start_missions=True,
+        control_missions=True,  # a message that interrupts or rolls back its conversation's active mission
         openai_secret=True,  # capability choice for a chat turn that names none uses the model
     ),
     "webhook": Access(tables={"deliveries": TableAccess((PUT, DELETE))}, publish_events=True, webhook_secrets=True),
-    "trigger": Access(tables=_STARTS, blobs=_BLOBS_RW, start_missions=True),
+    # a trigger's event may cancel the missions of its key, or replace the active one (missions.service.flow):
+    # a cancel stops the execution and expires its pending questions; its decisions are kept beside the queues
+    "trigger": Access(
+        tables={**_STARTS, "interrupts": TableAccess((GET, UPDATE, QUERY))},
+        blobs=_BLOBS_RW,
+        start_missions=True,
+        control_missions=True,
+    ),
     "schedule": Access(
         tables={
             **_STARTS,
             "memory": TableAccess((GET, QUERY), indexes=("by_namespace_head",)),
             "schedules": TableAccess((GET, PUT)),  # a user's schedule read, its firing kept on it
+            "interrupts": TableAccess((GET, UPDATE, QUERY)),  # a firing that replaces its key's active mission
         },
         blobs=_BLOBS_RW,
         start_missions=True,
+        control_missions=True,
     ),
     "memory-stream": Access(publish_events=True),  # the stream read itself is granted by its event source
     # tells the user their mission ended (if they opted in: read from their memory); a sub-mission's end
@@ -230,8 +243,9 @@ ACCESS: dict[str, Access] = {
     # the waiting index holds keys: the overdue questions are read whole
     "sla": Access(tables={"interrupts": TableAccess((QUERY, BATCH_GET), indexes=("waiting",))}),
     # starts (or resumes) what a crashed function claimed, so it may do what a drain does
-    # and starts the missions held for their users' daily budgets, once a new day gives those afresh
-    "reconcile": Access(tables={**_DRAINS, "usage": TableAccess((GET,))}, blobs=_BLOBS_RW, start_missions=True),
+    # and starts the missions held for their users' daily budgets (a new day gives those afresh) or for a key
+    # whose holder ended without handing it over
+    "reconcile": Access(tables=_DRAINS, blobs=_BLOBS_RW, start_missions=True),
     # reads ended missions' timelines and appends each one's verdict
     "evaluate": Access(
         tables={

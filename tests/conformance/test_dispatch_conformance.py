@@ -7,6 +7,10 @@ already holds a slot, and succeed only once per entry; idempotent releases.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
@@ -19,16 +23,12 @@ from missions.service.dispatch import deadline_key
 REGION = "us-east-1"
 
 
-@pytest.fixture(params=["memory", "dynamodb"])
-def store(request, monkeypatch):
-    if request.param == "memory":
-        yield InMemoryDispatchStore()
-        return
-
+@contextlib.contextmanager
+def dispatch_table(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """The dispatch table in a fresh moto account: its client."""
     import boto3
     from moto import mock_aws
 
-    from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
     from missions.adapters.dynamodb.tables import table_definition
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
@@ -37,6 +37,17 @@ def store(request, monkeypatch):
     with mock_aws():
         client = boto3.client("dynamodb", region_name=REGION)
         client.create_table(**table_definition(DISPATCH, "test-dispatch"))
+        yield client
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def store(request, monkeypatch):
+    if request.param == "memory":
+        yield InMemoryDispatchStore()
+        return
+    from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
+
+    with dispatch_table(monkeypatch) as client:
         yield DynamoDispatchStore("test-dispatch", client=client)
 
 
@@ -301,3 +312,38 @@ def test_a_key_has_one_holder_changed_only_from_the_one_expected(store):
     assert store.drop_key("alice", "conversation:c1", "m2") is True
     assert store.drop_key("alice", "conversation:c1", "m2") is False
     assert store.key_holder("alice", "conversation:c1") is None
+
+
+@pytest.fixture(params=["memory", "dynamodb"])
+def records(request, monkeypatch):
+    from missions.adapters.memory.flow import InMemoryFlowRecords
+
+    if request.param == "memory":
+        yield InMemoryFlowRecords()
+        return
+    from missions.adapters.dynamodb.flow import DynamoFlowRecords
+
+    with dispatch_table(monkeypatch) as client:
+        yield DynamoFlowRecords("test-dispatch", client=client)
+
+
+def test_a_triggers_decisions_read_back_newest_first_per_user_or_for_everyone(records):
+    from missions.ports.flow import TriggerDecision
+
+    made = [
+        TriggerDecision(
+            trigger="c.t", user_id=user, decision="started", mission_id=f"m{n}", at=f"2026-11-28T10:00:0{n}Z"
+        )
+        for n, user in enumerate(("ann", "bob", "ann"))
+    ]
+    for decision in [*made, TriggerDecision(trigger="c.other", user_id="ann", decision="skipped")]:
+        records.record(decision)
+    assert [d.mission_id for d in records.decisions("c.t")] == ["m2", "m1", "m0"]
+    assert [d.mission_id for d in records.decisions("c.t", "ann")] == ["m2", "m0"]
+    assert [d.mission_id for d in records.decisions("c.t", limit=1)] == ["m2"]
+    assert records.decisions("c.t") == list(reversed(made))
+
+
+def test_a_throttle_window_admits_up_to_its_limit_once_each(records):
+    assert [records.admit("c.t", "k1", 600, 2, expires_at=1) for _ in range(3)] == [True, True, False]
+    assert records.admit("c.t", "k2", 600, 2, expires_at=1) and records.admit("c.t", "k1", 660, 2, expires_at=1)

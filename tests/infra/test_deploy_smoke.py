@@ -530,6 +530,28 @@ def test_a_users_daily_budget_stops_their_running_mission_and_holds_the_next_on_
     _wait_for_end(session, _execution_of(session, deployment, held["mission_id"]))
 
 
+def test_a_conversations_second_mission_waits_for_the_first_and_the_status_function_hands_it_over(deployed):
+    # Given a conversation's first mission started through the deployed API
+    deployment, session = deployed
+    goal = {"capability": "code_analysis", "goal": GOAL, "context": {"repo": str(ROOT)}, "conversation_id": "c-dt"}
+    status, first = _api(session, deployment, "POST", "/missions", goal, user="dot")
+    assert status == 202 and first["status"] == "started", first
+    # When a second of the same conversation arrives while the first has not ended (its end is reported below)
+    status, second = _api(
+        session, deployment, "POST", "/missions", {**goal, "goal": "And where is the codec used?"}, "dot"
+    )
+    assert (status, second["status"], second["held"]) == (202, "queued", "key"), second
+    # Then once the first's execution ends and Step Functions reports it, the status function starts the second
+    arn = _execution_of(session, deployment, first["mission_id"])
+    _reported(session, deployment, first["mission_id"], arn, _wait_for_end(session, arn)["status"])
+    ended = _wait_for_end(session, _execution_of(session, deployment, second["mission_id"]))
+    assert ended["status"] == "SUCCEEDED", ended
+    # and it started from the conversation as the first left it
+    envelope = json.loads(ended["output"])["envelope"]
+    remembered = envelope["context"]["conversation"]["turns"]
+    assert [turn["goal"] for turn in remembered] == [GOAL], remembered
+
+
 def test_every_roles_inline_policies_fit_iams_limit(deployed):
     # IAM refuses a role whose inline policies, together and without whitespace, pass 10,240 characters (moto
     # does not): measured on the deployed documents, every ARN resolved

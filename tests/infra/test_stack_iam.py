@@ -277,7 +277,7 @@ def test_only_the_api_and_the_deploy_write_agent_versions_and_only_stages_write_
             *("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"),
             *("dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:DescribeTable"),  # + GET /ready
         },
-        **{service: starts for service in ("interrupt", "stream", "trigger", "schedule", "reconcile")},
+        **{service: starts for service in ("interrupt", "stream", "trigger", "schedule", "reconcile", "status")},
     }
     assert not any("dynamodb:Scan" in a for table in on.values() for a in table.values())
 

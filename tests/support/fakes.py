@@ -15,6 +15,7 @@ from missions.adapters.memory.blobs import MemoryBlobStore
 from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
 from missions.adapters.memory.events import MemoryEventStore
+from missions.adapters.memory.flow import InMemoryFlowRecords
 from missions.adapters.memory.idempotency import MemoryIdempotencyLayer
 from missions.adapters.memory.interrupts import MemoryInterruptStore
 from missions.adapters.memory.learnings import InMemoryLearningsStore
@@ -108,6 +109,7 @@ def memory_runtime(
         "learnings": InMemoryLearningsStore(),
         "missions_by_capability": InMemoryMissionsByCapability(missions),
         "dispatch_store": InMemoryDispatchStore(),
+        "flow_records": InMemoryFlowRecords(),
         "deliveries": InMemoryDeliveryStore(),
         "webhook_sources": StaticWebhookSources({}),
         "executions": FakeExecutions(checkpoints, codec),

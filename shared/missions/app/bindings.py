@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from missions.ports.dispatch import DispatchStore
     from missions.ports.events import EventStore
     from missions.ports.executions import Executions
+    from missions.ports.flow import FlowRecords
     from missions.ports.interrupts import InterruptStore
     from missions.ports.learnings import LearningsStore
     from missions.ports.memory import Embedder, LongTermMemory
@@ -189,6 +190,13 @@ class Bindings:
         from missions.adapters.dynamodb.dispatch import DynamoDispatchStore
 
         return DynamoDispatchStore(self._table("dispatch"), client=self._client("dynamodb"))
+
+    @cached_property
+    def flow_records(self) -> FlowRecords:
+        """Triggers' decisions and throttle windows (missions.service.flow.triggers), beside the dispatcher's."""
+        from missions.adapters.dynamodb.flow import DynamoFlowRecords
+
+        return DynamoFlowRecords(self._table("dispatch"), client=self._client("dynamodb"))
 
     @cached_property
     def deliveries(self) -> DeliveryStore:

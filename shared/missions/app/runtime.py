@@ -435,6 +435,7 @@ class Runtime(Bindings):
             memory=lambda: self.memory,
             all_users=lambda: self.service.all_users(),
             schedules=lambda: self.schedules,
+            flow_records=lambda: self.flow_records,
         )
 
     @cached_property

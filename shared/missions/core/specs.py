@@ -136,7 +136,8 @@ MEMORY = TableSpec(
     ),
 )
 # the dispatcher: per-user running slots, per-user priority queues
-DISPATCH = TableSpec("dispatch", partition_key="pk", sort_key="sk")
+# and flow control's records: triggers' decisions and throttle windows, which expire
+DISPATCH = TableSpec("dispatch", partition_key="pk", sort_key="sk", ttl_attribute="expires_at")
 # per-capability learnings aggregated from feedback, and webhook delivery ids seen (TTL)
 LEARNINGS = TableSpec("learnings", partition_key="capability")
 DELIVERIES = TableSpec("deliveries", partition_key="delivery_id", ttl_attribute="expires_at")

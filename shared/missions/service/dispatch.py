@@ -118,6 +118,7 @@ class DispatchResult:
     mission_id: str
     status: Literal["started", "queued", "duplicate"]
     held: str | None = None  # queued, and held out of the queue for this reason until it is released
+    replaced: str | None = None  # the active mission of its key it replaced (missions.service.flow.multitask)
 
 
 @dataclass

@@ -17,6 +17,7 @@ agent configuration versions active then are the ones it pins.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -35,7 +36,7 @@ from missions.core.mission.events import Event, EventType
 from missions.core.mission.forks import ForkEdit, apply_edit
 from missions.core.mission.offload import EnvelopeCodec
 from missions.core.mission.refs import CONTEXT_KEY, PATH_KEY, REF_KEY, RepositoryResolver
-from missions.core.mission.requests import ForkSource, MissionRequest, MultitaskStrategy, one_line
+from missions.core.mission.requests import ForkSource, MissionRequest, MultitaskStrategy, keyed, one_line
 from missions.core.pipeline.compiler import BRANCHES_ROUTE, initial_state
 from missions.core.triggers.declared import TriggerSource
 from missions.ports.checkpoints import CheckpointStore
@@ -193,7 +194,21 @@ class Launcher:
                 return self._hold_for_key(request.model_copy(update={"context": envelope.context}), envelope, key)
             if admission.action == "replace" and admission.active is not None:
                 envelope.context = self._after_replacing(request, envelope.context, admission.active, strategy)
+                result = self._dispatch(request.model_copy(update={"context": envelope.context}), envelope)
+                return dataclasses.replace(result, replaced=admission.active.mission_id)
         return self._dispatch(request.model_copy(update={"context": envelope.context}), envelope)
+
+    def cancel_key(self, user_id: str, concurrency_key: str, reason: str) -> list[str]:
+        """Cancel the user's missions of a concurrency key (an event said so): those held behind it first, so
+        the active one's end hands the key to nobody, then the active one. Returns the ids cancelled."""
+        key = keyed(concurrency_key)
+        behind = [e for e in self.dispatcher.held_for(HELD_FOR_KEY, user_id) if e.request.flow_key() == key]
+        holder = self._keys.active(self._keys.holder(user_id, key))
+        cancelled = []
+        for record in [*(self._missions.get(e.mission_id) for e in behind), *([holder] if holder else [])]:
+            if self._keys.cancel(record, reason):
+                cancelled.append(record.mission_id)
+        return cancelled
 
     def _after_replacing(
         self, request: MissionRequest, context: dict[str, Any], replaced: MissionRecord, strategy: MultitaskStrategy

@@ -38,7 +38,13 @@ def test_a_listed_event_type_starts_the_first_matching_trigger_per_capability():
         user_id="u1",
         context={
             "repo": ".",
-            "trigger": {"kind": "webhook", "source": "github", "delivery_id": "d-1", "event_type": "issues"},
+            "trigger": {
+                "kind": "webhook",
+                "source": "github",
+                "delivery_id": "d-1",
+                "event_type": "issues",
+                "name": "triage.github-0",
+            },
         },
         priority=Priority.HIGH,
         trigger=TriggerSource.WEBHOOK,

@@ -17,6 +17,7 @@ from missions.app.api import (  # noqa: F401  the routes
     mission_routes,
     repository_routes,
     schedule_routes,
+    trigger_routes,
 )
 from missions.app.api.edge import app, current_user, handle
 

@@ -89,9 +89,14 @@ GIVES = (
         "get",
         "/capabilities",
         200,
-        {"path.name": _body("/capabilities/0/name"), "capability": _body("/capabilities/0/name")},
+        {
+            "path.name": _body("/capabilities/0/name"),
+            "capability": _body("/capabilities/0/name"),
+            "path.trigger": _body("/capabilities/0/triggers/0"),
+        },
     ),
     Gives("get", "/agents/{capability}", 200, {"agent": _body("/agents/0/agent")}),
+    Gives("get", "/triggers/{trigger}/decisions", 200, {"mission_id": _body("/decisions/0/mission_id")}),
     Gives("post", "/agents/{capability}/{agent}/versions", 201, {"version": _body("/version")}),
     Gives("post", "/agents/{capability}/{agent}/versions/{version}/clone", 201, {"version": _body("/version")}),
     Gives("post", "/agents/{capability}/{agent}/promote", 200, {"agent": _same("agent")}),  # to roll back

@@ -185,7 +185,12 @@ class Capability:
             "example": self.example_goal,
             "complexity": self.complexity,
             "multitask_strategy": self.multitask_strategy.value,
+            "triggers": self.trigger_names(),
         }
+
+    def trigger_names(self) -> list[str]:
+        """Its triggers as GET /triggers/{trigger}/decisions names them: "<capability>.<trigger id>"."""
+        return [f"{self.name}.{trigger_id}" for trigger_id in self.triggers.by_id()]
 
 
 class UnknownCapability(LookupError):

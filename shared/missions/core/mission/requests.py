@@ -44,6 +44,11 @@ class MultitaskStrategy(StrEnum):
 KEY_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
 
 
+def keyed(concurrency_key: str) -> str:
+    """The flow key of missions that name this concurrency key."""
+    return f"key:{concurrency_key}"
+
+
 class MissionRequest(Model):
     capability: str = Field(min_length=1, max_length=64)
     goal: str = Field(min_length=1, max_length=10_000)
@@ -71,7 +76,7 @@ class MissionRequest(Model):
     def flow_key(self) -> str | None:
         """The key whose missions run one at a time: the request's own, else its conversation's."""
         if self.concurrency_key is not None:
-            return f"key:{self.concurrency_key}"
+            return keyed(self.concurrency_key)
         return f"conversation:{self.conversation_id}" if self.conversation_id is not None else None
 
     @field_validator("goal")
@@ -94,4 +99,4 @@ def one_line(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'request'}: {e['msg']}" for e in exc.errors())
 
 
-__all__ = ["KEY_PATTERN", "ForkSource", "MissionRequest", "MultitaskStrategy", "ParentLink", "one_line"]
+__all__ = ["KEY_PATTERN", "ForkSource", "MissionRequest", "MultitaskStrategy", "ParentLink", "keyed", "one_line"]

@@ -39,12 +39,41 @@ class TriggerSource(StrEnum):
     DELEGATION = "delegation"  # a stage of another mission handed it part of its work (ctx.delegate)
 
 
+class Throttle(Model):
+    """At most `limit` missions of one key start per `period_seconds` (a fixed window); the rest are dropped,
+    each with a record on the trigger."""
+
+    limit: int = Field(ge=1, le=10_000)
+    period_seconds: int = Field(ge=1, le=86_400)
+
+
+class CancelOn(Model):
+    """An arriving event that cancels the active mission of its key: a webhook of the trigger's source whose
+    event type is listed, and whose payload has these values (dotted paths)."""
+
+    event_types: list[str] = Field(min_length=1, max_length=20)
+    match: dict[str, Any] = Field(default_factory=dict)
+
+
+class TriggerFlow(Model):
+    """Flow control of a trigger's missions, per key (missions.service.flow.triggers): `key` is rendered from the
+    event like a goal ("{payload.order_id}"); its missions run one at a time, the next one waiting for the
+    active one (enqueue) unless `singleton` says to skip it or let it replace the active one; `throttle` caps
+    how many start per period; `cancel_on` events cancel the active one."""
+
+    key: str = Field(min_length=1, max_length=200)
+    singleton: Literal["skip", "replace"] | None = None
+    throttle: Throttle | None = None
+    cancel_on: list[CancelOn] = Field(default_factory=list, max_length=10)
+
+
 class GoalTemplate(Model):
     """A goal with {placeholders} filled from the triggering event (dotted paths allowed)."""
 
     goal_template: str = Field(min_length=1, max_length=2000)
     priority: Priority = Priority.MEDIUM
     context: dict[str, Any] = Field(default_factory=dict)
+    flow: TriggerFlow | None = None  # one mission at a time per key, throttles, cancelling events
 
     def render(self, values: dict[str, Any]) -> str:
         return render(self.goal_template, values)
@@ -55,6 +84,11 @@ class WebhookTrigger(GoalTemplate):
 
     source: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,47}$")
     event_types: list[str] = Field(default_factory=list)
+
+
+def webhook_trigger_id(trigger: WebhookTrigger, index: int) -> str:
+    """Webhook triggers have no id of their own: their source and position in the capability."""
+    return f"{trigger.source}-{index}"
 
 
 class ScheduleTrigger(GoalTemplate):
@@ -89,6 +123,11 @@ class Triggers(Model):
     webhooks: list[WebhookTrigger] = Field(default_factory=list)
     schedules: list[ScheduleTrigger] = Field(default_factory=list)
     memory: list[MemoryTrigger] = Field(default_factory=list)
+
+    def by_id(self) -> dict[str, GoalTemplate]:
+        """Every trigger by its id (a webhook trigger's: `webhook_trigger_id`)."""
+        found: dict[str, GoalTemplate] = {webhook_trigger_id(t, i): t for i, t in enumerate(self.webhooks)}
+        return found | {t.id: t for t in self.memory} | {t.id: t for t in self.schedules}
 
 
 class _Formatter(string.Formatter):

@@ -18,7 +18,7 @@ from typing import Any
 from missions.core.capability.registry import Capability
 from missions.core.memory.longterm import MemoryChange
 from missions.core.triggers.cron import parse_cron, zone
-from missions.core.triggers.declared import MemoryTrigger, WebhookTrigger
+from missions.core.triggers.declared import MemoryTrigger, webhook_trigger_id
 
 WEBHOOK_SOURCE = "missions.webhook"  # the source of webhook deliveries on the mission bus
 MEMORY_SOURCE = "missions.memory"
@@ -75,19 +75,15 @@ def _unique(specs: list[Any]) -> list[Any]:
     return specs
 
 
-def webhook_trigger_id(trigger: WebhookTrigger, index: int) -> str:
-    """Webhook triggers have no id of their own: their source and position in the capability."""
-    return f"{trigger.source}-{index}"
-
-
 def webhook_rules(capabilities: Iterable[Capability], prefix: str = "missions") -> list[RuleSpec]:
     """One rule per webhook trigger: its source, and its event types when it lists any."""
     specs = []
     for capability in capabilities:
         for index, trigger in enumerate(capability.triggers.webhooks):
             pattern: dict[str, Any] = {"source": [WEBHOOK_SOURCE], "detail-type": [f"webhook.{trigger.source}"]}
-            if trigger.event_types:
-                pattern["detail"] = {"event_type": list(trigger.event_types)}
+            if trigger.event_types:  # and the events that cancel its missions (missions.service.flow.triggers)
+                cancelling = [t for c in (trigger.flow.cancel_on if trigger.flow else []) for t in c.event_types]
+                pattern["detail"] = {"event_type": sorted({*trigger.event_types, *cancelling})}
             trigger_id = webhook_trigger_id(trigger, index)
             specs.append(
                 RuleSpec(_aws_name(prefix, "wh", capability.name, trigger_id), capability.name, trigger_id, pattern)

@@ -91,7 +91,7 @@ class Keys:
             holder = self._store.key_holder(request.user_id, key)
             if holder == request.mission_id:  # a retried request: the dispatcher finds it a duplicate
                 return Admission("start")
-            active = self._active(holder)
+            active = self.active(holder)
             action = decide(strategy, active.mission_id if active is not None else None)
             if action == "reject":
                 assert active is not None
@@ -111,9 +111,19 @@ class Keys:
 
     def ended(self, holder: str | None) -> bool:
         """Whether the key's holder no longer runs (none, or it ended): its key is the next one's to take."""
-        return self._active(holder) is None
+        return self.active(holder) is None
 
-    def _active(self, holder: str | None) -> MissionRecord | None:
+    def cancel(self, record: MissionRecord, reason: str) -> bool:
+        """Cancel a mission of a key (through mission control); False when it had ended already."""
+        if self._cancel is None:
+            raise ConflictError(f"missions cannot be cancelled here: {record.mission_id} stays active")
+        try:
+            self._cancel(record, reason)
+            return True
+        except ConflictError:
+            return False
+
+    def active(self, holder: str | None) -> MissionRecord | None:
         """The holder's record while it has not ended; None when there is none (or it ended: stale)."""
         if holder is None:
             return None
@@ -124,12 +134,8 @@ class Keys:
         return None if record.status in TERMINAL else record
 
     def _replace(self, active: MissionRecord, strategy: MultitaskStrategy, newer: str) -> None:
-        if self._cancel is None:
-            raise ConflictError(f"missions cannot be cancelled here: {active.mission_id} stays active")
         reason = "interrupted" if strategy is MultitaskStrategy.INTERRUPT else "rolled_back"
-        try:
-            self._cancel(active, reason)
-        except ConflictError:  # it ended meanwhile: nothing to cancel
+        if not self.cancel(active, reason):  # it ended meanwhile: nothing to cancel
             log.info("mission %s ended before %s could replace it", active.mission_id, newer)
 
     def next_holder(self, user_id: str, key: str, ended: str | None, held: list[QueueEntry]) -> QueueEntry | None:
@@ -155,7 +161,7 @@ class Keys:
                 continue
             seen.add((entry.user_id, key))
             holder = self._store.key_holder(entry.user_id, key)
-            if holder == entry.mission_id or self._active(holder) is None:
+            if holder == entry.mission_id or self.active(holder) is None:
                 found.append((entry, holder))
         return found
 

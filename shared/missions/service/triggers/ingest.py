@@ -12,15 +12,16 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from missions.core.errors import DependencyUnavailable, MissionRequestError
+from missions.core.errors import DependencyUnavailable
 from missions.core.memory.longterm import MemoryChange, is_internal
-from missions.core.mission.requests import MissionRequest
 from missions.core.triggers.specs import memory_change_event
 from missions.ports.bus import EventBus
+from missions.ports.flow import FlowRecords
 from missions.ports.memory import LongTermMemory
 from missions.ports.webhooks import DeliveryStore, WebhookSources
+from missions.service.flow.triggers import TriggerFlowControl
 from missions.service.launcher import Launcher
-from missions.service.triggers.rules import requests_for_event, requests_for_schedule
+from missions.service.triggers.rules import cancellations_for_event, requests_for_event, requests_for_schedule
 from missions.service.triggers.schedules import ScheduleService, is_user_schedule
 from missions.service.triggers.webhooks import WebhookRejected, bus_event, verify_delivery
 
@@ -65,18 +66,26 @@ def receive_webhook(
     return _response(202, {"accepted": True, "delivery_id": delivery.delivery_id})
 
 
-def dispatch_event(event: dict[str, Any], launcher: Launcher) -> dict[str, Any]:
-    """A bus event a rule matched: every trigger it satisfies becomes a submitted mission."""
-    requests = requests_for_event(event, launcher.capabilities.load_all())
-    return _submit_all(requests, launcher, origin=str(event.get("detail-type", "event")))
+def dispatch_event(event: dict[str, Any], launcher: Launcher, records: FlowRecords | None = None) -> dict[str, Any]:
+    """A bus event a rule matched: the missions of the keys it cancels are cancelled, then every trigger it
+    satisfies submits its mission through its flow control (missions.service.flow.triggers)."""
+    capabilities = launcher.capabilities.load_all()
+    flow = TriggerFlowControl(launcher, records)
+    cancelled = flow.cancel_all(cancellations_for_event(event, capabilities))
+    results = flow.submit_all(requests_for_event(event, capabilities), origin=str(event.get("detail-type", "event")))
+    return {**results, "cancelled": cancelled} if cancelled else results
 
 
 def fan_out_schedule(
-    event: dict[str, Any], launcher: Launcher, memory: LongTermMemory, all_users: Callable[[], list[str]]
+    event: dict[str, Any],
+    launcher: Launcher,
+    memory: LongTermMemory,
+    all_users: Callable[[], list[str]],
+    records: FlowRecords | None = None,
 ) -> dict[str, Any]:
     """One scheduler tick: one mission per user it concerns (idempotent per schedule, time and user)."""
     requests = requests_for_schedule(event, launcher.capabilities.load_all(), memory, all_users)
-    return _submit_all(requests, launcher, origin=f"schedule {event.get('schedule_id')}")
+    return TriggerFlowControl(launcher, records).submit_all(requests, origin=f"schedule {event.get('schedule_id')}")
 
 
 def publish_memory_change(change: MemoryChange | None, bus: EventBus) -> None:
@@ -84,25 +93,6 @@ def publish_memory_change(change: MemoryChange | None, bus: EventBus) -> None:
     if change is None or is_internal(tuple(change.namespace)):
         return  # internal namespaces (e.g. the user registry) never trigger missions
     bus.publish([memory_change_event(change)])
-
-
-def _submit_all(requests: list[MissionRequest], launcher: Launcher, origin: str) -> dict[str, Any]:
-    results: dict[str, list[str]] = {"started": [], "queued": [], "duplicate": [], "rejected": []}
-    for request in requests:
-        try:
-            outcome = launcher.submit(request)
-        except MissionRequestError as exc:  # a trigger whose goal cannot run: recorded, not retried forever
-            log.error("trigger produced an invalid mission: %s", exc, extra={"origin": origin})
-            results["rejected"].append(str(exc))
-            continue
-        results[outcome.status].append(outcome.mission_id)
-        log.info(
-            "trigger %s: mission %s",
-            outcome.status,
-            outcome.mission_id,
-            extra={"origin": origin, "mission_id": outcome.mission_id},
-        )
-    return results
 
 
 class Ingest:
@@ -120,6 +110,7 @@ class Ingest:
         memory: Callable[[], LongTermMemory],
         all_users: Callable[[], list[str]],
         schedules: Callable[[], ScheduleService],
+        flow_records: Callable[[], FlowRecords] | None = None,
     ):
         self._launcher = launcher
         self._bus = bus
@@ -128,6 +119,7 @@ class Ingest:
         self._memory = memory
         self._all_users = all_users
         self._schedules = schedules
+        self._flow_records = flow_records
 
     def webhook(self, event: dict[str, Any]) -> dict[str, Any]:
         """POST /webhooks/{source} (`receive_webhook`)."""
@@ -135,13 +127,16 @@ class Ingest:
 
     def bus_event(self, event: dict[str, Any]) -> dict[str, Any]:
         """An event a rule of the bus matched (`dispatch_event`)."""
-        return dispatch_event(event, self._launcher())
+        return dispatch_event(event, self._launcher(), self._records())
 
     def schedule(self, event: dict[str, Any]) -> dict[str, Any]:
         """A firing: of a user's own schedule (one mission, theirs), or of a capability's (one per user)."""
         if is_user_schedule(event):
             return self._schedules().fire(event)
-        return fan_out_schedule(event, self._launcher(), self._memory(), self._all_users)
+        return fan_out_schedule(event, self._launcher(), self._memory(), self._all_users, self._records())
+
+    def _records(self) -> FlowRecords | None:
+        return self._flow_records() if self._flow_records is not None else None
 
     def memory_changed(self, change: MemoryChange | None) -> None:
         """One change of the memory table -> one `memory.changed` event on the bus."""

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from missions.core.capability.registry import Capability
 from missions.core.memory.longterm import MemoryChange
-from missions.core.mission.requests import MissionRequest
+from missions.core.mission.requests import MissionRequest, MultitaskStrategy
 from missions.core.triggers.cron import iso_utc
-from missions.core.triggers.declared import GoalTemplate, MemoryTrigger, TriggerSource
+from missions.core.triggers.declared import GoalTemplate, MemoryTrigger, TriggerSource, render, webhook_trigger_id
 from missions.core.triggers.specs import (
     MEMORY_DETAIL_TYPE,
     MEMORY_SOURCE,
@@ -63,16 +65,17 @@ def _webhook_requests(detail: dict[str, Any], capabilities: list[Capability]) ->
     requests = []
     for capability in capabilities:
         # one mission per capability and delivery: the first matching trigger decides
-        trigger = next(
+        found = next(
             (
-                t
-                for t in capability.triggers.webhooks
+                (index, t)
+                for index, t in enumerate(capability.triggers.webhooks)
                 if t.source == source and (not t.event_types or event_type in t.event_types)
             ),
             None,
         )
-        if trigger is None:
+        if found is None:
             continue
+        index, trigger = found
         requests.append(
             _request(
                 capability,
@@ -82,9 +85,65 @@ def _webhook_requests(detail: dict[str, Any], capabilities: list[Capability]) ->
                 user_id=str(detail.get("user_id") or "system"),
                 key=f"webhook:{source}:{delivery_id}:{capability.name}",
                 facts={"kind": "webhook", "source": source, "delivery_id": delivery_id, "event_type": event_type},
+                name=f"{capability.name}.{webhook_trigger_id(trigger, index)}",
             )
         )
     return requests
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    """A webhook delivery a trigger's `cancel_on` names: the active mission of its key is cancelled."""
+
+    trigger: str  # "<capability>.<trigger id>"
+    user_id: str
+    concurrency_key: str
+    event_type: str
+
+
+def cancellations_for_event(event: dict[str, Any], capabilities: Iterable[Capability]) -> list[Cancellation]:
+    """The keys whose active mission a webhook delivery cancels (empty for any other event)."""
+    if event.get("source", event.get("Source")) != WEBHOOK_SOURCE:
+        return []
+    detail = event.get("detail", event.get("Detail"))
+    detail = json.loads(detail) if isinstance(detail, str) else detail
+    if not isinstance(detail, dict) or not isinstance(detail.get("payload"), dict):
+        return []
+    event_type, values = str(detail.get("event_type") or ""), {"event": detail, "payload": detail["payload"]}
+    found = []
+    for capability in capabilities:
+        for index, trigger in enumerate(capability.triggers.webhooks):
+            flow = trigger.flow
+            if flow is None or trigger.source != detail.get("source"):
+                continue
+            if any(event_type in c.event_types and _matches(c.match, values) for c in flow.cancel_on):
+                name = f"{capability.name}.{webhook_trigger_id(trigger, index)}"
+                user = str(detail.get("user_id") or "system")
+                found.append(Cancellation(name, user, flow_key(name, render(flow.key, values)), event_type))
+    return found
+
+
+def _matches(expected: dict[str, Any], values: dict[str, Any]) -> bool:
+    """Every dotted path of `expected` has its value in the event (`payload.status`: "cancelled")."""
+    for path, wanted in expected.items():
+        value: Any = values
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value != wanted:
+            return False
+    return True
+
+
+_KEY_CHARS = re.compile(r"[^A-Za-z0-9_.:-]")
+
+
+def flow_key(trigger: str, rendered: str) -> str:
+    """The concurrency key of a trigger's missions for a rendered key: valid as a request's, and distinct."""
+    raw = f"{trigger}:{rendered or '-'}"
+    key = _KEY_CHARS.sub("_", raw)
+    if key != raw or len(key) > 128:
+        key = f"{key[:111]}:{hashlib.sha256(raw.encode()).hexdigest()[:16]}"
+    return key
 
 
 def _memory_requests(detail: dict[str, Any], capabilities: list[Capability]) -> list[MissionRequest]:
@@ -115,6 +174,7 @@ def _memory_requests(detail: dict[str, Any], capabilities: list[Capability]) -> 
                     user_id=change.user_id,
                     key=_memory_key(capability, trigger, change),
                     facts={"kind": "memory", "trigger_id": trigger.id, "namespace": namespace, "key": change.key},
+                    name=f"{capability.name}.{trigger.id}",
                 )
             )
     return requests
@@ -205,6 +265,7 @@ def requests_for_schedule(
                 user_id=user,
                 key=f"schedule:{capability.name}:{trigger.id}:{scheduled_time}:{user}",
                 facts={"kind": "schedule", "schedule_id": trigger.id, "scheduled_time": scheduled_time},
+                name=f"{capability.name}.{trigger.id}",
             )
         )
     return requests
@@ -244,10 +305,18 @@ def _request(
     user_id: str,
     key: str,
     facts: dict[str, Any],
+    name: str,
 ) -> MissionRequest:
     # a template whose placeholders all came out empty still starts a mission: with the template as its goal
     goal = trigger.render(values) or trigger.goal_template
-    context = {**trigger.context, "trigger": facts}
+    context = {**trigger.context, "trigger": {**facts, "name": name}}
+    flow = trigger.flow
+    keyed: dict[str, Any] = {}
+    if flow is not None:  # its missions run one at a time per key (missions.service.flow.triggers)
+        keyed = {
+            "concurrency_key": flow_key(name, render(flow.key, values)),
+            "multitask_strategy": _SINGLETON[flow.singleton],
+        }
     # the event may name the repository the mission reads; the runtime checks the user may read it
     for source_of in ("payload", "new", "opt_in"):
         named = values.get(source_of)
@@ -262,11 +331,23 @@ def _request(
         priority=trigger.priority,
         trigger=source,
         idempotency_key=_bounded(key),
+        **keyed,
     )
 
 
+# what a trigger's `singleton` makes of a request whose key has an active mission
+_SINGLETON = {
+    None: MultitaskStrategy.ENQUEUE,
+    "skip": MultitaskStrategy.REJECT,
+    "replace": MultitaskStrategy.INTERRUPT,
+}
+
+
 __all__ = [
+    "Cancellation",
+    "cancellations_for_event",
     "condition_holds",
+    "flow_key",
     "normalize_scheduled_time",
     "requests_for_event",
     "requests_for_schedule",

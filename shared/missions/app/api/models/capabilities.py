@@ -19,6 +19,7 @@ class CapabilityView(BaseModel):
     multitask_strategy: Literal["reject", "enqueue", "interrupt", "rollback"] = Field(
         description="what a request of an active conversation or concurrency key does, unless it says otherwise"
     )
+    triggers: list[str] = Field(description="its triggers, as GET /triggers/{trigger}/decisions names them")
 
 
 class CapabilityList(BaseModel):
