@@ -285,6 +285,7 @@ def main() -> None:
         cost,
         devserver,
         dispatch,
+        flow_control,
         infra,
         long_mission,
         mission_types,
@@ -307,6 +308,7 @@ def main() -> None:
     results["code_qa"] = code_qa.run()
     results["agent_config"] = agent_config.run()
     results["user_schedules"] = user_schedules.run()
+    results["flow_control"] = flow_control.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -318,6 +320,7 @@ def main() -> None:
         **devserver.checks(results["devserver"]),
         **chat.checks(results["chat"]),
         **agent_config.checks(results["agent_config"]),
+        **flow_control.checks(results["flow_control"]),
         **cost.checks(results["infra_cost"]),
         **long_mission.checks(results["long_mission"]),
         **code_qa.checks(results["code_qa"]),
@@ -383,6 +386,8 @@ def main() -> None:
     for measure, value in agent_config.rows(results["agent_config"]):
         table.add_row(measure, value)
     for measure, value in user_schedules.rows(results["user_schedules"]):
+        table.add_row(measure, value)
+    for measure, value in flow_control.rows(results["flow_control"]):
         table.add_row(measure, value)
     for measure, value in runner_scaling.rows(results["runner_scaling"]):
         table.add_row(measure, value)

@@ -14,14 +14,12 @@ moto's own cost per call is in every figure but `check_ms`; AWS's would be a net
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
-from bench import ratio_rows
+from bench import median_ms, ratio_rows
 from missions.core.mission.requests import MissionRequest
 from missions.core.triggers.schedules import check_expression
 from missions.service.triggers.schedules import USER_SCHEDULE
@@ -32,16 +30,7 @@ EXPRESSION, TIMEZONE = "cron(30 7 ? * MON-FRI *)", "Europe/Paris"
 
 
 def _median_ms(action: Callable[[], Any], samples: int = SAMPLES, after: Callable[[Any], None] | None = None) -> float:
-    """The median of `action`'s times; `after` (untimed) lets what it started settle before the next sample,
-    so no sample shares the machine with the missions the ones before it started."""
-    times = []
-    for _ in range(samples):
-        started = time.perf_counter()
-        made = action()
-        times.append((time.perf_counter() - started) * 1000)
-        if after is not None:
-            after(made)
-    return statistics.median(times)
+    return median_ms(action, samples, after)
 
 
 def run() -> dict[str, Any]:

@@ -12,7 +12,7 @@ from aws_cdk import ArnFormat, CfnOutput, Stack
 from aws_cdk import aws_events as events
 from constructs import Construct
 
-from infra.components.access import ACCESS, Resources, bedrock_model_arns, grant
+from infra.components.access import ACCESS, Resources, bedrock_model_arns, grant, grant_timers
 from infra.components.agent_versions import AgentVersions
 from infra.components.api import Api
 from infra.components.functions import FunctionFactory, RuntimeLayer
@@ -27,7 +27,7 @@ from infra.components.secrets import Secrets
 from infra.components.site import Site
 from infra.components.storage import Storage
 from infra.components.streaming import Streaming
-from infra.components.triggers import Triggers
+from infra.components.triggers import Triggers, schedule_function_arn
 from infra.components.user_schedules import UserSchedules, user_schedule_group
 from infra.config import EnvironmentConfig
 from missions.core.capability import registry as registry
@@ -173,6 +173,16 @@ class MissionsStack(Stack):
         resources.user_schedule_arns = user_schedules.schedule_arns
         resources.scheduler_role_arn = user_schedules.role.role_arn
         functions.environment.update(user_schedules.settings())
+        # flow control's debounce timers live in that group too: the trigger function sets them, the schedule
+        # function (which they invoke, so its settings name it by its ARN built from its name) sets them again
+        timers = {
+            **user_schedules.settings(),
+            **environment_of(schedule_target_arn=schedule_function_arn(self, config)),
+        }
+        for spec in (TRIGGER_FUNCTION, SCHEDULE_FUNCTION):
+            grant_timers(triggers.functions[spec.id].role, resources)  # type: ignore[arg-type]
+            for name, value in timers.items():
+                triggers.functions[spec.id].add_environment(name, value)
         # the dashboard: its own pool's hosted sign-in redirects to it (an outside issuer's sign-in is not ours)
         ours = config.auth.type == "jwt" and not config.auth.issuer
         site = Site(self, "Site", config=config) if config.dashboard and ours else None

@@ -416,6 +416,13 @@ def _grant_notices(role: iam.IRole, actions: tuple[str, ...], topic: sns.ITopic)
 USER_SCHEDULE_ACTIONS = ["scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"]
 
 
+def grant_timers(role: iam.IRole, resources: Resources) -> None:
+    """Flow control's debounce timers (one-time schedules in the users' group): the trigger function sets them,
+    the schedule function, which they invoke, sets them again; as the API manages users' schedules."""
+    assert resources.user_schedule_arns and resources.scheduler_role_arn, "made after the users' schedule group"
+    _grant_user_schedules(role, resources.user_schedule_arns, resources.scheduler_role_arn)
+
+
 def _grant_user_schedules(role: iam.IRole, schedule_arns: str, scheduler_role_arn: str) -> None:
     """The schedules of the users' group, and passing the scheduler's role only to EventBridge Scheduler, in an
     inline policy of their own: CDK estimates each ARN token at 150 characters when it fits the role's default

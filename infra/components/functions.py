@@ -86,6 +86,7 @@ class FunctionFactory:
         network: FunctionNetwork | None = None,
         tracing: bool = True,
         extra_layers: Sequence[lambda_.ILayerVersion] = (),
+        function_name: str | None = None,
     ) -> lambda_.Function:
         """`network`: the VPC subnets and security groups the function lives in (none: Lambda's own
         network, with internet egress); `tracing`: X-Ray (a function with no network path turns it off);
@@ -106,6 +107,7 @@ class FunctionFactory:
         function = lambda_.Function(
             construct,
             "Function",
+            function_name=function_name,  # named only where its own ARN must be known before it exists
             runtime=RUNTIME,
             architecture=ARCHITECTURES[self.config.architecture],
             code=lambda_.Code.from_asset(str(ROOT / "functions" / spec.code_dir), exclude=["__pycache__", "*.pyc"]),

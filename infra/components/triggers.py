@@ -7,7 +7,7 @@ Scheduler could not make and for invocations that failed all of Lambda's retries
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack, TimeZone
+from aws_cdk import ArnFormat, Duration, Stack, TimeZone
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -65,7 +65,14 @@ class Triggers(Construct):
             )
             rule.add_target(self._lambda_target(trigger, TRIGGER_FUNCTION.id))
 
-        schedule = self._function(functions, resources, SCHEDULE_FUNCTION, "cron ticks -> a mission per opted-in user")
+        # named: it sets debounce timers that invoke itself, so its settings hold its own ARN (schedule_function_arn)
+        schedule = self._function(
+            functions,
+            resources,
+            SCHEDULE_FUNCTION,
+            "cron ticks -> a mission per opted-in user",
+            name=schedule_function_name(config),
+        )
         for spec in schedule_specs(capabilities, config.prefix):
             scheduler.Schedule(
                 self,
@@ -116,10 +123,14 @@ class Triggers(Construct):
                 ),
             ).add_target(self._lambda_target(status, STATUS_FUNCTION.id))
 
-    def _function(self, functions: FunctionFactory, resources: Resources, spec, description: str) -> lambda_.Function:
+    def _function(
+        self, functions: FunctionFactory, resources: Resources, spec, description: str, name: str | None = None
+    ) -> lambda_.Function:
         queue = functions.dead_letter_queue(self, f"{spec.id}-dlq")
         self.dead_letter_queues[spec.id] = queue
-        function = functions.create(self, spec.id, spec, description=description, dead_letter_queue=queue)
+        function = functions.create(
+            self, spec.id, spec, description=description, dead_letter_queue=queue, function_name=name
+        )
         grant(function.role, ACCESS[spec.id], resources)  # type: ignore[arg-type]
         self.functions[spec.id] = function
         return function
@@ -137,3 +148,17 @@ def _pattern(pattern: dict) -> dict:
     """A rule spec's JSON pattern as EventPattern keyword arguments."""
     names = {"source": "source", "detail-type": "detail_type", "detail": "detail", "account": "account"}
     return {names[key]: value for key, value in pattern.items()}
+
+
+def schedule_function_name(config: EnvironmentConfig) -> str:
+    return f"{config.prefix}-schedule"
+
+
+def schedule_function_arn(scope: Construct, config: EnvironmentConfig) -> str:
+    """The schedule function's ARN from its name: what its own settings can hold (a GetAtt of itself cannot)."""
+    return Stack.of(scope).format_arn(
+        service="lambda",
+        resource="function",
+        resource_name=schedule_function_name(config),
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )

@@ -347,3 +347,20 @@ def test_a_triggers_decisions_read_back_newest_first_per_user_or_for_everyone(re
 def test_a_throttle_window_admits_up_to_its_limit_once_each(records):
     assert [records.admit("c.t", "k1", 600, 2, expires_at=1) for _ in range(3)] == [True, True, False]
     assert records.admit("c.t", "k2", 600, 2, expires_at=1) and records.admit("c.t", "k1", 660, 2, expires_at=1)
+
+
+def test_a_debounced_burst_keeps_its_last_event_and_is_taken_once_by_its_version(records):
+    # Given a burst's first event: nothing was pending before it
+    assert records.debounce("c.t", "k1", {"goal": "first"}, due=100) is None
+    # When two more arrive, each pushes the end and reports what was pending
+    assert records.debounce("c.t", "k1", {"goal": "second"}, due=110).version == 1
+    before = records.debounce("c.t", "k1", {"goal": "third"}, due=120)
+    assert before is not None and (before.version, before.request, before.due) == (2, {"goal": "second"}, 110)
+    pending = records.pending("c.t", "k1")
+    assert pending is not None and (pending.version, pending.request, pending.due) == (3, {"goal": "third"}, 120)
+    # Then a take of a stale version changes nothing; the current one takes it once
+    assert records.take("c.t", "k1", version=2) is False and records.pending("c.t", "k1") is not None
+    assert records.take("c.t", "k1", version=3) is True
+    assert records.take("c.t", "k1", version=3) is False and records.pending("c.t", "k1") is None
+    # and keys and triggers are apart
+    assert records.pending("c.t", "k2") is None and records.debounce("c.other", "k1", {}, due=1) is None

@@ -14,7 +14,7 @@ from missions.local.devserver import DevServer
 from missions.local.emulation import LocalCloud
 from tests.e2e.test_dev_server import Client, deliver, wait_for
 from tests.integration.conftest import with_capabilities
-from tests.support.orders import ORDERS
+from tests.support.orders import NOTES, ORDERS
 from tests.support.slow import GATE
 
 pytestmark = pytest.mark.e2e
@@ -25,7 +25,7 @@ ENDED = {"completed", "failed", "cancelled"}
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[DevServer]:
-    names, known = with_capabilities(ORDERS)
+    names, known = with_capabilities(ORDERS, NOTES)
     settings = {"webhook_sources": {"shop": {"secret": SECRET, "user_id": "olga"}}}
     cloud = LocalCloud(names, registry=known, prefix="orders-e2e", settings=settings)
     with cloud, DevServer(cloud, port=0) as dev:
@@ -85,3 +85,22 @@ def test_a_throttle_drops_an_orders_fourth_delivery_in_the_hour_and_the_decision
     # and nobody else sees olga's decisions; an unknown trigger is 404
     assert decisions(server, "mallory") == []
     assert Client(server, "olga").call("GET", "/triggers/t_orders.nothing/decisions")[0] == 404
+
+
+def test_a_burst_of_edits_to_one_note_starts_one_mission_with_the_last_after_its_quiet_minute(server: DevServer):
+    pat = Client(server, "pat")
+    # Given five quick edits of one note, and one of another (memory triggers: the table's stream, the bus)
+    for n in range(5):
+        assert pat.call("PUT", "/memory/notes/n1", {"value": {"text": f"draft {n}"}})[0] == 200
+    assert pat.call("PUT", "/memory/notes/n2", {"value": {"text": "other"}})[0] == 200
+    # Then nothing started yet: each edit was debounced
+    status, listed = pat.call("GET", "/triggers/t_notes.edited/decisions?limit=200")
+    assert status == 200 and {d["decision"] for d in listed["decisions"]} == {"debounced"}, listed
+    assert len(listed["decisions"]) == 6 and pat.call("GET", "/missions")[1]["missions"] == []
+    # When the dev server's clock passes the quiet minute, each note's timer starts one mission: its last edit
+    status, clock = Client(server, None).call("POST", "/_dev/clock", {"advance_seconds": 61})
+    assert status == 200 and len([f for f in clock["fired"] if f["result"].get("fired")]) == 2, clock
+    missions = pat.call("GET", "/missions")[1]["missions"]
+    assert sorted(m["goal"] for m in missions) == ["Summarize note n1: draft 4", "Summarize note n2: other"]
+    started = [d for d in pat.call("GET", "/triggers/t_notes.edited/decisions")[1]["decisions"] if d["mission_id"]]
+    assert any("the last of 5 events" in d["detail"] for d in started), started

@@ -552,6 +552,43 @@ def test_a_conversations_second_mission_waits_for_the_first_and_the_status_funct
     assert [turn["goal"] for turn in remembered] == [GOAL], remembered
 
 
+def test_a_burst_of_profile_edits_is_debounced_into_one_replan_by_the_deployed_trigger_and_schedule_functions(deployed):
+    from datetime import UTC, datetime, timedelta
+
+    from missions.core.memory.longterm import MemoryChange
+    from missions.core.triggers.specs import memory_change_event
+    from tests.support.triggers import lambda_event
+
+    deployment, session = deployed
+    trigger = deployment.function_named("missions-trigger")
+    # Given three quick changes of fay's fitness goal, as the bus rule delivers them to the trigger function
+    for n, goal in enumerate(("run 5k", "run 10k", "swim 1k")):
+        change = MemoryChange(
+            user_id="fay", namespace=["fitness_profile"], key="profile", kind="updated",
+            old={"goal": "walk"}, new={"goal": goal}, record_id=f"r-{n}",
+        )  # fmt: skip
+        _invoke(session, trigger, lambda_event(memory_change_event(change)))
+    # Then each was debounced, and one one-time schedule in the users' group invokes the schedule function
+    status, listed = _api(session, deployment, "GET", "/triggers/fitness_coach.goal-changed/decisions", user="fay")
+    assert status == 200 and [d["decision"] for d in listed["decisions"]] == ["debounced"] * 3, listed
+    scheduler = session.client("scheduler")
+    group = deployment.functions[trigger]["Environment"]["Variables"]["MISSIONS_SCHEDULE_GROUP"]
+    [timer] = [s for s in scheduler.list_schedules(GroupName=group)["Schedules"] if s["Name"].startswith("flow-")]
+    held = scheduler.get_schedule(GroupName=group, Name=timer["Name"])
+    assert held["ScheduleExpression"].startswith("at(") and held["ActionAfterCompletion"] == "DELETE"
+    assert held["Target"]["Arn"].endswith(":function:missions-dev-schedule")
+    schedule = deployment.function_named("missions-schedule")
+    # When the Scheduler fires it a minute on (the schedule function's clock moved on, as time would)
+    later = datetime.now(UTC) + timedelta(seconds=90)
+    deployment.runtimes[schedule].now = lambda: later
+    fired = _invoke(session, schedule, json.loads(held["Target"]["Input"]))
+    # Then one replanning mission started, with the last goal
+    [mission] = fired["started"] + fired["queued"]
+    status, shown = _api(session, deployment, "GET", f"/missions/{mission}", user="fay")
+    assert status == 200 and shown["goal"].startswith("My new fitness goal: swim 1k"), shown
+    assert shown["trigger"] == "memory"
+
+
 def test_every_roles_inline_policies_fit_iams_limit(deployed):
     # IAM refuses a role whose inline policies, together and without whitespace, pass 10,240 characters (moto
     # does not): measured on the deployed documents, every ARN resolved

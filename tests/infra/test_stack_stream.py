@@ -134,8 +134,11 @@ def test_the_stream_role_starts_follows_and_answers_missions_and_nothing_more(as
     assert {"states:StartExecution", "states:SendTaskSuccess", "secretsmanager:GetSecretValue"} <= actions
     (by_user,) = [s for s in statements if "missions" in _tables_referenced(s)]
     assert any("index/by_user" in json.dumps(r) for r in _resources(by_user))
-    # and it neither stops executions, fails tasks, publishes on the bus nor touches repositories' snapshots
-    assert not actions & {"states:StopExecution", "states:SendTaskFailure", "events:PutEvents", "s3:DeleteObject"}
+    # and it stops executions (failing their waiting tasks) only as a chat message that interrupts or rolls back
+    # its conversation's active mission does: through mission control, for the caller's own conversation
+    assert {"states:StopExecution", "states:SendTaskFailure"} <= actions
+    # and it neither publishes on the bus nor touches repositories' snapshots
+    assert not actions & {"events:PutEvents", "s3:DeleteObject"}
     assert "dynamodb:Scan" not in actions
 
 

@@ -85,9 +85,14 @@ def test_users_schedules_have_their_group_a_role_that_only_invokes_the_schedule_
     (passing,) = [st for st in api_statements if st["Action"] == "iam:PassRole"]
     assert passing["Resource"] == {"Fn::GetAtt": [role_id, "Arn"]}
     assert passing["Condition"] == {"StringEquals": {"iam:PassedToService": "scheduler.amazonaws.com"}}
-    assert not any(
-        "scheduler:" in json.dumps(st["Action"]) for st in _statements_of(assembly, "dev", functions[schedule_id])
-    )
+    # and the trigger and schedule functions the same, for flow control's debounce timers (which invoke the
+    # schedule function: its settings name it by an ARN built from its name)
+    for timers in (by_service["missions-trigger"][1], functions[schedule_id]):
+        statements = _statements_of(assembly, "dev", timers)
+        assert any(st["Action"] == manage["Action"] and st["Resource"] == manage["Resource"] for st in statements)
+        assert any(st["Action"] == "iam:PassRole" and st["Resource"] == passing["Resource"] for st in statements)
+    target = functions[schedule_id]["Properties"]["Environment"]["Variables"]["MISSIONS_SCHEDULE_TARGET_ARN"]
+    assert json.dumps(target).endswith(':function:missions-dev-schedule"]]}'), target
     # And the API knows them all by its settings
     variables = api["Properties"]["Environment"]["Variables"]
     assert variables["MISSIONS_SCHEDULE_GROUP"] == "missions-dev-user-schedules"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 
 from missions.core.pipeline.config import AgentConfig
-from missions.core.triggers.declared import CancelOn, Throttle, TriggerFlow, Triggers, WebhookTrigger
+from missions.core.triggers.declared import CancelOn, MemoryTrigger, Throttle, TriggerFlow, Triggers, WebhookTrigger
 from tests.integration.conftest import make_capability
 from tests.support.slow import work
 
@@ -24,6 +24,22 @@ ORDERS = dataclasses.replace(
                     throttle=Throttle(limit=3, period_seconds=3600),
                     cancel_on=[CancelOn(event_types=["order.updated"], match={"payload.status": "cancelled"})],
                 ),
+            )
+        ]
+    ),
+)
+
+
+# a user's notes: a burst of edits to one note is summarized once, a minute after the last edit
+NOTES = dataclasses.replace(
+    make_capability("t_notes", [AgentConfig(name="work")], work),
+    triggers=Triggers(
+        memory=[
+            MemoryTrigger(
+                id="edited",
+                namespace="notes",
+                goal_template="Summarize note {key}: {new.text}",
+                flow=TriggerFlow(key="{key}", debounce_seconds=60),
             )
         ]
     ),

@@ -39,7 +39,9 @@ class EventBridgeScheduler:
         self._client = client
 
     def _definition(self, entry: SchedulerEntry) -> dict[str, Any]:
+        after = {"ActionAfterCompletion": "DELETE"} if entry.one_time else {}
         return {
+            **after,
             "Name": entry.name,
             "GroupName": self.group,
             "ScheduleExpression": entry.expression,

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from missions.ports.accounts import PersonalStore
     from missions.ports.deployment import DeploymentReplies
     from missions.ports.notifications import Notifications
+    from missions.ports.schedules import Scheduler
     from missions.ports.secrets import SecretReader
     from missions.service.accounts import AccountService
     from missions.service.agents import AgentConfigs
@@ -221,19 +222,12 @@ class Runtime(Bindings):
         from datetime import timedelta
 
         from missions.adapters.dynamodb.schedules import DynamoScheduleStore
-        from missions.adapters.scheduler import EventBridgeScheduler
         from missions.service.triggers.schedules import ScheduleService
 
         settings = self.settings
-        if not (settings.schedules_table and settings.schedule_group):
+        scheduler = self.scheduler
+        if not settings.schedules_table or scheduler is None:
             raise DependencyUnavailable("users' schedules are not configured here (no schedules table or group)")
-        scheduler = EventBridgeScheduler(
-            group=settings.schedule_group,
-            target_arn=settings.schedule_target_arn or "",
-            role_arn=settings.scheduler_role_arn or "",
-            dead_letter_arn=settings.schedule_dead_letter_arn,
-            client=self._lazy("scheduler"),
-        )
         return ScheduleService(
             store=DynamoScheduleStore(settings.schedules_table, self._client("dynamodb")),
             scheduler=scheduler,
@@ -243,6 +237,23 @@ class Runtime(Bindings):
             check=self.launcher.check,
             limit=settings.schedules_per_user,
             minimum_interval=timedelta(minutes=settings.schedule_min_interval_minutes),
+        )
+
+    @cached_property
+    def scheduler(self) -> Scheduler | None:
+        """EventBridge Scheduler's group of schedules that invoke the schedule function: users' own schedules,
+        and flow control's one-time timers (debounce); None where the settings name no group."""
+        from missions.adapters.scheduler import EventBridgeScheduler
+
+        settings = self.settings
+        if not settings.schedule_group:
+            return None
+        return EventBridgeScheduler(
+            group=settings.schedule_group,
+            target_arn=settings.schedule_target_arn or "",
+            role_arn=settings.scheduler_role_arn or "",
+            dead_letter_arn=settings.schedule_dead_letter_arn,
+            client=self._lazy("scheduler"),
         )
 
     @cached_property
@@ -436,6 +447,8 @@ class Runtime(Bindings):
             all_users=lambda: self.service.all_users(),
             schedules=lambda: self.schedules,
             flow_records=lambda: self.flow_records,
+            timers=lambda: self.scheduler,
+            now=lambda: self.now().timestamp(),  # the dev server's clock there, as for daily budgets
         )
 
     @cached_property

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from missions.core.triggers.cron import MAX_WINDOW, Expression, iso_utc, parse_expression, zone
+from missions.core.triggers.cron import MAX_WINDOW, Expression, OneTime, iso_utc, parse_at, parse_expression, zone
 from missions.core.triggers.specs import ScheduleSpec
 
 
@@ -50,8 +50,10 @@ class LocalScheduleClock:
         return [(spec, iso_utc(moment)) for moment, _, spec in firings]
 
 
-def _parsed(spec: ScheduleSpec) -> tuple[ScheduleSpec, Expression]:
+def _parsed(spec: ScheduleSpec) -> tuple[ScheduleSpec, Expression | OneTime]:
     zone(spec.timezone)
+    if spec.expression.startswith("at("):  # a one-time timer (flow control's debounce)
+        return spec, parse_at(spec.expression)
     return spec, parse_expression(spec.expression, anchor=spec.anchor)
 
 

@@ -3,13 +3,23 @@ and the counters its throttles keep per key and window."""
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import Field
 
 from missions.core.mission.envelope import Model, new_id, utcnow
 
-Decided = Literal["started", "enqueued", "skipped", "replaced", "throttled", "cancelled_by_event", "held_for_budget"]
+Decided = Literal[
+    "started", "enqueued", "skipped", "replaced", "throttled", "cancelled_by_event", "held_for_budget", "debounced"
+]
+
+
+class Pending(Model):
+    """A debounced key's last event, as the request it would start, and when its quiet period ends."""
+
+    request: dict[str, Any]  # MissionRequest, as JSON
+    due: int  # seconds since the epoch
+    version: int  # how many events of the burst arrived so far
 
 
 class TriggerDecision(Model):
@@ -36,7 +46,17 @@ class FlowRecords(Protocol):
         """Count one start of the key in the window (its start, in seconds since the epoch) if fewer than `limit`
         were counted there; False (nothing counted) when the window is full. Atomic."""
 
+    def debounce(self, trigger: str, key: str, request: dict[str, Any], due: int) -> Pending | None:
+        """Keep the key's latest event (its request) and push its quiet period's end to `due`; returns what was
+        pending before (None: this event begins a burst). Atomic."""
+
+    def pending(self, trigger: str, key: str) -> Pending | None:
+        """The key's pending burst, if any (a consistent read)."""
+
+    def take(self, trigger: str, key: str, version: int) -> bool:
+        """Remove the pending burst, only if no event arrived since `version`; False otherwise."""
+
 
 DECISIONS_TTL_DAYS = 30
 
-__all__ = ["DECISIONS_TTL_DAYS", "Decided", "FlowRecords", "TriggerDecision"]
+__all__ = ["DECISIONS_TTL_DAYS", "Decided", "FlowRecords", "Pending", "TriggerDecision"]

@@ -49,6 +49,7 @@ class SchedulerEntry:
     input: dict[str, Any] = field(default_factory=dict)
     enabled: bool = True
     description: str = ""
+    one_time: bool = False  # an at(...) timer: deleted by the Scheduler once it fired
 
 
 class Scheduler(Protocol):

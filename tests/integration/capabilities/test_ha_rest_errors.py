@@ -166,7 +166,8 @@ def test_a_slow_house_times_out_within_the_deadline(fake: FakeHomeAssistant) -> 
     elapsed = time.monotonic() - started
     # Then the call ends at its deadline, not after five times five seconds
     assert elapsed < 1.5
-    assert "no answer within" in str(raised.value)
+    # (the last attempt either timed out, or found too little time left to be made: under load, either)
+    assert any(why in str(raised.value) for why in ("no answer within", "no time left before the deadline"))
     fake.healthy()
 
 

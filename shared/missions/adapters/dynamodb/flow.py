@@ -7,12 +7,13 @@ pk "throttle#<trigger>#<key>",   sk "<window start>"      "count" of the key's s
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from missions.ports.flow import DECISIONS_TTL_DAYS, TriggerDecision
+from missions.ports.flow import DECISIONS_TTL_DAYS, Pending, TriggerDecision
 
 
 class DynamoFlowRecords:
@@ -69,3 +70,47 @@ class DynamoFlowRecords:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
                 return False
             raise
+
+    def debounce(self, trigger: str, key: str, request: dict[str, Any], due: int) -> Pending | None:
+        response = self._client.update_item(
+            TableName=self.table_name,
+            Key=_debounce_key(trigger, key),
+            UpdateExpression="SET #r = :r, due = :d, expires_at = :x ADD version :one",
+            ExpressionAttributeNames={"#r": "request"},
+            ExpressionAttributeValues={
+                ":r": {"S": json.dumps(request)},
+                ":d": {"N": str(due)},
+                ":x": {"N": str(due + DECISIONS_TTL_DAYS * 86400)},
+                ":one": {"N": "1"},
+            },
+            ReturnValues="ALL_OLD",
+        )
+        return _pending(response["Attributes"]) if response.get("Attributes") else None
+
+    def pending(self, trigger: str, key: str) -> Pending | None:
+        found = self._client.get_item(TableName=self.table_name, Key=_debounce_key(trigger, key), ConsistentRead=True)
+        return _pending(found["Item"]) if "Item" in found else None
+
+    def take(self, trigger: str, key: str, version: int) -> bool:
+        try:
+            self._client.delete_item(
+                TableName=self.table_name,
+                Key=_debounce_key(trigger, key),
+                ConditionExpression="version = :v",
+                ExpressionAttributeValues={":v": {"N": str(version)}},
+            )
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return False
+            raise
+
+
+def _debounce_key(trigger: str, key: str) -> dict[str, Any]:
+    return {"pk": {"S": f"debounce#{trigger}"}, "sk": {"S": key}}
+
+
+def _pending(item: dict[str, Any]) -> Pending:
+    return Pending(
+        request=json.loads(item["request"]["S"]), due=int(item["due"]["N"]), version=int(item["version"]["N"])
+    )

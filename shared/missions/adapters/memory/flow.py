@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import threading
+from typing import Any
 
-from missions.ports.flow import TriggerDecision
+from missions.ports.flow import Pending, TriggerDecision
 
 
 class InMemoryFlowRecords:
     def __init__(self) -> None:
         self._decisions: list[TriggerDecision] = []
         self._counts: dict[tuple[str, str, int], int] = {}
+        self._pending: dict[tuple[str, str], Pending] = {}
         self._lock = threading.Lock()
 
     def record(self, decision: TriggerDecision) -> None:
@@ -29,4 +31,24 @@ class InMemoryFlowRecords:
             if counted >= limit:
                 return False
             self._counts[(trigger, key, window)] = counted + 1
+            return True
+
+    def debounce(self, trigger: str, key: str, request: dict[str, Any], due: int) -> Pending | None:
+        with self._lock:
+            before = self._pending.get((trigger, key))
+            version = (before.version if before is not None else 0) + 1
+            self._pending[(trigger, key)] = Pending(request=request, due=due, version=version)
+            return before.model_copy(deep=True) if before is not None else None
+
+    def pending(self, trigger: str, key: str) -> Pending | None:
+        with self._lock:
+            found = self._pending.get((trigger, key))
+            return found.model_copy(deep=True) if found is not None else None
+
+    def take(self, trigger: str, key: str, version: int) -> bool:
+        with self._lock:
+            found = self._pending.get((trigger, key))
+            if found is None or found.version != version:
+                return False
+            del self._pending[(trigger, key)]
             return True

@@ -245,6 +245,32 @@ def parse_rate(expression: str) -> Rate:
     return Rate(expression=text, interval=timedelta(seconds=int(value) * seconds))
 
 
+@dataclass(frozen=True)
+class OneTime:
+    """A one-time EventBridge Scheduler expression, at(yyyy-mm-ddThh:mm:ss) in UTC: a timer (flow control's
+    debounce), never a user's schedule."""
+
+    expression: str
+    moment: datetime
+
+    def fire_times(self, start: datetime, end: datetime, timezone: str = "UTC") -> Iterator[datetime]:
+        if start < self.moment <= end:
+            yield self.moment
+
+
+def at_expression(moment: datetime) -> str:
+    """The at(...) expression of a moment (whole seconds, UTC: its schedule's time zone is UTC)."""
+    return f"at({moment.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S')})"
+
+
+def parse_at(expression: str) -> OneTime:
+    text = expression.strip()
+    match = re.fullmatch(r"at\((\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\)", text)
+    if not match:
+        raise ValueError(f"{expression!r}: a one-time schedule is at(yyyy-mm-ddThh:mm:ss)")
+    return OneTime(text, datetime.fromisoformat(match.group(1)).replace(tzinfo=UTC))
+
+
 Expression = Cron | Rate
 
 
@@ -289,7 +315,10 @@ __all__ = [
     "MAX_WINDOW",
     "Cron",
     "Expression",
+    "OneTime",
     "Rate",
+    "at_expression",
+    "parse_at",
     "iso_utc",
     "next_fire_times",
     "parse_cron",

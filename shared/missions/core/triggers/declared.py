@@ -58,10 +58,13 @@ class CancelOn(Model):
 class TriggerFlow(Model):
     """Flow control of a trigger's missions, per key (missions.service.flow.triggers): `key` is rendered from the
     event like a goal ("{payload.order_id}"); its missions run one at a time, the next one waiting for the
-    active one (enqueue) unless `singleton` says to skip it or let it replace the active one; `throttle` caps
-    how many start per period; `cancel_on` events cancel the active one."""
+    active one (enqueue) unless `singleton` says to skip it or let it replace the active one; `debounce_seconds`
+    makes a burst of a key's events one mission; `throttle` caps how many start per period; `cancel_on` events
+    cancel the key's missions."""
 
     key: str = Field(min_length=1, max_length=200)
+    # a burst of events of one key starts one mission, with the last event, once none came for this long
+    debounce_seconds: int | None = Field(None, ge=1, le=86_400)
     singleton: Literal["skip", "replace"] | None = None
     throttle: Throttle | None = None
     cancel_on: list[CancelOn] = Field(default_factory=list, max_length=10)

@@ -7,21 +7,31 @@ key as their concurrency key, so they run one at a time (missions.service.flow.m
 per fixed window with one conditional write (never past its limit); a start over it is dropped. A `cancel_on`
 event cancels the key's missions, held ones first so the active one's end hands its key to nobody.
 
+A `debounce_seconds` keeps a key's latest event (one conditional write per event) and sets a one-time EventBridge
+Scheduler schedule when a burst begins; when it fires (the schedule function), the burst's last event starts its
+mission if no event came for the quiet period, else the timer is set again for the period's new end. No function
+waits: a burst of a thousand events is a thousand writes, one timer and one mission.
+
 Every decision, with or without `flow`, is a record on the trigger (`GET /triggers/{name}/decisions`): started,
-enqueued, skipped, replaced, throttled, held for the user's budget, cancelled by an event.
+enqueued, skipped, replaced, throttled, debounced, held for the user's budget, cancelled by an event.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from missions.core.capability.registry import Capability
-from missions.core.errors import MissionRequestError
+from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.mission.requests import MissionRequest
+from missions.core.triggers.cron import at_expression
 from missions.core.triggers.declared import GoalTemplate
 from missions.ports.flow import Decided, FlowRecords, TriggerDecision
+from missions.ports.schedules import Scheduler, SchedulerEntry
 from missions.service.dispatch import DispatchResult
 from missions.service.flow.multitask import KeyBusy
 from missions.service.launcher import Launcher
@@ -36,43 +46,126 @@ def trigger_named(capability: Capability, name: str) -> GoalTemplate | None:
     return capability.triggers.by_id().get(trigger_id) if prefix == capability.name else None
 
 
+TIMER_KIND = "flow_timer"  # the input of a debounce's one-time schedule (the schedule function fires it)
+
+
+def is_timer(event: dict[str, Any]) -> bool:
+    return event.get("kind") == TIMER_KIND
+
+
 class TriggerFlowControl:
-    def __init__(self, launcher: Launcher, records: FlowRecords | None = None, now: Callable[[], float] = time.time):
-        self._launcher, self._records, self._now = launcher, records, now
+    """`timers`: EventBridge Scheduler's group (one-time schedules that invoke the schedule function), for debounce;
+    `now`: seconds since the epoch (the dev server's clock there)."""
+
+    def __init__(
+        self,
+        launcher: Launcher,
+        records: FlowRecords | None = None,
+        now: Callable[[], float] = time.time,
+        timers: Callable[[], Scheduler | None] | None = None,
+    ):
+        self._launcher, self._records, self._now, self._timers = launcher, records, now, timers
 
     def submit_all(self, requests: Iterable[MissionRequest], origin: str) -> dict[str, list[str]]:
         """Each request through its trigger's flow control and the launcher; what became of each, by outcome."""
-        results: dict[str, list[str]] = {
-            "started": [],
-            "queued": [],
-            "duplicate": [],
-            "rejected": [],
-            "skipped": [],
-            "throttled": [],
-        }
+        results: dict[str, list[str]] = {key: [] for key in _OUTCOMES}
         for request in requests:
             name = str((request.context.get("trigger") or {}).get("name") or origin)
             key = request.concurrency_key
-            if key is not None and not self._within_throttle(request, name, key):
-                self._record(name, request.user_id, "throttled", key, None, "over the trigger's throttle")
-                results["throttled"].append(key)
+            trigger = self._trigger(request, name)
+            quiet = trigger.flow.debounce_seconds if trigger is not None and trigger.flow is not None else None
+            if key is not None and quiet is not None and self._debounce(request, name, _per_user(request, key), quiet):
+                results["debounced"].append(key)
                 continue
-            try:
-                outcome = self._launcher.submit(request)
-            except KeyBusy as busy:  # singleton: skip
-                self._record(name, request.user_id, "skipped", key, None, f"mission {busy.active} of its key is active")
-                results["skipped"].append(busy.active)
-                continue
-            except MissionRequestError as exc:  # a trigger whose goal cannot run: recorded, not retried forever
-                log.error("trigger produced an invalid mission: %s", exc, extra={"origin": origin})
-                results["rejected"].append(str(exc))
-                continue
-            results[outcome.status].append(outcome.mission_id)
-            if outcome.status != "duplicate":
-                detail = f"replacing mission {outcome.replaced}" if outcome.replaced else ""
-                self._record(name, request.user_id, _decided(outcome), key, outcome.mission_id, detail)
-            log.info("trigger %s: mission %s", outcome.status, outcome.mission_id, extra={"origin": origin})
+            self._start(request, name, key, results, origin)
         return results
+
+    def fire(self, event: dict[str, Any]) -> dict[str, Any]:
+        """A debounce's timer went off: start the burst's last event if its quiet period is over (else set the
+        timer again for its new end). Several timers of one burst start it once (the take is conditional)."""
+        name, key = str(event.get("trigger")), str(event.get("key"))
+        if self._records is None:
+            return {"fired": None}
+        for _ in range(8):
+            pending = self._records.pending(name, key)
+            if pending is None:
+                return {"fired": None}
+            if pending.due > self._now():
+                self._arm(name, key, pending.due)
+                return {"rearmed": pending.due}
+            if self._records.take(name, key, pending.version):
+                request = MissionRequest.model_validate(pending.request)
+                results: dict[str, list[str]] = {outcome: [] for outcome in _OUTCOMES}
+                note = f"the last of {pending.version} events"
+                self._start(request, name, request.concurrency_key, results, f"debounce of {name}", note)
+                return {"fired": key, **results}
+        raise ConflictError(f"the burst of {name} {key} kept changing while its timer fired")
+
+    def _debounce(self, request: MissionRequest, name: str, key: str, quiet: int) -> bool:
+        """Keep the event as its key's latest and push the key's quiet period; False when nothing here can
+        wait (no records or no timers): it starts at once."""
+        timers = self._timers() if self._timers is not None else None
+        if self._records is None or timers is None:
+            log.warning("trigger %s cannot debounce here (no timers): its event starts a mission now", name)
+            return False
+        due = int(self._now()) + quiet
+        before = self._records.debounce(name, key, request.model_dump(mode="json"), due)
+        if before is None:  # a burst begins: its timer (later events only push the end its timer will find)
+            self._arm(name, key, due)
+        self._record(
+            name, request.user_id, "debounced", request.concurrency_key, None, f"the burst's quiet period ends at {due}"
+        )
+        return True
+
+    def _arm(self, name: str, key: str, due: int) -> None:
+        timers = self._timers() if self._timers is not None else None
+        assert timers is not None
+        entry = SchedulerEntry(
+            name="flow-" + hashlib.sha256(f"{name}\n{key}".encode()).hexdigest()[:40],
+            expression=at_expression(datetime.fromtimestamp(due, UTC)),
+            timezone="UTC",
+            input={"kind": TIMER_KIND, "trigger": name, "key": key},
+            description=f"debounce of {name}"[:512],
+            one_time=True,
+        )
+        try:
+            timers.update(entry)
+        except NotFound:
+            timers.create(entry)
+
+    def _start(
+        self,
+        request: MissionRequest,
+        name: str,
+        key: str | None,
+        results: dict[str, list[str]],
+        origin: str,
+        note: str = "",
+    ) -> None:
+        if key is not None and not self._within_throttle(request, name, key):
+            self._record(name, request.user_id, "throttled", key, None, "over the trigger's throttle")
+            results["throttled"].append(key)
+            return
+        try:
+            outcome = self._launcher.submit(request)
+        except KeyBusy as busy:  # singleton: skip
+            self._record(name, request.user_id, "skipped", key, None, f"mission {busy.active} of its key is active")
+            results["skipped"].append(busy.active)
+            return
+        except MissionRequestError as exc:  # a trigger whose goal cannot run: recorded, not retried forever
+            log.error("trigger produced an invalid mission: %s", exc, extra={"origin": origin})
+            results["rejected"].append(str(exc))
+            return
+        results[outcome.status].append(outcome.mission_id)
+        if outcome.status != "duplicate":
+            detail = "; ".join(
+                part for part in (note, f"replacing mission {outcome.replaced}" if outcome.replaced else "") if part
+            )
+            self._record(name, request.user_id, _decided(outcome), key, outcome.mission_id, detail)
+        log.info("trigger %s: mission %s", outcome.status, outcome.mission_id, extra={"origin": origin})
+
+    def _trigger(self, request: MissionRequest, name: str) -> GoalTemplate | None:
+        return trigger_named(self._launcher.capabilities.load(request.capability), name)
 
     def cancel_all(self, cancellations: Iterable[Cancellation]) -> list[str]:
         """Cancel the missions of each cancelled key; returns their ids."""
@@ -88,13 +181,15 @@ class TriggerFlowControl:
         return cancelled
 
     def _within_throttle(self, request: MissionRequest, name: str, key: str) -> bool:
-        trigger = trigger_named(self._launcher.capabilities.load(request.capability), name)
+        trigger = self._trigger(request, name)
         throttle = trigger.flow.throttle if trigger is not None and trigger.flow is not None else None
         if throttle is None or self._records is None:
             return True
         period = throttle.period_seconds
         window = int(self._now() // period) * period
-        return self._records.admit(name, key, window, throttle.limit, expires_at=window + period + 3600)
+        return self._records.admit(
+            name, _per_user(request, key), window, throttle.limit, expires_at=window + period + 3600
+        )
 
     def _record(
         self, trigger: str, user_id: str, decision: Decided, key: str | None, mission_id: str | None, detail: str
@@ -111,6 +206,14 @@ class TriggerFlowControl:
             log.exception("decision of trigger %s not recorded", trigger)
 
 
+def _per_user(request: MissionRequest, key: str) -> str:
+    """A key as flow control's records keep it: keys are a user's own (two users' order 7 are two orders)."""
+    return f"{request.user_id}/{key}"
+
+
+_OUTCOMES = ("started", "queued", "duplicate", "rejected", "skipped", "throttled", "debounced")
+
+
 def _decided(outcome: DispatchResult) -> Decided:
     if outcome.held == "key":
         return "enqueued"
@@ -119,4 +222,4 @@ def _decided(outcome: DispatchResult) -> Decided:
     return "replaced" if outcome.replaced else "started"
 
 
-__all__ = ["TriggerFlowControl", "trigger_named"]
+__all__ = ["TIMER_KIND", "TriggerFlowControl", "is_timer", "trigger_named"]

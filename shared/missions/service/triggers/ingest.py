@@ -18,8 +18,9 @@ from missions.core.triggers.specs import memory_change_event
 from missions.ports.bus import EventBus
 from missions.ports.flow import FlowRecords
 from missions.ports.memory import LongTermMemory
+from missions.ports.schedules import Scheduler
 from missions.ports.webhooks import DeliveryStore, WebhookSources
-from missions.service.flow.triggers import TriggerFlowControl
+from missions.service.flow.triggers import TriggerFlowControl, is_timer
 from missions.service.launcher import Launcher
 from missions.service.triggers.rules import cancellations_for_event, requests_for_event, requests_for_schedule
 from missions.service.triggers.schedules import ScheduleService, is_user_schedule
@@ -66,11 +67,16 @@ def receive_webhook(
     return _response(202, {"accepted": True, "delivery_id": delivery.delivery_id})
 
 
-def dispatch_event(event: dict[str, Any], launcher: Launcher, records: FlowRecords | None = None) -> dict[str, Any]:
+def dispatch_event(
+    event: dict[str, Any],
+    launcher: Launcher,
+    records: FlowRecords | None = None,
+    flow: TriggerFlowControl | None = None,
+) -> dict[str, Any]:
     """A bus event a rule matched: the missions of the keys it cancels are cancelled, then every trigger it
     satisfies submits its mission through its flow control (missions.service.flow.triggers)."""
     capabilities = launcher.capabilities.load_all()
-    flow = TriggerFlowControl(launcher, records)
+    flow = flow or TriggerFlowControl(launcher, records)
     cancelled = flow.cancel_all(cancellations_for_event(event, capabilities))
     results = flow.submit_all(requests_for_event(event, capabilities), origin=str(event.get("detail-type", "event")))
     return {**results, "cancelled": cancelled} if cancelled else results
@@ -81,11 +87,12 @@ def fan_out_schedule(
     launcher: Launcher,
     memory: LongTermMemory,
     all_users: Callable[[], list[str]],
-    records: FlowRecords | None = None,
+    flow: TriggerFlowControl | None = None,
 ) -> dict[str, Any]:
     """One scheduler tick: one mission per user it concerns (idempotent per schedule, time and user)."""
     requests = requests_for_schedule(event, launcher.capabilities.load_all(), memory, all_users)
-    return TriggerFlowControl(launcher, records).submit_all(requests, origin=f"schedule {event.get('schedule_id')}")
+    flow = flow or TriggerFlowControl(launcher)
+    return flow.submit_all(requests, origin=f"schedule {event.get('schedule_id')}")
 
 
 def publish_memory_change(change: MemoryChange | None, bus: EventBus) -> None:
@@ -111,7 +118,10 @@ class Ingest:
         all_users: Callable[[], list[str]],
         schedules: Callable[[], ScheduleService],
         flow_records: Callable[[], FlowRecords] | None = None,
+        timers: Callable[[], Scheduler | None] | None = None,
+        now: Callable[[], float] = time.time,
     ):
+        """`timers`: the Scheduler group of debounce timers; `now`: the clock they count on (the dev server's)."""
         self._launcher = launcher
         self._bus = bus
         self._webhook_sources = webhook_sources
@@ -120,6 +130,7 @@ class Ingest:
         self._all_users = all_users
         self._schedules = schedules
         self._flow_records = flow_records
+        self._timers, self._now = timers, now
 
     def webhook(self, event: dict[str, Any]) -> dict[str, Any]:
         """POST /webhooks/{source} (`receive_webhook`)."""
@@ -127,16 +138,22 @@ class Ingest:
 
     def bus_event(self, event: dict[str, Any]) -> dict[str, Any]:
         """An event a rule of the bus matched (`dispatch_event`)."""
-        return dispatch_event(event, self._launcher(), self._records())
+        return dispatch_event(event, self._launcher(), self._records(), self._flow())
 
     def schedule(self, event: dict[str, Any]) -> dict[str, Any]:
-        """A firing: of a user's own schedule (one mission, theirs), or of a capability's (one per user)."""
+        """A firing: of a user's own schedule (one mission, theirs), of a debounce's timer (flow control), or of
+        a capability's schedule (one per user)."""
         if is_user_schedule(event):
             return self._schedules().fire(event)
-        return fan_out_schedule(event, self._launcher(), self._memory(), self._all_users, self._records())
+        if is_timer(event):
+            return self._flow().fire(event)
+        return fan_out_schedule(event, self._launcher(), self._memory(), self._all_users, self._flow())
 
     def _records(self) -> FlowRecords | None:
         return self._flow_records() if self._flow_records is not None else None
+
+    def _flow(self) -> TriggerFlowControl:
+        return TriggerFlowControl(self._launcher(), self._records(), now=self._now, timers=self._timers)
 
     def memory_changed(self, change: MemoryChange | None) -> None:
         """One change of the memory table -> one `memory.changed` event on the bus."""

@@ -24,7 +24,7 @@ def orders(**flow: Any) -> registry.Registry:
     trigger = WebhookTrigger(
         source=SHOP,
         event_types=["order.created"],
-        goal_template="Prepare order {payload.order}",
+        goal_template="Prepare order {payload.order} {payload.note}",
         flow=TriggerFlow(key="{payload.order}", **flow),
     )
     return registry.Registry().including(capability("orders", webhooks=[trigger]))
@@ -129,3 +129,50 @@ def test_the_flow_control_pages_capability_toml_example_is_a_valid_trigger_that_
     results = [world.deliver(order="7") for _ in range(4)]
     assert [next(k for k, v in r.items() if v) for r in results] == ["started", "queued", "queued", "throttled"]
     assert len(world.deliver("order.updated", order="7", status="cancelled")["cancelled"]) == 3
+
+
+class Timers:
+    """EventBridge Scheduler's group, as the flow sees it: schedules by name."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, Any] = {}
+
+    def create(self, entry: Any) -> None:
+        self.entries[entry.name] = entry
+
+    def update(self, entry: Any) -> None:
+        from missions.core.errors import NotFound
+
+        if entry.name not in self.entries:
+            raise NotFound(entry.name)
+        self.entries[entry.name] = entry
+
+    def delete(self, name: str) -> bool:
+        return self.entries.pop(name, None) is not None
+
+
+def test_a_burst_of_one_keys_events_starts_one_mission_with_the_last_once_the_key_is_quiet():
+    # Given a trigger that debounces each order's events for a minute
+    world = World(debounce_seconds=60)
+    timers = Timers()
+    world.flow = TriggerFlowControl(world.launcher, world.records, now=lambda: world.clock[0], timers=lambda: timers)
+    # When five events of order 7 arrive ten seconds apart, and one of order 8
+    for n in range(5):
+        assert world.deliver(order="7", note=f"v{n}")["debounced"]
+        world.clock[0] += 10
+    world.deliver(order="8")
+    # Then nothing started, and each order has one one-time timer, order 7's at the first event's end
+    assert world.executions.started == [] and len(timers.entries) == 2
+    [seven] = [e for e in timers.entries.values() if e.input["key"].endswith(":7")]
+    assert seven.one_time and seven.expression.startswith("at(") and seven.input["kind"] == "flow_timer"
+    # When order 7's timer goes off before its key was quiet for a minute, it is set again for the new end
+    assert "rearmed" in world.flow.fire(seven.input)
+    assert world.executions.started == []
+    # When it goes off after the quiet minute, one mission starts, with the last event
+    world.clock[0] += 60
+    fired = world.flow.fire(seven.input)
+    [mission] = fired["started"]
+    assert world.missions.get(mission).goal == "Prepare order 7 v4" and world.executions.started == [mission]
+    # and a second firing of the same timer starts nothing
+    assert world.flow.fire(seven.input) == {"fired": None}
+    assert [d for d, _ in world.decisions()].count("debounced") == 6
