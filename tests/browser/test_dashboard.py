@@ -449,6 +449,13 @@ def test_a_user_sees_their_daily_budget_and_why_a_held_mission_waits(server: Dev
     shown = page.locator('#budget[data-reached="true"]')
     shown.wait_for()
     assert shown.inner_text() == "Daily budget spent: $0.0000 of $0.0000"
+    # and her inbox lists the mission held back, and why
+    page.get_by_role("link", name="Inbox, 0 waiting").click()
+    item = page.locator(f'.held-item[data-mission-id="{held}"][data-held="budget"]')
+    item.wait_for()
+    assert "daily budget is spent" in item.locator(".reason").inner_text()
+    screenshot(page, "inbox-held")
+    assert_accessible(page, "inbox-held")
     # and her mission's page says why it waits
     page.goto(f"{server.url}/#/missions/{held}")
     page.get_by_text("held: your daily budget is spent", exact=False).wait_for()

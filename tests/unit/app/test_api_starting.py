@@ -207,6 +207,10 @@ def test_a_user_sees_todays_spend_and_a_mission_over_the_budget_is_held_or_refus
     assert executions(runtime).started == []
     status, view = call(runtime, "GET", f"/missions/{body['mission_id']}")
     assert view["queue"]["held"] == "budget" and "daily budget is spent" in view["queue"]["reason"]
+    # and her inbox lists it as held back, with why
+    inbox = call(runtime, "GET", "/inbox")[1]
+    assert [(m["mission_id"], m["held"]) for m in inbox["held"]] == [(body["mission_id"], "budget")]
+    assert inbox["held"][0]["reason"] == view["queue"]["reason"]
     # and one that asks to be refused is 429, with when to retry, and nothing is stored
     status, headers, refused = exchange(
         runtime, "POST", "/missions", {"capability": "shopping", "goal": GOAL, "over_budget": "refuse"}

@@ -178,9 +178,28 @@ def get_mission(mission_id: str) -> dict[str, Any]:
 @app.get("/inbox", summary="Every question waiting for you", responses=responses((200, Inbox, "newest first")))
 def inbox() -> dict[str, Any]:
     """The questions your missions wait on, across missions (each answerable now; a mission whose parallel
-    branches asked has an item per question)."""
+    branches asked has an item per question), and your missions held back: by your daily budget, or behind
+    their conversation's (or concurrency key's) last mission."""
+    return {"items": _questions(current_user()), "held": _held(current_user())}
+
+
+def _held(user: str) -> list[dict[str, Any]]:
+    launcher, held = runtime().launcher, []
+    for entry in launcher.dispatcher.held(user):
+        try:
+            record = runtime().missions.get(entry.mission_id)
+        except NotFound:  # recorded a moment from now, or erased
+            continue
+        place = launcher.queue_place(record)
+        fields = {"capability": record.capability, "goal": record.goal, "created_at": record.created_at}
+        why = {"held": entry.held, "reason": place["reason"] if place else "held"}
+        held.append({"mission_id": record.mission_id, **fields, **why})
+    return held
+
+
+def _questions(user: str) -> list[dict[str, Any]]:
     items = []
-    for record in runtime().missions.list_for_user(current_user(), limit=1000):
+    for record in runtime().missions.list_for_user(user, limit=1000):
         if record.status != MissionStatus.INTERRUPTED:
             continue
         for question in _answerable_questions(record):
@@ -193,7 +212,7 @@ def inbox() -> dict[str, Any]:
                     "question": question,
                 }
             )
-    return {"items": items}
+    return items
 
 
 def _answerable_questions(record: MissionRecord | MissionSummary) -> list[dict[str, Any]]:

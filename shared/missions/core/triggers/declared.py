@@ -40,11 +40,12 @@ class TriggerSource(StrEnum):
 
 
 class Throttle(Model):
-    """At most `limit` missions of one key start per `period_seconds` (a fixed window); the rest are dropped,
-    each with a record on the trigger."""
+    """At most `limit` missions of one key start per `period_seconds` (a fixed window); the rest are dropped
+    (`overflow = "drop"`) or wait for the next window with room (`"queue"`), each with a record on the trigger."""
 
     limit: int = Field(ge=1, le=10_000)
     period_seconds: int = Field(ge=1, le=86_400)
+    overflow: Literal["drop", "queue"] = "drop"
 
 
 class CancelOn(Model):

@@ -29,7 +29,7 @@ from missions.core.capability.registry import Capability
 from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.mission.requests import MissionRequest
 from missions.core.triggers.cron import at_expression
-from missions.core.triggers.declared import GoalTemplate
+from missions.core.triggers.declared import GoalTemplate, Throttle
 from missions.ports.flow import Decided, FlowRecords, TriggerDecision
 from missions.ports.schedules import Scheduler, SchedulerEntry
 from missions.service.dispatch import DispatchResult
@@ -142,8 +142,12 @@ class TriggerFlowControl:
         origin: str,
         note: str = "",
     ) -> None:
-        if key is not None and not self._within_throttle(request, name, key):
-            self._record(name, request.user_id, "throttled", key, None, "over the trigger's throttle")
+        throttle = self._throttle(request, name)
+        if key is not None and throttle is not None and not self._within(request, name, key, throttle):
+            detail = "over the trigger's throttle"
+            if throttle.overflow == "queue" and self._park(request, name, key, throttle):
+                detail += ": it starts in the next window with room"
+            self._record(name, request.user_id, "throttled", key, None, detail)
             results["throttled"].append(key)
             return
         try:
@@ -180,10 +184,25 @@ class TriggerFlowControl:
                 cancelled.append(mission_id)
         return cancelled
 
-    def _within_throttle(self, request: MissionRequest, name: str, key: str) -> bool:
+    def _throttle(self, request: MissionRequest, name: str) -> Throttle | None:
         trigger = self._trigger(request, name)
-        throttle = trigger.flow.throttle if trigger is not None and trigger.flow is not None else None
-        if throttle is None or self._records is None:
+        return trigger.flow.throttle if trigger is not None and trigger.flow is not None else None
+
+    def _park(self, request: MissionRequest, name: str, key: str, throttle: Throttle) -> bool:
+        """Keep a request over its throttle until the next window (as a burst of its own, whose timer fires then);
+        False where nothing can wait (no records or no timers): it is dropped."""
+        timers = self._timers() if self._timers is not None else None
+        if self._records is None or timers is None:
+            return False
+        period = throttle.period_seconds
+        due = (int(self._now()) // period + 1) * period
+        parked = f"{_per_user(request, key)}#{request.idempotency_key or request.mission_id or due}"
+        if self._records.debounce(name, parked, request.model_dump(mode="json"), due) is None:
+            self._arm(name, parked, due)
+        return True
+
+    def _within(self, request: MissionRequest, name: str, key: str, throttle: Throttle) -> bool:
+        if self._records is None:
             return True
         period = throttle.period_seconds
         window = int(self._now() // period) * period

@@ -50,6 +50,10 @@ class World(LaunchWorld):
         results = self.flow.submit_all(requests_for_event(event, capabilities), origin="test")
         return {**results, "cancelled": cancelled} if cancelled else results
 
+    def missions_of_trigger(self) -> list[str]:
+        """The missions the trigger made (started, or held behind their order's running one)."""
+        return [m.mission_id for m in self.missions.list_for_user("u1", limit=1000)]
+
     def decisions(self) -> list[tuple[str, str | None]]:
         """The trigger's decisions (those made in one millisecond are in no particular order)."""
         return [(d.decision, d.mission_id) for d in self.records.decisions("orders.shop-0")]
@@ -176,3 +180,122 @@ def test_a_burst_of_one_keys_events_starts_one_mission_with_the_last_once_the_ke
     # and a second firing of the same timer starts nothing
     assert world.flow.fire(seven.input) == {"fired": None}
     assert [d for d, _ in world.decisions()].count("debounced") == 6
+
+
+# --------------------------------------------------------------------------- properties over arrival orders
+
+from hypothesis import HealthCheck, given, note, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from missions.core.triggers.cron import parse_at  # noqa: E402
+
+arrivals = st.lists(
+    st.one_of(
+        st.tuples(st.just("deliver"), st.sampled_from(["7", "8"])),
+        st.tuples(st.just("wait"), st.sampled_from([5, 20, 45, 3600])),
+        st.tuples(st.just("end"), st.integers(0, 30)),
+    ),
+    max_size=40,
+)
+
+
+def fire_due(world: World, timers: Timers) -> None:
+    """What the Scheduler does as time passes: each timer whose moment came fires once, then is deleted."""
+    from datetime import UTC, datetime
+
+    for name, entry in list(timers.entries.items()):
+        if parse_at(entry.expression).moment <= datetime.fromtimestamp(world.clock[0], UTC):
+            del timers.entries[name]
+            world.flow.fire(entry.input)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=arrivals)
+def test_property_debounce_starts_one_mission_per_quiet_burst_with_its_last_event(ops):
+    # Given a 30-second debounce, and events, waits and ends in any order
+    world = World(debounce_seconds=30)
+    timers = Timers()
+    world.flow = TriggerFlowControl(world.launcher, world.records, now=lambda: world.clock[0], timers=lambda: timers)
+    note(f"ops={ops}")
+    pending: dict[str, tuple[int, float]] = {}  # the model: key -> (its last event, when its quiet period ends)
+    expected: list[str] = []
+    for n, op in enumerate(ops):
+        if op[0] == "deliver":
+            world.deliver(order=op[1], note=f"e{n}")
+            pending[op[1]] = (n, world.clock[0] + 30)
+        elif op[0] == "wait":
+            world.clock[0] += op[1]
+            fire_due(world, timers)
+            for key, (last, due) in sorted(pending.items(), key=lambda item: item[1][1]):
+                if due <= world.clock[0]:
+                    expected.append(f"Prepare order {key} e{last}")
+                    del pending[key]
+        else:
+            started = world.executions.started
+            if started:
+                world.end(started[op[1] % len(started)])
+    # Then the missions made are one per burst that went quiet, each with its burst's last event
+    assert sorted(world.missions.get(m).goal for m in world.missions_of_trigger()) == sorted(expected)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=arrivals, limit=st.integers(1, 3))
+def test_property_a_throttle_admits_exactly_its_limit_per_key_and_window(ops, limit):
+    world = World(throttle=Throttle(limit=limit, period_seconds=60))
+    note(f"ops={ops} limit={limit}")
+    admitted: dict[tuple[str, int], int] = {}
+    for op in ops:
+        if op[0] == "deliver":
+            result = world.deliver(order=op[1])
+            window = int(world.clock[0] // 60)
+            seen = admitted.get((op[1], window), 0)
+            # Then a delivery is admitted (started or held behind its key) exactly while its window has room
+            assert bool(result["throttled"]) == (seen >= limit), (result, seen)
+            admitted[(op[1], window)] = seen + (0 if result["throttled"] else 1)
+        elif op[0] == "wait":
+            world.clock[0] += op[1]
+        elif world.executions.started:
+            world.end(world.executions.started[op[1] % len(world.executions.started)])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=arrivals)
+def test_property_singleton_skip_starts_a_keys_mission_only_when_none_of_it_is_active(ops):
+    world = World(singleton="skip")
+    note(f"ops={ops}")
+    active: dict[str, str | None] = {"7": None, "8": None}
+    for op in ops:
+        if op[0] == "deliver":
+            result = world.deliver(order=op[1])
+            # Then it starts exactly when its key has no active mission; else it is skipped, naming that one
+            if active[op[1]] is None:
+                [active[op[1]]] = result["started"]
+            else:
+                assert result["skipped"] == [active[op[1]]] and not result["started"]
+        elif op[0] == "end":
+            running = [m for m in active.values() if m is not None]
+            if running:
+                ended = running[op[1] % len(running)]
+                world.end(ended)
+                active = {k: (None if m == ended else m) for k, m in active.items()}
+
+
+def test_a_throttle_that_queues_starts_what_was_over_it_in_the_next_window_with_room():
+    # Given one mission per order and minute, the rest queued
+    world = World(throttle=Throttle(limit=1, period_seconds=60, overflow="queue"))
+    timers = Timers()
+    world.flow = TriggerFlowControl(world.launcher, world.records, now=lambda: world.clock[0], timers=lambda: timers)
+    world.clock[0] = 6_000_000.0  # the start of a window
+    # When three events of order 7 arrive in one minute
+    [first] = world.deliver(order="7", note="a")["started"]
+    assert world.deliver(order="7", note="b")["throttled"] and world.deliver(order="7", note="c")["throttled"]
+    assert len(world.missions_of_trigger()) == 1 and len(timers.entries) == 2
+    # Then the next window makes one of them (behind the running first), and the one after, the last
+    world.clock[0] += 60
+    fire_due(world, timers)
+    assert len(world.missions_of_trigger()) == 2
+    world.clock[0] += 60
+    fire_due(world, timers)
+    goals = sorted(world.missions.get(m).goal for m in world.missions_of_trigger())
+    assert goals == ["Prepare order 7 a", "Prepare order 7 b", "Prepare order 7 c"] and first
+    assert [d for d, _ in world.decisions()].count("throttled") >= 2

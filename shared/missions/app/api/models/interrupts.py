@@ -50,15 +50,31 @@ class InboxItem(BaseModel):
     question: PendingInterrupt
 
 
+class HeldMission(BaseModel):
+    """A mission of the caller's that flow control holds back, and why (missions.service.flow)."""
+
+    mission_id: str
+    capability: str
+    goal: str
+    created_at: str
+    held: Literal["budget", "key"]
+    reason: str
+
+
 class Inbox(BaseModel):
-    """Every question waiting for the caller, newest first."""
+    """Every question waiting for the caller, newest first, and the missions held back."""
 
     items: list[InboxItem]
+    held: list[HeldMission] = Field(
+        default_factory=list,
+        description="missions that wait for the caller's daily budget or for their conversation's (or key's) last one",
+    )
 
 
 __all__ = [
     "AnswerAccepted",
     "AnswerBody",
+    "HeldMission",
     "Inbox",
     "InboxItem",
     "PendingInterrupt",
