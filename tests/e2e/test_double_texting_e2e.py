@@ -142,10 +142,12 @@ def test_the_double_texting_example_runs_as_written(server: DevServer):
         answers.append((int(status), json.loads(body)))
         if len(answers) == 1:  # the first waits for the choice it asks before the next one arrives
             wait_for(Client(server, "ada"), answers[0][1]["mission_id"], {"interrupted"})
-    assert [status for status, _ in answers] == [202, 409, 202, 202], answers
+    assert [status for status, _ in answers] == [202, 409, 202, 202, 202], answers
     first = answers[0][1]["mission_id"]
     assert first in answers[1][1]["message"] and answers[2][1]["held"] == "key" and "held" not in answers[3][1]
     assert wait_for(Client(server, "ada"), first, ENDED)["terminal_reason"] == "interrupted"
-    # the interrupting one runs (it asks for its own choice), the enqueued one waits behind it
-    assert wait_for(Client(server, "ada"), answers[3][1]["mission_id"], {"interrupted"})
+    # the interrupting one was rolled back in its turn; the last runs (it asks for its own choice), and the
+    # enqueued one waits behind it
+    assert wait_for(Client(server, "ada"), answers[3][1]["mission_id"], ENDED)["terminal_reason"] == "rolled_back"
+    assert wait_for(Client(server, "ada"), answers[4][1]["mission_id"], {"interrupted"})
     assert Client(server, "ada").call("GET", f"/missions/{answers[2][1]['mission_id']}")[1]["queue"]["held"] == "key"

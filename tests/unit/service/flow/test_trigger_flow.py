@@ -126,7 +126,7 @@ def test_the_flow_control_pages_capability_toml_example_is_a_valid_trigger_that_
     from missions.core.triggers.declared import Triggers
     from tests.support.docs import fenced
 
-    (block,) = fenced("docs/flow-control.md", "## Triggers: a key per event", "toml")
+    block = fenced("docs/flow-control.md", "## Triggers: a key per event", "toml")[0]
     [trigger] = Triggers.model_validate(tomllib.loads(block)["triggers"]).webhooks
     assert trigger.flow is not None and trigger.flow.throttle is not None
     world = World(**trigger.flow.model_dump(exclude={"key"}))
@@ -299,3 +299,14 @@ def test_a_throttle_that_queues_starts_what_was_over_it_in_the_next_window_with_
     goals = sorted(world.missions.get(m).goal for m in world.missions_of_trigger())
     assert goals == ["Prepare order 7 a", "Prepare order 7 b", "Prepare order 7 c"] and first
     assert [d for d, _ in world.decisions()].count("throttled") >= 2
+
+
+def test_the_flow_control_pages_memory_trigger_example_debounces_and_skips():
+    import tomllib
+
+    from missions.core.triggers.declared import Triggers
+    from tests.support.docs import fenced
+
+    blocks = fenced("docs/flow-control.md", "## Triggers: a key per event", "toml")
+    [trigger] = Triggers.model_validate(tomllib.loads(blocks[1])["triggers"]).memory
+    assert trigger.flow is not None and (trigger.flow.debounce_seconds, trigger.flow.singleton) == (60, "skip")
