@@ -16,8 +16,7 @@ from collections import Counter
 from datetime import datetime, timedelta
 from typing import Any
 
-from pydantic import ValidationError
-
+from capabilities.home_assistant.analysis import not_gathered, specialist
 from capabilities.home_assistant.automation import (
     automation_id_for,
     diff,
@@ -28,7 +27,6 @@ from capabilities.home_assistant.automation import (
 from capabilities.home_assistant.dashboards import dashboard_facts, dashboard_report
 from capabilities.home_assistant.librarian import HomeCatalog, candidates_for, catalog_summary
 from capabilities.home_assistant.models import (
-    AnalysisScript,
     ArchitectPlan,
     Architecture,
     Controlled,
@@ -144,40 +142,6 @@ def architect(ctx: Ctx, librarian: HomeCatalog | None) -> Architecture:
 # --------------------------------------------------------------------------- the team
 
 
-def _specialist(ctx: Ctx, name: Specialist, architect: Architecture, data: dict[str, Any], question: str) -> Findings:
-    """Write the analysis script for what was gathered, run it in the sandbox (once more with the error
-    if it fails), and keep the insights its RESULT holds."""
-    sandbox_ms, facts = 0.0, {"question": question, "specialist": name, "data_shape": _shape(data)}
-    error = None
-    for _ in range(2):
-        script = ctx.think(AnalysisScript, **facts, **({"previous_error": error} if error else {}))
-        ran = ctx.analyze(script.code, data, tier="standard")
-        sandbox_ms += ran.duration_ms
-        if ran.status == "ok":
-            try:
-                said: Any = ran.output
-                insights = [Insight.model_validate({**i, "specialist": name}) for i in said["insights"]]
-            except (KeyError, TypeError, ValidationError) as exc:
-                error = f"RESULT is not {{'insights': [...]}} as asked: {exc}"[:500]
-                continue
-            chart = None
-            if ran.chart_png is not None:
-                chart = ctx.save_artifact(f"charts/{name}", {"png_base64": ran.to_event()["chart_png"]}).name
-            return Findings(specialist=name, ran=True, insights=insights, sandbox_ms=sandbox_ms, chart=chart)
-        error = ran.error
-    ctx.report("analysis_failed", f"{name}: {error}")
-    return Findings(specialist=name, ran=True, error=error, sandbox_ms=sandbox_ms)
-
-
-def _shape(data: Any, depth: int = 0) -> Any:
-    """What the script's INPUT looks like, for the model writing it (keys and one example, not the data)."""
-    if isinstance(data, dict) and depth < 3:
-        return {k: _shape(v, depth + 1) for k, v in list(data.items())[:12]}
-    if isinstance(data, list):
-        return [_shape(data[0], depth + 1)] if data else []
-    return type(data).__name__ if depth >= 3 or isinstance(data, dict) else data
-
-
 def _chosen(architect: Architecture, review: Reviewed | None, name: Specialist) -> bool:
     if review is not None:  # a configuration review: the diagnostic and behavioral views of the automations
         return name in ("diagnostic", "behavioral")
@@ -197,7 +161,10 @@ def energy(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Findin
     carried = [e for e in energy_meters if e in architect.carried]  # a follow-up: the meters analysed before
     chosen = (carried or energy_meters)[:8] + [p for p in [power] if p]
     window = {"hours": architect.period_hours, **({"end": architect.period_end} if architect.period_end else {})}
-    found = _ok(ctx.tools.execute("ha.statistics", {"entity_ids": chosen, **window}))  # any period, not 10 days
+    gathered = ctx.tools.execute("ha.statistics", {"entity_ids": chosen, **window})  # any period, not 10 days
+    if gathered.status != "success":  # nothing to analyse: say what Home Assistant said, run no script
+        return not_gathered(ctx, "energy", "ha.statistics", gathered)
+    found = _ok(gathered)
     names = {e["entity_id"]: e for e in meters}
     data = {
         "start": found.get("start"),
@@ -211,7 +178,7 @@ def energy(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Findin
             for entity, series in found.get("series", {}).items()
         },
     }
-    return _specialist(ctx, "energy", architect, data, architect.request or ctx.goal)
+    return specialist(ctx, "energy", architect, data, architect.request or ctx.goal)
 
 
 @stage
@@ -252,7 +219,7 @@ def diagnostic(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Fi
         "error_lines": lines,
         "automations": automations,
     }
-    return _specialist(ctx, "diagnostic", architect, data, architect.request or ctx.goal)
+    return specialist(ctx, "diagnostic", architect, data, architect.request or ctx.goal)
 
 
 def _automation_targets(ctx: Ctx, home: dict[str, Any], review: Reviewed | None) -> list[dict[str, Any]]:
@@ -294,7 +261,10 @@ def behavioral(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Fi
         e["entity_id"] for e in home["entities"] if e["entity_id"].split(".")[0] in ("light", "button")
     ]
     window = {"hours": architect.period_hours, **({"end": architect.period_end} if architect.period_end else {})}
-    found = _ok(ctx.tools.execute("ha.history", {"entity_ids": focus[:12], **window}))
+    gathered = ctx.tools.execute("ha.history", {"entity_ids": focus[:12], **window})
+    if gathered.status != "success":
+        return not_gathered(ctx, "behavioral", "ha.history", gathered)
+    found = _ok(gathered)
     names = {e["entity_id"]: e["name"] for e in home["entities"]}
     data = {
         "start": found.get("start"),
@@ -302,7 +272,7 @@ def behavioral(ctx: Ctx, architect: Architecture, review: Reviewed | None) -> Fi
         "series": {e: {**s, "name": names.get(e)} for e, s in found.get("series", {}).items()},
         "automations": _automation_targets(ctx, home, review) if review is not None else [],
     }
-    return _specialist(ctx, "behavioral", architect, data, architect.request or ctx.goal)
+    return specialist(ctx, "behavioral", architect, data, architect.request or ctx.goal)
 
 
 # --------------------------------------------------------------------------- synthesis and review

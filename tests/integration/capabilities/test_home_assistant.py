@@ -204,3 +204,27 @@ def test_a_chart_a_script_draws_is_kept_as_an_artifact_of_the_mission():
     assert envelope.outputs["energy"]["chart"] == "charts/energy_v1"  # its first version
     chart = driver.stores.artifacts.get(envelope.mission_id, "charts/energy").content
     assert chart["png_base64"].startswith("iVBORw0KGgo")  # a PNG, as the script wrote it
+
+
+def test_statistics_that_do_not_come_fail_the_energy_analysis_with_has_reason_not_a_scripts(
+    fake: Any, monkeypatch: pytest.MonkeyPatch
+):
+    # Given a home whose long-term statistics time out (the rest of its API answers)
+    from capabilities.home_assistant.ha.port import HAUnreachable
+    from capabilities.home_assistant.ha.rest import RestHomeAssistant
+
+    def timed_out(*args: Any, **kwargs: Any) -> Any:
+        raise HAUnreachable("Home Assistant at the fake is unreachable: no answer within 0.4 s")
+
+    monkeypatch.setattr(RestHomeAssistant, "statistics", timed_out)
+    # When an energy analysis runs
+    driver = DirectDriver(CAPABILITY)
+    envelope = driver.run("Analyze my energy usage this week", user_id="u-stats")
+    # Then the energy specialist ran no script on missing data, and says what Home Assistant said
+    findings = envelope.outputs["energy"]
+    assert findings["ran"] and findings["insights"] == []
+    assert (
+        findings["error"].startswith("ha.statistics gave nothing to analyse")
+        and "no answer within" in findings["error"]
+    )
+    assert findings["sandbox_ms"] == 0.0
