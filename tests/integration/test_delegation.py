@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from missions.core.capability.registry import Ctx, stage
-from missions.core.errors import ConflictError, DelegationFailed
+from missions.core.errors import ConflictError, DelegationFailed, NotFound
 from missions.core.mission.envelope import InterruptKind, InterruptResponse
 from missions.core.mission.requests import MissionRequest
 from missions.local.emulation import LocalCloud
@@ -93,10 +93,15 @@ def start(cloud: LocalCloud, capability: str, goal: str, user: str, **context: o
 
 
 def ended(cloud: LocalCloud, mission_id: str, statuses: tuple[str, ...] = ("completed", "failed", "cancelled")):
+    """The mission once it reached one of `statuses`. A sub-mission is linked to its parent a moment before the
+    launcher records it, so a child read from its parent's `children` may not exist yet: that is "not yet"."""
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
-        record = cloud.runtime.missions.get(mission_id)
-        if record.status in statuses:
+        try:
+            record = cloud.runtime.missions.get(mission_id)
+        except NotFound:
+            record = None
+        if record is not None and record.status in statuses:
             return record
         time.sleep(0.05)
     raise TimeoutError(f"{mission_id} is still {cloud.runtime.missions.get(mission_id).status}")
