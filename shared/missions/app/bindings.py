@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from missions.ports.sandbox import Sandbox
     from missions.ports.secrets import SecretReader
     from missions.ports.webhooks import DeliveryStore, WebhookSources
+    from missions.service.mcp_tools import McpTools
 
 
 class Bindings:
@@ -249,6 +250,17 @@ class Bindings:
 
             self._secrets = PowertoolsSecrets()
         return self._secrets
+
+    @cached_property
+    def mcp_tools(self) -> McpTools:
+        """Capabilities' MCP servers (missions.service.mcp_tools): one live session per server, opened on the
+        first call; stdio servers only where the settings allow them (the dev server, tests)."""
+        from missions.adapters.mcp_client import McpSessions
+        from missions.service.mcp_tools import McpTools
+
+        return McpTools(
+            McpSessions(), secrets=lambda name: self.secrets.read(name), allow_stdio=self.settings.mcp_stdio
+        )
 
     @cached_property
     def sandbox(self) -> Sandbox:

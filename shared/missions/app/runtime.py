@@ -383,6 +383,7 @@ class Runtime(Bindings):
                 on_timings=self._on_timings,
                 workspaces=self.workspaces if capability.repository != "none" else None,
                 secrets=lambda name: self.secrets.read(name),  # the reader (its client) made on first use
+                mcp=self.mcp_tools if capability.mcp_servers else None,  # sessions opened on a tool's first call
                 memory=(lambda: self.memory) if self.settings.memory_table else None,
                 sandbox=lambda: self.sandbox,
                 conversations=self._conversation_service if self.settings.conversations_table else None,

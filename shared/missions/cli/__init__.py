@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from ._console import err
 from ._wiring import Wiring
-from .commands import agents, budget, capabilities, chat, dev, login, me, missions, new, repos, run, schedules
+from .commands import agents, budget, capabilities, chat, dev, login, me, missions, new, repos, run, schedules, tools
 
 __all__ = ["Wiring", "app", "main"]
 
@@ -39,6 +39,7 @@ app.add_typer(budget.app)
 app.add_typer(schedules.app, name="schedules")
 app.add_typer(agents.app, name="agents")
 app.add_typer(new.app, name="new")
+app.add_typer(tools.app, name="tools")
 
 
 @app.callback()

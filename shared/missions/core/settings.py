@@ -79,6 +79,9 @@ class RuntimeSettings(BaseModel):
     snapshot_bucket: str | None = None  # repository snapshots and uploads
     # dev and tests only: git imports from file URLs under repo_roots and from loopback hosts
     local_git_sources: bool = False
+    # dev and tests only: capabilities' MCP servers declared as a command run as child processes (stdio); in
+    # Lambda they are refused with that reason (missions.service.mcp_tools)
+    mcp_stdio: bool = False
     operators: list[str] = Field(default_factory=list, max_length=100)  # users who may share repositories
     event_bus: str | None = None
     notifications_topic: str | None = None  # SNS topic ARN of the email notices users opt in to

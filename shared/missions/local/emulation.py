@@ -158,7 +158,12 @@ class LocalCloud:
         self.sns = boto3.client("sns", region_name=REGION)
         self.scheduler = boto3.client("scheduler", region_name=REGION)
         # as `missions dev` defaults: the directory it started in is a root, and git imports may come from it
-        overrides = {"repo_roots": [os.getcwd()], "local_git_sources": True, **self._settings_overrides}
+        overrides = {
+            "repo_roots": [os.getcwd()],
+            "local_git_sources": True,
+            "mcp_stdio": True,  # capabilities' MCP servers run as child processes here, as on the dev server
+            **self._settings_overrides,
+        }
         if "workspace_dir" not in overrides:  # snapshots unpacked by this emulation's stages, removed with it
             self._workspace = tempfile.mkdtemp(prefix="missions-workspace-")
             overrides["workspace_dir"] = self._workspace

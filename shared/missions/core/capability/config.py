@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from missions.core.capability.mcp import McpServerConfig
 from missions.core.mission.requests import MultitaskStrategy
 from missions.core.pipeline.config import NAME_PATTERN, PipelineConfig
 from missions.core.triggers.declared import Triggers
@@ -41,6 +42,8 @@ class CapabilityConfig(BaseModel):
     example_goal: str = ""
     tools: list[str] = Field(default_factory=list)  # tool ids the stages use; each must be in the catalog
     auto_approve_tools: list[str] = Field(default_factory=list)
+    # MCP servers whose allow-listed tools the stages may use, as `<server>__<tool>` (missions.core.capability.mcp)
+    mcp_servers: list[McpServerConfig] = Field(default_factory=list, max_length=20)
     # whether missions read a code repository: the runtime resolves and checks it (never the capability),
     # and the stack gives the stages that use tools read access to snapshots and room to unpack them
     repository: Literal["none", "optional", "required"] = "none"
@@ -73,6 +76,10 @@ class CapabilityConfig(BaseModel):
     @model_validator(mode="after")
     def _references_exist(self) -> CapabilityConfig:
         stages = {agent.name: agent for agent in self.pipeline.agents}
+        servers = [server.name for server in self.mcp_servers]
+        if len(set(servers)) != len(servers):
+            raise ValueError(f"mcp_servers: a server is named twice ({', '.join(servers)})")
+        known = set(self.tools) | {tool for server in self.mcp_servers for tool in server.tool_ids()}
         for stage in self.prompts:
             if stage not in stages:
                 raise ValueError(f"prompts.{stage}: no such stage (stages: {', '.join(stages)})")
@@ -80,14 +87,16 @@ class CapabilityConfig(BaseModel):
                 raise ValueError(f"prompts.{stage}: the stage has no LLM (set has_llm = true)")
         for agent in self.pipeline.agents:
             for tool in agent.allowed_tools or []:
-                if tool not in self.tools:
-                    raise ValueError(f"pipeline.agents.{agent.name}.allowed_tools: '{tool}' is not in tools")
+                if tool not in known:
+                    raise ValueError(
+                        f"pipeline.agents.{agent.name}.allowed_tools: '{tool}' is not in tools or an MCP server's tools"
+                    )
         for stage in self.offline:
             if stage not in stages:
                 raise ValueError(f"offline.{stage}: no such stage (stages: {', '.join(stages)})")
         for tool in self.auto_approve_tools:
-            if tool not in self.tools:
-                raise ValueError(f"auto_approve_tools: '{tool}' is not in tools")
+            if tool not in known:
+                raise ValueError(f"auto_approve_tools: '{tool}' is not in tools or an MCP server's tools")
         return self
 
 

@@ -21,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from missions.core.capability.config import CONFIG_FILE, CapabilityConfig, CapabilityConfigError, load_config
+from missions.core.capability.mcp import McpLock, McpServerConfig, load_lock, mcp_tools
 from missions.core.capability.offline import SchemaAnswers
 from missions.core.capability.stages import Ctx as Ctx  # re-exported: a capability imports what it needs from here
 from missions.core.capability.stages import InterruptRequested as InterruptRequested  # re-exported for hooks
@@ -113,6 +114,9 @@ class Capability:
     repository: str = "none"  # none | optional | required (capability.toml): see missions.repositories
     # what a second request of an active conversation or key does (capability.toml `multitask_strategy`)
     multitask_strategy: MultitaskStrategy = MultitaskStrategy.ENQUEUE
+    # the MCP servers its tools come from (capability.toml `mcp_servers`); their tools are in `catalog`
+    mcp_servers: tuple[McpServerConfig, ...] = ()
+    folder: Path | None = None  # where its capability.toml is (None: built in code)
 
     def __post_init__(self) -> None:
         names = set(self.pipeline.stage_names())
@@ -142,9 +146,18 @@ class Capability:
         catalog: ToolCatalog | None = None,
         prepare_context: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         source: str = "",
+        lock: McpLock | None = None,
+        folder: Path | None = None,
     ) -> Capability:
-        """The capability of a capability.toml plus its package's code; errors name `source`."""
+        """The capability of a capability.toml plus its package's code; errors name `source`. Its MCP servers'
+        tools join the package's catalog in a catalog of its own (the package's is shared by its modules)."""
         catalog = catalog or ToolCatalog()
+        if config.mcp_servers:
+            served = mcp_tools(config.name, config.mcp_servers, lock or McpLock())
+            clash = sorted(set(served) & set(catalog.tools))
+            if clash:
+                raise CapabilityConfigError(f"{source}: mcp_servers: tools {clash} are also in the package's CATALOG")
+            catalog = ToolCatalog({**catalog.tools, **served})
         missing = [tool for tool in config.tools if catalog.get(tool) is None]
         if missing:
             raise CapabilityConfigError(f"{source}: tools: {missing} are not in the package's CATALOG")
@@ -167,6 +180,8 @@ class Capability:
                 default_context=dict(config.defaults.context),
                 repository=config.repository,
                 multitask_strategy=config.multitask_strategy,
+                mcp_servers=tuple(config.mcp_servers),
+                folder=folder,
             )
         except StageDefinitionError as exc:
             raise CapabilityConfigError(f"{source}: {exc}") from None
@@ -304,8 +319,10 @@ def _from_module(module: ModuleType, name: str) -> Capability:
                 catalog=getattr(module, "CATALOG", None),
                 prepare_context=getattr(module, "prepare_context", None),
                 source=str(config_path),
+                lock=load_lock(config_path.parent) if config.mcp_servers else None,
+                folder=config_path.parent,
             )
-        except StageSignatureError as exc:
+        except (StageSignatureError, ValueError) as exc:
             raise CapabilityConfigError(str(exc)) from None
     if not isinstance(capability, Capability):
         raise UnknownCapability(f"{module.__name__} ({name}) defines neither CAPABILITY nor {CONFIG_FILE} + stages")

@@ -23,13 +23,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
 from missions.core.mission.envelope import Citation, Model
 from missions.core.pipeline.config import AgentConfig, ToolAccess
 from missions.core.roots import AllowedRoots
+
+if TYPE_CHECKING:
+    from missions.core.capability.mcp import McpGateway
 
 
 class RiskLevel(StrEnum):
@@ -96,6 +99,11 @@ class ToolEnv:
     mission_id: str
     user_id: str
     secret: Callable[[str], str]  # a secret's value by its name, from the runtime's secret store
+    mcp: McpGateway | None = None  # how an MCP server's tool is called (missions.core.capability.mcp)
+
+
+class InvalidParameters(ValueError):
+    """A call's parameters do not fit its tool; the message says which and why."""
 
 
 def _no_secrets(name: str) -> str:
@@ -117,6 +125,29 @@ class ToolSpec:
     # what a call would change, shown with its approval question (e.g. a diff); from the parameters alone
     preview: Callable[[Any], dict[str, Any]] | None = None
     wants_env: bool = False  # the function takes `env: ToolEnv`
+    # a JSON schema checks the parameters instead of `parameters` (an MCP server's tool); the function gets
+    # the parameters as a dict
+    input_schema: dict[str, Any] | None = None
+    source: str | None = None  # where the tool lives when not in the capability's code ("mcp:<server>")
+
+    def validate(self, params: dict[str, Any]) -> Any:
+        """The parameters as the function takes them, or InvalidParameters saying what is wrong."""
+        if self.input_schema is not None:
+            import jsonschema  # here: a stage whose tools are all in code does not pay for its import
+
+            validator = jsonschema.Draft202012Validator(self.input_schema)
+            errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
+            if errors:
+                raise InvalidParameters(
+                    "; ".join(f"{'.'.join(map(str, e.absolute_path)) or '(arguments)'}: {e.message}" for e in errors)
+                )
+            return dict(params)
+        try:
+            return self.parameters.model_validate(params)
+        except ValidationError as exc:
+            raise InvalidParameters(
+                "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            ) from None
 
     @property
     def once_per_stage(self) -> bool:
@@ -129,7 +160,8 @@ class ToolSpec:
             "description": self.description,
             "category": self.category.value,
             "risk": self.risk.value,
-            "parameters": self.parameters.model_json_schema(),
+            "parameters": self.input_schema if self.input_schema is not None else self.parameters.model_json_schema(),
+            **({"source": self.source} if self.source else {}),
         }
 
 
@@ -277,10 +309,9 @@ class ToolExecutor:
             )
             return self._finish(tool_id, params, ToolResult.fail(message, "denied"), 0, 0.0)
         try:
-            validated = spec.parameters.model_validate(params)
-        except ValidationError as exc:
-            errors = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            return self._finish(tool_id, params, ToolResult.fail(f"invalid parameters: {errors}"), 0, 0.0)
+            validated = spec.validate(params)
+        except InvalidParameters as exc:
+            return self._finish(tool_id, params, ToolResult.fail(f"invalid parameters: {exc}"), 0, 0.0)
 
         refused = self._outside_roots(spec, validated)
         if refused:
@@ -322,11 +353,11 @@ class ToolExecutor:
             self.journal.record(key, call)
         return self._finish(tool_id, params, result, attempts, ms)
 
-    def _outside_roots(self, spec: ToolSpec, params: BaseModel) -> str | None:
+    def _outside_roots(self, spec: ToolSpec, params: Any) -> str | None:
         """Defence in depth: a directory parameter must resolve inside an allowed root, at every call."""
         if spec.root_param is None or self.roots is None:
             return None
-        value = getattr(params, spec.root_param)
+        value = params.get(spec.root_param) if isinstance(params, dict) else getattr(params, spec.root_param)
         try:
             self.roots.resolve(value, what=spec.root_param)
         except ValueError as exc:
@@ -339,7 +370,7 @@ class ToolExecutor:
         a call replayed after a crash is counted once, one replayed after a question was counted then)."""
         return sum(1 for call in self.calls if call.attempts > 0) - self._carried
 
-    def _run_with_retries(self, spec: ToolSpec, params: BaseModel) -> tuple[ToolResult, int]:
+    def _run_with_retries(self, spec: ToolSpec, params: Any) -> tuple[ToolResult, int]:
         attempts = 0
         while True:
             attempts += 1
@@ -359,7 +390,7 @@ class ToolExecutor:
             except Exception as exc:  # a tool bug must not kill the stage; it is reported
                 return ToolResult.fail(f"{type(exc).__name__}: {exc}"), attempts
 
-    def _run_once(self, spec: ToolSpec, params: BaseModel) -> ToolResult:
+    def _run_once(self, spec: ToolSpec, params: Any) -> ToolResult:
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         call = (
             functools.partial(spec.func, params, env=self.env)

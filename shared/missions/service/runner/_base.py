@@ -26,6 +26,7 @@ from missions.ports.sandbox import Sandbox
 from missions.service.flow.budgets import Budgets
 
 if TYPE_CHECKING:
+    from missions.core.capability.mcp import McpGateway
     from missions.service.conversations import ConversationService
 
 MODES = ("run", "join", "branch", "item", "finalize")
@@ -72,6 +73,7 @@ class StageServices:
     artifacts: ArtifactStore | None = None  # versioned documents stages write for the user
     workspaces: Workspaces | None = None  # repositories stages read (capabilities with `repository`)
     secrets: Callable[[str], str] | None = None  # secrets by name, for tools that connect to a service
+    mcp: McpGateway | None = None  # how the capability's MCP tools reach their servers (missions.service.mcp_tools)
     memory: Callable[[], LongTermMemory] | None = None  # the users' long-term memory, made when a stage remembers
     sandbox: Callable[[], Sandbox] | None = None  # where analysis scripts run, made when a stage runs one
     # where a mission that is a turn of a conversation folds its result, made when such a mission ends

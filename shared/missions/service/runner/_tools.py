@@ -64,6 +64,7 @@ class StageTools:
                 params=preview(shown),
                 risk=risk,
                 call_id=call_id(tool_id, params),  # what an approval names (missions.core.evaluation)
+                **({"source": spec.source} if spec is not None and spec.source else {}),  # e.g. "mcp:git"
             )
 
         def completed(record: ToolCallRecord) -> None:
@@ -91,7 +92,7 @@ class StageTools:
             roots=services.workspaces.roots if services.workspaces is not None else AllowedRoots(),
             journal=StageToolJournal(services.checkpoints, envelope.mission_id, ctx.write_token),
             replay=dict(replay or {}),
-            env=ToolEnv(envelope.mission_id, envelope.user_id, services.secrets or _no_secret_store),
+            env=ToolEnv(envelope.mission_id, envelope.user_id, services.secrets or _no_secret_store, services.mcp),
         )
 
 
