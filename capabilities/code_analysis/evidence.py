@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
+from capabilities.code_analysis.history import change_line
 from capabilities.code_analysis.models import ToolRun
 from missions.core.capability.registry import EvidenceChainViolation
 from missions.core.mission.envelope import Citation
@@ -19,8 +20,8 @@ CITATION = re.compile(r"^\[?(?P<file>[^\s\[\]:]+):(?P<line>\d+)\]?$")
 EVIDENCE_CHARS = 12_000  # of evidence lines the model is shown (whole lines)
 # what a section of the digest holds: definitions; grep matches; lines read; call sites of a name (each
 # with the function making the call); references (calls, imports, mentions); the calls inside a function;
-# a call path's hops; a file's imports or dependents
-KINDS = ("definitions", "matches", "code_read", "calls", "references", "callees", "path", "imports")
+# a call path's hops; a file's imports or dependents; the commit that last changed a line (history)
+KINDS = ("definitions", "matches", "code_read", "calls", "references", "callees", "path", "imports", "changes")
 LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<text>.*)$", re.DOTALL)
 DEFINITION = re.compile(r"^(?P<kind>\w+) (?P<qualname>[\w.]+): (?P<signature>.*)$", re.DOTALL)
 DOC = "  # "  # between a definition's signature and its docstring's first line, as a comment would be
@@ -84,6 +85,7 @@ def _found(run: ToolRun) -> list[tuple[str, list[str]]]:
         ("callees", [_call(c) for f in functions for c in f.get("calls", [])]),
         ("path", [_call(c) for c in data.get("path", [])]),
         ("imports", [_import(i) for i in [*data.get("imports", []), *data.get("dependents", [])]]),
+        ("changes", [change_line(c) for c in data.get("changes", [])]),
     ]
     return [(kind, lines) for kind, lines in found if lines]
 

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from capabilities.code_analysis.evidence import DEFINED, Line, read_call, read_definition, read_digest
+from capabilities.code_analysis.history import CHANGE
 from capabilities.code_analysis.models import (
     CriticOutput,
     Finding,
@@ -34,6 +35,7 @@ INTENT_TYPES: dict[str, IntentType] = {
     "event": "locate",
     "path": "trace",
     "explain": "explain",
+    "history": "explain",
     "search": "explain",
 }
 
@@ -207,6 +209,8 @@ def _answer(asked: Question, lines: list[Line]) -> list[Finding]:
         calls.sort(key=lambda line: (-sum(t in line.text.lower() for t in terms), DEFINED not in line.text))
         found = [_definition_finding(line) for line in [*definitions[:1], *about[:3]]]
         found += [_call_finding(line) for line in calls][: MAX_FINDINGS - len(found)]
+    elif asked.kind == "history":
+        found = [finding for line in lines if line.kind == "changes" for finding in [_change_finding(line)] if finding]
     elif asked.kind == "path":
         hops = [_call_finding(line) for line in lines if line.kind == "path"]
         if hops:
@@ -215,6 +219,19 @@ def _answer(asked: Question, lines: list[Line]) -> list[Finding]:
             ]
             found = source[:1] + hops
     return _unique(found)[:MAX_FINDINGS]
+
+
+def _change_finding(line: Line) -> Finding | None:
+    """A line's last change, as the commit tells it: when, by whom, why, and what the line was before."""
+    said = CHANGE.match(line.text)
+    if said is None:
+        return None
+    before = f" (before: `{said['before'][:150]}`)" if said["before"] else " (the line was added then)"
+    claim = (
+        f"`{said['text'][:150]}` at {line.file}:{line.line} last changed in commit {said['commit']} on "
+        f'{said["date"]} by {said["author"]}: "{said["why"][:300]}"{before}'
+    )
+    return Finding(claim=claim[:1000], citations=[f"{line.file}:{line.line}"])
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:

@@ -11,8 +11,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-QuestionKind = Literal["definition", "callers", "explain", "path", "setting", "event", "search"]
-KINDS: tuple[QuestionKind, ...] = ("definition", "callers", "explain", "path", "setting", "event", "search")
+QuestionKind = Literal["definition", "callers", "explain", "path", "setting", "event", "history", "search"]
+KINDS: tuple[QuestionKind, ...] = (
+    "definition",
+    "callers",
+    "explain",
+    "path",
+    "setting",
+    "event",
+    "history",
+    "search",
+)
 
 # question words, grammar and the vocabulary of asking: never search terms
 STOPWORDS = frozenset(
@@ -67,6 +76,16 @@ _DEFINITION = re.compile(
     r"\b(?:defined|declared|implemented|lives?|located)\b|"
     r"^(?:where(?:'s| is| are) (?:the )?\S+|find (?:the )?\S+)\s*\??$|^which file (?:has|holds|defines)\b",
     re.IGNORECASE,
+)
+# when and why code changed: answered from the repository's history (capabilities.code_analysis.history)
+_HISTORY = re.compile(
+    r"\b(?:when|why|who)\b[^?]*\b(?:chang(?:e|ed|es)|added|introduced|modified|removed|rewr(?:ote|itten)|wr(?:ote|itten))\b|"
+    r"\bhistory of\b|\bwhich commits?\b|\bgit (?:log|history|blame)\b|\bblame\b",
+    re.IGNORECASE,
+)
+HISTORY_WORDS = frozenset(
+    "chang added introduc modifi modified remov removed rewrote rewritten wrote written".split()
+    + "history commit blame last".split()
 )
 _EXPLAIN = re.compile(r"\b(?:what does|what is|how does|how do|explain|describe|what happens)\b", re.IGNORECASE)
 
@@ -123,6 +142,8 @@ def classify(goal: str) -> Question:
         if all(re.fullmatch(r"[A-Za-z_][\w.]*", e) and e.lower() not in STOPWORDS for e in ends):
             return Question("path", ends, terms)
     kind: QuestionKind
+    if _HISTORY.search(text):
+        return Question("history", subjects, list(dict.fromkeys(t for t in terms if t not in HISTORY_WORDS)))
     if _CALLERS.search(text) and subjects:
         kind = "callers"
     elif _EVENT.search(text):

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
-from capabilities.code_analysis import evidence
+from capabilities.code_analysis import evidence, history
 from capabilities.code_analysis.models import (
     Answer,
     CriticOutput,
@@ -137,8 +138,9 @@ def traverser(ctx: Ctx, planner: Plan) -> Traversal:
     runs: list[ToolRun] = []
 
     def run(tool: str, params: dict[str, Any], why: str) -> None:
-        params = {k: v for k, v in params.items() if k != "repo"}  # the runtime's root, never the model's
-        result: ToolResult = ctx.tools.execute(tool, {**params, "repo": repo})
+        root = "repo_path" if tool.startswith(GIT) else "repo"  # the git MCP server names its root so
+        params = {k: v for k, v in params.items() if k not in ("repo", "repo_path")}  # the runtime's, never the model's
+        result: ToolResult = ctx.tools.execute(tool, {**params, root: repo})
         runs.append(
             ToolRun(
                 tool=tool,
@@ -154,9 +156,11 @@ def traverser(ctx: Ctx, planner: Plan) -> Traversal:
     for step in planner.steps:
         run(step.tool, dict(step.params), step.why)
     asked = classify(planner.goal)
-    if asked.kind in ("search", "setting", "event"):  # the index's kinds answer from call sites, not from lines read
+    if asked.kind in ("search", "setting", "event", "history"):  # the index's kinds answer from call sites
         for follow in _follow_ups(runs):
             run("code.read_lines", follow, "read the code around what the search found")
+    if asked.kind == "history":
+        _walk_history(repo, runs, run)
     return Traversal(
         goal=planner.goal,
         results=runs,
@@ -164,6 +168,40 @@ def traverser(ctx: Ctx, planner: Plan) -> Traversal:
         failed=sum(1 for r in runs if r.status != "success"),
         term_searches=_search_unfound(repo, [*asked.subjects, *asked.terms], runs),
     )
+
+
+GIT = "git__"  # the git MCP server's tools (capability.toml `mcp_servers`)
+MAX_LOCATED = 60  # lines whose history one goal looks up
+
+
+def _walk_history(repo: str, runs: list[ToolRun], run: Callable[[str, dict[str, Any], str], None]) -> None:
+    """The commit that last changed each line the searches located: the log, newest first, then each commit
+    shown until every line is attributed (capabilities.code_analysis.history). What a commit changed of the
+    located lines is kept with that commit's call, as the evidence of it."""
+    pending: dict[tuple[str, int], str] = {}
+    for done in runs:
+        data = done.data or {}
+        if done.status != "success":
+            continue
+        read = [(data.get("file"), line["line"], line["text"]) for line in data.get("lines", [])]
+        for file, number, text in [*read, *((m["file"], m["line"], m["text"]) for m in data.get("matches", []))]:
+            if isinstance(file, str) and len(text.strip()) > 3 and len(pending) < MAX_LOCATED:
+                pending.setdefault((file, int(number)), text)
+    if not pending:
+        return
+    run(f"{GIT}git_log", {"max_count": history.MAX_COMMITS}, "list the repository's commits, newest first")
+    log = runs[-1]
+    if log.status != "success":
+        return
+    for sha in history.commits_in_log(str((log.data or {}).get("text", "")))[: history.MAX_SHOWS]:
+        if not pending:
+            break
+        run(f"{GIT}git_show", {"revision": sha}, f"read commit {sha[:12]}: which of the located lines it changed")
+        shown = runs[-1]
+        commit = history.parse_show(str((shown.data or {}).get("text", ""))) if shown.status == "success" else None
+        changes = history.attribute(commit, pending) if commit is not None else []
+        if changes:
+            runs[-1] = shown.model_copy(update={"data": {**(shown.data or {}), "changes": changes}})
 
 
 def _search_unfound(repo: str, terms: list[str], runs: list[ToolRun]) -> list[TermSearch]:

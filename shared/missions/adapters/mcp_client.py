@@ -205,7 +205,7 @@ class McpSessions:
         if server.transport == "stdio":
             program = sys.executable if server.command[0] == PYTHON else server.command[0]
             params = StdioServerParameters(command=program, args=list(server.command[1:]))
-            async with stdio_client(params, errlog=self._errlog or sys.stderr) as (read, write):
+            async with stdio_client(params, errlog=_with_fileno(self._errlog or sys.stderr)) as (read, write):
                 yield read, write
             return
         assert server.url is not None  # the config requires it for http
@@ -235,6 +235,16 @@ class McpSessions:
                 self._loop, self._thread = loop, thread
                 atexit.register(self.close)
             return self._loop
+
+
+def _with_fileno(stream: TextIO) -> TextIO:
+    """A child's stderr must be a real file: a captured stream (a test runner's, a CLI runner's) is not, so
+    the server's stderr goes to this process's original one."""
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return sys.__stderr__ or stream
+    return stream
 
 
 def _reason(exc: BaseException) -> str:

@@ -29,6 +29,7 @@ class RepositorySnapshot(Model):
     files: int = 0
     total_bytes: int = 0
     archive_bytes: int = 0
+    history: bool = False  # git imports: its history is kept beside it (missions.service.repositories.history)
     imported_at: str = Field(default_factory=utcnow)
 
 

@@ -8,14 +8,20 @@ import pytest
 from dulwich import porcelain
 
 from missions.adapters.memory.repositories import MemoryRepositoryStore, MemorySnapshotStore
+from missions.core.capability.mcp import mcp_tools
+from missions.core.capability.tools import ToolCatalog, ToolEnv, ToolExecutor
 from missions.core.errors import DependencyUnavailable, NotFound, RepositoryConflict, RepositoryRequestError
 from missions.core.mission.refs import SHARED_OWNER, RepositoryRef
+from missions.core.pipeline.config import AgentConfig, ToolAccess
 from missions.core.roots import AllowedRoots
 from missions.service.repositories.archive import extract_snapshot
 from missions.service.repositories.resolver import RepositoryRefused, UserRepositories
 from missions.service.repositories.service import RepositoryService, UrlPolicy
 from missions.service.repositories.workspace import RepositoryWorkspaces, WorkspaceRefused
 from tests.support.archives import tar_gz_bytes as tar_gz
+from tests.support.mcp_servers import REAL_GIT, gateway, git_server
+
+READER = AgentConfig(name="traverser", has_tools=True, tool_access=ToolAccess.READ)
 
 PUBLIC = {"github.com": ["140.82.121.4"], "evil.example": ["169.254.169.254"], "intranet.example": ["10.0.0.7"]}
 
@@ -104,14 +110,15 @@ def test_a_git_repository_is_registered_imported_and_read_by_its_owner_only(serv
     assert service.imports.requests == [(record.repository_id, None)]
     # When the import function runs
     imported = service.run_import(record.repository_id, None, tmp_path)
-    # Then one snapshot, under ada's prefix, named by its content hash
+    # Then one snapshot, under ada's prefix, named by its content hash, and its history beside it
     assert imported.status == "ready" and len(imported.snapshots) == 1
     snapshot = imported.snapshots[0]
-    assert len(snapshot.commit or "") == 40 and snapshot.files == 1
+    assert len(snapshot.commit or "") == 40 and snapshot.files == 1 and snapshot.history
     keys = list(service.snapshots.objects)
-    assert keys == [
-        RepositoryRef(kind="snapshot", name="s", id=record.repository_id, owner="ada", snapshot=snapshot.sha256).key
-    ]
+    ref = RepositoryRef(
+        kind="snapshot", name="s", id=record.repository_id, owner="ada", snapshot=snapshot.sha256, history=True
+    )
+    assert sorted(keys) == sorted([ref.key, ref.history_key])
     # And a mission of ada's resolves it; bob's cannot tell it exists
     resolver = UserRepositories(AllowedRoots(), service.store)
     context = resolver.resolve({"repository": record.repository_id}, "ada", required=True)
@@ -207,6 +214,7 @@ def test_an_uploaded_archive_becomes_a_snapshot(service, tmp_path: Path):
     service.request_import("ada", record.repository_id)
     imported = service.run_import(record.repository_id, None, tmp_path)
     assert imported.status == "ready" and imported.snapshots[0].files == 1
+    assert not imported.snapshots[0].history  # an archive has no git history to keep
 
 
 @pytest.mark.parametrize(
@@ -257,3 +265,37 @@ def test_a_snapshot_is_unpacked_once_per_container_and_read_only_by_its_user(ser
     )
     with pytest.raises(NotFound):
         cold.root_for(ref, "ada")
+
+
+def test_a_git_import_keeps_its_history_beside_the_snapshot_for_a_git_mcp_server(
+    service, git_repo: Path, tmp_path: Path
+):
+    # Given a repository whose file changed in a second commit, imported from git
+    (git_repo / "tax.py").write_text("def compute_tax(amount):\n    return amount * 0.25\n")
+    author = b"Bea <bea@example.com>"
+    porcelain.add(str(git_repo), [str(git_repo / "tax.py")])
+    porcelain.commit(str(git_repo), message=b"raise the tax rate: the 2026 budget", author=author, committer=author)
+    record, _ = service.register("ada", url=f"file://{git_repo}")
+    snapshot = service.run_import(record.repository_id, None, tmp_path).snapshots[0]
+    ref = UserRepositories(AllowedRoots(), service.store).resolve(
+        {"repository": record.repository_id}, "ada", required=True
+    )
+    assert ref["repository"]["history"] is True
+    # When a stage's container materializes it
+    workspaces = RepositoryWorkspaces(
+        AllowedRoots(), tmp_path / "cache", snapshots=service.snapshots, extract=extract_snapshot
+    )
+    root = workspaces.root_for(RepositoryRef.model_validate(ref["repository"]), "ada")
+    # Then the tree is the snapshot's, the code tools' view unchanged, with its history as `.git`
+    assert (root / "tax.py").read_text().endswith("0.25\n") and (root / ".git" / "HEAD").is_file()
+    # and the real git MCP server reads the history: who changed the line, when and why
+    with gateway() as mcp:
+        server = git_server(REAL_GIT, {"git_log": "read", "git_show": "read"})
+        tools = ToolCatalog(mcp_tools("code_analysis", [server], mcp.lock([server])))
+        run = ToolExecutor(catalog=tools, agent=READER, roots=workspaces.roots, env=ToolEnv("m", "u", str, mcp))
+        log = run.execute("git__git_log", {"repo_path": str(root)})
+        show = run.execute("git__git_show", {"repo_path": str(root), "revision": snapshot.commit})
+    assert log.status == "success" and show.status == "success", (log.error, show.error)
+    assert log.data["text"].index("raise the tax rate") < log.data["text"].index("first")
+    assert "-    return amount * 0.2\n+    return amount * 0.25" in show.data["text"]
+    assert "Author: Bea <bea@example.com>" in show.data["text"]

@@ -237,11 +237,16 @@ class Envelope(Model):
         return value if isinstance(value, dict) else {}
 
     def add_citations(self, citations: list[Citation]) -> None:
-        seen = {(c.file, c.line) for c in self.citations}
+        """One citation per first line; a later read of more lines from it widens that one (a definition's
+        line, then its body read from there, leaves the body citable)."""
+        seen = {(c.file, c.line): index for index, c in enumerate(self.citations)}
         for citation in citations:
-            if (citation.file, citation.line) not in seen:
-                seen.add((citation.file, citation.line))
+            index = seen.get((citation.file, citation.line))
+            if index is None:
+                seen[(citation.file, citation.line)] = len(self.citations)
                 self.citations.append(citation)
+            elif (citation.end_line or citation.line) > (self.citations[index].end_line or citation.line):
+                self.citations[index] = citation
 
     def record_error(self, stage: str, kind: str, message: str) -> None:
         """The one way an error enters the envelope: credentials are removed first (they are shown over the API)."""

@@ -34,6 +34,7 @@ class RepositoryRef(Model):
     snapshot: str | None = None  # snapshot: sha256 of the immutable archive
     commit: str | None = None
     ref: str | None = None
+    history: bool | None = None  # snapshot: True when its git history is kept beside it, unpacked as `.git`
 
     @property
     def key(self) -> str:
@@ -41,6 +42,13 @@ class RepositoryRef(Model):
         if self.kind != "snapshot" or not (self.owner and self.id and self.snapshot):
             raise ValueError("only a snapshot reference has a key")
         return snapshot_key(self.owner, self.id, self.snapshot)
+
+    @property
+    def history_key(self) -> str:
+        """Where the snapshot's git history lives (when `history`), beside it."""
+        if self.kind != "snapshot" or not (self.owner and self.id and self.snapshot and self.history):
+            raise ValueError("only a snapshot reference with a history has a history key")
+        return history_key(self.owner, self.id, self.snapshot)
 
 
 def owner_segment(owner: str) -> str:
@@ -52,6 +60,10 @@ def owner_segment(owner: str) -> str:
 
 def snapshot_key(owner: str, repository_id: str, sha256: str) -> str:
     return f"{SNAPSHOT_PREFIX}{owner_segment(owner)}/{repository_id}/{sha256}.tar.gz"
+
+
+def history_key(owner: str, repository_id: str, sha256: str) -> str:
+    return f"{SNAPSHOT_PREFIX}{owner_segment(owner)}/{repository_id}/{sha256}.history.tar.gz"
 
 
 def upload_key(owner: str, repository_id: str, fmt: str) -> str:

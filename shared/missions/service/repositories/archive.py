@@ -66,6 +66,8 @@ class GitSnapshot:
     snapshot: Snapshot
     commit: str  # full hex sha of the commit snapshotted
     ref: str  # the ref asked for, or the branch HEAD pointed at
+    history: Snapshot | None = None  # its git directory (missions.service.repositories.history), when kept
+    history_note: str | None = None  # why it was not
 
 
 # -- names ----------------------------------------------------------------------------------------
@@ -311,9 +313,15 @@ def _public(url: str) -> str:
 
 
 def snapshot_from_git(
-    url: str, ref: str | None, out: Path, workdir: Path, limits: SnapshotLimits = SnapshotLimits()
+    url: str,
+    ref: str | None,
+    out: Path,
+    workdir: Path,
+    limits: SnapshotLimits = SnapshotLimits(),
+    history: Path | None = None,
 ) -> GitSnapshot:
-    """Fetch `url` into a bare repository and snapshot one commit's tree, read from the object store."""
+    """Fetch `url` into a bare repository and snapshot one commit's tree, read from the object store; with
+    `history`, also write there the git directory that keeps the commit's history beside the snapshot."""
     from dulwich import porcelain
     from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
     from dulwich.repo import Repo
@@ -340,7 +348,13 @@ def snapshot_from_git(
         except ArchiveRejected:
             writer.close()
             raise
-        return GitSnapshot(writer.finish(out, strip_top=False), commit.decode(), used)
+        snapshot = writer.finish(out, strip_top=False)
+        if history is None:
+            return GitSnapshot(snapshot, commit.decode(), used)
+        from missions.service.repositories.history import pack_history
+
+        kept, note = pack_history(target, commit.decode(), used, history, limits)
+        return GitSnapshot(snapshot, commit.decode(), used, kept, note)
     finally:
         repo.close()
         if isinstance(repo, Repo):

@@ -102,6 +102,7 @@ class UserRepositories:
             snapshot=snapshot.sha256,
             commit=snapshot.commit,
             ref=snapshot.ref,
+            history=snapshot.history or None,
         )
 
 

@@ -275,8 +275,9 @@ class RepositoryService:
                 if record.source == "git":
                     assert record.url
                     url = self.urls.check(record.url)  # checked again: policy or DNS may have changed
-                    made = snapshot_from_git(url, ref or record.ref, out, work / "clone", self._limits())
-                    snapshot, commit, used_ref = made.snapshot, made.commit, made.ref
+                    history = work / "history.tar.gz"
+                    made = snapshot_from_git(url, ref or record.ref, out, work / "clone", self._limits(), history)
+                    snapshot, commit, used_ref, kept = made.snapshot, made.commit, made.ref, made.history
                 else:
                     assert record.format
                     source = work / f"upload.{record.format}"
@@ -290,7 +291,7 @@ class RepositoryService:
                         raise ArchiveRejected(f"the upload is {size} bytes; {record.upload_bytes} were registered")
                     self.snapshots.download(key, source)
                     snapshot = snapshot_from_archive(source, record.format, out, self._limits())  # type: ignore[arg-type]
-                    commit, used_ref = None, None
+                    commit, used_ref, kept = None, None, None
             except (ArchiveRejected, RepositoryRequestError) as exc:
                 # a git URL or server message may carry a password or token: the reason is shown over the API
                 reason = redact(str(exc))[:500]
@@ -301,6 +302,8 @@ class RepositoryService:
                 )
                 raise
             self.snapshots.upload(_snapshot_key(record, snapshot.sha256), snapshot.path)
+            if kept is not None:  # the history second: a snapshot without one is still whole
+                self.snapshots.upload(_snapshot_key(record, snapshot.sha256, history=True), kept.path)
         return self.store.add_snapshot(
             repository_id,
             RepositorySnapshot(
@@ -310,14 +313,15 @@ class RepositoryService:
                 files=snapshot.files,
                 total_bytes=snapshot.total_bytes,
                 archive_bytes=snapshot.archive_bytes,
+                history=kept is not None,
             ),
         )
 
 
-def _snapshot_key(record: RepositoryRecord, sha256: str) -> str:
-    from missions.core.mission.refs import snapshot_key
+def _snapshot_key(record: RepositoryRecord, sha256: str, history: bool = False) -> str:
+    from missions.core.mission.refs import history_key, snapshot_key
 
-    return snapshot_key(record.owner, record.repository_id, sha256)
+    return (history_key if history else snapshot_key)(record.owner, record.repository_id, sha256)
 
 
 def _check_ref(ref: object) -> None:

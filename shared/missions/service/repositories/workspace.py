@@ -2,7 +2,8 @@
 
 A Lambda's filesystem holds only the runtime, so a registered repository's immutable snapshot
 is downloaded and extracted into ephemeral storage (`workspace_dir`, sized in the stack) the first
-time a warm container needs it, and reused by hash afterwards. Every check that held when the
+time a warm container needs it, and reused by hash afterwards. A git import's history, kept beside
+its snapshot, is unpacked as the tree's `.git` (missions.service.repositories.history). Every check that held when the
 mission started is made again here: a local root must still be under the allowed roots, and a
 snapshot must belong to the mission's user (or be shared) — its key is derived from the owner,
 never taken from the context.
@@ -83,7 +84,15 @@ class RepositoryWorkspaces:
                 with tempfile.TemporaryDirectory(dir=self.cache_dir, prefix=".download-") as scratch:
                     archive = Path(scratch) / "snapshot.tar.gz"
                     self.snapshots.download(repository.key, archive)
-                    self.extract(archive, target)
+                    if not repository.history:
+                        self.extract(archive, target)
+                    else:  # unpacked whole before it is in place: no reader sees a tree without its `.git`
+                        staged = Path(scratch) / "tree"
+                        self.extract(archive, staged)
+                        history = Path(scratch) / "history.tar.gz"
+                        self.snapshots.download(repository.history_key, history)
+                        self.extract(history, staged / ".git")
+                        staged.rename(target)
         self.last = Materialized(repository.snapshot, True, time.perf_counter() - started)
         return target
 
