@@ -23,6 +23,7 @@ from infra.components.nag import acknowledge, rendered
 from infra.components.sandbox import Sandbox
 from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
+from missions.core.capability.mcp import token_secrets
 from missions.core.capability.registry import Capability
 from missions.core.pipeline.compiler import compile_mission, placeholders
 from missions.core.settings import environment_of
@@ -78,6 +79,14 @@ class CapabilityPipeline(Construct):
                 grant(function.role, READ_SNAPSHOTS, resources)  # type: ignore[arg-type]
             if agent.sandbox and sandbox is not None:  # it runs analysis scripts
                 sandbox.grant_invoke(function.role)  # type: ignore[arg-type]
+            tokens = token_secrets(capability.mcp_servers, agent)
+            if tokens:  # its tools reach remote MCP servers: it may read their tokens, and no other secret
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["secretsmanager:GetSecretValue"],
+                        resources=[self._secret_arn(name) for name in tokens],
+                    )
+                )
             if connection and connection.secrets and agent.has_tools:  # its tools reach the user's service
                 function.add_to_role_policy(
                     iam.PolicyStatement(
@@ -128,6 +137,17 @@ class CapabilityPipeline(Construct):
         )
         if self.segment_machine is not None:
             self._may_run_segments(self.state_machine, self.segment_machine, config)
+
+    def _secret_arn(self, name: str) -> str:
+        """A secret named by its ARN is that one; by its name, that name with the suffix Secrets Manager adds."""
+        if name.startswith("arn:"):
+            return name
+        return Stack.of(self).format_arn(
+            service="secretsmanager",
+            resource="secret",
+            resource_name=f"{name}-??????",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
 
     def _machine(
         self,

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from missions.core.capability.tools import RiskLevel, ToolCategory, ToolEnv, ToolError, ToolResult, ToolSpec
+from missions.core.pipeline.config import AgentConfig
 
 LOCK_FILE = "mcp.lock.json"
 SEPARATOR = "__"
@@ -228,6 +229,18 @@ def _call(ref: McpToolRef, params: dict[str, Any], env: ToolEnv) -> ToolResult:
     if env.mcp is None:
         raise ToolError(f"no MCP client is wired: cannot call '{ref.id}'")
     return env.mcp.call(ref, params)
+
+
+def token_secrets(servers: list[McpServerConfig] | tuple[McpServerConfig, ...], agent: AgentConfig) -> list[str]:
+    """The token secrets of the http servers whose tools this stage may call: what its role may read, exactly."""
+    if not agent.has_tools:
+        return []
+    return [
+        server.token_secret
+        for server in servers
+        if server.token_secret is not None
+        and (agent.allowed_tools is None or any(tool in agent.allowed_tools for tool in server.tool_ids()))
+    ]
 
 
 def mcp_tools(capability: str, servers: list[McpServerConfig], lock: McpLock) -> dict[str, ToolSpec]:
