@@ -216,6 +216,9 @@ class LocalCloud:
         if self._workspace is not None:
             shutil.rmtree(self._workspace, ignore_errors=True)
             self._workspace = None
+        runtime = getattr(self, "runtime", None)
+        if runtime is not None and "mcp_tools" in vars(runtime):  # opened by a stage: its servers end with us
+            runtime.mcp_tools.close()
         for name in self.functions:
             moto_patches.unregister(name)
         if self._mock is not None:
