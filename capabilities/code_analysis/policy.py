@@ -153,6 +153,12 @@ def _synthesize(request: LLMRequest) -> SynthesisOutput:
         for section in request.facts.get("evidence") or []
         if str(section.get("failed", "")).startswith("not_found: ") and not chosen
     ]
+    if asked.kind == "history":  # a history that could not be read is said, with the server's reason
+        gaps += [
+            f"the history could not be read: {section['failed']}"[:500]
+            for section in request.facts.get("evidence") or []
+            if str(section.get("tool", "")).startswith("git__") and section.get("failed")
+        ]
     files = sorted({f.citations[0].rsplit(":", 1)[0] for f in chosen})
     summary = (
         f"{len(chosen)} piece(s) of evidence across {len(files)} file(s), chiefly {', '.join(files[:3])}."

@@ -18,6 +18,7 @@ from infra.components.functions import FunctionFactory
 from infra.components.pipeline import CapabilityPipeline
 from infra.config import load_environments
 from missions.core.capability import registry
+from tests.infra.conftest import Assembly
 
 CATALOG_TOKEN = "secret:missions-dev/catalog-token-??????"
 TICKETS_TOKEN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:tickets-token-AbCdEf"
@@ -86,3 +87,17 @@ def test_each_stage_may_read_exactly_the_tokens_of_the_mcp_servers_it_uses(tmp_p
     assert reads["file"] == [TICKETS_TOKEN]
     # and report reads no secret at all
     assert reads["report"] == []
+
+
+def test_no_deployed_function_runs_mcp_servers_as_child_processes(assembly: Assembly):
+    # Given every function of every environment / Then none enables stdio MCP servers: in Lambda they are
+    # refused with the reason (missions.service.mcp_tools), and code_analysis's history questions say so
+    functions = [f for env in ("dev", "prod") for f in assembly.resources(env, "AWS::Lambda::Function").values()]
+    assert functions
+    enabled = [
+        f["Properties"]["Description"]
+        for f in functions
+        if (f["Properties"].get("Environment") or {}).get("Variables", {}).get("MISSIONS_MCP_STDIO")
+        not in (None, "false")
+    ]
+    assert enabled == []

@@ -10,8 +10,10 @@ import pytest
 
 from capabilities.code_analysis import history
 from capabilities.code_analysis.questions import classify
+from missions.adapters.mcp_client import McpSessions
 from missions.core.capability import registry
 from missions.core.mission.events import EventType
+from missions.service.mcp_tools import McpTools
 from tests.support.driver import DirectDriver
 from tests.support.mcp_servers import gateway, git_repo
 
@@ -99,6 +101,24 @@ def test_a_repository_without_history_says_so(driver: DirectDriver, tmp_path: Pa
     traversed = env.outputs["traverser"]["results"]
     log = next(run for run in traversed if run["tool"] == "git__git_log")
     assert log["status"] == "error" and "MCP server 'git' refused git_log" in log["error"]
+    # and the answer says the history could not be read, in the server's words
+    assert (
+        "(gap: the history could not be read: error: MCP server 'git' refused git_log"
+        in env.outputs["integration"]["answer"]
+    )
+
+
+def test_where_stdio_servers_are_refused_the_answer_says_why(tmp_path: Path):
+    # Given the git server refused as in Lambda (no child processes), and a repository with history
+    driver = DirectDriver(CAPABILITY)
+    driver.services.mcp = McpTools(McpSessions(), allow_stdio=False)
+    repo = shop(tmp_path)
+    # When the mission asks when compute_tax changed
+    env = driver.run("When and why did compute_tax change?", context={"repo": str(repo)})
+    # Then it ends saying why it could not read the history, and claims no change
+    answer = env.outputs["integration"]["answer"]
+    assert "the history could not be read" in answer and "runs as a child process (stdio)" in answer
+    assert not any("last changed" in f["claim"] for f in env.outputs["integration"]["findings"])
 
 
 def test_a_commit_as_the_server_shows_it_is_read_back():
