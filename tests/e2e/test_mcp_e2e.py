@@ -273,10 +273,10 @@ def test_a_client_without_a_token_is_told_where_to_find_how_to_sign_in(server: D
         assert (status, headers["Allow"]) == (405, "POST") and "stateless" in error["message"]
 
 
+# `make test` installs the npm packages (package.json) first, the TypeScript SDK among them
 NODE = shutil.which("node", path=f"{ROOT / 'node_modules' / '.bin'}{os.pathsep}{os.environ.get('PATH', '')}")
 
 
-@pytest.mark.skipif(not (ROOT / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir(), reason="npm ci first")
 def test_the_typescript_sdks_client_does_the_same_with_the_same_configuration(server: DevServer):
     # Given the configuration `missions mcp` printed, handed to the TypeScript SDK's client
     scenario = {
