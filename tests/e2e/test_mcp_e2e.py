@@ -177,13 +177,16 @@ def test_another_users_mission_is_as_missing_as_one_that_does_not_exist(server: 
         with pytest.raises(McpError) as read:
             await client.read_resource(AnyUrl(f"mission://{mission['mission_id']}/result"))
         mine = await call(client, "list_questions", {})
-        return refused, str(read.value), mine
+        with pytest.raises(McpError) as unknown:
+            await client.read_resource(AnyUrl(f"mission://{mission['mission_id']}/secrets"))
+        return refused, read.value.error, mine, unknown.value.error
 
-    refused, read, bobs_questions = as_client(server, "bob", trespass)
+    refused, read, bobs_questions, unknown = as_client(server, "bob", trespass)
     # Then every call is refused as for a mission that does not exist, and bob sees none of ada's questions
     for result in refused:
         assert result.isError and result.content[0].text == f"404: no mission {mission['mission_id']}", result
-    assert f"404: no mission {mission['mission_id']}" in read
+    assert (read.code, read.message) == (-32002, f"404: no mission {mission['mission_id']}")  # not found
+    assert unknown.code == -32602 and "resources are mission://" in unknown.message
     assert bobs_questions == {"questions": []}
 
     # and nothing changed: ada's mission still waits on the same question

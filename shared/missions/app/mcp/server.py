@@ -26,6 +26,7 @@ import anyio.to_thread
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from missions.app.mcp.caller import IDEMPOTENCY_HEADER, ApiRefused, Caller
@@ -37,6 +38,7 @@ POLL_SECONDS = 0.5
 RECENT_RESOURCES = 20  # missions listed as resources
 SETTLED = {"completed", "failed", "cancelled", "archived", "paused"}  # nothing happens without the user
 SCHEME = "mission"
+RESOURCE_NOT_FOUND = -32002  # the MCP specification's code for a resource that does not exist
 INSTRUCTIONS = (
     "Long-running LLM missions. list_capabilities names the mission types; start_mission starts one and "
     "waits a little for it; a mission that asks a question waits (days if need be) for answer_question; "
@@ -202,8 +204,11 @@ def build_server() -> Server[Any, Any]:
         caller = _caller(server)
         try:
             content = await _read(caller, str(uri))
-        except ApiRefused as exc:
-            raise ToolFailed(f"{exc.status}: {exc.message}") from exc
+        except ApiRefused as exc:  # a mission not found (or not the caller's) is MCP's "resource not found"
+            code = RESOURCE_NOT_FOUND if exc.status == 404 else types.INVALID_PARAMS
+            raise McpError(types.ErrorData(code=code, message=f"{exc.status}: {exc.message}")) from exc
+        except ToolFailed as exc:
+            raise McpError(types.ErrorData(code=types.INVALID_PARAMS, message=str(exc))) from exc
         text = content if isinstance(content, str) else json.dumps(content, indent=2)
         return [ReadResourceContents(text, "text/plain" if isinstance(content, str) else "application/json")]
 
