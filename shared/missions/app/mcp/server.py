@@ -15,6 +15,7 @@ Resources are each mission's result, events and documents (`mission://{id}/resul
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -24,8 +25,9 @@ from urllib.parse import quote, unquote
 import anyio
 import anyio.to_thread
 from mcp import types
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl, BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
@@ -132,10 +134,29 @@ class ToolFailed(Exception):
     """A tool the API refused: the MCP result is an error whose text is this message."""
 
 
+class _StatelessServer(Server[Any, Any]):
+    """The SDK's server, whose initialization options (what `initialize` answers) are made once: a stateless
+    session manager asks for them at every request, and they name the SDK's version, read from the installed
+    package's metadata each time (about 1 ms)."""
+
+    @functools.cached_property
+    def _options(self) -> InitializationOptions:
+        return super().create_initialization_options()
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        if notification_options is None and experimental_capabilities is None:
+            return self._options
+        return super().create_initialization_options(notification_options, experimental_capabilities)
+
+
 def build_server() -> Server[Any, Any]:
     """The endpoint's server: stateless, built once per process; the caller of each request is in its
     ASGI scope (see missions.app.mcp.transport)."""
-    server: Server[Any, Any] = Server(SERVER_NAME, instructions=INSTRUCTIONS)
+    server = _StatelessServer(SERVER_NAME, instructions=INSTRUCTIONS)
 
     @server.list_tools()
     async def list_tools() -> list[types.Tool]:

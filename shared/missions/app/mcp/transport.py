@@ -6,8 +6,8 @@ one server built per process. The payload v2 event becomes the ASGI request the 
 in its scope), and what the SDK sends is gathered into one response: API Gateway sends a response whole,
 so a call's progress notifications arrive in its SSE body ahead of its result, in order.
 
-The SDK runs on its own event loop (anyio.run), in the invocation's thread, or in a thread of its own
-when the caller's thread already runs a loop.
+The SDK runs on one event loop per process, in a thread of its own (whatever the calling thread runs);
+the API operations a tool calls run in that loop's worker threads.
 """
 
 from __future__ import annotations
@@ -43,17 +43,35 @@ def _server() -> Server[Any, Any]:
     return build_server()
 
 
+class _Loop:
+    """One event loop for the process, in a thread of its own, that every MCP request runs on: a loop per
+    request would be made and torn down each time, and Lambda may thaw a function whose loop it kept."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def run(self, event: dict[str, Any], caller: Caller) -> Answer:
+        return asyncio.run_coroutine_threadsafe(_serve(event, caller), self._running()).result()
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or not self._loop.is_running():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+                loop.call_soon(ready.set)
+                threading.Thread(target=loop.run_forever, name="mcp-loop", daemon=True).start()
+                ready.wait()
+                self._loop = loop
+            return self._loop
+
+
+_LOOP = _Loop()
+
+
 def respond(event: dict[str, Any], caller: Caller) -> Answer:
     """The SDK's answer to the MCP request `event` carries, made as `caller`."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return anyio.run(_serve, event, caller)
-    answers: list[Answer] = []
-    worker = threading.Thread(target=lambda: answers.append(anyio.run(_serve, event, caller)), name="mcp")
-    worker.start()
-    worker.join()
-    return answers[0] if answers else Answer(500, {"content-type": "text/plain"}, b"the MCP request failed")
+    return _LOOP.run(event, caller)
 
 
 async def _serve(event: dict[str, Any], caller: Caller) -> Answer:
