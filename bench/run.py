@@ -288,6 +288,7 @@ def main() -> None:
         flow_control,
         infra,
         long_mission,
+        mcp,
         mission_types,
         repositories,
         runner_scaling,
@@ -309,6 +310,7 @@ def main() -> None:
     results["agent_config"] = agent_config.run()
     results["user_schedules"] = user_schedules.run()
     results["flow_control"] = flow_control.run()
+    results["mcp"] = mcp.run()
     demo, bulky, imports = results["emulation"]["demo"], results["emulation"]["bulky_2mb"], results["imports"]
     checks = {
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
@@ -321,6 +323,7 @@ def main() -> None:
         **chat.checks(results["chat"]),
         **agent_config.checks(results["agent_config"]),
         **flow_control.checks(results["flow_control"]),
+        **mcp.checks(results["mcp"]),
         **cost.checks(results["infra_cost"]),
         **long_mission.checks(results["long_mission"]),
         **code_qa.checks(results["code_qa"]),
@@ -388,6 +391,8 @@ def main() -> None:
     for measure, value in user_schedules.rows(results["user_schedules"]):
         table.add_row(measure, value)
     for measure, value in flow_control.rows(results["flow_control"]):
+        table.add_row(measure, value)
+    for measure, value in mcp.rows(results["mcp"]):
         table.add_row(measure, value)
     for measure, value in runner_scaling.rows(results["runner_scaling"]):
         table.add_row(measure, value)

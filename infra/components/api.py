@@ -18,6 +18,7 @@ from infra.components.functions import FunctionFactory, retention
 from infra.components.nag import acknowledge, rendered
 from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
+from missions.core.settings import environment_of
 from missions.core.specs import API_FUNCTION, WEBHOOK_FUNCTION
 
 WEBHOOK_ROUTE = "/webhooks/{source}"
@@ -39,10 +40,12 @@ ACCESS_LOG_FORMAT = {
 
 
 def api_routes(*, public: bool | None = None) -> list[tuple[str, str]]:
-    """(method, path) of every route the api handler serves, read from its OpenAPI document; `public`:
-    only those that take no token (the operation's `security` is empty: /health, /ready, /openapi.json),
-    or only those that do."""
+    """(method, path) of every route the api handler serves, read from its OpenAPI document, and the MCP
+    endpoint's (its contract is MCP's, not in the document); `public`: only those that take no token (the
+    operation's `security` is empty: /health, /ready, /openapi.json; the MCP endpoint's OAuth metadata), or
+    only those that do."""
     from missions.app.api import app
+    from missions.app.api.mcp_routes import MCP_ROUTES
 
     schema = app.get_openapi_schema()
     routes = []
@@ -51,6 +54,7 @@ def api_routes(*, public: bool | None = None) -> list[tuple[str, str]]:
             operation = getattr(item, method, None)
             if operation is not None and (public is None or (operation.security == []) == public):
                 routes.append((method.upper(), path))
+    routes += [(method, path) for method, path, token in MCP_ROUTES if public is None or token != public]
     return sorted(routes)
 
 
@@ -106,7 +110,7 @@ class Api(Construct):
             cors_preflight=apigw.CorsPreflightOptions(
                 allow_origins=browser_origins(config, site_url),
                 allow_methods=[apigw.CorsHttpMethod.ANY],
-                allow_headers=["authorization", "content-type", "idempotency-key"],
+                allow_headers=["authorization", "content-type", "idempotency-key", "mcp-protocol-version"],
                 expose_headers=["retry-after", "idempotent-replayed", "x-correlation-id"],
                 max_age=Duration.hours(1),
             ),
@@ -129,6 +133,9 @@ class Api(Construct):
             destination_arn=log_group.log_group_arn, format=json.dumps(ACCESS_LOG_FORMAT)
         )
 
+        if self.jwt_issuer:  # named in the MCP endpoint's OAuth metadata: where its clients sign in
+            for name, value in environment_of(jwt_issuer=self.jwt_issuer).items():
+                self.function.add_environment(name, value)
         api_integration = integrations.HttpLambdaIntegration("Api", self.function)
         for method, path in api_routes(public=False):
             self.http_api.add_routes(path=path, methods=[apigw.HttpMethod(method)], integration=api_integration)
@@ -143,7 +150,8 @@ class Api(Construct):
                     route,
                     "AwsSolutions-APIG4",
                     "Liveness, readiness and the API contract are read by uptime checks and load balancers that "
-                    "hold no token; they reveal nothing a user owns (readiness names the dependencies only).",
+                    "hold no token, and the MCP endpoint's OAuth metadata (RFC 9728) by clients before they sign "
+                    "in; they reveal nothing a user owns (readiness names the dependencies only).",
                 )
         webhook_routes = self.http_api.add_routes(
             path=WEBHOOK_ROUTE,

@@ -589,6 +589,62 @@ def test_a_burst_of_profile_edits_is_debounced_into_one_replan_by_the_deployed_t
     assert shown["trigger"] == "memory"
 
 
+def test_an_mcp_client_configured_by_the_cli_runs_a_mission_through_the_deployed_api(deployed, tmp_path):
+    """`missions mcp --env dev` (a machine's client credentials), then the official MCP client through the deployed
+    API: the played JWT authorizer, the deployed api function with its role, the deployed state machine."""
+    from pydantic import AnyUrl
+    from typer.testing import CliRunner
+
+    from missions.cli import Wiring, app
+    from tests.support.cognito import PlayedCognito
+    from tests.support.gateway import DeployedApi
+    from tests.support.mcp_session import call, run_scenario
+
+    deployment, session = deployed
+    cognito = PlayedCognito()
+    gateway = DeployedApi(session, deployment, cognito)
+    secrets = {"MISSIONS_CLIENT_ID": cognito.machine_client, "MISSIONS_CLIENT_SECRET": cognito.machine_secret}
+    env = {"MISSIONS_CONFIG_DIR": str(tmp_path), "MISSIONS_TOKEN": None, "MISSIONS_API_URL": None, **secrets}
+    printed = CliRunner().invoke(app, ["mcp", "--env", "dev"], obj=Wiring(transport=gateway), env=env)
+    assert printed.exit_code == 0, printed.output
+    entry = json.loads(printed.stdout[printed.stdout.index("{") :])["mcpServers"]["missions"]
+    assert entry["url"] == gateway_url(deployment) + "/mcp"
+
+    async def ask(client):
+        context = {"repo": str(ROOT)}
+        return await call(client, "start_mission", {"goal": "help", "capability": "code_analysis", "context": context})
+
+    # When the client starts a mission whose goal is too vague to act on
+    asked = run_scenario(entry, ask, through=gateway)
+    mission_id, question = asked["mission_id"], asked["pending_interrupts"][0]
+    assert asked["status"] == "interrupted" and question["kind"] == "clarification", asked
+
+    async def answer(client):
+        ids = {"mission_id": mission_id, "interrupt_id": question["interrupt_id"]}
+        return await call(client, "answer_question", {**ids, "text": GOAL, "wait_seconds": 0})
+
+    # and answers its question through MCP
+    answered = run_scenario(entry, answer, through=gateway)
+    assert answered["answer"]["status"] == "answered", answered
+    execution_arn = _execution_of(session, deployment, mission_id)
+    assert _wait_for_end(session, execution_arn)["status"] == "SUCCEEDED"
+    _reported(session, deployment, mission_id, execution_arn, "SUCCEEDED")
+
+    async def read(client):
+        return json.loads((await client.read_resource(AnyUrl(f"mission://{mission_id}/result"))).contents[0].text)
+
+    # Then its result is read through MCP too: the answer cites the code
+    result = run_scenario(entry, read, through=gateway)
+    assert result["status"] == "completed" and "offload" in json.dumps(result["result"]).lower(), result
+    # and every call went through the API's /mcp route (the authorizer passed each)
+    assert {(method, path) for method, path, _ in gateway.calls} >= {("POST", "/mcp")}
+    assert {status for method, path, status in gateway.calls if path == "/mcp"} <= {200, 202}
+
+
+def gateway_url(deployment) -> str:
+    return next(v for k, v in deployment.outputs.items() if k.startswith("ApiUrl")).rstrip("/")
+
+
 def test_every_roles_inline_policies_fit_iams_limit(deployed):
     # IAM refuses a role whose inline policies, together and without whitespace, pass 10,240 characters (moto
     # does not): measured on the deployed documents, every ARN resolved

@@ -25,7 +25,15 @@ def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_and_health_w
     }
     assert set(routes) == {f"{m} {p}" for m, p in api_routes()} | {f"POST {WEBHOOK_ROUTE}"}
     public = {f"{m} {p}" for m, p in api_routes(public=True)}
-    assert public == {"GET /health", "GET /ready", "GET /openapi.json"}  # uptime checks hold no token
+    # uptime checks hold no token, nor does an MCP client before it signs in (the endpoint's OAuth metadata)
+    assert public == {
+        "GET /health",
+        "GET /ready",
+        "GET /openapi.json",
+        "GET /.well-known/oauth-protected-resource",
+        "GET /.well-known/oauth-protected-resource/mcp",
+    }
+    assert {"POST /mcp", "GET /mcp", "DELETE /mcp"} <= set(routes) - public  # the MCP endpoint: behind the JWT
     for key, props in routes.items():
         expected = "NONE" if key == f"POST {WEBHOOK_ROUTE}" or key in public else "JWT"
         assert props.get("AuthorizationType", "NONE") == expected, key
@@ -37,6 +45,20 @@ def test_the_api_serves_every_handler_route_behind_jwt_and_webhooks_and_health_w
     assert "DestinationArn" in stage["Properties"]["AccessLogSettings"]
     (pool,) = assembly.resources("dev", "AWS::Cognito::UserPool").values()
     assert pool["Properties"]["MfaConfiguration"] == "ON"
+
+
+def test_the_api_function_names_the_user_pools_issuer_for_the_mcp_endpoints_metadata(assembly: Assembly):
+    from missions.core.settings import environment_of
+
+    (variable,) = environment_of(jwt_issuer="https://issuer").keys()
+    functions = assembly.resources("dev", "AWS::Lambda::Function").values()
+    api = next(
+        f
+        for f in functions
+        if f["Properties"]["Environment"]["Variables"].get("POWERTOOLS_SERVICE_NAME") == "missions-api"
+    )
+    issuer = json.dumps(api["Properties"]["Environment"]["Variables"][variable])
+    assert "https://cognito-idp." in issuer and "ApiUsers" in issuer, issuer  # the pool made here
 
 
 def test_iam_auth_and_an_external_issuer_are_configurable(variants: Assembly):

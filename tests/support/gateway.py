@@ -30,7 +30,7 @@ PUBLIC = frozenset(api_routes(public=True))
 class DeployedApi:
     def __init__(self, session: Any, deployment: Deployment, cognito: PlayedCognito):
         outputs = {re.sub(r"[0-9A-F]{8}$", "", key): value for key, value in deployment.outputs.items()}  # CDK's hash
-        self.api_host = urlsplit(outputs["ApiUrl"]).netloc
+        self.api_host = urlsplit(outputs["ApiUrl"]).netloc.lower()  # a host's case does not matter (httpx lowers it)
         self.token_url = outputs["ApiTokenUrl"]
         self.function = deployment.function_named("missions-api")
         self.lambda_ = session.client("lambda")
@@ -41,7 +41,7 @@ class DeployedApi:
         parts = urlsplit(url)
         if url == self.token_url:
             return self.cognito.token_endpoint(dict(headers), data or b"")
-        if parts.netloc == self.api_host:
+        if parts.netloc.lower() == self.api_host:
             reply = self._api(method, parts.path, parts.query, dict(headers), data or b"")
             self.calls.append((method, parts.path, reply.status))
             return reply

@@ -17,7 +17,22 @@ from rich.markup import escape
 
 from ._console import err
 from ._wiring import Wiring
-from .commands import agents, budget, capabilities, chat, dev, login, me, missions, new, repos, run, schedules, tools
+from .commands import (
+    agents,
+    budget,
+    capabilities,
+    chat,
+    dev,
+    login,
+    mcp,
+    me,
+    missions,
+    new,
+    repos,
+    run,
+    schedules,
+    tools,
+)
 
 __all__ = ["Wiring", "app", "main"]
 
@@ -36,6 +51,7 @@ app.add_typer(login.app)
 app.add_typer(repos.app, name="repos")
 app.add_typer(me.app, name="me")
 app.add_typer(budget.app)
+app.add_typer(mcp.app)
 app.add_typer(schedules.app, name="schedules")
 app.add_typer(agents.app, name="agents")
 app.add_typer(new.app, name="new")

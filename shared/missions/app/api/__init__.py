@@ -10,6 +10,7 @@ from missions.app.api import (  # noqa: F401  the routes
     agent_routes,
     conversation_routes,
     health_routes,
+    mcp_routes,
     me_routes,
     memory_routes,
     meta_routes,
