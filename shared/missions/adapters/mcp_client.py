@@ -21,6 +21,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import hashlib
 import sys
 import threading
 import time
@@ -35,12 +36,20 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.types import CONNECTION_CLOSED, TextContent
 
-from missions.core.capability.mcp import DiscoveredTool, McpReply, McpServerConfig, McpUnavailable
+from missions.core.capability.mcp import (
+    CONNECT_SECONDS,
+    DiscoveredTool,
+    McpReply,
+    McpServerConfig,
+    McpTimeout,
+    McpUnavailable,
+)
 
 T = TypeVar("T")
 
 PYTHON = "{python}"  # a stdio command's program: this runtime's own interpreter (a server installed beside it)
 IDLE_PING_SECONDS = 30.0  # a session unused this long is pinged before a call goes down it
+REQUEST_TIMEOUT = 408  # the code of the SDK's McpError when a request's read timeout passed (httpx's 408)
 
 
 @dataclass
@@ -53,14 +62,18 @@ class _Live:
     broken: bool = False
 
 
-def _key(server: McpServerConfig) -> str:
-    return server.url or "\0".join(server.command)
+def _key(server: McpServerConfig, token: str | None = None) -> str:
+    """A session per server and credential: two capabilities reaching one URL with different tokens must
+    not share a session (the token is hashed, never kept as a key)."""
+    if server.url:
+        return f"{server.url}#{hashlib.sha256((token or '').encode()).hexdigest()[:16]}"
+    return "\0".join(server.command)
 
 
 class McpSessions:
     """One live session per server (by its command or URL), on a loop of its own; see the module docstring."""
 
-    def __init__(self, *, connect_timeout: float = 30.0, errlog: TextIO | None = None):
+    def __init__(self, *, connect_timeout: float = CONNECT_SECONDS, errlog: TextIO | None = None):
         self._connect_timeout = connect_timeout
         self._errlog = errlog  # where a stdio server's stderr goes (None: this process's stderr)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -131,7 +144,7 @@ class McpSessions:
     # -- sessions ---------------------------------------------------------------------------------------
 
     async def _live(self, server: McpServerConfig, token: str | None) -> _Live:
-        key = _key(server)
+        key = _key(server, token)
         opening = self._opening.setdefault(key, asyncio.Lock())
         async with opening:  # two first calls to one server open one session
             live = self._sessions.get(key)
@@ -139,20 +152,20 @@ class McpSessions:
                 try:
                     await asyncio.wait_for(live.session.send_ping(), 5)
                 except Exception:  # a dead session: forgotten here and opened again below
-                    self._forget(key, live)
+                    self._forget(live)
                     live = None
             if live is None or live.broken:
                 if live is not None:
-                    self._forget(key, live)
+                    self._forget(live)
                 live = await self._open(server, token)
                 self._sessions[key] = live
             live.used = time.monotonic()
             return live
 
-    def _forget(self, key: str, live: _Live) -> None:
+    def _forget(self, live: _Live) -> None:
         live.broken = True
         live.stop.set()
-        if self._sessions.get(key) is live:
+        for key in [key for key, kept in self._sessions.items() if kept is live]:
             del self._sessions[key]
 
     async def _asked(self, server: McpServerConfig, live: _Live, request: Coroutine[Any, Any, T]) -> T:
@@ -161,11 +174,14 @@ class McpSessions:
             return await request
         except McpError as exc:
             if exc.error.code == CONNECTION_CLOSED:
-                self._forget(_key(server), live)
+                self._forget(live)
                 raise McpUnavailable(f"MCP server '{server.name}' closed the connection") from exc
+            if exc.error.code == REQUEST_TIMEOUT:  # the SDK's read timeout: the next call pings the session first
+                live.used = float("-inf")
+                raise McpTimeout(f"MCP server '{server.name}' did not answer: {exc.error.message}") from exc
             raise
         except (OSError, EOFError) as exc:
-            self._forget(_key(server), live)
+            self._forget(live)
             raise McpUnavailable(f"MCP server '{server.name}' is unreachable: {type(exc).__name__}: {exc}") from exc
 
     async def _open(self, server: McpServerConfig, token: str | None) -> _Live:
@@ -224,7 +240,7 @@ class McpSessions:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            raise McpUnavailable(f"no answer within {timeout:g}s") from None
+            raise McpTimeout(f"no answer within {timeout:g}s") from None
 
     def _started(self) -> asyncio.AbstractEventLoop:
         with self._guard:

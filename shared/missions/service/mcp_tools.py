@@ -21,6 +21,7 @@ from missions.core.capability.mcp import (
     DiscoveredTool,
     McpLock,
     McpServerConfig,
+    McpTimeout,
     McpToolRef,
     McpUnavailable,
     locked_server,
@@ -54,6 +55,8 @@ class McpTools:
             if refused:
                 raise ToolError(refused)
             reply = self._client.call_tool(server, token, ref.tool, arguments, server.timeout_seconds)
+        except McpTimeout as exc:  # as the executor's own timeout: status "timeout", a read asked again once
+            raise TimeoutError(str(exc)) from exc
         except McpUnavailable as exc:  # a read is asked again once (ToolSpec.max_retries); a write never is
             raise TransientToolError(str(exc)) from exc
         if reply.is_error:

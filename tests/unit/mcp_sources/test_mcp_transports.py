@@ -71,7 +71,12 @@ def test_a_server_upgraded_with_a_changed_schema_is_refused_until_locked_again(t
 
 
 @pytest.fixture
-def http_url() -> Iterator[str]:
+def http_url(http_served: tuple[str, uvicorn.Server]) -> str:
+    return http_served[0]
+
+
+@pytest.fixture
+def http_served() -> Iterator[tuple[str, uvicorn.Server]]:
     """The fake git server over streamable HTTP on loopback, requiring the bearer token TOKEN."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -83,7 +88,7 @@ def http_url() -> Iterator[str]:
     deadline = time.monotonic() + 10
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
+    yield f"http://127.0.0.1:{port}/mcp", server
     server.should_exit = True
     thread.join(5)
 
@@ -145,3 +150,42 @@ def test_one_session_serves_every_call_and_closing_ends_it(tmp_path: Path):
     sessions.close()
     sessions.close()
     assert live.task.done()
+
+
+def test_an_http_server_that_goes_away_mid_session_fails_the_call_with_the_reason(
+    http_served: tuple[str, uvicorn.Server], tmp_path: Path
+):
+    # Given a live session to a server over HTTP, with a short timeout
+    url, served = http_served
+    repo = git_repo(tmp_path / "repo", [("first", {"a.py": "x\n"})])
+    server = http_server(url).model_copy(update={"timeout_seconds": 1.0})
+    mcp = McpTools(McpSessions(connect_timeout=2), secrets={"dev/git-token": TOKEN}.__getitem__)
+    try:
+        executor = ToolExecutor(
+            catalog=ToolCatalog(mcp_tools("gitcap", [server], mcp.lock([server]))),
+            agent=AGENT,
+            roots=AllowedRoots.of([str(repo)]),
+            env=ToolEnv("m", "u", str, mcp),
+        )
+        assert executor.execute("git__git_log", {"repo_path": str(repo)}).status == "success"
+        # When the server stops
+        served.should_exit = True
+        _closed(url)
+        result = executor.execute("git__git_log", {"repo_path": str(repo)})
+    finally:
+        mcp.close()
+    # Then the call failed saying so: it timed out, then the server could not be reached again
+    assert result.status in ("error", "timeout")
+    assert "MCP server 'git'" in (result.error or "") and "(after 2 attempts)" in (result.error or "")
+
+
+def _closed(url: str) -> None:
+    """Wait until nothing listens at the URL's port any more."""
+    port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) != 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"port {port} still open")

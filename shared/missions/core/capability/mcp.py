@@ -39,6 +39,7 @@ SEPARATOR = "__"
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # what OpenAI, Anthropic and Bedrock accept as a tool's name
 SERVER_NAME = r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$"  # no "__": the id's separator stays unambiguous
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
+CONNECT_SECONDS = 15.0  # starting a server and its session (mcp-server-git over stdio: ~0.5 s), beyond a call's own
 
 McpRisk = Literal["read", "write", "destructive"]
 RISKS: dict[str, RiskLevel] = {
@@ -119,6 +120,10 @@ class McpReply:
 
 class McpUnavailable(Exception):
     """The server could not be reached, started or asked; the message says why."""
+
+
+class McpTimeout(McpUnavailable):
+    """The server did not answer a request in time (it may still be running it: a write is in doubt)."""
 
 
 class McpGateway(Protocol):
@@ -260,7 +265,7 @@ def mcp_tools(capability: str, servers: list[McpServerConfig], lock: McpLock) ->
                 func=functools.partial(_call, ref),
                 category=ToolCategory.READ if level is RiskLevel.READ_ONLY else ToolCategory.WRITE,
                 risk=level,
-                timeout_seconds=server.timeout_seconds,
+                timeout_seconds=server.timeout_seconds + CONNECT_SECONDS,  # the call's own timeout passes first
                 # a read is asked again once (a server restarted between calls); a write never: it may have run
                 max_retries=1 if level is RiskLevel.READ_ONLY else 0,
                 root_param=server.root_param if has_root else None,

@@ -135,7 +135,9 @@ class ToolSpec:
         if self.input_schema is not None:
             import jsonschema  # here: a stage whose tools are all in code does not pay for its import
 
-            validator = jsonschema.Draft202012Validator(self.input_schema)
+            # the schema's own `$schema` when it names one; MCP's default, JSON Schema 2020-12, when not
+            kind = jsonschema.validators.validator_for(self.input_schema, default=jsonschema.Draft202012Validator)
+            validator = kind(self.input_schema)
             errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
             if errors:
                 raise InvalidParameters(
