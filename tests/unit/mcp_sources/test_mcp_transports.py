@@ -104,18 +104,23 @@ def http_server(url: str) -> McpServerConfig:
     )
 
 
+def locked_executor(mcp: McpTools, server: McpServerConfig, repo: Path) -> ToolExecutor:
+    """An executor of the server's tools as locked now, rooted at `repo`."""
+    return ToolExecutor(
+        catalog=ToolCatalog(mcp_tools("gitcap", [server], mcp.lock([server]))),
+        agent=AGENT,
+        roots=AllowedRoots.of([str(repo)]),
+        env=ToolEnv("m", "u", str, mcp),
+    )
+
+
 def test_an_http_server_is_called_with_the_token_from_its_secret(http_url: str, tmp_path: Path):
     # Given a server over streamable HTTP whose token is in a secret
     repo = git_repo(tmp_path / "repo", [("over http", {"a.py": "x\n"})])
     server = http_server(http_url)
     mcp = McpTools(McpSessions(), secrets={"dev/git-token": TOKEN}.__getitem__)
     try:
-        executor = ToolExecutor(
-            catalog=ToolCatalog(mcp_tools("gitcap", [server], mcp.lock([server]))),
-            agent=AGENT,
-            roots=AllowedRoots.of([str(repo)]),
-            env=ToolEnv("m", "u", str, mcp),
-        )
+        executor = locked_executor(mcp, server, repo)
         # When its tool is called (stdio is not allowed here: this is how Lambda reaches a server)
         result = executor.execute("git__git_log", {"repo_path": str(repo)})
     finally:
@@ -161,12 +166,7 @@ def test_an_http_server_that_goes_away_mid_session_fails_the_call_with_the_reaso
     server = http_server(url).model_copy(update={"timeout_seconds": 1.0})
     mcp = McpTools(McpSessions(connect_timeout=2), secrets={"dev/git-token": TOKEN}.__getitem__)
     try:
-        executor = ToolExecutor(
-            catalog=ToolCatalog(mcp_tools("gitcap", [server], mcp.lock([server]))),
-            agent=AGENT,
-            roots=AllowedRoots.of([str(repo)]),
-            env=ToolEnv("m", "u", str, mcp),
-        )
+        executor = locked_executor(mcp, server, repo)
         assert executor.execute("git__git_log", {"repo_path": str(repo)}).status == "success"
         # When the server stops
         served.should_exit = True
