@@ -44,6 +44,7 @@ class SnapshotView(BaseModel):
     files: int
     total_bytes: int
     archive_bytes: int
+    history: bool = False  # a git import's history is kept beside it: missions can ask when and why code changed
     imported_at: str
 
 
