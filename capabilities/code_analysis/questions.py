@@ -79,7 +79,9 @@ _DEFINITION = re.compile(
 )
 # when and why code changed: answered from the repository's history (capabilities.code_analysis.history)
 _HISTORY = re.compile(
-    r"\b(?:when|why|who)\b[^?]*\b(?:chang(?:e|ed|es)|added|introduced|modified|removed|rewr(?:ote|itten)|wr(?:ote|itten))\b|"
+    r"\b(?:when|why)\s+(?:did|was|were|has|have|had|is)\b[^?]*\b(?:chang\w*|add(?:ed)?|introduc\w*|modif\w*|remov\w*|"
+    r"rewr\w*|wr(?:ite|ote|itten))\b|"
+    r"\bwho\s+(?:changed|added|introduced|modified|removed|wrote|rewrote|last touched)\b|"
     r"\bhistory of\b|\bwhich commits?\b|\bgit (?:log|history|blame)\b|\bblame\b",
     re.IGNORECASE,
 )

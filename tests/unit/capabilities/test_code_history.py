@@ -35,8 +35,12 @@ def test_a_question_about_change_is_a_history_question(goal: str, subjects: list
     assert not {"chang", "introduc", "history"} & set(asked.terms)  # the words of asking are not searched
 
 
-def test_where_a_symbol_is_defined_is_still_a_definition_question():
-    assert classify("Where is compute_tax defined?").kind == "definition"
+@pytest.mark.parametrize(
+    "goal",
+    ["Where is compute_tax defined?", "What happens when an item is added to the cart?", "Who calls compute_tax?"],
+)
+def test_other_questions_are_not_history_questions(goal: str):
+    assert classify(goal).kind != "history"
 
 
 @pytest.fixture
