@@ -83,7 +83,8 @@ def test_start_a_mission_from_a_goal_and_watch_it_to_its_result(server: DevServe
     assert page.locator(".counters .cost").inner_text().startswith("$")
     # a citation links to its evidence entry on the page
     page.locator(".citations a.citation", has_text="tax.py:1").click()
-    assert page.locator(".evidence li:focus").inner_text() == "tax.py:1"
+    # (the definition and its body were read: the evidence is the whole of lines 1-3)
+    assert page.locator(".evidence li:focus").inner_text() == "tax.py:1-3"
     page.get_by_label("Show every state (counters, routers, guards, error paths)").check()
     page.locator("svg.graph .node.kind-guard").first.wait_for()
     screenshot(page, "mission-completed")
