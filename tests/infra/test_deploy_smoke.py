@@ -607,7 +607,11 @@ def test_an_mcp_client_configured_by_the_cli_runs_a_mission_through_the_deployed
     env = {"MISSIONS_CONFIG_DIR": str(tmp_path), "MISSIONS_TOKEN": None, "MISSIONS_API_URL": None, **secrets}
     printed = CliRunner().invoke(app, ["mcp", "--env", "dev"], obj=Wiring(transport=gateway), env=env)
     assert printed.exit_code == 0, printed.output
-    entry = json.loads(printed.stdout[printed.stdout.index("{") :])["mcpServers"]["missions"]
+    # the deployed functions run in this process and print their logs (one JSON line each) on the same stdout
+    own = "".join(
+        line for line in printed.stdout.splitlines(keepends=True) if not line.startswith(('{"_aws', '{"level'))
+    )
+    entry = json.loads(own)["mcpServers"]["missions"]
     assert entry["url"] == gateway_url(deployment) + "/mcp"
 
     async def ask(client):
