@@ -77,14 +77,21 @@ def _api(session, deployment, method, path, body=None, user="ada", claims=None):
     return response["statusCode"], json.loads(response["body"]) if response.get("body") else None
 
 
-def _execution_of(session, deployment, mission_id: str) -> str:
-    """Executions are named after their mission."""
+def _execution_of(session, deployment, mission_id: str, timeout: float = 10) -> str:
+    """Executions are named after their mission: every page of every machine's (a machine past 100 executions
+    has more than one), looked for until `timeout` (a start handed over by a function may land a moment later)."""
     sfn = session.client("stepfunctions")
-    for arn in deployment.state_machines.values():
-        for execution in sfn.list_executions(stateMachineArn=arn)["executions"]:
-            if execution["name"] == mission_id:
-                return execution["executionArn"]
-    raise AssertionError(f"no execution for {mission_id}")
+    pages = sfn.get_paginator("list_executions")
+    deadline = time.monotonic() + timeout
+    while True:
+        for arn in deployment.state_machines.values():
+            for page in pages.paginate(stateMachineArn=arn):
+                for execution in page["executions"]:
+                    if execution["name"] == mission_id:
+                        return execution["executionArn"]
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"no execution for {mission_id}")
+        time.sleep(0.2)
 
 
 def _wait_for_end(session, arn: str, timeout: float = 240) -> dict:
