@@ -309,7 +309,7 @@ def test_guards_record_a_failure_and_finalize(compiled):
 
 
 def test_initial_state_leaves_one_hop_for_the_final_stage():
-    assert initial_state({"x": 1}, 21) == {"envelope": {"x": 1}, "asl": {"hops": 0, "max_hops": 20}}
+    assert initial_state({"x": 1}, 21) == {"envelope": {"x": 1}, "asl": {"hops": 0, "max_hops": 20, "restarts": 0}}
 
 
 # -- human in the loop -------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from missions.core.pipeline.compiler import (
     UNROUTABLE,
     compile_mission,
     compile_pipeline,
+    initial_state,
     placeholders,
     segment_seconds,
     segment_spent,
@@ -147,7 +148,7 @@ def test_a_route_hands_back_only_after_the_guards_and_only_for_a_route_the_stage
 def test_a_segment_says_why_it_ended(machines):
     _, _, segment = machines
     states = segment["States"]
-    for how in ("done", "await", "continue"):
+    for how in ("done", "await"):
         if f"segment.{how}" in states:
             assert states[f"segment.{how}"] == {
                 "Type": "Pass",
@@ -155,18 +156,30 @@ def test_a_segment_says_why_it_ended(machines):
                 "ResultPath": "$.asl.exit",
                 "Next": "segment.end",
             }
+    # continue also gives the next segment a fresh restart count: the mission's machine starts it at once
+    if "segment.continue" in states:
+        assert states["segment.continue"] == {
+            "Type": "Pass",
+            "Parameters": {"hops.$": "$.asl.hops", "max_hops.$": "$.asl.max_hops", "restarts": 0, "exit": "continue"},
+            "ResultPath": "$.asl",
+            "Next": "segment.end",
+        }
     assert states["segment.end"] == {"Type": "Succeed"}
     assert states[FINALIZE]["Next"] == "segment.done"
 
 
 def test_the_mission_runs_segments_and_takes_each_back_by_its_exit(machines):
-    pipeline, mission, _ = machines
+    pipeline, mission, segment = machines
     states = mission["States"]
-    # Given the mission's machine: each segment starts with a fresh restart count and its own end
-    assert mission["StartAt"] == SEGMENT_BEGIN
-    begin = states[SEGMENT_BEGIN]["Parameters"]
-    assert begin["restarts"] == 0
-    assert begin["segment_end.$"] == f"States.MathAdd($.asl.hops, {pipeline.segment_hops})"
+    # Given the mission's machine: it starts its first segment at once (the input's restart count is 0),
+    # a wait for a person resets the count, and each segment computes its own end in Express
+    assert mission["StartAt"] == SEGMENT
+    assert initial_state({}, 10)["asl"]["restarts"] == 0
+    assert states[SEGMENT_BEGIN]["Parameters"]["restarts"] == 0
+    assert "segment_end.$" not in states[SEGMENT_BEGIN]["Parameters"]
+    start = segment["States"][segment["StartAt"]]
+    assert start["Parameters"]["segment_end.$"] == f"States.MathAdd($.asl.hops, {pipeline.segment_hops})"
+    assert start["Next"] == START
     # When it starts one: an Express child it waits for, named uniquely per segment and per restart
     task = states[SEGMENT]
     assert task["Resource"] == "arn:aws:states:::states:startExecution.sync:2"
@@ -176,7 +189,7 @@ def test_the_mission_runs_segments_and_takes_each_back_by_its_exit(machines):
     # Then done ends the mission, continue starts the next (unless its user paused it: then it waits for
     # the resume first), await waits for the question of that kind
     exits = {json.dumps(c, sort_keys=True): c["Next"] for c in states[SEGMENT_EXIT]["Choices"]}
-    assert list(exits.values())[:3] == [DONE, "await.pause", SEGMENT_BEGIN]
+    assert list(exits.values())[:3] == [DONE, "await.pause", SEGMENT]
     assert states["await.pause.resume"]["Next"] == SEGMENT_BEGIN
     for kind in pipeline.awaited():
         assert f"await.{kind.value}" in exits.values()
@@ -218,7 +231,7 @@ def test_a_failed_segment_is_started_again_a_bounded_number_of_times_then_the_mi
     assert bound["NumericGreaterThanEquals"] == MAX_SEGMENT_RESTARTS and bound["Next"] == "segment.lost"
     retry = states["segment.retry"]["Parameters"]
     assert retry["restarts.$"] == "States.MathAdd($.asl.restarts, 1)" and retry["hops.$"] == "$.asl.hops"
-    assert retry["segment_end.$"] == "$.asl.segment_end"
+    assert "segment_end.$" not in retry  # the restarted segment computes the same end from the same hop
     assert states["segment.lost"]["Next"] == FINALIZE
     assert states["segment.lost"]["Parameters"]["at"] == {"state": SEGMENT, "reason": "segment_failed"}
     finalize = states[FINALIZE]

@@ -7,10 +7,15 @@ but lasts 5 minutes at most and cannot wait for a task token. So the mission is 
 execution (its name is the mission id: the dedupe key) that waits where a human is asked and runs
 the stages in between as Express **segments** (`states:startExecution.sync:2`):
 
-    mission (Standard):  segment.begin -> segment (Express child) -> segment.exit
-                           ^ continue      |  done -> mission.done
-                           |               |  await -> await.<kind> (task token, days) -> resume
-                           +---------------+  failed -> segment.retry (from the same hop) or finalize
+    mission (Standard):  segment (Express child) -> segment.exit
+                           ^ continue           |  done -> mission.done
+                           |                    |  await -> await.<kind> (task token, days) -> segment.begin
+                           +--------------------+  failed -> segment.retry (from the same hop) or finalize
+
+A mission that asks nobody costs 2 Standard transitions per segment (segment, segment.exit) and
+mission.done once: 3 for one that fits one segment. The segment computes its own end
+(`segment.start`, in Express) and its continue exit resets the restart count, so no Pass sits
+between two segments, nor before the first (its input carries the restart count: initial_state).
 
 A stage that finds its user paused the mission says so (`envelope.pause`, with `segment_yield`): its
 segment hands back ("continue") and the mission's machine, before starting the next segment, waits in
@@ -155,7 +160,7 @@ def initial_state(envelope: dict[str, Any], max_agent_hops: int) -> dict[str, An
     `max_hops` leaves one hop for the final stage, as the runner's own bound check does.
     """
     hops = int((envelope.get("counters") or {}).get("agent_hops", 0))
-    return {"envelope": envelope, "asl": {"hops": hops, "max_hops": max_agent_hops - 1}}
+    return {"envelope": envelope, "asl": {"hops": hops, "max_hops": max_agent_hops - 1, "restarts": 0}}
 
 
 def compile_mission(pipeline: PipelineConfig) -> MissionMachines:

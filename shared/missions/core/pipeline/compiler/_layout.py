@@ -17,6 +17,7 @@ SEGMENT = "segment"
 SEGMENT_BEGIN = "segment.begin"
 SEGMENT_EXIT = "segment.exit"
 SEGMENT_END = "segment.end"
+SEGMENT_START = "segment.start"
 SEGMENT_PLACEHOLDER = "${segment}"
 AWAIT_PAUSE = "await.pause"
 # branches of a group (or items of a fan-out) asked: the joining stage routes here; the answers run the group again

@@ -65,17 +65,18 @@ class _MissionCompiler:
         return {
             "Comment": f"Mission '{self.p.name}': waits for people, runs its stages in Express segments "
             "(compiled by missions)",
-            "StartAt": SEGMENT_BEGIN,
+            # the execution's input carries a fresh restart count (initial_state): the first segment starts
+            # at once, a Standard transition fewer per mission
+            "StartAt": SEGMENT,
             "TimeoutSeconds": _machine_timeout(self.p),
-            "States": _reachable(self.states, SEGMENT_BEGIN),
+            "States": _reachable(self.states, SEGMENT),
         }
 
     def _segment(self) -> None:
+        # after a wait for a person: a fresh restart count (the segment computes its own end)
         self.states[SEGMENT_BEGIN] = {
             "Type": "Pass",
-            "Parameters": _asl(
-                "$.asl.hops", restarts=0, **{"segment_end.$": f"States.MathAdd($.asl.hops, {self.p.segment_hops})"}
-            ),
+            "Parameters": _asl("$.asl.hops", restarts=0),
             "ResultPath": "$.asl",
             "Next": SEGMENT,
         }
@@ -117,7 +118,8 @@ class _MissionCompiler:
                     "And": [{"Variable": "$.asl.exit", "StringEquals": "continue"}, *_PAUSED],
                     "Next": AWAIT_PAUSE,
                 },
-                {"Variable": "$.asl.exit", "StringEquals": "continue", "Next": SEGMENT_BEGIN},
+                # the segment's continue exit reset its restart count: no Pass between two segments
+                {"Variable": "$.asl.exit", "StringEquals": "continue", "Next": SEGMENT},
                 *(
                     {
                         "And": [
@@ -157,10 +159,7 @@ class _MissionCompiler:
         }
         self.states["segment.retry"] = {  # the same hop again: committed stages return what they returned
             "Type": "Pass",
-            "Parameters": _asl(
-                "$.asl.hops",
-                **{"restarts.$": "States.MathAdd($.asl.restarts, 1)", "segment_end.$": "$.asl.segment_end"},
-            ),
+            "Parameters": _asl("$.asl.hops", **{"restarts.$": "States.MathAdd($.asl.restarts, 1)"}),
             "ResultPath": "$.asl",
             "Next": SEGMENT,
         }

@@ -15,6 +15,7 @@ from missions.core.pipeline.compiler._layout import (
     FINALIZE,
     PAUSE_ROUTE,
     SEGMENT_END,
+    SEGMENT_START,
     START,
     TRANSIENT_LAMBDA_ERRORS,
     UNROUTABLE,
@@ -61,6 +62,13 @@ class _Compiler:
         """A segment's way back to the mission's machine, saying why in `asl.exit`."""
         name = f"segment.{how}"
         self.states[name] = {"Type": "Pass", "Result": how, "ResultPath": "$.asl.exit", "Next": SEGMENT_END}
+        if how == "continue":  # the next segment starts straight away: with a fresh restart count
+            self.states[name] = {
+                "Type": "Pass",
+                "Parameters": _asl("$.asl.hops", restarts=0, exit=how),
+                "ResultPath": "$.asl",
+                "Next": SEGMENT_END,
+            }
         self.states[SEGMENT_END] = {"Type": "Succeed"}
         return name
 
@@ -124,7 +132,16 @@ class _Compiler:
             ],
             "Default": self.entry(self.p.start),
         }
-        return START
+        if not self.segmented:
+            return START
+        # a segment ends after `segment_hops` stages from the hop it starts at (a restart: the same end)
+        self.states[SEGMENT_START] = {
+            "Type": "Pass",
+            "Parameters": _asl("$.asl.hops", **{"segment_end.$": f"States.MathAdd($.asl.hops, {self.p.segment_hops})"}),
+            "ResultPath": "$.asl",
+            "Next": START,
+        }
+        return SEGMENT_START
 
     def _task(
         self,
