@@ -230,8 +230,8 @@ def test_a_clarification_answered_through_send_task_success_resumes_at_the_right
     after = _states_after(list(cloud.iter_states(mission_id)), "await.clarification")
     assert stage_tasks(after, capability) == stages_after_answer
 
-    # And that stage got the answer, which the envelope keeps
-    assert envelope.output(resumed_stage)["resumed_with"] == "the blue one"
+    # And that stage got the answer (its output, as its checkpoint keeps it), which the envelope keeps
+    assert cloud.outputs(mission_id)[resumed_stage]["resumed_with"] == "the blue one"
     assert [answer["response"]["text"] for answer in envelope.answers] == ["the blue one"]
     assert envelope.answers[0]["interrupt_id"] == record.interrupt_id
     assert envelope.interrupt is None

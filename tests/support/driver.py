@@ -37,7 +37,7 @@ from missions.core.triggers.declared import TriggerSource
 from missions.ports.agents import UsageStore
 from missions.ports.missions import MissionRecord
 from missions.service.agents import AgentConfigs
-from missions.service.checkpoints import stage_history, states
+from missions.service.checkpoints import stage_history, states, with_earlier_outputs
 from missions.service.launcher import build_envelope
 from missions.service.repositories.resolver import UserRepositories
 from missions.service.repositories.workspace import RepositoryWorkspaces
@@ -109,6 +109,12 @@ class DirectDriver:
     def history(self, envelope: Envelope) -> list[StageRecord]:
         """The mission's stages as its checkpoints recorded them (the envelope does not carry them)."""
         return stage_history(self.stores.checkpoints, envelope.mission_id)
+
+    def outputs(self, envelope: Envelope) -> dict[str, Any]:
+        """Every stage's output as it was last written: the envelope drops those no later stage reads, its
+        checkpoints keep them."""
+        state = with_earlier_outputs(self.stores.checkpoints, envelope.mission_id, envelope.checkpoint_id)
+        return self.codec.decode(state).outputs
 
     def checkpointed(self, envelope: Envelope) -> dict[str, dict[str, Any]]:
         """The state at each of the mission's checkpoints, read back from its snapshots and deltas

@@ -44,6 +44,7 @@ from missions.core.specs import (
 from missions.local import moto as moto_patches
 from missions.local.moto.clients import lean
 from missions.ports.missions import MissionRecord
+from missions.service.checkpoints import with_earlier_outputs
 from missions.service.interrupts import waiting_question
 
 if TYPE_CHECKING:
@@ -471,6 +472,15 @@ class LocalCloud:
         if described.get("output"):
             envelope = self.runtime.codec.decode(json.loads(described["output"])["envelope"])
         return MissionOutcome(mission_id, described["status"], envelope, described.get("error"), described.get("cause"))
+
+    def outputs(self, mission_id: str) -> dict[str, Any]:
+        """Every stage's output as it was last written, from the mission's checkpoints: the envelope drops
+        an output once no later stage reads it (missions.core.capability.liveness)."""
+        latest = self.runtime.checkpoints.latest(mission_id)
+        if latest is None:
+            return {}
+        state = with_earlier_outputs(self.runtime.checkpoints, mission_id, latest.checkpoint_id)
+        return self.runtime.codec.decode(state).outputs
 
     def run(self, capability: str, goal: str, timeout: float = 120.0, **kwargs: Any) -> MissionOutcome:
         mission_id = self.start(capability, goal, **kwargs)

@@ -52,6 +52,36 @@ def states(checkpoints: CheckpointStore, thread_id: str) -> Iterator[tuple[Check
         yield checkpoint, state
 
 
+def with_earlier_outputs(checkpoints: CheckpointStore, thread_id: str, checkpoint_id: str) -> dict[str, Any]:
+    """The encoded state at a checkpoint, with every stage output the mission wrote up to it, also those
+    that had left the envelope since (no later stage read them: missions.core.capability.liveness), each
+    as it was last written. What a fork that resumes at an earlier stage needs, and whoever reads a
+    mission's outputs whole. NotFound when the checkpoint does not exist."""
+    target = state_at(checkpoints, thread_id, checkpoint_id)
+    outputs: dict[str, Any] = {}
+    refs: dict[str, str] = {}
+    for checkpoint, state in states(checkpoints, thread_id):
+        written = state.get("refs") or {}
+        for key, value in (state.get("outputs") or {}).items():
+            outputs[key] = value
+            dotted = f"outputs.{key}"
+            if dotted in written:
+                refs[dotted] = written[dotted]
+            else:
+                refs.pop(dotted, None)
+        if checkpoint.checkpoint_id == checkpoint_id:
+            break
+    present = target.get("outputs") or {}
+    missing = [key for key in outputs if key not in present]
+    if not missing:
+        return target
+    whole = dict(target)
+    whole["outputs"] = {**{key: outputs[key] for key in missing}, **present}
+    whole["refs"] = {**{f"outputs.{k}": refs[f"outputs.{k}"] for k in missing if f"outputs.{k}" in refs}}
+    whole["refs"].update(target.get("refs") or {})
+    return whole
+
+
 def stage_history(checkpoints: CheckpointStore, thread_id: str) -> list[StageRecord]:
     """The mission's history: every stage run, in order, as its checkpoints recorded them."""
     return [record for checkpoint in checkpoints.list(thread_id) for record in records_of(checkpoint)]
@@ -68,4 +98,4 @@ def records_of(checkpoint: Checkpoint) -> list[StageRecord]:
     return [StageRecord(stage=checkpoint.stage, started_at=checkpoint.created_at, duration_ms=0.0, status="unknown")]
 
 
-__all__ = ["records_of", "stage_history", "state_at", "states"]
+__all__ = ["records_of", "stage_history", "state_at", "states", "with_earlier_outputs"]

@@ -47,7 +47,7 @@ from missions.ports.executions import Executions
 from missions.ports.interrupts import InterruptRecord
 from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.agents import AgentConfigs
-from missions.service.checkpoints import state_at
+from missions.service.checkpoints import with_earlier_outputs
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 from missions.service.flow.budgets import Budgets
 from missions.service.flow.multitask import Keys, describe, forget_turn, interrupted_context, without_message
@@ -487,8 +487,9 @@ class ExecutionStarter:
             pass
 
     def _carry_on_from(self, source: ForkSource) -> Envelope:
-        # the whole state at that checkpoint (its snapshot and the deltas since), whichever it is
-        envelope = self._codec.decode(state_at(self._checkpoints, source.mission_id, source.checkpoint_id))
+        # the whole state at that checkpoint (its snapshot and the deltas since), whichever it is, with the outputs
+        # that had left the envelope before it: a fork may resume at a stage that reads them
+        envelope = self._codec.decode(with_earlier_outputs(self._checkpoints, source.mission_id, source.checkpoint_id))
         if source.edit is not None:
             try:
                 capability = self._capabilities.load(envelope.capability)

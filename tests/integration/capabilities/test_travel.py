@@ -211,7 +211,7 @@ def test_feedback_reruns_only_the_activities_coordinator_and_redrafts(cloud: Loc
         if e.type is EventType.INTERRUPT_ANSWERED and e.payload["interrupt_id"] == review.interrupt_id
     )
     assert set(searched(found[answered:])) == {"activities", "events"}
-    assert journey.envelope.output("replan")["redo"] == ["activities"]
+    assert cloud.outputs(journey.mission_id)["replan"]["redo"] == ["activities"]
 
     # And research was rewritten for activities alone; flights, hotels and restaurants kept v1
     artifacts = names(cloud, journey.mission_id)
@@ -409,7 +409,7 @@ def test_a_refused_dining_sub_mission_leaves_a_trip_without_dinners_that_says_wh
         # Then the trip still completes, with no dinner, and says why in the draft and the record
         assert run.envelope.terminal_reason == "completed"
         assert not refusing.runtime.missions.get(run.mission_id).children
-        dined = run.envelope.output("dinners")
+        dined = refusing.outputs(run.mission_id)["dinners"]
         assert dined["options"] == 0 and dined["failed"].startswith("refused: too deep")
         final = artifact(refusing, run.mission_id, "final")
         assert "Dinner: " not in final["markdown"] and final["cost"]["dinners"] == 0

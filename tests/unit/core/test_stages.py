@@ -76,12 +76,15 @@ def typed(*functions: Any, pipeline: PipelineConfig = PIPELINE, catalog: ToolCat
 
 def test_stages_read_each_other_typed_and_the_mission_completes():
     # Given three typed stages: brief -> write (reads brief) -> done (reads write)
-    envelope = DirectDriver(typed(brief, write, done)).run("penguins")
+    driver = DirectDriver(typed(brief, write, done))
+    envelope = driver.run("penguins")
     # Then each stage got the one before as its model, and the offline model filled what was not canned
     assert envelope.terminal_reason == "completed"
     assert envelope.outputs["write"] == {"text": "A draft about penguins"}
     assert envelope.outputs["done"] == {"answer": "A draft about penguins"}
-    assert envelope.outputs["brief"]["depth"] == 3  # inside its bounds (1-5)
+    # brief left the envelope once write had read it; its checkpoint keeps it
+    assert "brief" not in envelope.outputs
+    assert driver.outputs(envelope)["brief"]["depth"] == 3  # inside its bounds (1-5)
 
 
 def test_a_parameter_naming_no_stage_is_a_load_error_naming_the_file_and_parameter():
@@ -338,7 +341,7 @@ def test_a_stage_remembers_for_its_user_only_in_namespaces_named_after_its_capab
     driver = DirectDriver(typed(brief, write, done, pipeline=remembering))
     envelope = driver.run("penguins", user_id="ada")
     item = driver.stores.memory.get("ada", ("t_typed.insights",), "latest")
-    assert item is not None and item.value == {"topic": envelope.outputs["brief"]["topic"]}
+    assert item is not None and item.value == {"topic": driver.outputs(envelope)["brief"]["topic"]}
     assert driver.stores.memory.list("someone-else", ("t_typed.insights",)) == []
     # and a stage that does not declare it is stopped with the reason (in AWS it could not embed)
     undeclared = DirectDriver(typed(brief, write, done)).run("penguins")

@@ -20,6 +20,7 @@ from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.mission.checkpoints import diff
 from missions.core.mission.envelope import InterruptKind
 from missions.core.mission.events import EventType
+from missions.core.mission.forks import ForkEdit
 from missions.core.mission.requests import MissionRequest
 from missions.core.mission.status import TERMINAL, MissionStatus
 from missions.ports.checkpoints import Checkpoint
@@ -224,6 +225,31 @@ def test_a_fork_from_a_checkpoint_that_kept_a_delta_starts_from_the_whole_state_
     assert started.mission_id == fork.mission_id != source
     assert started.outputs["present"] == {"options": ["amazon", "bh"]} and started.counters.agent_hops == 2
     assert started.context == world.codec.decode(first).context
+
+
+def test_a_fork_that_resumes_at_an_earlier_stage_gets_back_the_outputs_that_had_left_the_envelope():
+    # Given a mission whose first stage's output left the envelope at the second checkpoint (no later stage read it)
+    world = World()
+    source = world.submit()
+    first = state_at(world.checkpoints, source, "0001-start")
+    written = {**first, "outputs": {**first["outputs"], "start": {"seen": "the first"}}}
+    dropped = {**written, "outputs": {"present": {"options": ["amazon"]}}, "next_stage": "complete"}
+    for parent, (checkpoint, stage), before, after in (
+        ("0001-start", ("0002-start", "start"), first, written),
+        ("0002-start", ("0003-present", "present"), written, dropped),
+    ):
+        world.checkpoints.put(
+            Checkpoint(
+                thread_id=source, checkpoint_id=checkpoint, parent_id=parent, stage=stage, delta=diff(before, after)
+            )
+        )
+    assert "start" not in state_at(world.checkpoints, source, "0003-present")["outputs"]
+    # When she forks from the last checkpoint, resuming at the stage before
+    fork = world.launcher.fork(source, "0003-present", "ann", ForkEdit(resume_from="present"))
+    # Then the fork carries every output as it was last written: the dropped one from its checkpoint
+    started = world.codec.decode(state_at(world.checkpoints, fork.mission_id, "0001-start"))
+    assert started.outputs["start"] == {"seen": "the first"}
+    assert started.outputs["present"] == {"options": ["amazon"]}
 
 
 def test_cancelling_a_queued_mission_removes_it_from_the_queue_and_says_so():

@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from missions.core.mission.envelope import Bounds, InterruptKind, Model
 
@@ -125,6 +125,7 @@ class PipelineConfig(Model):
     parallel: list[ParallelGroup] = Field(default_factory=list)
 
     final_stage: str | None = None  # defaults to the last agent
+    _positions: dict[str, int] = PrivateAttr(default_factory=dict)
     # the output limit of each model role's calls, for the stages that set none of their own (`[pipeline.max_tokens]`:
     # role -> tokens; a stage's role is its model_role, else its name); capped by the environment's ceiling
     max_tokens: dict[str, int] = Field(default_factory=dict)
@@ -170,10 +171,22 @@ class PipelineConfig(Model):
         return self.final_stage or self.agents[-1].name
 
     def agent(self, name: str) -> AgentConfig:
-        for agent in self.agents:
-            if agent.name == name:
-                return agent
-        raise KeyError(f"pipeline '{self.name}' has no stage '{name}'")
+        # by an index of positions (a stage runs several lookups: a scan cost a long pipeline's every stage
+        # its length), checked on use: the agents list is a plain list a caller may change
+        at = self._positions.get(name)
+        if at is None or at >= len(self.agents) or self.agents[at].name != name:
+            self._positions = {agent.name: i for i, agent in enumerate(self.agents)}
+            at = self._positions.get(name)
+        if at is None:
+            raise KeyError(f"pipeline '{self.name}' has no stage '{name}'")
+        return self.agents[at]
+
+    def has_stage(self, name: str) -> bool:
+        try:
+            self.agent(name)
+        except KeyError:
+            return False
+        return True
 
     def role_of(self, agent: AgentConfig) -> str:
         """The model role a stage's calls are made as (its model_role, else its name)."""

@@ -14,7 +14,9 @@ from missions.core.pipeline.config import PipelineConfig
 class Decision:
     next_stage: str
     terminal_reason: str | None = None
-    edge: str | None = None  # the edge taken, counted in envelope.edge_counts
+    # the edge taken when it has a limit, counted in envelope.edge_counts (only a limit reads the count: counting
+    # every edge grew the envelope with each distinct stage a mission passed)
+    edge: str | None = None
     rule: str | None = None  # which rule matched, for the audit trail
 
 
@@ -38,9 +40,10 @@ def _follow(pipeline: PipelineConfig, envelope: Envelope, source: str, target: s
     final = pipeline.final
     for _ in range(len(pipeline.agents) + 1):  # on_exceeded chains cannot loop forever
         edge = envelope.edge_key(source, target)
-        if target == final:
-            return Decision(final, edge=edge, rule=rule)
         limit = pipeline.edge_limit(source, target)
+        counted = edge if limit is not None else None
+        if target == final:
+            return Decision(final, edge=counted, rule=rule)
         if limit is not None and envelope.edge_counts.get(edge, 0) >= limit.max_count:
             if limit.on_exceeded is None:
                 return Decision(final, terminal_reason=f"edge_limit:{edge}", rule=rule)
@@ -49,7 +52,7 @@ def _follow(pipeline: PipelineConfig, envelope: Envelope, source: str, target: s
         reason = _exhausted(pipeline, envelope, target)
         if reason is not None:
             return Decision(final, terminal_reason=reason, rule=rule)
-        return Decision(target, edge=edge, rule=rule)
+        return Decision(target, edge=counted, rule=rule)
     return Decision(final, terminal_reason="routing_loop", rule=rule)
 
 

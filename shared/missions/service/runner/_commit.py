@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from missions.core.capability.liveness import OutputLiveness
 from missions.core.errors import NON_RETRYABLE, NotFound, TransitionRefused
 from missions.core.mission.checkpoints import diff, snapshot_due
 from missions.core.mission.envelope import Envelope, StageRecord
@@ -28,6 +29,7 @@ class StageCommit:
     _pipeline: PipelineConfig
     _services: StageServices
     _invocation: Invocation
+    _liveness: OutputLiveness | None = None
 
     def commit(
         self,
@@ -48,6 +50,7 @@ class StageCommit:
             return state_at(checkpoints, envelope.mission_id, checkpoints.get(envelope.mission_id, checkpoint_id))
         except NotFound:
             pass
+        self._drop_dead_outputs(envelope, given, stage)
         parent = envelope.checkpoint_id
         envelope.checkpoint_id = checkpoint_id
         encoded = self._services.codec.encode(envelope)
@@ -79,6 +82,17 @@ class StageCommit:
             encoded["notes"] = notes
         encoded["pause"] = self._invocation.pausing
         return encoded
+
+    def _drop_dead_outputs(self, envelope: Envelope, given: dict[str, Any], stage: str) -> None:
+        """Outputs no stage from here on reads leave the envelope (missions.core.capability.liveness), but
+        not the ones this stage wrote: those go into its checkpoint first, and leave at the next commit."""
+        if self._liveness is None:
+            return
+        before = given.get("outputs") or {}
+        written = self._pipeline.agent(stage).key
+        older = [key for key in envelope.outputs if key != written and key in before]
+        for key in self._liveness.dead(envelope.next_stage, older):
+            del envelope.outputs[key]
 
     def _update_mission(self, envelope: Envelope, stage: str, status: str) -> list[dict[str, Any]] | None:
         """Record the stage on the mission: the notes its record holds (the write returns them), None when

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from missions.core.capability.liveness import OutputLiveness
 from missions.core.capability.registry import Capability
 from missions.core.cost.usage import UsageRecord
 from missions.core.errors import StageRequestError
@@ -33,7 +34,8 @@ class StageRunner:
         agents = PinnedAgents(capability, services)
         model = ModelCalls(capability, services, agents, UsageLedger(capability.name, services, invocation), invocation)
         functions = StageFunctions(capability, services, model, StageTools(capability, services), invocation)
-        commit = StageCommit(capability.pipeline, services, invocation)
+        liveness = OutputLiveness(capability.pipeline, capability.stages)
+        commit = StageCommit(capability.pipeline, services, invocation, liveness)
         self._modes = StageModes(capability, services, agents, functions, commit, invocation)
 
     @property
@@ -76,7 +78,7 @@ class StageRunner:
         stage, mode = request.get("stage"), request.get("mode", "run")
         if mode not in MODES:
             raise StageRequestError(f"unknown mode '{mode}'")
-        if not isinstance(stage, str) or stage not in self.pipeline.stage_names():
+        if not isinstance(stage, str) or not self.pipeline.has_stage(stage):
             raise StageRequestError(f"capability '{self.capability.name}' has no stage '{stage}'")
         if not isinstance(request.get("envelope"), dict):
             raise StageRequestError("request has no envelope")

@@ -72,7 +72,7 @@ def test_clarification_resumes_at_the_configured_stage_with_the_answer():
     assert stages(driver, env) == ["intake", "ask", "intake", "ask", "done"]
     assert [r.status for r in driver.history(env)] == ["ok", "interrupted", "ok", "ok", "ok"]
     assert driver.history(env)[1].next_stage == "await:clarification"
-    assert env.outputs["intake"]["resumed_here"] == "the blue one"
+    assert driver.outputs(env)["intake"]["resumed_here"] == "the blue one"
     assert env.outputs["ask"]["heard"] == "the blue one"
     # and the answer is kept in the envelope
     assert len(env.answers) == 1
