@@ -16,11 +16,12 @@ Figures, each named for what it measures:
 - `checkpoint_bytes_per_stage`: what the mission's checkpoints hold (each checkpoint item as its store
   keeps it, JSON) plus every blob written for it, divided by its hops. Linear growth means the total
   at 1,000 hops is about 10x the total at 100 (the per-stage figure stays flat).
-- `chain`: the same on a chain of N distinct stages (runner_vs_langgraph's pipeline). There each
-  stage adds its own output to what the next stages may read, so the envelope grows with the
-  pipeline's length (not with hops): reported to show it, not held to the target.
-- `moto`: the loop on the DynamoDB adapters under moto's mock_aws (checkpoints, events, mission,
-  blobs): moto's own cost per call dominates, so it is reported, not held to a target.
+- `chain`: the same on a chain of N distinct stages (runner_vs_langgraph's pipeline), held to the same
+  target. Each stage's output leaves the envelope once no later stage reads it
+  (missions.core.capability.liveness), so the envelope does not grow with the pipeline's length.
+- `moto`, `moto_chain`: the loop and the chain on the DynamoDB adapters under moto's mock_aws
+  (checkpoints, events, mission, blobs), held to the same target: moto's own cost per call dominates
+  the figure, but a write or a read that grew with the mission would show.
 """
 
 from __future__ import annotations
@@ -268,6 +269,8 @@ def run(with_moto: bool = True) -> dict[str, Any]:
         try:
             results["moto"] = {str(h): measure(loop, h, MOTO_REPEATS, stores) for h in MOTO_HOPS}
             results["moto"].update(_ratios(results["moto"]))
+            results["moto_chain"] = {str(h): measure(chain, h, MOTO_REPEATS, stores) for h in MOTO_HOPS}
+            results["moto_chain"].update(_ratios(results["moto_chain"]))
         finally:
             mock.stop()
     return results
@@ -279,6 +282,7 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
         "loop": "runner alone, stages repeating (in memory)",
         "chain": "runner alone, N distinct stages (in memory)",
         "moto": "runner on DynamoDB adapters (moto), stages repeating",
+        "moto_chain": "runner on DynamoDB adapters (moto), N distinct stages",
     }
     for kind, label in labels.items():
         figures = results.get(kind)
@@ -307,15 +311,21 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def checks(results: dict[str, Any]) -> dict[str, bool]:
-    """The targets, on the stages-repeating pipeline in memory (the runner alone)."""
-    figures = results["loop"]
+    """The targets, for every pipeline shape: the runner alone (in memory), and on moto when measured."""
     first, middle, last = HOPS
-    return {
-        f"runner per-stage time hop {last} <= {TARGET_RATIO}x hop {first}": figures["time_ratio_last_first"]
-        <= TARGET_RATIO,
+    found: dict[str, bool] = {}
+    for kind in ("loop", "chain", "moto", "moto_chain"):
+        figures = results.get(kind)
+        if not figures:
+            continue
+        found[f"{kind}: per-stage time hop {last} <= {TARGET_RATIO}x hop {first}"] = (
+            figures["time_ratio_last_first"] <= TARGET_RATIO
+        )
         # linear: 10x the stages, about 10x the bytes (quadratic would be about 100x)
-        f"checkpoint bytes linear in stages ({middle} -> {last} hops <= 11x)": figures["bytes_ratio_last_middle"] <= 11,
-    }
+        found[f"{kind}: checkpoint bytes linear in stages ({middle} -> {last} hops <= 11x)"] = (
+            figures["bytes_ratio_last_middle"] <= 11
+        )
+    return found
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ class MemoryMissionStore(KeyedRecords[MissionRecord]):
             if current not in allowed_from:
                 raise TransitionRefused(mission_id, current, status)
             self._set(mission_id, {**fields, "status": status})
-            return self._items[mission_id].model_copy(deep=True)
+            return _detached(self._items[mission_id])
 
     def drop_pending(self, mission_id: str, interrupt_id: str) -> MissionRecord:
         with self._lock:
@@ -51,7 +51,7 @@ class MemoryMissionStore(KeyedRecords[MissionRecord]):
             if record.status != "interrupted" or interrupt_id not in pending:
                 raise ConflictError(f"question {interrupt_id} of mission {mission_id} is not pending")
             self._set(mission_id, {"pending_interrupts": [i for i in pending if i != interrupt_id]})
-            return self._items[mission_id].model_copy(deep=True)
+            return _detached(self._items[mission_id])
 
     def add_note(self, mission_id: str, note: dict[str, Any], allowed_from: frozenset[str], limit: int) -> None:
         with self._lock:
@@ -100,3 +100,9 @@ class InMemoryMissionsByCapability:
             m for m in list(self._store._items.values()) if m.capability == capability and m.created_at >= since_iso
         ]
         return [MissionSummary.of(m) for m in sorted(found, key=lambda m: m.created_at)]
+
+
+def _detached(record: MissionRecord) -> MissionRecord:
+    """A copy sharing nothing with the stored record: its dump is fresh containers all the way down, and
+    validating it is several times faster than copy.deepcopy (a stage's progress write returns one)."""
+    return MissionRecord.model_validate(record.model_dump())

@@ -173,10 +173,12 @@ class PipelineConfig(Model):
     def agent(self, name: str) -> AgentConfig:
         # by an index of positions (a stage runs several lookups: a scan cost a long pipeline's every stage
         # its length), checked on use: the agents list is a plain list a caller may change
-        at = self._positions.get(name)
+        private = self.__pydantic_private__  # (not pydantic's attribute lookup: a stage makes a dozen of these)
+        assert private is not None
+        at = private["_positions"].get(name)
         if at is None or at >= len(self.agents) or self.agents[at].name != name:
-            self._positions = {agent.name: i for i, agent in enumerate(self.agents)}
-            at = self._positions.get(name)
+            private["_positions"] = {agent.name: i for i, agent in enumerate(self.agents)}
+            at = private["_positions"].get(name)
         if at is None:
             raise KeyError(f"pipeline '{self.name}' has no stage '{name}'")
         return self.agents[at]
