@@ -17,6 +17,8 @@ import json
 import zlib
 from typing import Any, Protocol
 
+import pydantic_core
+
 from missions.core.mission.envelope import INLINE_FIELDS, Envelope
 
 DEFAULT_THRESHOLD = 24 * 1024
@@ -65,6 +67,11 @@ class EnvelopeCodec:
     def encode(self, envelope: Envelope) -> dict[str, Any]:
         data = envelope.model_dump(mode="json")
         data["refs"] = {}
+        # most envelopes are far below the threshold: pydantic-core's JSON (compact, in C) sizes them several
+        # times faster than the text the blobs are made of, which escapes non-ASCII: at most 3x longer (a 2-byte
+        # UTF-8 character is 6 characters there), so a third of the threshold is safely below it
+        if len(pydantic_core.to_json(data)) < self.threshold // 3:
+            return data
         if len(_dumps(data)) <= self.threshold:
             return data
         candidates: list[tuple[int, tuple[str, ...]]] = []
