@@ -42,8 +42,8 @@ export function contract(graph, keep, { quiet = false } = {}) {
     }
   }
   let start = graph.start;
-  if (!keep(byId.get(start))) {
-    // the first kept state the start leads to ("otherwise": where a new mission begins)
+  for (const passed = new Set(); start && !keep(byId.get(start)) && !passed.has(start); passed.add(start)) {
+    // the first kept state the start leads to, through any helpers ("otherwise": where a new mission begins)
     const first = graph.edges.filter((e) => e.from === start).sort((a, b) => (b.label === "otherwise") - (a.label === "otherwise"));
     start = first.length ? first[0].to : visible[0]?.id;
   }

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from missions.core.capability import registry as registry
-from missions.core.pipeline.compiler import compile_pipeline
-from missions.core.pipeline.graph import state_graph
+from missions.core.pipeline.compiler import SEGMENT_BEGIN, SEGMENT_START, START, compile_mission, compile_pipeline
+from missions.core.pipeline.graph import mission_graph, state_graph
 
 NAMES = registry.default_registry().available()
 
@@ -37,3 +37,15 @@ def test_a_parallel_state_draws_its_branches_and_joins_after_them():
     parallel = next(n for n in graph["nodes"] if n["kind"] == "parallel")
     branches = [e["to"] for e in graph["edges"] if e["from"] == parallel["id"] and e["label"] == "branch"]
     assert len(branches) >= 2 and all(b.startswith(parallel["id"] + "/") for b in branches)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_missions_graph_starts_at_the_stage_router_and_draws_no_segment_plumbing(name: str):
+    # Given the two levels as they run (the segment computes its own end in a Pass before its router)
+    machines = compile_mission(registry.default_registry().load(name).pipeline)
+    graph = mission_graph(machines)
+    # Then the drawing starts where a mission begins, with the plumbing of both levels left out
+    ids = {n["id"] for n in graph["nodes"]}
+    assert graph["start"] == START
+    assert not ids & {SEGMENT_START, SEGMENT_BEGIN, "segment", "segment.exit", "segment.end"}
+    assert all(e["from"] in ids and e["to"] in ids for e in graph["edges"]), name

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from missions.core.pipeline.compiler import DONE, SEGMENT_BEGIN, START, MissionMachines
+from missions.core.pipeline.compiler import DONE, SEGMENT_BEGIN, SEGMENT_START, START, MissionMachines
 
 _KINDS = {"Choice": "choice", "Pass": "pass", "Succeed": "end", "Fail": "fail", "Parallel": "parallel", "Map": "map"}
 
@@ -97,6 +97,7 @@ def mission_graph(machines: MissionMachines) -> dict[str, Any]:
             awaits.append(name)
         states[name] = state
     states.pop("segment.end", None)
+    states.pop(SEGMENT_START, None)  # the segment's own end: plumbing, as the mission's segment states
     if "segment.await" in states:
         states["segment.await"] = {
             "Type": "Choice",
@@ -108,4 +109,5 @@ def mission_graph(machines: MissionMachines) -> dict[str, Any]:
         states["segment.done"] = {"Type": "Pass", "Next": DONE}
     if "segment.continue" in states:
         states["segment.continue"] = {"Type": "Pass", "Next": START}
-    return state_graph({"StartAt": machines.segment["StartAt"], "States": states})
+    start = machines.segment["StartAt"]
+    return state_graph({"StartAt": START if start == SEGMENT_START else start, "States": states})
