@@ -159,6 +159,24 @@ def test_a_field_the_state_machine_writes_is_in_every_delta_even_unchanged():
     assert fold(parent, diff(state, dict(state))) == state
 
 
+@settings(max_examples=100, deadline=None)
+@given(kept=st.lists(json_values, max_size=5), added=st.lists(json_values, min_size=1, max_size=5))
+def test_a_list_that_only_grew_keeps_just_its_new_items_and_folds_back_exactly(kept, added):
+    # Given the citations a stage added to those before it
+    before, after = {"citations": kept}, {"citations": [*kept, *added]}
+    # When diffed
+    delta = diff(before, after, always=())
+    # Then only the new ones are stored, and the fold gives the whole list back
+    assert delta == {"extend": {"citations": added}}
+    assert exactly(fold(before, delta), after)
+
+
+def test_a_list_that_changed_otherwise_is_stored_whole():
+    before, after = {"citations": [1, 2, 3]}, {"citations": [1, 3, 4, 5]}
+    assert diff(before, after, always=()) == {"set": {"citations": [1, 3, 4, 5]}}
+    assert diff({"citations": [1, 2]}, {"citations": [1.0, 2, 3]}, always=()) == {"set": {"citations": [1.0, 2, 3]}}
+
+
 def test_removed_fields_and_keys_are_removed_by_the_fold():
     before = {"refs": {"outputs.a": "k1", "context": "k2"}, "history": [1, 2]}
     after = {"refs": {"context": "k2"}}

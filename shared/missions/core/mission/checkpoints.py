@@ -54,12 +54,15 @@ class CheckpointChainBroken(LookupError):
 
 def diff(before: dict[str, Any], after: dict[str, Any], always: tuple[str, ...] = MACHINE_FIELDS) -> dict[str, Any]:
     """What turns `before` into `after`: {"set": {field: value}, "unset": [field], "keyed": {field:
-    {"set": {key: value}, "unset": [key]}}}, each part only when not empty. A field that is an object
-    on both sides is diffed key by key (one output among all the stages', one edge count, one offloaded
-    field's reference); fields in `always` are set (or unset) whatever `before` holds. Values are
-    shared with `after`, not copied."""
+    {"set": {key: value}, "unset": [key]}}, "extend": {field: [items]}}, each part only when not empty. A
+    field that is an object on both sides is diffed key by key (one output among all the stages', one edge
+    count, one offloaded field's reference); a list that only grew keeps just its new items (the
+    citations, the answers, the errors: a stage adds to them, and storing the whole list again made the
+    checkpoint of every stage that cited grow with all the citations before); fields in `always` are set
+    (or unset) whatever `before` holds. Values are shared with `after`, not copied."""
     changed: dict[str, Any] = {}
     keyed: dict[str, Any] = {}
+    extended: dict[str, Any] = {}
     for name, value in after.items():
         old = before.get(name, _MISSING)
         if name in always:
@@ -68,6 +71,8 @@ def diff(before: dict[str, Any], after: dict[str, Any], always: tuple[str, ...] 
             part = _keyed(old, value)
             if part:
                 keyed[name] = part
+        elif type(value) is list and type(old) is list and len(value) > len(old) and same(old, value[: len(old)]):
+            extended[name] = value[len(old) :]
         elif not same(old, value):
             changed[name] = value
     removed = [name for name in before if name not in after]
@@ -79,6 +84,8 @@ def diff(before: dict[str, Any], after: dict[str, Any], always: tuple[str, ...] 
         delta["unset"] = removed
     if keyed:
         delta["keyed"] = keyed
+    if extended:
+        delta["extend"] = extended
     return delta
 
 
@@ -94,6 +101,8 @@ def fold(state: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
     folded.update(delta.get("set", {}))
     for name in delta.get("unset", ()):
         folded.pop(name, None)
+    for name, items in delta.get("extend", {}).items():
+        folded[name] = [*folded.get(name, ()), *items]
     return folded
 
 
