@@ -17,7 +17,10 @@ from typing import Any
 
 from rich.table import Table
 
+from missions.core.cost.figures import FIGURES
 from missions.core.cost.infrastructure import estimate
+
+PREDICTION_TOLERANCE = 0.10  # issue 37: the cost model predicts the metered dollars within 10%
 
 TARGET_DOLLARS = 0.0003
 LANGSMITH_DOLLARS_PER_RUN = 0.005
@@ -35,7 +38,7 @@ UNITS = {
 }
 
 
-def _metered(single_level: bool) -> tuple[Any, dict[str, dict[str, float]], int]:
+def _metered(single_level: bool) -> tuple[Any, dict[str, dict[str, int]], int, dict[str, Any]]:
     from bench.run import DEMO, ROOT
     from missions.local.emulation import LocalCloud
     from missions.local.metering import Meter
@@ -50,13 +53,74 @@ def _metered(single_level: bool) -> tuple[Any, dict[str, dict[str, float]], int]
             e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] != "segment"
             for e in cloud.history(outcome.mission_id)
         )
-        return usage, writes, stages
+        segments = cloud.segments(outcome.mission_id)
+        segment_ms = sum((s["stopDate"] - s["startDate"]).total_seconds() * 1000 for s in segments if s.get("stopDate"))
+        return usage, writes, stages, stage_figures(meter.by_source(), segment_ms)
+
+
+def stage_figures(sources: dict[str, Any], segment_ms: float) -> dict[str, Any]:
+    """The cost model's figures (missions.core.cost.figures) as this run measured them: per stage kind, the
+    average invocation's; the start (the harness's calls) and the end (the status function)."""
+    from missions.core.capability import registry
+    from missions.core.cost.prediction import stage_kind
+
+    pipeline = registry.load("code_analysis").pipeline
+    by_function = {f"code-analysis-{name.replace('_', '-')}": name for name in pipeline.stage_names()}
+    kinds: dict[str, list[Any]] = {}
+    stage_ms = 0.0
+    runs = 0
+    for source, found in sources.items():
+        stage = next((name for suffix, name in by_function.items() if source.endswith(suffix)), None)
+        if stage is not None:
+            kinds.setdefault(stage_kind(pipeline, stage), []).append(found)
+            stage_ms += found.lambda_ms
+            runs += found.usage.lambda_requests
+
+    def average(found: list[Any], requests: float) -> dict[str, Any]:
+        per = requests or 1
+
+        def tables(attr: str) -> dict[str, float]:
+            names = sorted({t for f in found for t in getattr(f, attr)})
+            return {t: round(sum(getattr(f, attr).get(t, 0) for f in found) / per, 2) for t in names}
+
+        return {
+            "lambda_ms": round(sum(f.lambda_ms for f in found) / per, 1),
+            "writes": tables("writes"),
+            "reads": tables("reads"),
+        }
+
+    measured: dict[str, Any] = {
+        kind: average(found, sum(f.usage.lambda_requests for f in found)) for kind, found in sorted(kinds.items())
+    }
+    measured["start"] = average([sources["harness"]], 1) if "harness" in sources else {}
+    status = [found for source, found in sources.items() if source.endswith("-status")]
+    measured["end"] = average(status, 1) if status else {}
+    measured["express_overhead_ms"] = round((segment_ms - stage_ms) / runs, 1) if runs else 0.0
+    return measured
+
+
+def _table_figures() -> dict[str, Any]:
+    """The figures the cost model uses now, shaped as `stage_figures`' (to print side by side)."""
+
+    def shown(f: Any) -> dict[str, Any]:
+        return {"lambda_ms": f.lambda_ms, "writes": f.writes, "reads": f.reads}
+
+    return {
+        **{kind: shown(f) for kind, f in FIGURES.stages.items()},
+        "start": shown(FIGURES.start),
+        "end": shown(FIGURES.end),
+        "express_overhead_ms": FIGURES.express_overhead_ms,
+    }
 
 
 def run() -> dict[str, Any]:
-    usage, writes, stages = _metered(single_level=False)
+    from missions.core.capability import registry
+    from missions.core.cost.prediction import predict
+
+    usage, writes, stages, measured = _metered(single_level=False)
     single = estimate(_metered(single_level=True)[0])
     cost = estimate(usage)
+    predicted = predict(registry.load("code_analysis").pipeline)
     return {
         "mission": "code_analysis demo (offline model: no LLM cost)",
         "region": "us-east-1",
@@ -80,11 +144,21 @@ def run() -> dict[str, Any]:
         "ratio_to_single_level": round(cost.total / single.total, 3),
         "ratio_to_langsmith_run": round(cost.total / LANGSMITH_DOLLARS_PER_RUN, 4),
         "target_dollars": TARGET_DOLLARS,
+        "predicted_dollars_per_mission": round(predicted.typical.total, 9),
+        "predicted_stages": len(predicted.walks["typical"].invocations),
+        "prediction_ratio": round(predicted.typical.total / cost.total, 3),
+        "predicted_lines": {line: round(dollars, 9) for line, dollars in predicted.typical.lines.items()},
+        "figures_measured": measured,
+        "figures_in_table": _table_figures(),
     }
 
 
 def checks(result: dict[str, Any]) -> dict[str, bool]:
-    return {f"demo mission <= ${TARGET_DOLLARS} infra": result["total_dollars_per_mission"] <= TARGET_DOLLARS}
+    return {
+        f"demo mission <= ${TARGET_DOLLARS} infra": result["total_dollars_per_mission"] <= TARGET_DOLLARS,
+        f"cost prediction within {PREDICTION_TOLERANCE:.0%} of metered": abs(result["prediction_ratio"] - 1)
+        <= PREDICTION_TOLERANCE,
+    }
 
 
 def table(result: dict[str, Any]) -> Table:
@@ -112,4 +186,12 @@ def table(result: dict[str, Any]) -> Table:
         f"${result['single_level_dollars_per_mission']:.6f} ({result['ratio_to_single_level']}x)",
     )
     rows.add_row("total per 1,000 missions", "", f"${result['total_dollars_per_1000_missions']:.2f}")
+    rows.add_row(
+        f"cost model's prediction ({result['predicted_stages']} stages)",
+        f"{result['prediction_ratio']}x metered",
+        f"${result['predicted_dollars_per_mission']:.6f}",
+    )
+    for kind, metered in result["figures_measured"].items():
+        rows.add_row(f"  figures {kind}: metered", str(metered), "")
+        rows.add_row("           in missions.core.cost.figures", str(result["figures_in_table"].get(kind)), "")
     return rows

@@ -348,3 +348,14 @@ def test_the_chat_example_and_the_event_stream_block_run_as_written(server: DevS
         streamed.append([line for line in run.stdout.splitlines() if line.startswith("id: ")])
     # the whole stream, then what came after the third event: the same ids, the first three left out
     assert len(streamed[0]) > 3 and streamed[1] == streamed[0][3:]
+
+
+def test_the_cost_block_runs_as_written():
+    # Given the cost section's commands / When each runs / Then each prints a prediction, the second as JSON
+    text, as_json = sh_blocks("docs/cli.md", "## What a mission will cost")[0]
+    printed = [
+        subprocess.run([MISSIONS, *shlex.split(line)[1:]], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+        for line in (text, as_json)
+    ]
+    assert "total per mission" in printed[0] and "assumptions:" in printed[0]
+    assert json.loads(printed[1])["capability"] == "shopping"

@@ -430,3 +430,20 @@ def test_every_invocation_is_observed_with_its_memory_even_when_it_fails(cloud: 
     # and both observed invocations were reported with the function's memory, the third not
     assert [(n, memory) for n, _, memory in seen] == [(name, 512), (name, 512)]
     assert all(duration >= 0 for _, duration, _ in seen)
+
+
+def test_the_cost_model_predicts_the_metered_demo_within_10_percent(demo: Metered):
+    """If this fails after a change to what a stage writes or reads, re-tune missions.core.cost.figures:
+    `python -c "from bench import cost; print(cost.run())"` prints the metered figures next to the table's."""
+    from missions.core.cost.prediction import predict
+
+    # Given the demo mission, metered (its path: one replan, as the capability's typical_count says)
+    metered = estimate(demo.usage).total
+    # When its cost is predicted from the compiled machine and the per-stage figures
+    prediction = predict(registry.load("code_analysis").pipeline)
+    walk = prediction.walks["typical"]
+    # Then the machine's counts are exact, and the dollars within 10%
+    assert walk.standard_transitions == demo.usage.state_transitions
+    assert walk.express_transitions == demo.usage.express_transitions
+    assert len(walk.invocations) + 1 == demo.usage.lambda_requests  # the stages, and the status function
+    assert abs(prediction.typical.total / metered - 1) <= 0.10, (prediction.typical.lines, estimate(demo.usage).lines)

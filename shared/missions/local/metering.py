@@ -30,7 +30,10 @@ How each line is counted (priced by missions.core.cost.infrastructure):
   cost the summed size of the items returned (an index's entries, on an index), which
   undercounts filtered or projected ones (AWS bills what it read). moto processes every item of
   a batch, so there are no unprocessed items to leave out.
-- Write units are also kept per table and index (`write_units_by_table`), for the bench's split.
+- Write units are also kept per table and index (`write_units_by_table`), for the bench's split, and
+  everything is also kept per source (`by_source`: the function whose handler made the call, or
+  "harness" for `billed()` ones), so the bench can measure the cost model's per-stage figures
+  (missions.core.cost.figures).
 
 One mission at a time: the meter sums everything since it started (or `reset()`), and
 `usage_for` refuses a mission if the meter saw another one start.
@@ -61,6 +64,18 @@ from missions.local.emulation import ACCOUNT, REGION, LocalCloud, MissionOutcome
 S3_PUTS = {"PutObject", "CopyObject", "ListObjects", "ListObjectsV2", "CreateMultipartUpload", "UploadPart"}
 S3_GETS = {"GetObject", "HeadObject"}
 _STATE = "missions_meter"  # where a call's pre-call snapshot waits in botocore's request context
+_MANY_TABLES = "(several tables)"  # a BatchGetItem's or TransactGetItems' reads, by source
+
+
+@dataclass
+class SourceUsage:
+    """What one source (a function, or the harness) used: its usage, its write and read units per table (the
+    table's spec id; an index's writes count for its table), and its Lambda duration in ms."""
+
+    usage: Usage = field(default_factory=Usage)
+    writes: dict[str, int] = field(default_factory=dict)
+    reads: dict[str, float] = field(default_factory=dict)
+    lambda_ms: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -139,6 +154,7 @@ class Meter:
         with self._lock:
             self._usage = Usage()
             self._table_writes: dict[str, dict[str, int]] = {}
+            self._sources: dict[str, SourceUsage] = {}
             self.invocations: list[Invocation] = []
             self._started: set[str] = set()
 
@@ -171,6 +187,15 @@ class Meter:
         with self._lock:
             return {table: dict(parts) for table, parts in sorted(self._table_writes.items())}
 
+    def by_source(self) -> dict[str, SourceUsage]:
+        """What was counted so far per source: a function's name, or "harness" (the `billed()` calls).
+        Lambda requests and durations count for the function invoked; state transitions are not here."""
+        with self._lock:
+            return {
+                name: replace(found, writes=dict(found.writes), reads=dict(found.reads))
+                for name, found in self._sources.items()
+            }
+
     def usage_for(self, mission_id: str) -> Usage:
         others = self._started - {mission_id}
         if others:
@@ -197,16 +222,26 @@ class Meter:
 
     # -- counting ----------------------------------------------------------------------------
 
-    def _add(self, usage: Usage) -> None:
+    def _add(self, usage: Usage, source: str | None = None) -> None:
         with self._lock:
             self._usage = self._usage + usage
+            found = self._source(source or moto_patches.invoking() or "harness")
+            found.usage = found.usage + usage
+
+    def _source(self, name: str) -> SourceUsage:
+        """(under the lock)"""
+        return self._sources.setdefault(name, SourceUsage())
 
     def _on_invocation(self, function_name: str, duration_ms: float, memory_mb: int) -> None:
         if not self._active:
             return
         with self._lock:
             self.invocations.append(Invocation(function_name, duration_ms, memory_mb))
-        self._add(Usage(lambda_requests=1, lambda_gb_seconds=lambda_gb_seconds(duration_ms, memory_mb)))
+        self._add(
+            Usage(lambda_requests=1, lambda_gb_seconds=lambda_gb_seconds(duration_ms, memory_mb)), source=function_name
+        )
+        with self._lock:
+            self._source(function_name).lambda_ms += duration_ms
 
     def _counts(self) -> bool:
         return self._active and (moto_patches.invoking() is not None or self._billed.get())
@@ -232,9 +267,13 @@ class Meter:
                     self._started.add(params.get("name", ""))
         elif service == "dynamodb":
             units = sum(self._write_units(write) for write in writes)
-            self._add(
-                Usage(dynamodb_write_units=units, dynamodb_read_units=self._read_units(operation, params, parsed))
-            )
+            reads = self._read_units(operation, params, parsed)
+            self._add(Usage(dynamodb_write_units=units, dynamodb_read_units=reads))
+            if reads:
+                table = self._tables.get(params.get("TableName", ""), (_MANY_TABLES,))[0]
+                with self._lock:
+                    found = self._source(moto_patches.invoking() or "harness")
+                    found.reads[table] = found.reads.get(table, 0.0) + reads
         elif service == "s3":
             self._add(Usage(s3_puts=int(operation in S3_PUTS), s3_gets=int(operation in S3_GETS)))
         elif service == "events" and operation == "PutEvents":
@@ -268,6 +307,8 @@ class Meter:
             counted = self._table_writes.setdefault(name, {})
             for part, units in parts.items():
                 counted[part] = counted.get(part, 0) + units
+            by_source = self._source(moto_patches.invoking() or "harness").writes
+            by_source[name] = by_source.get(name, 0) + sum(parts.values())
         return sum(parts.values())
 
     def _read_units(self, operation: str, params: dict[str, Any], parsed: dict[str, Any]) -> float:

@@ -1,10 +1,13 @@
-"""Who may see what through the HTTP API: the caller's own missions, metrics, inbox, profile and capability graphs.
+"""Who may see what through the HTTP API: the caller's own missions, metrics, inbox, profile, capability graphs
+and costs.
 The HTTP API over the composition root on in-memory adapters, with no AWS and no moto.
 """
 
 from __future__ import annotations
 
 import json
+
+import pytest
 
 from missions.app import api
 from missions.app.runtime import Runtime
@@ -122,6 +125,21 @@ def test_a_capabilitys_graph_is_its_compiled_state_machine(runtime: Runtime):
     assert set(runtime.capabilities.load("shopping").pipeline.stage_names()) <= stages
     assert {"await", "end"} <= {n["kind"] for n in graph["nodes"]}
     assert call(runtime, "GET", "/capabilities/nope/graph")[0] == 404
+
+
+def test_a_capabilitys_cost_is_predicted_from_its_machine(runtime: Runtime):
+    # When a user asks what a code_analysis mission will cost
+    status, cost = call(runtime, "GET", "/capabilities/code_analysis/cost")
+    # Then the lines add up to the total, with the range and what it assumes
+    assert status == 200 and cost["capability"] == "code_analysis"
+    assert sum(line["dollars"] for line in cost["lines"].values()) == pytest.approx(
+        cost["dollars_per_mission"], rel=1e-3
+    )
+    assert cost["range"]["min"]["stages"] <= cost["range"]["typical"]["stages"] <= cost["range"]["max"]["stages"]
+    assert cost["assumptions"]
+    # and an unknown capability is 404 with a reason
+    status, missing = call(runtime, "GET", "/capabilities/nope/cost")
+    assert status == 404 and "nope" in missing["message"]
 
 
 def test_me_names_the_user_and_where_their_learned_preferences_live(runtime: Runtime):

@@ -1,5 +1,6 @@
 """What `missions run` prints of a mission's timeline: a stage that hands work to a sub-mission is not shown
-as waiting for the user, and the sub-mission's start and end are lines of their own."""
+as waiting for the user, and the sub-mission's start and end are lines of their own; `missions cost` prints a
+capability's predicted cost."""
 
 from __future__ import annotations
 
@@ -50,3 +51,33 @@ def test_a_question_still_says_the_user_is_waited_for(capsys: pytest.CaptureFixt
         payload={"interrupt_id": "i_1", "kind": "choice", "question": "Which one?"},
     )
     assert shown(capsys, raised) == ["⏸ waiting for you: Which one?"]
+
+
+def test_missions_cost_prints_the_lines_the_totals_and_the_assumptions():
+    from typer.testing import CliRunner
+
+    from missions.cli import app
+
+    # When a user asks what a code_analysis mission will cost
+    result = CliRunner().invoke(app, ["cost", "code_analysis"], terminal_width=200)
+    # Then the billing lines, the totals per mission and per 1,000, the range and the assumptions are printed
+    assert result.exit_code == 0, result.output
+    for said in ("dynamodb_writes", "step_functions", "total per mission", "total per 1,000 missions", "assumptions:"):
+        assert said in result.output
+    assert "typical path (11 stage runs)" in result.output and "range per mission: min" in result.output
+
+
+def test_missions_cost_json_and_an_unknown_capability():
+    import json
+
+    from typer.testing import CliRunner
+
+    from missions.cli import app
+
+    result = CliRunner().invoke(app, ["cost", "shopping", "--json"])
+    found = json.loads(result.output)
+    assert result.exit_code == 0 and found["capability"] == "shopping" and found["dollars_per_mission"] > 0
+    assert set(found["range"]) == {"min", "typical", "max"}
+    # Given a capability that is not installed / Then one line says so, and the exit code is not 0
+    missing = CliRunner().invoke(app, ["cost", "nope"])
+    assert missing.exit_code != 0 and "nope" in missing.output and len(missing.output.strip().splitlines()) == 1

@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from missions.core.capability import registry
+from missions.core.cost.figures import FIGURES
 from missions.core.cost.infrastructure import (
     PRICES,
     PRICES_AS_OF,
@@ -24,6 +26,8 @@ from missions.core.cost.infrastructure import (
     read_units,
     write_units,
 )
+from missions.core.cost.prediction import PATHS, predict
+from missions.core.pipeline.config import PipelineConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -191,3 +195,121 @@ def test_costing_imports_no_sdk() -> None:
     code = f"import sys, missions.core.cost.infrastructure\nprint(sorted(m for m in {sdks} if m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+# =========================================================================== the cost model (prediction)
+
+
+def _pipeline(agents: list[dict[str, object]], **more: object) -> PipelineConfig:
+    return PipelineConfig.model_validate({"name": "p", "agents": agents, **more})
+
+
+LINEAR = [
+    {"name": "a", "has_llm": True, "default_next": "b"},
+    {"name": "b", "has_tools": True, "tool_access": "read", "default_next": "c"},
+    {"name": "c"},
+]
+
+
+def test_a_linear_pipeline_has_one_path_priced_from_the_figures():
+    # Given a -> b -> c, each stage one kind of the figures'
+    pipeline = _pipeline(LINEAR)
+    # When its cost is predicted
+    prediction = predict(pipeline)
+    # Then min, typical and max are the same 3 stage runs, in one segment of 3 Standard transitions
+    walks = prediction.walks
+    assert [walks[name].invocations for name in PATHS] == [["a", "b", "c"]] * 3
+    assert prediction.two_level and walks["typical"].standard_transitions == 3
+    assert len(walks["typical"].segments) == 1 and walks["typical"].express_transitions > 9
+    # and the usage is the figures' per kind, plus the mission's start and end
+    kinds = [FIGURES.stages[k] for k in ("llm", "tools", "final")]
+    expected = sum(f.write_units for f in kinds) + FIGURES.start.write_units + FIGURES.end.write_units
+    usage = prediction.usages["typical"]
+    assert usage.dynamodb_write_units == pytest.approx(expected)
+    assert usage.lambda_requests == 4 and usage.express_requests == 1  # 3 stages and the status function
+    cost = prediction.typical
+    assert cost.total == pytest.approx(estimate(usage).total) and set(cost.lines) == set(estimate(Usage()).lines)
+    assert prediction.as_dict()["dollars_per_1000_missions"] == pytest.approx(cost.total * 1000, rel=1e-3)
+
+
+def test_a_loop_runs_its_typical_count_typically_and_its_limit_at_most():
+    # Given b -> a looping back, limited to 3 times and typically once
+    agents = [
+        {"name": "a", "has_llm": True, "default_next": "b"},
+        {"name": "b", "routing_rules": [{"field": "again", "value": True, "target": "a"}], "default_next": "c"},
+        {"name": "c"},
+    ]
+    limit = {"from_stage": "b", "to_stage": "a", "max_count": 3, "typical_count": 1}
+    prediction = predict(_pipeline(agents, edge_limits=[limit]))
+    # Then the range is 0, 1 and 3 rounds of the loop, and costs grow with it
+    runs = {name: prediction.walks[name].invocations for name in PATHS}
+    assert runs["min"] == ["a", "b", "c"]
+    assert runs["typical"] == ["a", "b", "a", "b", "c"]
+    assert runs["max"] == ["a", "b"] * 4 + ["c"]
+    totals = [prediction.costs[name].total for name in PATHS]
+    assert totals == sorted(totals) and totals[0] < totals[2]
+    assert any("typically 1 times, at most 3" in said for said in prediction.assumptions)
+
+
+def test_the_hop_bound_cuts_the_longest_path_through_the_final_stage():
+    # Given a loop its edge limit allows far past max_agent_hops
+    agents = [
+        {"name": "a", "default_next": "b"},
+        {"name": "b", "routing_rules": [{"field": "again", "value": True, "target": "a"}], "default_next": "c"},
+        {"name": "c"},
+    ]
+    limit = {"from_stage": "b", "to_stage": "a", "max_count": 100}
+    prediction = predict(_pipeline(agents, edge_limits=[limit], bounds={"max_agent_hops": 6}))
+    # Then the longest mission runs max_agent_hops stages: the machine's guard ends it through the final stage
+    assert len(prediction.walks["max"].invocations) == 6 and prediction.walks["max"].invocations[-1] == "c"
+    assert prediction.walks["typical"].invocations == ["a", "b", "c"]  # no typical_count: the loop is not taken
+
+
+def test_branches_take_the_default_typically_and_the_longer_branch_at_most():
+    # Given a that routes to a short or a long branch, both ending at d
+    agents = [
+        {"name": "a", "routing_rules": [{"field": "long", "value": True, "target": "b1"}], "default_next": "c"},
+        {"name": "b1", "default_next": "b2"},
+        {"name": "b2", "default_next": "d"},
+        {"name": "c", "default_next": "d"},
+        {"name": "d"},
+    ]
+    prediction = predict(_pipeline(agents))
+    runs = {name: prediction.walks[name].invocations for name in PATHS}
+    assert runs["min"] == ["a", "c", "d"] and runs["typical"] == ["a", "c", "d"]
+    assert runs["max"] == ["a", "b1", "b2", "d"]
+    said = prediction.as_dict()
+    assert said["range"]["max"]["stages"] == 4 and said["assumptions"][0].startswith("typical path (3 stage runs)")
+
+
+def test_a_parallel_group_runs_each_branch_and_its_join():
+    # Given a -> (x, y side by side) -> j -> z
+    agents = [
+        {"name": "a", "default_next": "both"},
+        {"name": "x", "default_next": "j"},
+        {"name": "y", "default_next": "j"},
+        {"name": "j", "default_next": "z"},
+        {"name": "z"},
+    ]
+    prediction = predict(_pipeline(agents, parallel=[{"name": "both", "stages": ["x", "y"]}]))
+    # Then every branch is a stage run of its own
+    assert sorted(prediction.walks["typical"].invocations) == ["a", "j", "x", "y", "z"]
+
+
+def test_a_pipeline_on_one_standard_machine_pays_every_state():
+    # Given a stage that may run longer than a segment allows (one Standard machine)
+    agents = [{"name": "a", "default_next": "b", "timeout_seconds": 900}, {"name": "b"}]
+    prediction = predict(_pipeline(agents))
+    walk = prediction.walks["typical"]
+    # Then there is no segment and each stage's task, count and route are Standard transitions
+    assert not prediction.two_level and walk.segments == [] and walk.express_transitions == 0
+    assert walk.standard_transitions >= 3 * 2 and prediction.typical.lines["express_requests"] == 0
+
+
+def test_every_installed_capability_is_predicted_with_an_ordered_range():
+    names = registry.installed()
+    assert names
+    for name in names:
+        prediction = predict(registry.load(name).pipeline)
+        totals = [prediction.costs[path].total for path in PATHS]
+        assert 0 < totals[0] <= totals[1] <= totals[2], name

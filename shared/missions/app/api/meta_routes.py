@@ -8,8 +8,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from missions.app.api.edge import app, current_user, responses, runtime
-from missions.app.api.models.capabilities import CapabilityGraph, CapabilityList
+from missions.app.api.models.capabilities import CapabilityCost, CapabilityGraph, CapabilityList
 from missions.app.api.models.missions import ClassificationView, ClassifyRequest
+from missions.core.cost.prediction import predict
 from missions.core.errors import MissionRequestError
 from missions.core.pipeline.compiler import compile_mission
 from missions.core.pipeline.graph import mission_graph
@@ -32,6 +33,18 @@ def capability_graph(name: str) -> dict[str, Any]:
         raise NotFoundError(f"no capability {name}")
     machines = compile_mission(runtime().capabilities.load(name).pipeline)
     return {"capability": name, **mission_graph(machines)}
+
+
+@app.get(
+    "/capabilities/<name>/cost",
+    summary="What one mission of a capability will cost in AWS infrastructure, predicted",
+    responses=responses((200, CapabilityCost, "the prediction, its range and its assumptions"), 404),
+)
+def capability_cost(name: str) -> dict[str, Any]:
+    current_user()
+    if name not in runtime().capabilities.available():
+        raise NotFoundError(f"no capability {name}")
+    return predict(runtime().capabilities.load(name).pipeline).as_dict()
 
 
 @app.post(

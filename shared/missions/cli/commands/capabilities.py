@@ -96,3 +96,36 @@ def asl(
         err.print(f"wrote {output}")
     else:
         sys.stdout.write(text + "\n")
+
+
+@app.command("cost")
+def cost(
+    capability: str = typer.Argument(..., help="Capability name."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """What one mission of a capability will cost in AWS infrastructure, predicted before it runs: per
+    billing line at list prices, per mission and per 1,000, and what the prediction assumes."""
+    from missions.core.cost.prediction import predict
+
+    found = predict(load_capability(capability).pipeline).as_dict()
+    if as_json:
+        out.print_json(data=found)
+        return
+    table = Table(
+        "line",
+        "quantity",
+        "dollars",
+        title=f"{capability}: one typical mission, us-east-1 list prices as of {found['prices_as_of']}",
+    )
+    for line, figures in found["lines"].items():
+        table.add_row(line, f"{figures['quantity']:g}", f"${figures['dollars']:.7f}")
+    table.add_row("total per mission", "", f"${found['dollars_per_mission']:.6f}")
+    table.add_row("total per 1,000 missions", "", f"${found['dollars_per_1000_missions']:.4f}")
+    out.print(table)
+    spread = ", ".join(
+        f"{name} ${r['dollars_per_mission']:.6f} ({r['stages']} stages)" for name, r in found["range"].items()
+    )
+    out.print(f"range per mission: {spread}")
+    out.print("assumptions:")
+    for said in found["assumptions"]:
+        out.print(f"  - {said}", markup=False)

@@ -59,6 +59,8 @@ class EdgeLimit(Model):
     to_stage: str
     max_count: int = Field(ge=0, le=10_000)
     on_exceeded: str | None = None
+    # how many times a mission usually takes the edge: what the cost model (`missions cost`) predicts with
+    typical_count: int | None = Field(None, ge=0, le=10_000)
 
 
 class FanOut(Model):
@@ -175,7 +177,7 @@ class PipelineConfig(Model):
         # its length), checked on use: the agents list is a plain list a caller may change
         private = self.__pydantic_private__  # (not pydantic's attribute lookup: a stage makes a dozen of these)
         assert private is not None
-        at = private["_positions"].get(name)
+        at: int | None = private["_positions"].get(name)
         if at is None or at >= len(self.agents) or self.agents[at].name != name:
             private["_positions"] = {agent.name: i for i, agent in enumerate(self.agents)}
             at = private["_positions"].get(name)

@@ -48,10 +48,41 @@ class CapabilityGraph(BaseModel):
     start: str
 
 
+class CostLine(BaseModel):
+    quantity: float = Field(description="the billing line's quantity for one mission (its unit: the line's)")
+    dollars: float
+
+
+class CostRange(BaseModel):
+    stages: int = Field(description="stage runs (Lambda invocations of stages) on this path")
+    path: list[str] = Field(description="the routing path: stage or parallel group names")
+    standard_transitions: int
+    segments: int
+    dollars_per_mission: float
+
+
+class CapabilityCost(BaseModel):
+    """One mission's predicted AWS infrastructure cost at list prices (no LLM tokens), from the compiled
+    machine and the per-stage figures `make bench` measures; `range`: the min, typical and max paths."""
+
+    capability: str
+    layout: str
+    prices_as_of: str
+    lambda_architecture: str
+    lines: dict[str, CostLine]
+    dollars_per_mission: float
+    dollars_per_1000_missions: float
+    range: dict[Literal["min", "typical", "max"], CostRange]
+    assumptions: list[str]
+
+
 __all__ = [
+    "CapabilityCost",
     "CapabilityGraph",
     "CapabilityList",
     "CapabilityView",
+    "CostLine",
+    "CostRange",
     "GraphEdge",
     "GraphNode",
 ]
