@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / ".bench" / "results.json"
 DEMO = "How does EnvelopeCodec offload large fields, and where is max_agent_hops enforced?"
 IMPORT_RUNS = 7
-TARGETS = {"largest_state_kb": 64, "non_llm_import_ratio": 1.6, "peak_rss_mb": 200}
+TARGETS = {"largest_state_kb": 64, "non_llm_import_ratio": 1.6, "llm_import_ratio": 2.0, "peak_rss_mb": 200}
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -100,6 +100,8 @@ IMPORTS = {
     "class M(BaseModel):\n    x: int = 0\nM(x=1)",
     "non_llm_stage": "import handler, capabilities.code_analysis",
     "llm_stage": "import handler, capabilities.code_analysis, missions.adapters.llm.openai_provider",
+    # ...and what its first model call adds, once per container: the model SDK, imported when the client is made
+    "llm_first_call": "import handler, capabilities.code_analysis, missions.adapters.llm.openai_provider, openai",
 }
 STAGES = ("non_llm_stage", "llm_stage")  # also measured with the layer's sources only, and the layer before
 LAMBDA_ARCHITECTURES = {"x86_64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}  # machine -> layers/build.py --arch
@@ -204,6 +206,11 @@ def import_times() -> dict:
         "own_code_ms": round((median[("non_llm_stage", "shipped")] - median[("libraries_floor", "shipped")]) * 1000, 1),
         "llm_stage_ms": ms("llm_stage"),
         "llm_import_ratio": ratio("llm_stage"),
+        # Lambda's init phase per stage kind is the import above; an LLM stage's first call then adds the SDK
+        "llm_first_call_ms": ms("llm_first_call"),
+        "llm_first_call_extra_ms": round(
+            (median[("llm_first_call", "shipped")] - median[("llm_stage", "shipped")]) * 1000, 1
+        ),
         "non_llm_stage_sources_only_ms": ms("non_llm_stage", "sources_only"),
         "non_llm_sources_only_ratio": ratio("non_llm_stage", "sources_only"),
         "llm_stage_sources_only_ms": ms("llm_stage", "sources_only"),
@@ -316,6 +323,7 @@ def main() -> None:
         "largest state (demo) <= 64 KB": demo["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
         "largest state (2 MB tool) <= 64 KB": bulky["largest_state_bytes"] <= TARGETS["largest_state_kb"] * 1024,
         "non-LLM handler import <= 1.6x boto3": imports["non_llm_import_ratio"] <= TARGETS["non_llm_import_ratio"],
+        "LLM handler import <= 2x boto3": imports["llm_import_ratio"] <= TARGETS["llm_import_ratio"],
         "peak memory <= 200 MB": results["peak_rss_mb"] <= TARGETS["peak_rss_mb"],
         **runner_scaling.checks(results["runner_scaling"]),
         **infra.checks(results["deployment"]),
@@ -364,6 +372,10 @@ def main() -> None:
     )
     table.add_row(
         "import LLM stage handler, layer as shipped", f"{imports['llm_stage_ms']} ms ({imports['llm_import_ratio']}x)"
+    )
+    table.add_row(
+        "  ... its first model call imports the model SDK (once per container)",
+        f"+{imports['llm_first_call_extra_ms']} ms",
     )
     table.add_row(
         "import non-LLM stage handler, layer without bytecode",

@@ -1,7 +1,8 @@
 """The OpenAI provider: structured outputs over the Chat Completions API.
 
-This is the only module that imports the openai SDK. The runtime imports it lazily, so cold
-starts of stages that never call a model (and of the offline provider) do not pay for the SDK.
+This is the only module that imports the openai SDK, and it imports it only when a client is made or a
+call handled: importing this module (a stage handler that may call a model) costs its cold start
+no SDK; the first model call pays for it (about 0.5 s in Lambda), once per container.
 
 `OpenAIChat` makes one attempt per call (the client is built with ``max_retries=0``); retries, the
 circuit breaker, the fallback model, output repair and usage accounting are the ones every provider
@@ -14,13 +15,13 @@ import json
 import math
 import time
 from email.utils import parsedate_to_datetime
-from typing import Any
-
-import httpx2  # the HTTP client this SDK uses (its own, not httpx)
-import openai
+from typing import TYPE_CHECKING, Any
 
 from missions.adapters.llm.resilient import Answer, RetryableCall, SdkProvider, schema_name
 from missions.core.llm.provider import LLMError, LLMRequest
+
+if TYPE_CHECKING:
+    import openai
 
 # OpenAI's reasoning models refuse `max_tokens` and take `max_completion_tokens` (reasoning and answer);
 # everything else, and every OpenAI-compatible server (llama.cpp's reads `max_tokens`; only its 2026 builds
@@ -42,6 +43,9 @@ class OpenAIChat:
         self._json_object_models: set[str] = set()
 
     def call(self, model: str, request: LLMRequest, timeout: float) -> Answer:
+        import httpx2  # the HTTP client this SDK uses (its own, not httpx)
+        import openai
+
         json_object = model in self._json_object_models
         try:
             try:
@@ -117,6 +121,8 @@ class OpenAIChat:
         """GET /models/{model}: the endpoint answers and knows the model (no tokens spent). A server without
         that route (llama.cpp's answers 404 "File Not Found", not OpenAI's model_not_found, and serves its one
         model whatever a request names) is probed by listing its models instead."""
+        import openai
+
         try:
             try:
                 self._client.models.retrieve(model, timeout=timeout)
@@ -162,12 +168,16 @@ class OpenAIChat:
         return params
 
 
+class ClientRefused(Exception):
+    """The SDK could not make a client (no key, say): its reason, without importing the SDK to name its error."""
+
+
 class OpenAIProvider(SdkProvider):
     """Calls an OpenAI-compatible endpoint and returns validated pydantic outputs (see the module doc and
     SdkProvider). `stream`: ask for server-sent chunks, so a stage can stream its text as it comes."""
 
     vendor = "OpenAI"
-    refused = openai.OpenAIError
+    refused = ClientRefused
     standard_model = "gpt-4o-mini"
 
     def __init__(self, *, stream: bool = False, **options: Any):
@@ -175,7 +185,12 @@ class OpenAIProvider(SdkProvider):
         super().__init__(**options)
 
     def _connect(self, api_key: str | None, base_url: str | None, timeout: float) -> openai.OpenAI:
-        return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+        import openai
+
+        try:
+            return openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+        except openai.OpenAIError as exc:
+            raise ClientRefused(str(exc)) from exc
 
     def _api(self, client: Any) -> OpenAIChat:
         return OpenAIChat(client, self._stream)
@@ -201,6 +216,8 @@ def _content_of(response: Any, model: str, request: LLMRequest) -> tuple[str, st
 def _sent(cause: BaseException | None) -> bool:
     """Whether a failed attempt's request reached the server (so it may have generated, and billed): every
     transport failure but one in connecting."""
+    import httpx2
+
     return not isinstance(cause, httpx2.ConnectError | httpx2.ConnectTimeout)
 
 
