@@ -127,6 +127,28 @@ def test_importing_a_non_llm_stage_pulls_in_only_what_a_stage_uses():
     assert result.stdout.strip() == "[]"
 
 
+# what an LLM stage's first model call imports, and its cold start must not: the model SDKs and their HTTP client
+MODEL_SDKS = ("openai", "anthropic", "httpx2")
+
+
+def test_importing_an_llm_stage_imports_no_model_sdk_until_its_first_model_call_makes_the_client():
+    # Given a fresh process
+    code = (
+        "import sys\n"
+        "import functions.stage.handler, capabilities.code_analysis\n"
+        "import missions.adapters.llm.openai_provider as provider\n"
+        f"print(sorted(m for m in {MODEL_SDKS!r} if m in sys.modules))\n"
+        "provider.OpenAIProvider(api_key='sk-test', base_url='http://127.0.0.1:9/v1')\n"
+        f"print(sorted(m for m in {MODEL_SDKS!r} if m in sys.modules))\n"
+    )
+    # When an LLM stage's cold start is imported (the stage handler, its capability and the OpenAI provider,
+    # as bench/run.py measures it), then the provider's client is made (what its first model call does)
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # Then no model SDK came with the import; the client brought the SDK (the check is not vacuous)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["[]", "['httpx2', 'openai']"]
+
+
 def test_the_llm_adapter_repairs_json_without_importing_the_repairer_up_front():
     # Given a fresh process importing the providers' shared code (an LLM stage)
     code = (
