@@ -48,9 +48,9 @@ def _metered(single_level: bool) -> tuple[Any, dict[str, dict[str, int]], int, d
         assert outcome.status == "SUCCEEDED", (outcome.error, outcome.cause)
         usage = meter.usage_for(outcome.mission_id)
         writes = meter.write_units_by_table()
-        # the stages run (Lambda tasks; starting a segment is not one)
+        # the stages run (Lambda tasks; a segment's calls to Step Functions are not)
         stages = sum(
-            e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] != "segment"
+            e["type"] == "TaskStateEntered" and not e["stateEnteredEventDetails"]["name"].startswith("segment")
             for e in cloud.history(outcome.mission_id)
         )
         segments = cloud.segments(outcome.mission_id)

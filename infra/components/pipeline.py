@@ -19,7 +19,7 @@ from constructs import Construct
 from infra.components.access import ACCESS, READ_SNAPSHOTS, Resources, grant
 from infra.components.functions import FunctionFactory, retention
 from infra.components.monitoring import pipeline_alarms
-from infra.components.nag import acknowledge, rendered
+from infra.components.nag import acknowledge
 from infra.components.sandbox import Sandbox
 from infra.components.storage import removal_policy
 from infra.config import EnvironmentConfig
@@ -201,49 +201,33 @@ class CapabilityPipeline(Construct):
     def _may_run_segments(
         self, mission: sfn.StateMachine, segment: sfn.StateMachine, config: EnvironmentConfig
     ) -> None:
-        """What `states:startExecution.sync:2` needs (as CDK's StepFunctionsStartExecution task grants): start the
-        segment machine, read and stop its executions, and the managed rule Step Functions uses to learn when
-        a child ended."""
+        """What a chain of segments needs (missions.core.pipeline.compiler): the mission's machine starts its
+        segment machine and waits on a task token (`startExecution.waitForTaskToken`: nothing to describe,
+        stop or follow); each segment starts the next one of its own machine and heartbeats, answers or
+        fails the mission's token. Both ARNs are built from the machines' names: a reference to either
+        machine from the segment's role would make the two machines depend on each other."""
         stack = Stack.of(self)
-        name = segment_machine_name(config.prefix, self.capability.name)
+
+        def machine_arn(name: str) -> str:
+            return stack.format_arn(
+                service="states", resource="stateMachine", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+            )
+
         mission.add_to_role_policy(
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[segment.state_machine_arn])
         )
-        mission.add_to_role_policy(
+        segment.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["states:DescribeExecution", "states:StopExecution"],
-                resources=[
-                    stack.format_arn(
-                        service="states",
-                        resource=kind,
-                        resource_name=f"{name}:*",
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                    for kind in ("execution", "express")
-                ],
+                actions=["states:StartExecution"],
+                resources=[machine_arn(segment_machine_name(config.prefix, self.capability.name))],
             )
         )
-        mission.add_to_role_policy(
+        segment.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
-                resources=[
-                    stack.format_arn(
-                        service="events",
-                        resource="rule",
-                        resource_name="StepFunctionsGetEventsForStepFunctionsExecutionRule",
-                    )
-                ],
+                actions=["states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"],
+                resources=[machine_arn(state_machine_name(config.prefix, self.capability.name))],
             )
         )
-        reasons = {
-            "execution": "A segment's executions are named at run time (mission id, hop, restart): the pattern "
-            "names this capability's segment machine only.",
-            "express": "Express executions' ARNs use the 'express' resource type; the pattern names this "
-            "capability's segment machine only.",
-        }
-        for kind, reason in reasons.items():
-            arn = rendered(mission, "arn:{partition}:states:{region}:{account}:") + f"{kind}:{name}:*"
-            acknowledge(mission.role, f"AwsSolutions-IAM5[Resource::{arn}]", reason)
 
 
 class CapabilityStack(NestedStack):

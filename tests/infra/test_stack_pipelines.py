@@ -74,21 +74,27 @@ def test_a_state_machine_per_capability_whose_definition_is_the_compilers(assemb
     assert len(segments) == len(machines)
 
 
-def test_a_missions_machine_may_start_only_its_own_segments_and_follow_them(assembly: Assembly):
-    assert _machines(assembly, "dev"), "no mission state machine"
-    for machine in _machines(assembly, "dev").values():
+def test_a_missions_machine_starts_only_its_own_segments_and_a_segment_only_the_next_and_its_token(
+    assembly: Assembly,
+):
+    machines = _machines(assembly, "dev")
+    segments = _machines(assembly, "dev", "EXPRESS")
+    assert machines, "no mission state machine"
+    for machine in machines.values():
         props = machine["Properties"]
         name = props["StateMachineName"]
         statements = _role_statements(assembly, "dev", props["RoleArn"]["Fn::GetAtt"][0])
         (start,) = [s for s in statements if "states:StartExecution" in _actions(s)]
-        # Then it starts its own segment machine and nothing else
+        # Then the mission's machine starts its own segment machine and nothing else, and needs nothing to
+        # follow it (it waits on a task token, not on the execution)
         assert start["Resource"] == props["DefinitionSubstitutions"]["segment"]
-        # and describes and stops only that machine's executions (standard and express ARNs)
-        (follow,) = [s for s in statements if "states:DescribeExecution" in _actions(s)]
-        assert _actions(follow) == {"states:DescribeExecution", "states:StopExecution"}
-        rendered = json.dumps(follow["Resource"])
-        assert f":execution:{name}-segment:*" in rendered and f":express:{name}-segment:*" in rendered
-        # and the managed rule through which Step Functions learns that a segment ended
-        (rule,) = [s for s in statements if "events:PutRule" in _actions(s)]
-        assert "rule/StepFunctionsGetEventsForStepFunctionsExecutionRule" in json.dumps(rule["Resource"])
-        assert _actions(rule) == {"events:PutTargets", "events:PutRule", "events:DescribeRule"}
+        assert not [s for s in statements if _actions(s) & {"states:DescribeExecution", "events:PutRule"}]
+        # and its segment machine starts only its own next segment, and speaks only on this machine's tokens
+        segment = segments[props["DefinitionSubstitutions"]["segment"]["Ref"]]["Properties"]
+        own = _role_statements(assembly, "dev", segment["RoleArn"]["Fn::GetAtt"][0])
+        (chain,) = [s for s in own if "states:StartExecution" in _actions(s)]
+        assert _actions(chain) == {"states:StartExecution"}
+        assert json.dumps(chain["Resource"]).endswith(f':stateMachine:{name}-segment"]]}}'), chain["Resource"]
+        (token,) = [s for s in own if "states:SendTaskSuccess" in _actions(s)]
+        assert _actions(token) == {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
+        assert json.dumps(token["Resource"]).endswith(f':stateMachine:{name}"]]}}'), token["Resource"]

@@ -92,7 +92,8 @@ def test_lambda_requests_are_the_stage_invocations(demo: Metered, cloud: LocalCl
     assert Counter(i.function_name for i in demo.invocations) == expected
     # each stage's task, and the status function once, when the execution's end is reported
     lambda_tasks = sum(
-        e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] != "segment" for e in demo.history
+        e["type"] == "TaskStateEntered" and not e["stateEnteredEventDetails"]["name"].startswith("segment")
+        for e in demo.history
     )
     assert demo.usage.lambda_requests == len(stages) + 1 == lambda_tasks + 1
     # and each is billed its measured duration at its configured memory
@@ -165,9 +166,9 @@ def test_an_answered_interrupt_bills_the_interrupt_function_and_the_answer(cloud
     assert answered > before
     names = Counter(i.function_name for i in meter.invocations)
     assert names[f"{cloud.prefix}-interrupt"] == 1
-    # (a Lambda task each, in the segments and on the mission's machine; starting a segment is not one)
+    # (a Lambda task each, in the segments and on the mission's machine; a segment's calls to Step Functions are not)
     tasks = sum(
-        e["type"] == "TaskStateEntered" and e["stateEnteredEventDetails"]["name"] != "segment"
+        e["type"] == "TaskStateEntered" and not e["stateEnteredEventDetails"]["name"].startswith("segment")
         for e in cloud.history(mission_id)
     )
     assert usage.lambda_requests == tasks + 1  # and the status function, once

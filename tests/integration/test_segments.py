@@ -1,5 +1,6 @@
-"""Missions on two levels, on the emulation: the stages run in Express segments that a Standard
-execution starts one after another, waits between for people, and stops when the user cancels.
+"""Missions on two levels, on the emulation: the stages run in Express segments, each starting the next,
+on behalf of a Standard execution that waits on one task token for the whole chain, waits between
+chains for people, and stops when the user cancels.
 
 The pipelines here hand back every 3 stages (`segment_hops=3`), so a mission of a dozen stages
 crosses several segments. (Every other mission of the suite runs on two levels too, in segments of
@@ -116,10 +117,13 @@ def test_a_mission_crosses_segments_and_ends_as_on_one_machine(two: LocalCloud):
     # and the two-level one ran its stages in Express segments of 3 stages each, named after the mission
     segments = two.segments(segmented.mission_id)
     assert len(segments) == 4 and {s["status"] for s in segments} == {"SUCCEEDED"}
-    assert [s["name"] for s in segments] == [f"{segmented.mission_id}-{hops}-0" for hops in (0, 3, 6, 9)]
-    # while its own (Standard) execution ran no stage itself
-    own = [e for e in two.history(segmented.mission_id, segments=False) if e["type"] == "TaskStateEntered"]
-    assert {e["stateEnteredEventDetails"]["name"] for e in own} == {"segment"}
+    # (the first as the mission's machine started it, the next by their chain, which began at hop 0)
+    chain = f"{segmented.mission_id}-0-0"
+    assert [s["name"] for s in segments] == [chain, *(f"{chain}-{hops}" for hops in (3, 6, 9))]
+    # while its own (Standard) execution ran no stage itself: it started the first segment, the segments
+    # chained themselves, and the last answered its token; so it paid 3 transitions for 4 segments, as for one
+    own = [e for e in two.history(segmented.mission_id, segments=False) if e["type"].endswith("StateEntered")]
+    assert [e["stateEnteredEventDetails"]["name"] for e in own] == ["segment", "segment.exit", "mission.done"]
 
 
 def test_a_question_in_a_later_segment_waits_on_the_mission_and_the_answer_starts_the_next(two: LocalCloud):
@@ -156,4 +160,6 @@ def test_a_cancelled_mission_runs_no_stage_after_the_one_in_flight(two: LocalClo
         time.sleep(0.05)
     assert two.status(mission_id) == "ABORTED"
     assert HOLD.runs == 4
+    # and it started no segment after its own (it knew its mission had ended)
+    assert len(two.segments(mission_id)) == 2
     assert two.runtime.missions.get(mission_id).status == "cancelled"

@@ -35,6 +35,8 @@ class StageFunction:
             result["segment_yield"] = (
                 runner.mission_ended_meanwhile or runner.pausing or segment_spent(event, datetime.now(UTC))
             )
+            # and whether it may start the next one: not for a mission that ended (cancelled)
+            result["mission_ended"] = runner.mission_ended_meanwhile
         report = runner.last_report
         if report is not None:
             observability.stage_metrics(

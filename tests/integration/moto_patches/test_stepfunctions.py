@@ -1,4 +1,4 @@
-"""Patches 8, 10 and 14 (missions.local.moto.stepfunctions), tested against moto itself."""
+"""Patches 8, 10, 14, 24 and 25 (missions.local.moto.stepfunctions), tested against moto itself."""
 
 from __future__ import annotations
 
@@ -204,3 +204,169 @@ def test_a_states_json_data_is_copied_plainly_and_the_execution_answers_as_befor
     # Then the output is Step Functions' own, and none of them used deepcopy for it
     assert output == {"numbers": [1, 2.5, 3], "tag": "x", "result": {"doubled": [2, 5.0, 6]}}
     assert deep_copied == []
+
+
+def test_express_segments_chain_themselves_and_answer_the_token_their_parent_waits_on(aws: Aws) -> None:
+    # Given an Express machine that heartbeats on its token, adds one, starts itself again until it reached
+    # 3 (aws-sdk and startExecution calls, their parameters in the ASL's PascalCase), then answers the token
+    _, arn = aws.function(lambda event, context: {"n": event["n"] + 1})
+    retry = {"IntervalSeconds": 1, "MaxAttempts": 1}
+    child = aws.state_machine(
+        {
+            "StartAt": "Beat",
+            "States": {
+                "Beat": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::aws-sdk:sfn:sendTaskHeartbeat",
+                    "Parameters": {"TaskToken.$": "$.token"},
+                    "ResultPath": None,
+                    "Next": "Add",
+                },
+                "Add": {
+                    "Type": "Task",
+                    "Resource": arn,
+                    "ResultSelector": {"n.$": "$.n"},
+                    "ResultPath": "$.r",
+                    "Next": "Keep",
+                },
+                "Keep": {"Type": "Pass", "Parameters": {"n.$": "$.r.n", "token.$": "$.token"}, "Next": "More"},
+                "More": {
+                    "Type": "Choice",
+                    "Choices": [{"Variable": "$.n", "NumericLessThan": 3, "Next": "Next"}],
+                    "Default": "Answer",
+                },
+                "Next": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::states:startExecution",
+                    "Parameters": {
+                        "StateMachineArn.$": "$$.StateMachine.Id",
+                        "Name.$": "States.Format('p1-{}', $.n)",
+                        "Input.$": "$",
+                    },
+                    "ResultPath": None,
+                    "End": True,
+                },
+                "Answer": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::aws-sdk:sfn:sendTaskSuccess",
+                    "Parameters": {"TaskToken.$": "$.token", "Output.$": "States.JsonToString($)"},
+                    "Retry": [{"ErrorEquals": ["States.ALL"], **retry}],
+                    "ResultPath": None,
+                    "End": True,
+                },
+            },
+        },
+        "EXPRESS",
+    )
+    # and a Standard parent that starts it and waits on its token
+    parent = aws.state_machine(
+        {
+            "StartAt": "Chain",
+            "States": {
+                "Chain": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::states:startExecution.waitForTaskToken",
+                    "HeartbeatSeconds": 30,
+                    "Parameters": {
+                        "StateMachineArn": child,
+                        "Name.$": "States.Format('{}-0', $$.Execution.Name)",
+                        "Input": {"n.$": "$.n", "token.$": "$$.Task.Token"},
+                    },
+                    "ResultSelector": {"n.$": "$.n"},
+                    "End": True,
+                }
+            },
+        }
+    )
+
+    # When the parent runs
+    execution = aws.sfn.start_execution(stateMachineArn=parent, name="p1", input=json.dumps({"n": 0}))["executionArn"]
+    described = aws.finished(execution)
+
+    # Then the chain of three children answered it with the last one's state, and the parent ran one Task
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == {"n": 3}
+    assert sorted(run["name"] for run in aws.sfn.list_executions(stateMachineArn=child)["executions"]) == [
+        "p1-0",
+        "p1-1",
+        "p1-2",
+    ]
+    entered = [
+        e for e in aws.sfn.get_execution_history(executionArn=execution)["events"] if e["type"].endswith("Entered")
+    ]
+    assert len(entered) == 1
+
+
+def test_a_child_that_fails_its_token_or_goes_quiet_fails_the_parents_task(aws: Aws) -> None:
+    # Given a child that fails its parent's token, and one that never answers it
+    failing = aws.state_machine(
+        {
+            "StartAt": "Fail",
+            "States": {
+                "Fail": {
+                    "Type": "Task",
+                    "Resource": "arn:aws:states:::aws-sdk:sfn:sendTaskFailure",
+                    "Parameters": {
+                        "TaskToken.$": "$.token",
+                        "Error": "MissionFailed",
+                        "Cause": "the final stage failed",
+                    },
+                    "ResultPath": None,
+                    "End": True,
+                }
+            },
+        },
+        "EXPRESS",
+    )
+    quiet = aws.state_machine({"StartAt": "Pass", "States": {"Pass": {"Type": "Pass", "End": True}}}, "EXPRESS")
+
+    def waiting_on(child: str, heartbeat_seconds: int) -> str:
+        return aws.state_machine(
+            {
+                "StartAt": "Child",
+                "States": {
+                    "Child": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::states:startExecution.waitForTaskToken",
+                        "HeartbeatSeconds": heartbeat_seconds,
+                        "Parameters": {
+                            "StateMachineArn": child,
+                            "Name.$": "States.Format('{}-0', $$.Execution.Name)",
+                            "Input": {"token.$": "$$.Task.Token"},
+                        },
+                        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.failure", "Next": "Caught"}],
+                        "End": True,
+                    },
+                    "Caught": {"Type": "Pass", "End": True},
+                },
+            }
+        )
+
+    # When a parent waits on each
+    outputs = []
+    for child, heartbeat_seconds in ((failing, 60), (quiet, 1)):
+        parent = waiting_on(child, heartbeat_seconds)
+        run = aws.sfn.start_execution(stateMachineArn=parent, name="p", input="{}")["executionArn"]
+        outputs.append(json.loads(aws.finished(run)["output"])["failure"]["Error"])
+
+    # Then the first parent's task failed with the child's error, the second's when its heartbeat ran out
+    assert outputs[0] == "MissionFailed"
+    assert outputs[1] in ("States.HeartbeatTimeout", "States.Timeout")  # moto names it the latter
+
+
+def test_a_heartbeat_or_an_answer_before_the_task_waits_is_heard_when_it_does(aws: Aws) -> None:
+    # Given a task's token, answered or heartbeaten before the task set its heartbeat up (a segment
+    # heartbeats as it starts, while the task that started it is still returning from the call)
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint, CallbackOutcomeSuccess
+
+    beaten, answered = CallbackEndpoint("beaten"), CallbackEndpoint("answered")
+    assert beaten.notify_heartbeat()  # taken (moto refused it: an invalid token)
+    answered.notify(CallbackOutcomeSuccess(callback_id="answered", output="{}"))
+    # When each task sets its heartbeat up and waits
+    started = time.monotonic()
+    heard = [
+        endpoint.setup_heartbeat_endpoint(heartbeat_seconds=30).clear_and_wait() for endpoint in (beaten, answered)
+    ]
+    # Then each hears at once what came before (moto waited out the heartbeat, then timed the task out)
+    assert heard == [True, True] and time.monotonic() - started < 1
+    assert answered.get_outcome() is not None

@@ -117,14 +117,14 @@ def test_a_delta_names_only_what_changed_key_by_key_and_always_the_machines_fiel
         "counters": {"agent_hops": 3, "llm_calls": 1},
         "context": {"repo": "."},
         "resume": {"interrupt_id": "i1"},
-        **{name: None for name in ("failure", "branch_results", "next_stage", "segment_yield", "pause", "notes")},
+        **{name: None for name in MACHINE_FIELDS if name != "resume"},
     }
     after = {
         "outputs": {"plan": {"steps": [1, 2]}, "research": {"notes": "x" * 1000}, "draft": {"text": "hi"}},
         "counters": {"agent_hops": 4, "llm_calls": 1},
         "context": {"repo": "."},
         "resume": None,
-        **{name: None for name in ("failure", "branch_results", "next_stage", "segment_yield", "pause", "notes")},
+        **{name: None for name in MACHINE_FIELDS if name != "resume"},
     }
     # When it is diffed
     delta = diff(before, after)
@@ -144,6 +144,7 @@ def test_a_field_the_state_machine_writes_is_in_every_delta_even_unchanged():
         "next_stage": "b",
         "segment_yield": False,
         "pause": False,
+        "mission_ended": False,
         "notes": None,
     }
     # Then the delta still sets them: the parent's state may hold other values there (an ended failure, the

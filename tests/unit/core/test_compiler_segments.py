@@ -15,11 +15,18 @@ from missions.core.capability import registry as registry
 from missions.core.pipeline.compiler import (
     DONE,
     EXPRESS_SECONDS,
+    FAILED,
     FINALIZE,
     MAX_SEGMENT_RESTARTS,
     SEGMENT,
     SEGMENT_BEGIN,
+    SEGMENT_CHAIN,
+    SEGMENT_END,
     SEGMENT_EXIT,
+    SEGMENT_HEARTBEAT,
+    SEGMENT_HEARTBEAT_SECONDS,
+    SEGMENT_REPORT,
+    SEGMENT_START,
     START,
     UNROUTABLE,
     compile_mission,
@@ -96,11 +103,16 @@ def test_a_pipeline_whose_stages_fit_a_segment_compiles_to_two_levels():
 
 def test_a_segment_holds_nothing_express_cannot_run(machines):
     _, _, segment = machines
-    # Then no task waits for a token or for another execution, and a segment ends within Express's limit
+    # Then no task waits for a token or for another execution (a task runs a stage, starts the next segment
+    # without waiting for it, or speaks on the mission's token), and a segment ends within Express's limit
     for scope in scopes(segment):
         for state in scope["States"].values():
             if state["Type"] == "Task":
-                assert re.fullmatch(r"\$\{fn_\w+\}", state["Resource"]), state["Resource"]
+                assert re.fullmatch(
+                    r"\$\{fn_\w+\}|arn:aws:states:::states:startExecution"
+                    r"|arn:aws:states:::aws-sdk:sfn:sendTask(Heartbeat|Success|Failure)",
+                    state["Resource"],
+                ), state["Resource"]
     assert segment["TimeoutSeconds"] == EXPRESS_SECONDS
     text = json.dumps(segment)
     assert "waitForTaskToken" not in text and ".sync" not in text and "${fn_interrupt}" not in text
@@ -164,8 +176,37 @@ def test_a_segment_says_why_it_ended(machines):
             "ResultPath": "$.asl",
             "Next": "segment.end",
         }
-    assert states["segment.end"] == {"Type": "Succeed"}
     assert states[FINALIZE]["Next"] == "segment.done"
+
+
+def test_a_segment_that_continues_starts_the_next_and_any_other_reports_on_the_missions_token(machines):
+    _, _, segment = machines
+    states = segment["States"]
+    # Given a segment's end: it continues (and its mission is neither paused nor ended), or it does not
+    (chain,) = states[SEGMENT_END]["Choices"]
+    rule = json.dumps(chain, sort_keys=True)
+    assert '"StringEquals": "continue"' in rule and "$.envelope.pause" in rule and "$.envelope.mission_ended" in rule
+    # Then one that continues starts the next segment of its own machine, named as the mission's machine
+    # names one, handing on the token; without waiting for it
+    assert chain["Next"] == SEGMENT_CHAIN
+    started = states[SEGMENT_CHAIN]
+    assert started["Resource"] == "arn:aws:states:::states:startExecution"
+    assert started["Parameters"]["StateMachineArn.$"] == "$$.StateMachine.Id"
+    assert started["Parameters"]["Input"]["token.$"] == "$.token"
+    # (named after its chain and its hop: a chain started again after a failure names its segments anew)
+    assert "$.chain" in started["Parameters"]["Name.$"] and "$.asl.hops" in started["Parameters"]["Name.$"]
+    # and one that cannot start its next reports instead (the mission's machine starts it)
+    assert started["Catch"][0]["Next"] == SEGMENT_REPORT
+    # any other end reports its state on the token, and the mission's failure fails the token
+    assert states[SEGMENT_END]["Default"] == SEGMENT_REPORT
+    assert states[SEGMENT_REPORT]["Resource"] == "arn:aws:states:::aws-sdk:sfn:sendTaskSuccess"
+    assert states[SEGMENT_REPORT]["Parameters"] == {"TaskToken.$": "$.token", "Output.$": "States.JsonToString($)"}
+    assert states[FAILED]["Resource"] == "arn:aws:states:::aws-sdk:sfn:sendTaskFailure"
+    assert states[states[FAILED]["Next"]]["Type"] == "Fail"
+    # and each segment first tells the mission's machine it runs (the heartbeat the machine waits for)
+    assert segment["StartAt"] == SEGMENT_HEARTBEAT
+    assert states[SEGMENT_HEARTBEAT]["Resource"] == "arn:aws:states:::aws-sdk:sfn:sendTaskHeartbeat"
+    assert states[SEGMENT_HEARTBEAT]["Next"] == SEGMENT_START
 
 
 def test_the_mission_runs_segments_and_takes_each_back_by_its_exit(machines):
@@ -177,15 +218,20 @@ def test_the_mission_runs_segments_and_takes_each_back_by_its_exit(machines):
     assert initial_state({}, 10)["asl"]["restarts"] == 0
     assert states[SEGMENT_BEGIN]["Parameters"]["restarts"] == 0
     assert "segment_end.$" not in states[SEGMENT_BEGIN]["Parameters"]
-    start = segment["States"][segment["StartAt"]]
+    start = segment["States"][SEGMENT_START]
     assert start["Parameters"]["segment_end.$"] == f"States.MathAdd($.asl.hops, {pipeline.segment_hops})"
     assert start["Next"] == START
-    # When it starts one: an Express child it waits for, named uniquely per segment and per restart
+    # When it starts one: an Express child named uniquely per segment and per restart, given the task's token,
+    # which the last segment of its chain answers; a chain silent for longer than a segment runs was lost
     task = states[SEGMENT]
-    assert task["Resource"] == "arn:aws:states:::states:startExecution.sync:2"
+    assert task["Resource"] == "arn:aws:states:::states:startExecution.waitForTaskToken"
+    assert task["HeartbeatSeconds"] == SEGMENT_HEARTBEAT_SECONDS > EXPRESS_SECONDS
     assert task["Parameters"]["StateMachineArn"] == "${segment}"
+    assert task["Parameters"]["Input"]["token.$"] == "$$.Task.Token"
+    assert task["Parameters"]["Input"]["chain.$"] == "States.Format('{}-{}', $.asl.hops, $.asl.restarts)"
+    assert task["TimeoutSeconds"] == mission["TimeoutSeconds"]  # the chain may run as long as the mission
     assert "$.asl.hops" in task["Parameters"]["Name.$"] and "$.asl.restarts" in task["Parameters"]["Name.$"]
-    assert task["ResultSelector"] == {"envelope.$": "$.Output.envelope", "asl.$": "$.Output.asl"}
+    assert task["ResultSelector"] == {"envelope.$": "$.envelope", "asl.$": "$.asl"}
     # Then done ends the mission, continue starts the next (unless its user paused it: then it waits for
     # the resume first), await waits for the question of that kind
     exits = {json.dumps(c, sort_keys=True): c["Next"] for c in states[SEGMENT_EXIT]["Choices"]}

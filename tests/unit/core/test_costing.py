@@ -296,6 +296,23 @@ def test_a_parallel_group_runs_each_branch_and_its_join():
     assert sorted(prediction.walks["typical"].invocations) == ["a", "j", "x", "y", "z"]
 
 
+def test_a_mission_across_many_segments_pays_the_standard_transitions_of_one():
+    # Given a loop that runs 10 rounds typically, in segments of 3 stages
+    agents = [
+        {"name": "a", "default_next": "b"},
+        {"name": "b", "routing_rules": [{"field": "again", "value": True, "target": "a"}], "default_next": "c"},
+        {"name": "c"},
+    ]
+    limit = {"from_stage": "b", "to_stage": "a", "max_count": 20, "typical_count": 10}
+    prediction = predict(_pipeline(agents, edge_limits=[limit], segment_hops=3, bounds={"max_agent_hops": 40}))
+    walk = prediction.walks["typical"]
+    # Then its 23 stage runs take 8 Express segments, each starting the next, and the mission's machine
+    # enters its 3 states once: as many Standard transitions as a mission of one segment
+    assert len(walk.invocations) == 23 and len(walk.segments) == 8
+    assert walk.standard_transitions == 3 == prediction.walks["min"].standard_transitions
+    assert prediction.usages["typical"].express_requests == 8
+
+
 def test_a_pipeline_on_one_standard_machine_pays_every_state():
     # Given a stage that may run longer than a segment allows (one Standard machine)
     agents = [{"name": "a", "default_next": "b", "timeout_seconds": 900}, {"name": "b"}]

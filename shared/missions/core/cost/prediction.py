@@ -360,9 +360,10 @@ def walk(
     standard, express = [0], [0]
     for _segment in _run(machines.mission, state, machines, inputs, standard):
         assert machines.segment is not None
-        state.segment += 1
-        for _nested in _run(machines.segment, state, machines, inputs, express):
-            pass
+        chained = True
+        while chained:  # a segment that continues starts the next itself: the mission's machine waits on
+            state.segment += 1
+            chained = sum(1 for _next in _run(machines.segment, state, machines, inputs, express)) > 0
     durations = [0.0] * (state.segment + 1)
     for stage, segment in state.invocations:
         if segment >= 0:
@@ -437,6 +438,7 @@ def _assumptions(
         budget = segment_seconds(pipeline)
         said.append(
             f"stages run in Express segments of at most {pipeline.segment_hops} stages or {budget} s; "
+            "each segment starts the next, so the Standard transitions are those of one whatever the length; "
             "nobody is asked and the mission is not paused (each question or pause adds a segment and "
             "a few Standard transitions)"
         )

@@ -41,9 +41,18 @@ import pydantic_core
 # what is written into the envelope between two stages, outside the stage: the compiled state machine's
 # ResultPaths under $.envelope other than the stage's own result (an answer, a failure, branch results,
 # the stage a resumed mission goes to, the notes a resume hands over) and the stage's word to its
-# segment and its mission's machine (segment_yield, pause) with the notes its progress write returned.
+# segment and its mission's machine (segment_yield, pause, mission_ended) with the notes its progress write returned.
 # The delta always names them, so the parent's state with the delta is the stage's, whatever they held.
-MACHINE_FIELDS = ("resume", "failure", "branch_results", "next_stage", "segment_yield", "pause", "notes")
+MACHINE_FIELDS = (
+    "resume",
+    "failure",
+    "branch_results",
+    "next_stage",
+    "segment_yield",
+    "pause",
+    "mission_ended",
+    "notes",
+)
 # a snapshot at least every this many hops: reading a state folds at most this many - 1 deltas
 SNAPSHOT_EVERY = 32
 

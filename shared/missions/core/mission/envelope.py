@@ -202,6 +202,9 @@ class Envelope(Model):
     # set by a stage that found its user paused the mission: the mission's machine waits for the resume
     # after it (missions.core.pipeline.compiler, `await.pause`); said afresh by each stage
     pause: bool = False
+    # set by a stage of an Express segment that found its mission ended meanwhile (cancelled): the segment
+    # hands back without starting the next one (missions.core.pipeline.compiler); said afresh by each stage
+    mission_ended: bool = False
     # the user's notes the mission's record held when the last stage recorded its progress (or that the
     # resume handed over): the next stage receives those it has not seen (missions.core.mission.notes)
     notes: list[dict[str, Any]] | None = None
@@ -268,5 +271,6 @@ INLINE_FIELDS = frozenset(
         "work_items",
         "segment_yield",
         "pause",
+        "mission_ended",
     }
 )

@@ -12,7 +12,20 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from missions.core.pipeline.compiler import DONE, SEGMENT_BEGIN, SEGMENT_START, START, MissionMachines
+from missions.core.pipeline.compiler import (
+    DONE,
+    FAILED,
+    SEGMENT_BEGIN,
+    SEGMENT_CHAIN,
+    SEGMENT_END,
+    SEGMENT_FAIL,
+    SEGMENT_HANDED,
+    SEGMENT_HEARTBEAT,
+    SEGMENT_REPORT,
+    SEGMENT_START,
+    START,
+    MissionMachines,
+)
 
 _KINDS = {"Choice": "choice", "Pass": "pass", "Succeed": "end", "Fail": "fail", "Parallel": "parallel", "Map": "map"}
 
@@ -96,8 +109,12 @@ def mission_graph(machines: MissionMachines) -> dict[str, Any]:
         if name.startswith("await.") and name.count(".") == 1:
             awaits.append(name)
         states[name] = state
-    states.pop("segment.end", None)
-    states.pop(SEGMENT_START, None)  # the segment's own end: plumbing, as the mission's segment states
+    # the segment's own plumbing (its heartbeat and end, its chaining, its report on the token), as the
+    # mission's segment states
+    for name in (SEGMENT_END, SEGMENT_START, SEGMENT_HEARTBEAT, SEGMENT_CHAIN, SEGMENT_REPORT, SEGMENT_HANDED):
+        states.pop(name, None)
+    if SEGMENT_FAIL in states:  # the segment reports the mission's failure: the mission's machine fails it
+        states[FAILED] = states.pop(SEGMENT_FAIL)
     if "segment.await" in states:
         states["segment.await"] = {
             "Type": "Choice",
@@ -110,4 +127,4 @@ def mission_graph(machines: MissionMachines) -> dict[str, Any]:
     if "segment.continue" in states:
         states["segment.continue"] = {"Type": "Pass", "Next": START}
     start = machines.segment["StartAt"]
-    return state_graph({"StartAt": START if start == SEGMENT_START else start, "States": states})
+    return state_graph({"StartAt": START if start in (SEGMENT_HEARTBEAT, SEGMENT_START) else start, "States": states})

@@ -15,7 +15,8 @@ numbers are the patches' names across the code and the tests:
 - stepfunctions: 4 a state machine from CloudFormation; 5 an execution's end reported; 6 executions
   bounded; 8 a definition parsed once, clients (lean: `clients`) and JSONPaths made once; 10 task
   tokens while executions start; 14 the startExecution.sync:2 integration; 19 a state's JSON data
-  copied plainly
+  copied plainly; 24 the aws-sdk integration's parameter names; 25 a heartbeat or an answer before
+  its task waits
 - cloudformation: 12 a nested stack's outputs; 13 function URLs; 15 custom resources' replies
   (`CloudFormationReplies`); 16 schedule groups
 

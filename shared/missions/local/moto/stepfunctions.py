@@ -35,6 +35,14 @@
    integration's names, as Step Functions does. And it polls the child every half second: a mission
    pays that at each segment's end, so the poll also wakes as soon as the child's end is reported
    (patch 5).
+24. `arn:aws:states:::aws-sdk:<service>:<action>` (a segment's heartbeat and report on its mission's task
+   token): the ASL names an action's parameters in PascalCase whatever the API's own members are, and
+   Step Functions maps them (sfn's are camelCase: `TaskToken` is `taskToken`); moto handed them to boto3
+   as written, so every call failed. Each is renamed to the member of the action's input it names.
+25. A task that waits on its token with a heartbeat (`HeartbeatSeconds`) sets its heartbeat up only after
+   its call returned, so a heartbeat sent before (a segment heartbeats as it starts) was refused as an
+   invalid token, and an answer sent before was not heard until the heartbeat ran out (then as a
+   timeout). Step Functions takes both at any time: each is kept, and heard when the task waits.
 19. moto's interpreter copies a state's data (its input, its result, the context, the value stack) with
    `copy.deepcopy` several times per state, which keeps a memo of every node it copies: about a
    fifth of the CPU a mission costs here. That data is JSON (dicts, lists, strings, numbers, booleans,
@@ -366,6 +374,14 @@ SFN_CLIENTS_ONCE = Patch(
     "8: moto builds a boto3 client for each nested execution's call; once per region and service",
     wraps=True,
 )
+AWS_SDK_CLIENTS_ONCE = Patch(
+    f"{_TASK}.service.state_task_service_aws_sdk",
+    "boto_client_for",
+    _SharedClients,
+    "8: moto builds a boto3 client for each aws-sdk call (a segment's heartbeat, its report); once per region "
+    "and service",
+    wraps=True,
+)
 WITH_ENVIRONMENT = Patch(
     "moto.stepfunctions.parser.models:StepFunctionsParserBackend",
     "_get_executions",
@@ -395,6 +411,80 @@ SFN_SYNC2_RESOLVER = Patch(
     "_build_sync2_resolver",
     _sfn_sync2_resolver,
     "14: moto polls a child execution every half second; the poll wakes when the child's end is reported",
+)
+# -- patch 24: the aws-sdk integration's parameter names ---------------------------------------------
+
+
+def _aws_sdk_parameters(
+    self: Any, parameters: dict[str, Any], boto_service_name: str | None = None, service_action_name: str | None = None
+) -> None:
+    """moto's normalisation, then each parameter under the name its action's input gives it."""
+    AWS_SDK_PARAMETERS.original(self, parameters, boto_service_name, service_action_name)
+    members = _input_members(
+        boto_service_name or self._get_boto_service_name(), service_action_name or self._get_boto_service_action()
+    )
+    for key in list(parameters):
+        member = members.get(key.lower(), key)
+        if member != key:
+            parameters[member] = parameters.pop(key)
+
+
+@functools.lru_cache(maxsize=64)
+def _input_members(service: str, action: str) -> dict[str, str]:
+    """The members of an action's input by their lower-case names (botocore's model, loaded once: loading
+    it lists and reads the service definitions, too slow to do at each call)."""
+    import botocore.session
+    from botocore import xform_name
+
+    model = botocore.session.get_session().get_service_model(service)
+    operation = next(name for name in model.operation_names if xform_name(name) == action)
+    shape = model.operation_model(operation).input_shape
+    return {name.lower(): name for name in (shape.members if shape is not None else {})}
+
+
+AWS_SDK_PARAMETERS = Patch(
+    f"{_TASK}.service.state_task_service_aws_sdk:StateTaskServiceAwsSdk",
+    "_normalise_parameters",
+    _aws_sdk_parameters,
+    "24: moto hands an aws-sdk action's parameters to boto3 as the ASL writes them (PascalCase)",
+)
+# -- patch 25: a heartbeat or an answer before the task waits -------------------------------------------
+
+_EARLY = threading.Lock()
+
+
+def _notify_heartbeat(self: Any) -> bool:
+    """A heartbeat for the token: heard now, or kept until the task sets its heartbeat up (a task without
+    one takes it, as Step Functions does, and ignores it)."""
+    with _EARLY:
+        if self._heartbeat_endpoint is None:
+            self._heard_early = True
+            return True
+    self._heartbeat_endpoint.notify()
+    return True
+
+
+def _setup_heartbeat_endpoint(self: Any, heartbeat_seconds: int) -> Any:
+    """moto's heartbeat, already notified when a heartbeat or the answer came before it."""
+    with _EARLY:
+        endpoint = SETUP_HEARTBEAT.original(self, heartbeat_seconds=heartbeat_seconds)
+        if getattr(self, "_heard_early", False) or self._outcome is not None:
+            endpoint.notify()
+    return endpoint
+
+
+_CALLBACK = "moto.stepfunctions.parser.asl.eval.callback.callback:CallbackEndpoint"
+EARLY_HEARTBEAT = Patch(
+    _CALLBACK,
+    "notify_heartbeat",
+    _notify_heartbeat,
+    "25: moto refuses a heartbeat that comes before the task has set its heartbeat up",
+)
+SETUP_HEARTBEAT = Patch(
+    _CALLBACK,
+    "setup_heartbeat_endpoint",
+    _setup_heartbeat_endpoint,
+    "25: moto does not hear a heartbeat or an answer that came before the task set its heartbeat up",
 )
 _JSON_ATOMS = frozenset({str, int, float, bool, type(None)})
 
@@ -441,10 +531,14 @@ PATCHES = (
     JSON_PATHS_ONCE,
     CLIENTS_ONCE,
     SFN_CLIENTS_ONCE,
+    AWS_SDK_CLIENTS_ONCE,
     WITH_ENVIRONMENT,
     SFN_PARAMETERS,
     SFN_RESPONSE,
     SFN_SUBMITTED,
     SFN_SYNC2_RESOLVER,
+    AWS_SDK_PARAMETERS,
+    EARLY_HEARTBEAT,
+    SETUP_HEARTBEAT,
     *PLAIN_JSON_COPIES,
 )

@@ -93,6 +93,7 @@ class StageRunner:
             raise StageRequestError(f"envelope belongs to '{envelope.capability}', not '{self.capability.name}'")
         envelope.segment_yield = False  # said afresh by each stage (the app's segment clock)
         envelope.pause = False  # likewise: only the stage that finds its mission pausing says it
+        envelope.mission_ended = False  # and only the one that finds it ended (the app says it)
         before = envelope.counters.model_copy()
         try:
             if mode == "branch" or mode == "item":

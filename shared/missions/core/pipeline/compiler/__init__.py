@@ -5,17 +5,24 @@ every event in its history (25,000 at most); an Express execution is billed by d
 for a stage that spends milliseconds in the state machine is a small fraction of the transitions,
 but lasts 5 minutes at most and cannot wait for a task token. So the mission is a Standard
 execution (its name is the mission id: the dedupe key) that waits where a human is asked and runs
-the stages in between as Express **segments** (`states:startExecution.sync:2`):
+the stages in between as a chain of Express **segments**, each starting the next, on one task token
+(`states:startExecution.waitForTaskToken`):
 
-    mission (Standard):  segment (Express child) -> segment.exit
-                           ^ continue           |  done -> mission.done
-                           |                    |  await -> await.<kind> (task token, days) -> segment.begin
-                           +--------------------+  failed -> segment.retry (from the same hop) or finalize
+    mission (Standard):  segment (waits on its token) -> segment.exit
+                           ^                              |  done -> mission.done
+                           |                              |  await -> await.<kind> (task token, days) -> segment.begin
+                           +------------------------------+  failed -> segment.retry (from the same hop) or finalize
+    segment (Express):   segment.heartbeat -> segment.start -> the stages -> segment.<exit> -> segment.end
+                           continue (not paused, not ended) -> segment.chain (starts the next, hands on the token)
+                           anything else -> segment.report (answers the token with the state)
 
-A mission that asks nobody costs 2 Standard transitions per segment (segment, segment.exit) and
-mission.done once: 3 for one that fits one segment. The segment computes its own end
-(`segment.start`, in Express) and its continue exit resets the restart count, so no Pass sits
-between two segments, nor before the first (its input carries the restart count: initial_state).
+A mission that asks nobody costs 3 Standard transitions (segment, segment.exit, mission.done) whatever
+its length: the segments chain themselves in Express, and only the last answers the token. Each segment
+heartbeats on the token as it starts; a chain silent for longer than a segment can live
+(`SEGMENT_HEARTBEAT_SECONDS`) lost its segment, and the mission's machine starts it again. The first
+segment starts at once (its input carries the restart count: initial_state) and computes its own end
+(`segment.start`, in Express); a continue exit resets the restart count. A segment that cannot start
+the next reports instead, and the mission's machine starts it (two transitions more, nothing lost).
 
 A stage that finds its user paused the mission says so (`envelope.pause`, with `segment_yield`): its
 segment hands back ("continue") and the mission's machine, before starting the next segment, waits in
@@ -25,11 +32,13 @@ routing had sent the mission. (Single level: the stage's route goes to `await.pa
 routes on `next_stage`.) A pause that outlives the capability's interrupt timeout ends the mission
 through its final stage (`pause_expired`).
 
-A segment hands back control ("continue") when it has run `segment_hops` stages (500) (the history
-stays small) or when a stage reports that the segment is older than its time budget
-(`segment_seconds`: what is left of Express's 5 minutes after the longest stage could start), and
-the parent starts the next one at the stage the routing chose. A segment that fails anyway (the
-5 minutes ran out in a retried stage, a throttle) is started again from the hop it began at: each
+A segment continues ("continue") when it has run `segment_hops` stages (500) (the history stays small)
+or when a stage reports that the segment is older than its time budget (`segment_seconds`: what is
+left of Express's 5 minutes after the longest stage could start): the next starts at the stage the
+routing chose. A stage that finds its mission ended meanwhile (cancelled) says so (`mission_ended`):
+its segment reports instead of starting the next. A segment that fails anyway (the
+5 minutes ran out in a retried stage, a throttle) fails the token, and the mission's machine starts the
+chain again from the hop it began at: each
 stage's write-once checkpoint makes the stages it already ran return what they returned, so a
 restart costs lookups, not work; after `MAX_SEGMENT_RESTARTS` the mission ends through its final
 stage. A pipeline with a stage that may run longer than a segment allows compiles to one Standard
@@ -73,10 +82,16 @@ from missions.core.pipeline.compiler._layout import (
     PAUSE_ROUTE,
     SEGMENT,
     SEGMENT_BEGIN,
+    SEGMENT_CHAIN,
     SEGMENT_END,
     SEGMENT_EXIT,
+    SEGMENT_FAIL,
+    SEGMENT_HANDED,
+    SEGMENT_HEARTBEAT,
+    SEGMENT_HEARTBEAT_SECONDS,
     SEGMENT_MARGIN_SECONDS,
     SEGMENT_PLACEHOLDER,
+    SEGMENT_REPORT,
     SEGMENT_START,
     START,
     TRANSIENT_LAMBDA_ERRORS,
@@ -105,7 +120,13 @@ __all__ = [
     "PAUSE_ROUTE",
     "SEGMENT",
     "SEGMENT_BEGIN",
+    "SEGMENT_CHAIN",
     "SEGMENT_END",
+    "SEGMENT_FAIL",
+    "SEGMENT_HANDED",
+    "SEGMENT_HEARTBEAT",
+    "SEGMENT_HEARTBEAT_SECONDS",
+    "SEGMENT_REPORT",
     "SEGMENT_START",
     "SEGMENT_EXIT",
     "SEGMENT_MARGIN_SECONDS",

@@ -18,6 +18,11 @@ SEGMENT_BEGIN = "segment.begin"
 SEGMENT_EXIT = "segment.exit"
 SEGMENT_END = "segment.end"
 SEGMENT_START = "segment.start"
+SEGMENT_HEARTBEAT = "segment.heartbeat"
+SEGMENT_CHAIN = "segment.chain"
+SEGMENT_REPORT = "segment.report"
+SEGMENT_HANDED = "segment.handed"
+SEGMENT_FAIL = "segment.fail"
 SEGMENT_PLACEHOLDER = "${segment}"
 AWAIT_PAUSE = "await.pause"
 # branches of a group (or items of a fan-out) asked: the joining stage routes here; the answers run the group again
@@ -27,8 +32,19 @@ PAUSE_ROUTE = "pause.route"
 # Express runs 5 minutes at most; a segment hands back this long before, whatever a stage may take
 EXPRESS_SECONDS = 300
 SEGMENT_MARGIN_SECONDS = 30
+# a segment heartbeats on its mission's task token as it starts and runs EXPRESS_SECONDS at most: the
+# mission's machine hears from its chain of segments at least this often, or the one running was lost
+SEGMENT_HEARTBEAT_SECONDS = EXPRESS_SECONDS + SEGMENT_MARGIN_SECONDS
 MIN_SEGMENT_SECONDS = 60  # below this a segment would run a stage or two: one Standard machine instead
 MAX_SEGMENT_RESTARTS = 2
+# what a call to Step Functions fails with when it may work if made again (the optimized startExecution
+# integration's names, then the aws-sdk integration's)
+SFN_TRANSIENT_ERRORS = [
+    "StepFunctions.ExecutionLimitExceededException",
+    "StepFunctions.SdkClientException",
+    "StepFunctions.AWSStepFunctionsException",
+]
+SFN_SDK_TRANSIENT_ERRORS = ["Sfn.ThrottlingException", "Sfn.SdkClientException", "Sfn.SfnException"]
 TRANSIENT_LAMBDA_ERRORS = [
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",

@@ -15,7 +15,9 @@ from missions.core.pipeline.compiler._layout import (
     SEGMENT,
     SEGMENT_BEGIN,
     SEGMENT_EXIT,
+    SEGMENT_HEARTBEAT_SECONDS,
     SEGMENT_PLACEHOLDER,
+    SFN_TRANSIENT_ERRORS,
     UNROUTABLE,
     function_placeholder,
 )
@@ -80,9 +82,15 @@ class _MissionCompiler:
             "ResultPath": "$.asl",
             "Next": SEGMENT,
         }
+        # the segments chain themselves (each starts the next) and the last reports on this task's token, so a
+        # mission pays the Standard transitions of one segment whatever its length; a chain that goes quiet
+        # for longer than a segment can run lost its segment, and fails the task
         self.states[SEGMENT] = {
             "Type": "Task",
-            "Resource": "arn:aws:states:::states:startExecution.sync:2",
+            "Resource": "arn:aws:states:::states:startExecution.waitForTaskToken",
+            "HeartbeatSeconds": SEGMENT_HEARTBEAT_SECONDS,
+            # the chain runs as long as the mission does (a Task's timeout would otherwise default to 60 s)
+            "TimeoutSeconds": _machine_timeout(self.p),
             "Parameters": {
                 "StateMachineArn": SEGMENT_PLACEHOLDER,
                 # unique per segment and per restart (a name and input seen before would return the old run)
@@ -90,18 +98,17 @@ class _MissionCompiler:
                 "Input": {
                     "envelope.$": "$.envelope",
                     "asl.$": "$.asl",
+                    "token.$": "$$.Task.Token",
+                    # names the chain: its segments' names are unique even when the chain is started again
+                    "chain.$": "States.Format('{}-{}', $.asl.hops, $.asl.restarts)",
                     "AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID.$": "$$.Execution.Id",
                 },
             },
-            "ResultSelector": {"envelope.$": "$.Output.envelope", "asl.$": "$.Output.asl"},
+            "ResultSelector": {"envelope.$": "$.envelope", "asl.$": "$.asl"},
             "ResultPath": "$",
             "Retry": [
                 {
-                    "ErrorEquals": [
-                        "StepFunctions.ExecutionLimitExceededException",
-                        "StepFunctions.SdkClientException",
-                        "StepFunctions.AWSStepFunctionsException",
-                    ],
+                    "ErrorEquals": SFN_TRANSIENT_ERRORS,
                     "IntervalSeconds": self.p.retry_interval_seconds,
                     "MaxAttempts": 3,
                     "BackoffRate": 2.0,

@@ -14,8 +14,15 @@ from missions.core.pipeline.compiler._layout import (
     FAILED,
     FINALIZE,
     PAUSE_ROUTE,
+    SEGMENT_CHAIN,
     SEGMENT_END,
+    SEGMENT_FAIL,
+    SEGMENT_HANDED,
+    SEGMENT_HEARTBEAT,
+    SEGMENT_REPORT,
     SEGMENT_START,
+    SFN_SDK_TRANSIENT_ERRORS,
+    SFN_TRANSIENT_ERRORS,
     START,
     TRANSIENT_LAMBDA_ERRORS,
     UNROUTABLE,
@@ -23,6 +30,7 @@ from missions.core.pipeline.compiler._layout import (
     segment_seconds,
 )
 from missions.core.pipeline.compiler._states import (
+    _ENDED,
     _PAUSED,
     _asl,
     _await,
@@ -37,6 +45,11 @@ from missions.core.pipeline.compiler._states import (
     _retry,
 )
 from missions.core.pipeline.config import AgentConfig, PipelineConfig
+
+
+def _sfn_retry(errors: list[str]) -> list[dict[str, Any]]:
+    """A call to Step Functions made again when it may work then (a throttle, a fault of the service)."""
+    return [{"ErrorEquals": errors, "IntervalSeconds": 1, "MaxAttempts": 3, "BackoffRate": 2.0}]
 
 
 class _Compiler:
@@ -69,8 +82,52 @@ class _Compiler:
                 "ResultPath": "$.asl",
                 "Next": SEGMENT_END,
             }
-        self.states[SEGMENT_END] = {"Type": "Succeed"}
+        self._segment_end()
         return name
+
+    def _segment_end(self) -> None:
+        """A segment that continues starts the next one itself (the mission's machine still waits on its
+        token); any other end (done, a question, a pause, a mission that ended meanwhile, a next segment
+        that could not start) reports to the token, and the mission's machine goes on from there."""
+        self.states[SEGMENT_END] = {
+            "Type": "Choice",
+            "Choices": [
+                {
+                    "And": [
+                        {"Variable": "$.asl.exit", "StringEquals": "continue"},
+                        {"Not": {"And": list(_PAUSED)}},
+                        {"Not": {"And": list(_ENDED)}},
+                    ],
+                    "Next": SEGMENT_CHAIN,
+                }
+            ],
+            "Default": SEGMENT_REPORT,
+        }
+        self.states[SEGMENT_CHAIN] = {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::states:startExecution",
+            "Parameters": {
+                "StateMachineArn.$": "$$.StateMachine.Id",
+                # unique: the chain's (where it began, how often it was started there), then the hop
+                "Name.$": "States.Format('{}-{}-{}', $.envelope.mission_id, $.chain, $.asl.hops)",
+                "Input": {"envelope.$": "$.envelope", "asl.$": "$.asl", "token.$": "$.token", "chain.$": "$.chain"},
+            },
+            "ResultPath": None,
+            "Retry": _sfn_retry(SFN_TRANSIENT_ERRORS),
+            # the mission's machine starts the next segment instead (two transitions more, nothing lost)
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": None, "Next": SEGMENT_REPORT}],
+            "Next": SEGMENT_HANDED,
+        }
+        self.states[SEGMENT_REPORT] = {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::aws-sdk:sfn:sendTaskSuccess",
+            # the mission's machine keeps the envelope and the asl block of it
+            "Parameters": {"TaskToken.$": "$.token", "Output.$": "States.JsonToString($)"},
+            "ResultPath": None,
+            "Retry": _sfn_retry(SFN_SDK_TRANSIENT_ERRORS),
+            "Next": SEGMENT_HANDED,
+        }
+        self.states[SEGMENT_HANDED] = {"Type": "Succeed"}
 
     # -- naming -------------------------------------------------------------------
 
@@ -134,6 +191,17 @@ class _Compiler:
         }
         if not self.segmented:
             return START
+        # first of all, the mission's machine hears that a segment of its chain started
+        self.states[SEGMENT_HEARTBEAT] = {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::aws-sdk:sfn:sendTaskHeartbeat",
+            "Parameters": {"TaskToken.$": "$.token"},
+            "ResultPath": None,
+            "Retry": _sfn_retry(SFN_SDK_TRANSIENT_ERRORS),
+            # no Catch: a token refused is a mission whose machine gave up on this chain (it timed out, or
+            # ended): nothing this segment ran would be heard
+            "Next": SEGMENT_START,
+        }
         # a segment ends after `segment_hops` stages from the hop it starts at (a restart: the same end)
         self.states[SEGMENT_START] = {
             "Type": "Pass",
@@ -141,7 +209,7 @@ class _Compiler:
             "ResultPath": "$.asl",
             "Next": START,
         }
-        return SEGMENT_START
+        return SEGMENT_HEARTBEAT
 
     def _task(
         self,
@@ -376,4 +444,18 @@ class _Compiler:
     def _finalize(self) -> None:
         final = self.p.agent(self.p.final)
         self.states[FINALIZE] = self._task(final, "finalize", self._exit("done") if self.segmented else DONE)
-        self.states[FAILED] = _mission_failed()
+        if not self.segmented:
+            self.states[FAILED] = _mission_failed()
+            return
+        # the final stage failed on the failure path: the mission's machine hears it (and starts the segment
+        # again, or ends the mission itself), rather than waiting out the heartbeat
+        failed = _mission_failed()
+        self.states[FAILED] = {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::aws-sdk:sfn:sendTaskFailure",
+            "Parameters": {"TaskToken.$": "$.token", "Error": failed["Error"], "Cause": failed["Cause"]},
+            "ResultPath": None,
+            "Retry": _sfn_retry(SFN_SDK_TRANSIENT_ERRORS),
+            "Next": SEGMENT_FAIL,
+        }
+        self.states[SEGMENT_FAIL] = failed

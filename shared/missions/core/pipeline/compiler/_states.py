@@ -170,6 +170,11 @@ _PAUSED = (
     {"Variable": "$.envelope.pause", "IsPresent": True},
     {"Variable": "$.envelope.pause", "BooleanEquals": True},
 )
+# the last stage found its mission ended meanwhile (cancelled): its segment starts no next one
+_ENDED = (
+    {"Variable": "$.envelope.mission_ended", "IsPresent": True},
+    {"Variable": "$.envelope.mission_ended", "BooleanEquals": True},
+)
 
 
 def _await_pause(states: dict[str, Any], p: PipelineConfig, *, next_state: str) -> None:
