@@ -290,6 +290,34 @@ def test_a_journey_by_keyboard_alone(server: DevServer, visit):
     assert wait_for(Client(server, "kay"), mission_id, {"completed"})["result"]["answer"] == "You chose the pro plan."
 
 
+def test_a_view_that_loads_slowly_leaves_the_focus_where_the_user_moved_it(server: DevServer, visit):
+    # Given the missions list held back while the page loads it (a slow API)
+    held: list[Any] = []
+    seen = visit(server.url)
+    page = seen.page
+    page.route(re.compile(r".*/missions\?.*"), lambda route: route.continue_() if held else held.append(route))
+    page.get_by_label("User name").fill("ola")
+    page.get_by_role("button", name="Sign in").click()
+    page.locator("#who", has_text="ola").wait_for()
+    for _ in range(200):  # Playwright hands the request to the route while the test waits in it
+        if held:
+            break
+        page.wait_for_timeout(25)
+    # When the user tabs to the inbox link before the list arrives, and then it arrives
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.id") == "inbox-link":
+            break
+    assert held, "the missions list was never asked for"
+    assert page.evaluate("document.activeElement.id") == "inbox-link"
+    held[0].continue_()
+    page.locator(".mission-card, .empty").first.wait_for()
+    # Then the focus stays on the link, and Enter opens the inbox
+    assert page.evaluate("document.activeElement.id") == "inbox-link"
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*#/inbox$"))
+
+
 # -- signing in with Cognito: the PKCE helpers, and the whole flow against a stand-in ------------------
 
 RFC7636_VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"

@@ -95,6 +95,7 @@ class App {
         if (here) link.setAttribute("aria-current", "page");
         else link.removeAttribute("aria-current");
       }
+      const focused = document.activeElement;
       clear(this.main, notice("Loading…"));
       const done = await render(this, this.main, found[1]);
       if (this.viewKey !== key) {
@@ -102,7 +103,11 @@ class App {
         return;
       }
       this.view = done;
-      this.main.focus({ preventScroll: true });
+      // the new view takes focus, unless the user moved it elsewhere while the view loaded (a Tab to
+      // the next link): taking it back would send their next key press to the wrong place
+      const moved = document.activeElement !== focused && document.activeElement !== document.body
+        && !this.main.contains(document.activeElement);
+      if (!moved) this.main.focus({ preventScroll: true });
       if (evidence && done?.focusEvidence) done.focusEvidence(Number(evidence[1]));
       return;
     }
