@@ -6,7 +6,9 @@ So every operation has an overall deadline (`deadline`, 30 s by default) that bo
 retried with tenacity: refused connections, timeouts, HTTP 429 (waiting what Retry-After asks,
 unless that is past the deadline) and 5xx. A call that changes the house (a service call, a
 delete) is retried only when HA cannot have run it (no connection, 429, 502-504), so a light is
-never toggled twice. What is left becomes one of the port's errors, whose message names the host.
+never toggled twice. Websocket commands (registries, statistics, dashboards) follow the same policy:
+tried again when their connection did not open, and when their answer did not come only if running
+them twice is harmless. What is left becomes one of the port's errors, whose message names the host.
 
 The token is a string or a `token_provider` (called once per operation: in AWS the token lives in
 Secrets Manager behind the runtime's SecretReader, which caches and follows rotation). It only ever
@@ -51,10 +53,11 @@ from capabilities.home_assistant.ha.port import (
     refusals,
     require_aware,
 )
-from capabilities.home_assistant.ha.websocket import HAWebSocket
+from capabilities.home_assistant.ha.websocket import HAWebSocket, WebSocketNoAnswer, WebSocketNotOpened
 
 logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 RETRY_STATUSES_ALWAYS = frozenset({429, 502, 503, 504})  # HA did not run the request
 MAX_BACKOFF = 8.0
@@ -217,8 +220,7 @@ class RestHomeAssistant:
         return _parse(ConfigCheck, self._json("POST", "api/config/core/check_config"), "check_config", self)
 
     def registries(self) -> Registries:
-        call = self._websocket.call
-        found = {kind: call(f"config/{kind}_registry/list") for kind in ("area", "device", "entity")}
+        found = {kind: self._command(f"config/{kind}_registry/list") for kind in ("area", "device", "entity")}
         return _parse(
             Registries,
             {"areas": found["area"], "devices": found["device"], "entities": found["entity"]},
@@ -229,7 +231,7 @@ class RestHomeAssistant:
     def statistics(
         self, statistic_ids: Sequence[str], start: datetime, end: datetime, *, period: StatisticsPeriod = "hour"
     ) -> dict[str, list[StatisticPoint]]:
-        answer = self._websocket.call(
+        answer = self._command(
             "recorder/statistics_during_period",
             start_time=_iso(require_aware(start, "start")),
             end_time=_iso(require_aware(end, "end")),
@@ -247,7 +249,7 @@ class RestHomeAssistant:
 
     def validate_automation(self, config: Mapping[str, Any]) -> list[str]:
         try:
-            return refusals(self._websocket.call("validate_config", **automation_parts(config)))
+            return refusals(self._command("validate_config", **automation_parts(config)))
         except HABadRequest as refused:  # the command's own schema refused it: a spelling this release lacks
             return [str(refused)]
 
@@ -298,7 +300,7 @@ class RestHomeAssistant:
 
     def dashboards(self) -> list[Dashboard]:
         what = "lovelace/dashboards/list"
-        return [_parse(Dashboard, item, what, self) for item in _list(self._websocket.call(what), what, self)]
+        return [_parse(Dashboard, item, what, self) for item in _list(self._command(what), what, self)]
 
     def create_dashboard(
         self,
@@ -317,20 +319,20 @@ class RestHomeAssistant:
             "show_in_sidebar": show_in_sidebar,
             **({"icon": icon} if icon else {}),
         }
-        what = "lovelace/dashboards/create"
-        return _parse(Dashboard, self._websocket.call(what, **fields), what, self)
+        what = "lovelace/dashboards/create"  # run twice, the second would find its url_path taken
+        return _parse(Dashboard, self._command(what, idempotent=False, **fields), what, self)
 
     def dashboard_config(self, url_path: str) -> dict[str, Any]:
-        answer = self._websocket.call("lovelace/config", url_path=url_path)
+        answer = self._command("lovelace/config", url_path=url_path)
         if not isinstance(answer, dict):  # a YAML dashboard's file may hold anything
             raise HAError(f"unexpected answer from Home Assistant at {self.host} to lovelace/config", host=self.host)
         return answer
 
     def save_dashboard_config(self, url_path: str, config: Mapping[str, Any]) -> None:
-        self._websocket.call("lovelace/config/save", url_path=url_path, config=dict(config))
+        self._command("lovelace/config/save", url_path=url_path, config=dict(config))  # the same config twice: harmless
 
     def delete_dashboard(self, dashboard_id: str) -> None:
-        self._websocket.call("lovelace/dashboards/delete", dashboard_id=dashboard_id)
+        self._command("lovelace/dashboards/delete", idempotent=False, dashboard_id=dashboard_id)
 
     # ------------------------------------------------------------------ HTTP
 
@@ -393,18 +395,10 @@ class RestHomeAssistant:
         """One operation: its attempts within the deadline, then the answer or the port's error."""
         token = self._token()
         self._token_seen = token
-        started = self._clock()
-        deadline = started + self._deadline
         headers = {"Authorization": f"Bearer {token}"}
         shown = f"{method} /{path}"
-        attempts = 0
 
-        def attempt() -> httpx2.Response:
-            nonlocal attempts
-            attempts += 1
-            remaining = deadline - self._clock()
-            if remaining <= 0:
-                raise _Transient("no time left before the deadline")
+        def attempt(remaining: float) -> httpx2.Response:
             limit = min(self._timeout, remaining)
             try:
                 response = self._client.request(method, path, params=params, json=json, headers=headers, timeout=limit)
@@ -424,6 +418,39 @@ class RestHomeAssistant:
             if status in RETRY_STATUSES_ALWAYS or (status >= 500 and idempotent):
                 raise _Transient(f"HTTP {status}", status=status, retry_after=_retry_after(response))
             return response
+
+        return self._checked(self._retried(shown, attempt), shown, not_found)
+
+    def _command(self, command: str, *, idempotent: bool = True, **fields: Any) -> Any:
+        """One websocket command, tried again as an HTTP request is: always when its connection did not
+        open (nothing was sent), and when its answer did not come only if running it twice is harmless."""
+
+        def attempt(remaining: float) -> Any:
+            try:
+                return self._websocket.call(command, **fields)
+            except WebSocketNotOpened as failure:
+                raise _Transient(f"its websocket API did not open ({failure})") from None
+            except WebSocketNoAnswer as failure:
+                if idempotent:
+                    raise _Transient(f"no answer to {command}") from None
+                raise HAUnreachable(f"{failure}; it may have run it", host=self.host) from None
+
+        return self._retried(f"websocket {command}", attempt)
+
+    def _retried(self, shown: str, attempt: Callable[[float], T]) -> T:
+        """`attempt(seconds left)` until it succeeds, raises the port's error, or its failures worth another
+        try (_Transient) run out of attempts or of time before the deadline."""
+        started = self._clock()
+        deadline = started + self._deadline
+        attempts = 0
+
+        def once() -> T:
+            nonlocal attempts
+            attempts += 1
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise _Transient("no time left before the deadline")
+            return attempt(remaining)
 
         def wait(state: tenacity.RetryCallState) -> float:
             failure = _failure(state)
@@ -454,10 +481,9 @@ class RestHomeAssistant:
             reraise=True,
         )
         try:
-            response = retrying(attempt)
+            return retrying(once)
         except _Transient as failure:
             self._give_up(failure, shown, attempts, self._clock() - started)
-        return self._checked(response, shown, not_found)
 
     def _give_up(self, failure: _Transient, shown: str, attempts: int, elapsed: float) -> NoReturn:
         tried = f"{attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"

@@ -5,6 +5,8 @@ statistics and dashboards.
 One connection per operation: open, authenticate with the long-lived token, send one command, read its
 result, close. A stage asks a handful of such questions, so a connection kept open would buy little and
 could outlive the Lambda invocation that opened it. Errors are the port's: the host named, never the token.
+A connection that did not open (`WebSocketNotOpened`) sent nothing, so the caller may try again whatever the
+command; one whose answer did not come (`WebSocketNoAnswer`) may have run it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ def refusal(command: str, fields: dict[str, Any], code: str, message: str, host:
     return HABadRequest(f"Home Assistant{at} refused {command}: {text}", host=host, status=400)
 
 
+class WebSocketNotOpened(HAUnreachable):
+    """The connection did not open, or HA did not accept the token in time: nothing was sent."""
+
+
+class WebSocketNoAnswer(HAUnreachable):
+    """The command was sent and its answer did not come in time: HA may have run it."""
+
+
 class HAWebSocket:
     """Commands over /api/websocket of the Home Assistant at `base_url` (http(s)://host:port/)."""
 
@@ -55,6 +65,7 @@ class HAWebSocket:
         from websockets.sync.client import connect
 
         token = self._token()
+        sent = False
         try:
             with connect(self.url, open_timeout=self._timeout, close_timeout=1, max_size=2**24) as socket:
                 hello = self._read(socket)
@@ -69,12 +80,19 @@ class HAWebSocket:
                             status=401,
                         )
                 socket.send(json.dumps({"id": 1, "type": command, **fields}))
+                sent = True
                 while True:  # events of earlier subscriptions never come: this connection made none
                     message = self._read(socket)
                     if message.get("id") == 1 and message.get("type") == "result":
                         break
         except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
-            raise HAUnreachable(
+            if sent:
+                raise WebSocketNoAnswer(
+                    f"Home Assistant at {self.host} did not answer {command} on its websocket API "
+                    f"({type(exc).__name__} after {self._timeout:.0f} s)",
+                    host=self.host,
+                ) from None
+            raise WebSocketNotOpened(
                 f"Home Assistant at {self.host} did not open its websocket API ({type(exc).__name__})", host=self.host
             ) from None
         except WebSocketException as exc:
