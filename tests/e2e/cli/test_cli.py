@@ -140,8 +140,7 @@ def test_capabilities_and_asl_commands():
     machines = json.loads(asl.stdout)
     # both levels: the segment runs the stages, the mission's machine waits for people between segments
     segment = machines["segment"]
-    beats = segment["States"][segment["StartAt"]]  # its heartbeat, its own end, then the stage to enter
-    begins = segment["States"][beats["Next"]]
+    begins = segment["States"][segment["StartAt"]]  # the segment's own end, then the stage to enter
     assert segment["States"][begins["Next"]]["Default"] == "perception"
     assert "await.clarification" in machines["mission"]["States"]
     assert machines["mission"]["States"]["segment"]["Resource"].endswith("startExecution.waitForTaskToken")

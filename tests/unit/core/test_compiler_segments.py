@@ -186,9 +186,11 @@ def test_a_segment_that_continues_starts_the_next_and_any_other_reports_on_the_m
     (chain,) = states[SEGMENT_END]["Choices"]
     rule = json.dumps(chain, sort_keys=True)
     assert '"StringEquals": "continue"' in rule and "$.envelope.pause" in rule and "$.envelope.mission_ended" in rule
-    # Then one that continues starts the next segment of its own machine, named as the mission's machine
-    # names one, handing on the token; without waiting for it
-    assert chain["Next"] == SEGMENT_CHAIN
+    # Then one that continues tells the mission's machine its chain goes on (the heartbeat the machine waits
+    # for), then starts the next segment of its own machine, handing on the token; without waiting for it
+    assert chain["Next"] == SEGMENT_HEARTBEAT
+    assert states[SEGMENT_HEARTBEAT]["Resource"] == "arn:aws:states:::aws-sdk:sfn:sendTaskHeartbeat"
+    assert states[SEGMENT_HEARTBEAT]["Next"] == SEGMENT_CHAIN
     started = states[SEGMENT_CHAIN]
     assert started["Resource"] == "arn:aws:states:::states:startExecution"
     assert started["Parameters"]["StateMachineArn.$"] == "$$.StateMachine.Id"
@@ -203,10 +205,8 @@ def test_a_segment_that_continues_starts_the_next_and_any_other_reports_on_the_m
     assert states[SEGMENT_REPORT]["Parameters"] == {"TaskToken.$": "$.token", "Output.$": "States.JsonToString($)"}
     assert states[FAILED]["Resource"] == "arn:aws:states:::aws-sdk:sfn:sendTaskFailure"
     assert states[states[FAILED]["Next"]]["Type"] == "Fail"
-    # and each segment first tells the mission's machine it runs (the heartbeat the machine waits for)
-    assert segment["StartAt"] == SEGMENT_HEARTBEAT
-    assert states[SEGMENT_HEARTBEAT]["Resource"] == "arn:aws:states:::aws-sdk:sfn:sendTaskHeartbeat"
-    assert states[SEGMENT_HEARTBEAT]["Next"] == SEGMENT_START
+    # and a segment begins with its stages (the first needs no heartbeat: the machine's wait has just begun)
+    assert segment["StartAt"] == SEGMENT_START
 
 
 def test_the_mission_runs_segments_and_takes_each_back_by_its_exit(machines):

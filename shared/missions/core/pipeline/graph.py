@@ -127,4 +127,4 @@ def mission_graph(machines: MissionMachines) -> dict[str, Any]:
     if "segment.continue" in states:
         states["segment.continue"] = {"Type": "Pass", "Next": START}
     start = machines.segment["StartAt"]
-    return state_graph({"StartAt": START if start in (SEGMENT_HEARTBEAT, SEGMENT_START) else start, "States": states})
+    return state_graph({"StartAt": START if start == SEGMENT_START else start, "States": states})

@@ -12,13 +12,14 @@ the stages in between as a chain of Express **segments**, each starting the next
                            ^                              |  done -> mission.done
                            |                              |  await -> await.<kind> (task token, days) -> segment.begin
                            +------------------------------+  failed -> segment.retry (from the same hop) or finalize
-    segment (Express):   segment.heartbeat -> segment.start -> the stages -> segment.<exit> -> segment.end
-                           continue (not paused, not ended) -> segment.chain (starts the next, hands on the token)
+    segment (Express):   segment.start -> the stages -> segment.<exit> -> segment.end
+                           continue (not paused, not ended) -> segment.heartbeat -> segment.chain (starts the
+                             next, hands on the token)
                            anything else -> segment.report (answers the token with the state)
 
 A mission that asks nobody costs 3 Standard transitions (segment, segment.exit, mission.done) whatever
-its length: the segments chain themselves in Express, and only the last answers the token. Each segment
-heartbeats on the token as it starts; a chain silent for longer than a segment can live
+its length: the segments chain themselves in Express, and only the last answers the token. A segment
+heartbeats on the token as it hands on to the next; a chain silent for longer than a segment can live
 (`SEGMENT_HEARTBEAT_SECONDS`) lost its segment, and the mission's machine starts it again. The first
 segment starts at once (its input carries the restart count: initial_state) and computes its own end
 (`segment.start`, in Express); a continue exit resets the restart count. A segment that cannot start

@@ -32,8 +32,8 @@ PAUSE_ROUTE = "pause.route"
 # Express runs 5 minutes at most; a segment hands back this long before, whatever a stage may take
 EXPRESS_SECONDS = 300
 SEGMENT_MARGIN_SECONDS = 30
-# a segment heartbeats on its mission's task token as it starts and runs EXPRESS_SECONDS at most: the
-# mission's machine hears from its chain of segments at least this often, or the one running was lost
+# a segment heartbeats on its mission's task token as it hands on to the next, and runs EXPRESS_SECONDS at
+# most: the mission's machine hears from its chain at least this often, or the segment running was lost
 SEGMENT_HEARTBEAT_SECONDS = EXPRESS_SECONDS + SEGMENT_MARGIN_SECONDS
 MIN_SEGMENT_SECONDS = 60  # below this a segment would run a stage or two: one Standard machine instead
 MAX_SEGMENT_RESTARTS = 2

@@ -98,10 +98,22 @@ class _Compiler:
                         {"Not": {"And": list(_PAUSED)}},
                         {"Not": {"And": list(_ENDED)}},
                     ],
-                    "Next": SEGMENT_CHAIN,
+                    "Next": SEGMENT_HEARTBEAT,
                 }
             ],
             "Default": SEGMENT_REPORT,
+        }
+        # the mission's machine hears that its chain goes on (a segment lives EXPRESS_SECONDS at most, so
+        # it hears at least that often; the first segment needs none: the machine's wait has just begun)
+        self.states[SEGMENT_HEARTBEAT] = {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::aws-sdk:sfn:sendTaskHeartbeat",
+            "Parameters": {"TaskToken.$": "$.token"},
+            "ResultPath": None,
+            "Retry": _sfn_retry(SFN_SDK_TRANSIENT_ERRORS),
+            # no Catch: a token refused is a mission whose machine gave up on this chain (it timed out, or
+            # ended): the chain ends here
+            "Next": SEGMENT_CHAIN,
         }
         self.states[SEGMENT_CHAIN] = {
             "Type": "Task",
@@ -191,17 +203,6 @@ class _Compiler:
         }
         if not self.segmented:
             return START
-        # first of all, the mission's machine hears that a segment of its chain started
-        self.states[SEGMENT_HEARTBEAT] = {
-            "Type": "Task",
-            "Resource": "arn:aws:states:::aws-sdk:sfn:sendTaskHeartbeat",
-            "Parameters": {"TaskToken.$": "$.token"},
-            "ResultPath": None,
-            "Retry": _sfn_retry(SFN_SDK_TRANSIENT_ERRORS),
-            # no Catch: a token refused is a mission whose machine gave up on this chain (it timed out, or
-            # ended): nothing this segment ran would be heard
-            "Next": SEGMENT_START,
-        }
         # a segment ends after `segment_hops` stages from the hop it starts at (a restart: the same end)
         self.states[SEGMENT_START] = {
             "Type": "Pass",
@@ -209,7 +210,7 @@ class _Compiler:
             "ResultPath": "$.asl",
             "Next": START,
         }
-        return SEGMENT_HEARTBEAT
+        return SEGMENT_START
 
     def _task(
         self,
