@@ -109,8 +109,10 @@ dev: venv
 # Three workers on two cores: about a quarter of a worker's time is spent waiting (on the emulation's
 # polls, the CLI's subprocesses, a browser), which a third worker fills. Files are handed out in the
 # order tests/conftest.py sorts them (the longest first), not xdist's default (the most tests first).
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): each of the
+# suite's ~150 CLI subprocesses would otherwise compile the runtime's modules again (0.2-0.3 s each).
 test: venv node browser ha
-	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder
 
 # The web page's tests (tests/browser) drive the system Chromium: Debian's `chromium` package.
 browser:
