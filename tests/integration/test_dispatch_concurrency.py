@@ -26,6 +26,7 @@ import pytest
 
 from missions.core.mission.requests import MissionRequest
 from missions.core.specs import DISPATCH, MISSIONS
+from missions.local import moto as moto_patches
 from missions.ports.missions import MissionStore
 from missions.service.dispatch import Dispatcher
 from missions.service.lifecycle import Lifecycle
@@ -104,6 +105,7 @@ def cloud(monkeypatch):
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
         monkeypatch.setenv(name, "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    moto_patches.install()  # as the emulation runs moto: a key query reads only its partition (patch 17)
     with mock_aws():
         raw = boto3.client("dynamodb", region_name=REGION)
         raw.create_table(**table_definition(MISSIONS, "test-missions"))
