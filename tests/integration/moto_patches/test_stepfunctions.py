@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -370,3 +372,69 @@ def test_a_heartbeat_or_an_answer_before_the_task_waits_is_heard_when_it_does(aw
     # Then each hears at once what came before (moto waited out the heartbeat, then timed the task out)
     assert heard == [True, True] and time.monotonic() - started < 1
     assert answered.get_outcome() is not None
+
+
+# -- patch 8's parsed definitions, kept on disk for the next process (missions.local.moto.parse_cache) ------
+
+
+@pytest.fixture
+def parse_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Patch 8's disk cache in a directory of this test's, and its process cache emptied around the test."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    from missions.local.moto import stepfunctions
+
+    directory = tmp_path / "asl"
+    monkeypatch.setattr(stepfunctions.PARSE_CACHE, "directory", directory)
+    AmazonStateLanguageParser.parse.cache_clear()  # type: ignore[attr-defined]
+    yield directory
+    AmazonStateLanguageParser.parse.cache_clear()  # type: ignore[attr-defined]
+
+
+def _pass_machine(aws: Aws) -> tuple[str, str]:
+    definition = {"StartAt": "Add", "States": {"Add": {"Type": "Pass", "Result": {"added": 1}, "End": True}}}
+    return aws.state_machine(definition), json.dumps(definition)
+
+
+def test_a_definition_parsed_by_an_earlier_process_is_read_back_and_runs(aws: Aws, parse_cache: Path) -> None:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    # Given a state machine made once (its definition parsed, and kept in the cache directory)
+    machine, _ = _pass_machine(aws)
+    (kept,) = parse_cache.glob("*.pickle")
+    described = aws.sfn.describe_state_machine(stateMachineArn=machine)["definition"]
+    # When a later process (here: this one, its own cache emptied) runs it
+    AmazonStateLanguageParser.parse.cache_clear()  # type: ignore[attr-defined]
+    run = aws.sfn.start_execution(stateMachineArn=machine)["executionArn"]
+    # Then the program came from the file, not from ANTLR (no parse tree), and it runs as parsed
+    assert AmazonStateLanguageParser.parse(described)[1] is None
+    assert json.loads(aws.finished(run)["output"]) == {"added": 1}
+    assert list(parse_cache.glob("*.pickle")) == [kept]
+
+
+def test_a_kept_definition_that_does_not_read_back_is_parsed_again_and_replaced(aws: Aws, parse_cache: Path) -> None:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    # Given a kept definition cut short
+    machine, _ = _pass_machine(aws)
+    (kept,) = parse_cache.glob("*.pickle")
+    kept.write_bytes(kept.read_bytes()[:100])
+    described = aws.sfn.describe_state_machine(stateMachineArn=machine)["definition"]
+    AmazonStateLanguageParser.parse.cache_clear()  # type: ignore[attr-defined]
+    # When it is needed again, Then it is parsed (a parse tree), runs, and is whole on disk again
+    assert AmazonStateLanguageParser.parse(described)[1] is not None
+    run = aws.sfn.start_execution(stateMachineArn=machine)["executionArn"]
+    assert json.loads(aws.finished(run)["output"]) == {"added": 1}
+    AmazonStateLanguageParser.parse.cache_clear()  # type: ignore[attr-defined]
+    assert AmazonStateLanguageParser.parse(described)[1] is None
+
+
+def test_a_cache_directory_others_may_write_to_is_not_used(aws: Aws, parse_cache: Path) -> None:
+    # Given a cache directory anyone may write to (a pickle read from it could be anyone's code)
+    parse_cache.mkdir()
+    parse_cache.chmod(0o777)
+    # When a state machine is made, Then nothing is kept there, and it runs all the same
+    machine, _ = _pass_machine(aws)
+    assert list(parse_cache.iterdir()) == []
+    run = aws.sfn.start_execution(stateMachineArn=machine)["executionArn"]
+    assert json.loads(aws.finished(run)["output"]) == {"added": 1}

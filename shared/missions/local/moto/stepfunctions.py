@@ -21,7 +21,8 @@
    evaluates. The parsed program holds no execution state (that lives in each execution's Environment,
    keyed by component), so one parse per definition serves every execution; the clients and the paths
    are kept the same way (`PARSED_DEFINITIONS` definitions, `JSON_PATHS` paths, the least recently used
-   dropped). The kept clients are lean as the emulation's own (missions.local.moto.clients).
+   dropped). The kept clients are lean as the emulation's own (missions.local.moto.clients). Parsed
+   programs are also kept on disk for the next process (missions.local.moto.parse_cache).
 10. Task tokens: moto answers SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat by asking each
    execution's environment whether the token is its own, and an execution that has just started has
    none yet (its worker thread builds it): the call failed with AttributeError (the dev server's answer
@@ -63,10 +64,12 @@ from typing import Any
 
 from missions.local.moto._mechanism import Patch
 from missions.local.moto.clients import lean
+from missions.local.moto.parse_cache import ParseCache
 
 _log = logging.getLogger(__name__)
 KEEP_ENDED_EXECUTIONS = 50  # per state machine (patch 6)
 PARSED_DEFINITIONS = 64  # state machine definitions parsed once (patch 8)
+PARSE_CACHE = ParseCache()  # and kept on disk between processes (parse_cache)
 JSON_PATHS = 4096  # JSONPath expressions compiled once (patch 8)
 SEGMENT_POLL_SECONDS = 0.5  # moto's own poll interval, kept as the longest wait between two looks (patch 14)
 
@@ -217,8 +220,12 @@ def _parse_once(original: Callable[[str], Any]) -> staticmethod[[str], Any]:
 
     @functools.lru_cache(maxsize=PARSED_DEFINITIONS)
     def parse(definition: str) -> Any:
+        program = PARSE_CACHE.load(definition)
+        if program is not None:  # moto's callers use the program; the parse tree went unused
+            return program, None
         parsed = original(definition)
         _fix_heap_keys(parsed[0])
+        PARSE_CACHE.store(definition, parsed[0])
         return parsed
 
     return staticmethod(parse)
