@@ -12,6 +12,10 @@
    stack has no EC2 resource, so while the patches are installed that catalog loads empty (if EC2's
    models were imported before, they keep what they loaded). Installed first: the owners of the other
    patches may import EC2's models.
+26. EC2's models list its regions at import, for three partitions, each call through a new boto3 Session
+   that loads EC2's service model (botocore's largest) only to read its endpoint prefix: about 0.3 s of
+   every process that starts the emulation (each `missions run`). The prefix is the same for every
+   session and partition: each service's model is loaded once for it.
 """
 
 from __future__ import annotations
@@ -75,6 +79,28 @@ def _weakly_tracked_new(cls: Any, *args: Any, **kwargs: Any) -> Any:
     return WEAK_INSTANCES.original(cls, *args, **kwargs)
 
 
+def _regions_listed_once(original: Callable[..., list[str]]) -> Callable[..., list[str]]:
+    """botocore's Session.get_available_regions, reading each service's endpoint prefix once (botocore
+    loads the service's model for it at each call), then asking the endpoint data as botocore does."""
+    prefixes: dict[str, str] = {}
+
+    def get_available_regions(
+        self: Any, service_name: str, partition_name: str = "aws", allow_non_regional: bool = False
+    ) -> list[str]:
+        from botocore.exceptions import UnknownServiceError
+
+        if service_name not in prefixes:
+            try:
+                metadata = self.get_service_data(service_name)["metadata"]
+            except UnknownServiceError:  # botocore's own answer (an empty list)
+                return original(self, service_name, partition_name, allow_non_regional)
+            prefixes[service_name] = metadata.get("endpointPrefix", service_name)
+        resolver = self._get_internal_component("endpoint_resolver")
+        return list(resolver.get_available_endpoints(prefixes[service_name], partition_name, allow_non_regional))
+
+    return get_available_regions
+
+
 LEAN_RESOURCES = Patch(
     "moto.utilities.utils",
     "load_resource",
@@ -94,4 +120,11 @@ METHODS_LISTED_ONCE = Patch(
     "8: every request to moto lists its handler class's methods; listed once per class",
     wraps=True,
 )
-PATCHES = (LEAN_RESOURCES, WEAK_INSTANCES, METHODS_LISTED_ONCE)
+REGIONS_LISTED_ONCE = Patch(
+    "botocore.session:Session",
+    "get_available_regions",
+    _regions_listed_once,
+    "26: EC2's models list its regions at import, loading EC2's service model at each call; once per service",
+    wraps=True,
+)
+PATCHES = (REGIONS_LISTED_ONCE, LEAN_RESOURCES, WEAK_INSTANCES, METHODS_LISTED_ONCE)
