@@ -7,6 +7,7 @@ machines from the same compiler output, so what runs here is what runs in AWS.
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import json
 import os
@@ -368,8 +369,13 @@ class LocalCloud:
             Timeout=300,
         )["FunctionArn"]
         self.functions[name] = arn
-        handler = getattr(__import__(spec.module, fromlist=[spec.attribute]), spec.attribute)
-        moto_patches.register(name, functools.partial(handler, runtime=self.runtime))
+
+        def build() -> moto_patches.Handler:
+            handler = getattr(importlib.import_module(spec.module), spec.attribute)
+            return functools.partial(handler, runtime=self.runtime)
+
+        # imported when first invoked: the API's handler alone costs ~0.2 s, and a `missions run` never calls it
+        moto_patches.register(name, moto_patches.Deferred(build))
         return arn
 
     # -- missions ----------------------------------------------------------------------

@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any
 
+from missions.local import moto as moto_patches
 from tests.integration.moto_patches.conftest import Aws, eventually, payload_of
 
 
@@ -122,3 +123,28 @@ def test_wait_for_task_token_calls_the_handler_and_resumes_on_send_task_success(
     described = aws.finished(execution)
     assert described["status"] == "SUCCEEDED", described
     assert json.loads(described["output"]) == {"answer": "the blue one"}
+
+
+def test_a_deferred_handler_is_built_once_at_the_first_invocation_outside_its_observed_time(aws: Aws) -> None:
+    # Given a function whose handler is built when first invoked, and an observer of invocations
+    built: list[str | None] = []
+
+    def build() -> moto_patches.Handler:
+        built.append(moto_patches.invoking())  # which invocation's time this is counted in
+        return lambda event, context: {"echo": event["n"]}
+
+    name, _ = aws.function(moto_patches.Deferred(build))
+    observed: list[str] = []
+    stop = moto_patches.observe(lambda function, duration_ms, memory_mb: observed.append(function))
+    try:
+        # When nothing invoked it yet, nothing was built
+        assert built == []
+
+        # When it is invoked twice
+        answers = [payload_of(aws.lambda_.invoke(FunctionName=name, Payload=json.dumps({"n": n}))) for n in (1, 2)]
+    finally:
+        stop()
+
+    # Then it answered both, was built once, before the first invocation's observed time began
+    assert answers == [{"echo": 1}, {"echo": 2}]
+    assert built == [None] and observed == [name, name]

@@ -67,9 +67,7 @@ def _updates(dynamodb: Any) -> dict[str, Any]:
     return {i["pk"]["S"]: i for i in dynamodb.scan(TableName="counters")["Items"]}
 
 
-def test_an_update_copies_its_parsed_tree_node_by_node_and_writes_what_moto_wrote(
-    aws: Aws, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_update_copies_its_parsed_tree_node_by_node_and_writes_what_moto_wrote(aws: Aws) -> None:
     """Patch 22."""
     import boto3
     from moto.dynamodb.parsing import validators
@@ -84,8 +82,9 @@ def test_an_update_copies_its_parsed_tree_node_by_node_and_writes_what_moto_wrot
         patched = _updates(dynamodb)
     dynamodb.delete_table(TableName="counters")
     _table(dynamodb, "counters")
-    monkeypatch.setattr(validators, "deepcopy", copy.deepcopy)
-    with _deep_copies(Node) as stock_copies:
+    with pytest.MonkeyPatch.context() as stock_moto, _deep_copies(Node) as stock_copies:
+        # undone here, before the patches are put back as the test found them (not after, over them)
+        stock_moto.setattr(validators, "deepcopy", copy.deepcopy)
         stock = _updates(dynamodb)
 
     # Then both wrote the same items, each its own updates, and only moto's own deep-copied the tree
@@ -165,9 +164,7 @@ def _orders(dynamodb: Any) -> None:
     dynamodb.query(**_by_state("open"))  # the index's partitions are kept from here on (patch 18)
 
 
-def test_a_transaction_keeps_its_items_not_its_tables_and_answers_and_writes_as_moto_did(
-    aws: Aws, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_transaction_keeps_its_items_not_its_tables_and_answers_and_writes_as_moto_did(aws: Aws) -> None:
     """Patch 23: committed, cancelled by a condition, refused for naming an item twice, refused for an
     invalid update: the same answers, items and index answers as moto's own, which copies the table."""
     import boto3
@@ -185,9 +182,9 @@ def test_a_transaction_keeps_its_items_not_its_tables_and_answers_and_writes_as_
         patched = _transactions(dynamodb)
     dynamodb.delete_table(TableName="orders")
     _orders(dynamodb)
-    monkeypatch.setattr(models, "copy", copy)
-    monkeypatch.setattr(models.DynamoDBBackend, "transact_write_items", TRANSACT_BY_ITEM.original)
-    with _deep_copies(Table) as stock_copies:
+    with pytest.MonkeyPatch.context() as stock_moto, _deep_copies(Table) as stock_copies:
+        stock_moto.setattr(models, "copy", copy)
+        stock_moto.setattr(models.DynamoDBBackend, "transact_write_items", TRANSACT_BY_ITEM.original)
         stock = _transactions(dynamodb)
 
     # Then each answered and left the items and the index as moto's own did, and no table was copied

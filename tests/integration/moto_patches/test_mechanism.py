@@ -110,8 +110,9 @@ def test_uninstall_restores_every_patched_attribute_exactly(keep_patch_state: No
     moto_patches.uninstall()
 
     # Then each one replaced its attribute, and each owner holds again exactly what it held
-    assert all(during[name] is not before[name] for name in before)
-    assert all(held()[name] is before[name] for name in before)
+    assert [n for n in before if during[n] is before[n]] == []
+    after = held()
+    assert [n for n in before if after[n] is not before[n]] == []
 
 
 # --------------------------------------------------------------------------- the mechanism on an owner of ours
@@ -204,3 +205,131 @@ def test_a_target_moto_moved_or_reshaped_is_refused_and_nothing_stays_patched(pa
 
     # and nothing stays patched: the first one was undone
     assert Target.__dict__["method"] is own and not patches.installed
+
+
+# --------------------------------------------------------------------------- patched on import, packages deferred
+
+
+def _module(root: Any, name: str, source: str) -> None:
+    path = root.joinpath(*name.split("."))
+    if source.startswith("#package"):
+        path.mkdir(parents=True)
+        (path / "__init__.py").write_text(source)
+    else:
+        path.with_suffix(".py").write_text(source)
+
+
+def test_a_patch_on_import_waits_for_its_module_and_a_refused_one_fails_that_import(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two modules nobody imported yet, each with a function a patch replaces when it is imported
+    name = f"owner_{uuid.uuid4().hex[:8]}"
+    _module(tmp_path, name, "def helper(path):\n    return 'moto ' + path\n")
+    _module(tmp_path, f"{name}_moved", "def renamed(path):\n    return path\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import sys
+
+    waits = Patch(name, "helper", lambda path: "ours " + path, "on import", on_import=True)
+    moved = Patch(f"{name}_moved", "helper", lambda path: path, "moved", on_import=True)
+    patches = PatchSet([METHOD, waits, moved])
+
+    # When the set is installed
+    patches.install()
+    try:
+        # Then the modules are still not imported, and the patch in place once its module is
+        assert name not in sys.modules and f"{name}_moved" not in sys.modules
+        module = __import__(name)
+        assert module.helper("x") == "ours x" and waits.original("x") == "moto x"
+        # and the module whose target moved fails to import, naming the patch, and is not left half made
+        with pytest.raises(PatchRefused, match="no such attribute") as refused:
+            __import__(f"{name}_moved")
+        assert str(moved) in str(refused.value) and f"{name}_moved" not in sys.modules
+    finally:
+        patches.uninstall()
+
+    # And once uninstalled, the module holds its own function, nothing waits on imports, and the moved one
+    # imports as it is
+    assert module.helper("x") == "moto x"
+    assert not any(type(finder).__name__ == "_OnImport" for finder in sys.meta_path)
+    assert __import__(f"{name}_moved").renamed("y") == "y"
+
+
+def test_a_deferred_package_runs_its_init_only_when_asked_for_its_own(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a package whose __init__ re-exports what its heavy models module defines, and a light submodule
+    name = f"pkg_{uuid.uuid4().hex[:8]}"
+    _module(tmp_path, name, "#package\nfrom .models import backends\n")
+    _module(tmp_path, f"{name}.models", "backends = {'loaded': True}\n")
+    _module(tmp_path, f"{name}.utils", "STATUS = 'light'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    import sys
+
+    patches = PatchSet([], lazy=[moto_patches.LazyInit(name, "its models are heavy")])
+    patches.install()
+    try:
+        # When its light submodule is imported
+        assert importlib.import_module(f"{name}.utils").STATUS == "light"
+
+        # Then the models were not
+        assert f"{name}.models" not in sys.modules
+
+        # When the package is asked for what its __init__ defines, it has it (the models loaded then)
+        assert importlib.import_module(name).backends == {"loaded": True} and f"{name}.models" in sys.modules
+        with pytest.raises(AttributeError, match="no attribute 'missing'"):
+            _ = importlib.import_module(name).missing
+    finally:
+        patches.uninstall()
+
+    # And a package whose __init__ never ran is forgotten at uninstall: imported again, it is whole
+    other = f"pkg_{uuid.uuid4().hex[:8]}"
+    _module(tmp_path, other, "#package\nfrom .models import backends\n")
+    _module(tmp_path, f"{other}.models", "backends = 1\n")
+    importlib.invalidate_caches()
+    patches = PatchSet([], lazy=[moto_patches.LazyInit(other, "heavy")])
+    patches.install()
+    patches.uninstall()
+    assert other not in sys.modules
+    assert "backends" in vars(importlib.import_module(other))
+
+
+def test_a_process_that_starts_the_emulation_loads_no_cloudformation_batch_ec2_or_api_until_it_uses_them() -> None:
+    # Given a fresh interpreter that starts the emulation (the patches installed, every function registered)
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import sys
+        from missions.local.emulation import LocalCloud
+        loaded = lambda *names: [n for n in names if n in sys.modules]
+        with LocalCloud(["shopping"]) as cloud:
+            print(loaded("moto.cloudformation.models", "moto.batch.models", "moto.ec2.models", "moto.ecs.models",
+                         "functions.api.handler"))
+
+        # when moto's CloudFormation is imported (a deploy), its patches are in place
+        from moto.cloudformation import parsing
+        from moto.cloudformation.models import Stack
+        from missions.local.moto import cloudformation
+        print(parsing.resource_class_from_type is cloudformation.RESOURCE_TYPES.replacement,
+              Stack.get_cfn_attribute is cloudformation.NESTED_OUTPUTS.replacement)
+
+        # and AWS Batch, loaded then, answers as moto does
+        import boto3
+        from moto import mock_aws
+        with mock_aws():
+            print(boto3.client("batch", region_name="us-east-1").describe_job_queues()["jobQueues"])
+        """
+    )
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+    import os
+
+    ran = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env={**os.environ, **env}
+    )
+
+    # Then none of those modules was loaded by the start; CloudFormation's patches waited for it
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["[]", "True True", "[]"]

@@ -17,9 +17,9 @@ numbers are the patches' names across the code and the tests:
   bounded; 8 a definition parsed once, clients (lean: `clients`) and JSONPaths made once; 10 task
   tokens while executions start; 14 the startExecution.sync:2 integration; 19 a state's JSON data
   copied plainly; 24 the aws-sdk integration's parameter names; 25 a heartbeat or an answer before
-  its task waits
-- cloudformation: 12 a nested stack's outputs; 13 function URLs; 15 custom resources' replies
-  (`CloudFormationReplies`); 16 schedule groups
+  its task waits; 27 Batch's models unloaded
+- cloudformation (applied when moto's CloudFormation is first imported): 12 a nested stack's outputs;
+  13 function URLs; 15 custom resources' replies (`CloudFormationReplies`); 16 schedule groups
 
 tests/integration/moto_patches/ fail loudly if a moto upgrade breaks any of them.
 """
@@ -27,10 +27,11 @@ tests/integration/moto_patches/ fail loudly if a moto upgrade breaks any of them
 from __future__ import annotations
 
 from missions.local.moto import awslambda, cloudformation, core, dynamodb, events, functions, stepfunctions
-from missions.local.moto._mechanism import Patch, PatchRefused, PatchSet
+from missions.local.moto._mechanism import LazyInit, Patch, PatchRefused, PatchSet
 from missions.local.moto.cloudformation import CloudFormationReplies
 from missions.local.moto.functions import (
     DEFAULT_TIMEOUT_SECONDS,
+    Deferred,
     FunctionError,
     Handler,
     LocalContext,
@@ -50,7 +51,8 @@ PATCHES = PatchSet(
     + events.PATCHES
     + dynamodb.PATCHES
     + stepfunctions.PATCHES
-    + cloudformation.PATCHES
+    + cloudformation.PATCHES,
+    lazy=stepfunctions.LAZY,
 )
 
 
@@ -68,7 +70,9 @@ __all__ = [
     "DEFAULT_TIMEOUT_SECONDS",
     "KEEP_ENDED_EXECUTIONS",
     "PATCHES",
+    "LazyInit",
     "CloudFormationReplies",
+    "Deferred",
     "FunctionError",
     "Handler",
     "LocalContext",

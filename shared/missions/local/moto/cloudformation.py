@@ -18,6 +18,10 @@ Docker host.
    AWS::Scheduler::ScheduleGroup, so the group was never made (CreateSchedule in it failed) and the
    scheduler role's trust condition, which reads the group's Arn, failed the whole deploy. It is created
    through moto's Scheduler API, and answers `Arn`.
+
+Each is applied when moto's CloudFormation is first imported, not at install: its parser imports every
+service's models (EC2's, ECS's, API Gateway's with its OpenAPI validator), about 0.6 s of each process
+that starts the emulation, and only a deploy uses it.
 """
 
 from __future__ import annotations
@@ -170,11 +174,13 @@ NESTED_OUTPUTS = Patch(
     _nested_stack_output,
     "12: moto cannot read a nested stack's outputs (Fn::GetAtt [Nested, Outputs.X])",
     adds=True,
+    on_import=True,
 )
 RESOURCE_TYPES = Patch(
     "moto.cloudformation.parsing",
     "resource_class_from_type",
     _resource_class_from_type,
     "13, 16: moto's CloudFormation has no AWS::Lambda::Url nor AWS::Scheduler::ScheduleGroup",
+    on_import=True,
 )
 PATCHES = (NESTED_OUTPUTS, RESOURCE_TYPES)

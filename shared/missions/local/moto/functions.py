@@ -56,6 +56,26 @@ class FunctionError(TypedDict):
     stackTrace: NotRequired[list[str]]
 
 
+class Deferred:
+    """A handler built at its function's first invocation (its module imported then), outside the time
+    that invocation is observed, as Lambda's init phase is not a handler's duration: a process that never
+    invokes the function (a `missions run` never calls the API's) never pays for the import."""
+
+    def __init__(self, build: Callable[[], Handler]) -> None:
+        self._build = build
+        self._handler: Handler | None = None
+        self._lock = threading.Lock()
+
+    def built(self) -> Handler:
+        with self._lock:
+            if self._handler is None:
+                self._handler = self._build()
+            return self._handler
+
+    def __call__(self, payload: dict[str, Any], context: Any) -> Any:
+        return self.built()(payload, context)
+
+
 def register(function_name: str, handler: Handler) -> None:
     with _LOCK:
         _FUNCTIONS[function_name] = handler
@@ -116,6 +136,8 @@ def invoking() -> str | None:
 
 def call(function: Handler, payload: Any, context: LocalContext) -> Any:
     """Run a handler as its function, observed."""
+    if isinstance(function, Deferred):
+        function = function.built()
     token = _INVOKING.set(context.function_name)
     started = time.perf_counter()
     try:

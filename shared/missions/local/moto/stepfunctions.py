@@ -48,6 +48,10 @@
    `copy.deepcopy` several times per state, which keeps a memo of every node it copies: about a
    fifth of the CPU a mission costs here. That data is JSON (dicts, lists, strings, numbers, booleans,
    None), which these modules now copy with a plain recursive copy; anything else is deepcopy's.
+27. moto's interpreter imports its AWS Batch integration, which imports `moto.batch.utils` for one enum,
+   and so `moto.batch`, whose `__init__` imports Batch's models and with them EC2's and ECS's: about
+   0.45 s of each process that starts the emulation, for an integration no mission uses. `moto.batch`'s
+   `__init__` runs when the package is asked for something of its own (`LazyInit`), as Batch's backend is.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from missions.local.moto._mechanism import Patch
+from missions.local.moto._mechanism import LazyInit, Patch
 from missions.local.moto.clients import lean
 from missions.local.moto.parse_cache import ParseCache
 
@@ -549,3 +553,8 @@ PATCHES = (
     SETUP_HEARTBEAT,
     *PLAIN_JSON_COPIES,
 )
+BATCH_UNLOADED = LazyInit(
+    "moto.batch",
+    "27: moto's Batch integration imports moto.batch for an enum; its __init__ loads EC2's and ECS's models",
+)
+LAZY = (BATCH_UNLOADED,)
