@@ -6,7 +6,7 @@ moto upgrade moved or re-signed what one replaces, and removes them, restoring m
 numbers are the patches' names across the code and the tests:
 
 - core: 7 the instance tracker, weak; 8 a handler class's methods listed once; 9 EC2's catalog unloaded;
-  26 each service's regions found without reloading its model
+  26 each service's regions found without reloading its model; 28 botocore's models through one loader
 - awslambda: 1 functions run in-process (`functions`); 3 stream records with Binary, base64
 - events: 2 rules deliver to Lambda and Step Functions targets; 4 a custom bus's Ref
 - dynamodb: 11 one request at a time; 17 a key query reads only its partition; 18 an index query
