@@ -1,9 +1,9 @@
 """Agents as data: what resolving a stage's configuration adds to a stage, as a ratio of the runner's own cost.
 
 A stage reads the configuration version its mission pinned (missions.service.agents.AgentConfigs.pinned),
-applies it to its agent and renders its prompt (StageRunner._configured). Versions never change, so a warm
-function reads one from DynamoDB once and then from memory; a starting mission reads its capability's
-active versions (`pins`), cached for agents_cache_seconds. Figures, measured in one run, each a median:
+applies it to its agent and renders its prompt (the runner's PinnedAgents.configured). Versions never
+change, so a warm function reads one from DynamoDB once and then from memory; a starting mission reads its
+capability's active versions (`pins`), cached for agents_cache_seconds. Figures, measured in one run, each a median:
 
 - `stage_overhead_ms`: the runner's overhead per stage (StageTimings.overhead_ms: a stage's wall time less
   its model and tool time) over the first stage of the first capability that starts with a model (by name),
@@ -41,6 +41,7 @@ from missions.ports.missions import MissionRecord
 from missions.service.agents import AgentConfigs
 from missions.service.launcher import build_envelope
 from missions.service.runner import StageRunner, StageServices, StageTimings
+from missions.service.runner._agents import PinnedAgents
 
 
 def _subject() -> tuple[str, str]:
@@ -127,7 +128,7 @@ def run() -> dict[str, Any]:
             configs = _configs(DynamoAgentStore("bench-agents", client=client))
             capability = registry.load(CAPABILITY)
             envelope = build_envelope(MissionRequest(capability=CAPABILITY, goal="g"), agents=configs)
-            runner = StageRunner(
+            pinned = PinnedAgents(
                 capability,
                 StageServices(
                     checkpoints=MemoryCheckpointStore(),
@@ -137,7 +138,7 @@ def run() -> dict[str, Any]:
                     agents=configs.pinned,
                 ),
             )
-            resolve = lambda: runner._configured(envelope, STAGE)  # noqa: E731  what each stage does
+            resolve = lambda: pinned.configured(envelope, STAGE)  # noqa: E731  what each stage does
             resolve()
             cached = _median_ms(resolve)
             uncached = _median_ms(resolve, before=configs._pinned.clear, runs=RESOLUTIONS // 10)
@@ -171,3 +172,8 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
         "pins_uncached": "active versions at a start, uncached (moto Query)",
     }
     return ratio_rows(results, f"x a stage's overhead ({results['stage_overhead_ms']:.3f} ms)", labels)
+
+
+def checks(results: dict[str, Any]) -> dict[str, bool]:
+    # a cached resolution must stay a small part of what a stage costs the runtime
+    return {"cached agent config <= 10% of a stage's overhead": results["resolve_cached_ratio"] <= 0.10}

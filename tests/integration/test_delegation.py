@@ -212,3 +212,35 @@ def test_pausing_a_parent_that_waits_pauses_its_running_child_and_resuming_resum
     # When the user resumes the parent, the child goes on and the parent completes with its result
     assert cloud.runtime.control.resume(cloud.runtime.missions.get(parent_id)) is True
     assert ended(cloud, parent_id).result["answer"].startswith("planned with found for 'dinners in Gent'")
+
+
+def test_a_missions_metered_usage_counts_its_sub_missions_and_still_refuses_a_stranger(cloud: LocalCloud):
+    from missions.local.metering import Meter
+
+    # Given a parent that delegates to a child, under a meter
+    with Meter(cloud) as meter:
+        parent_id = start(cloud, "t_parent", "Nice", "grace")
+        parent = ended(cloud, parent_id)
+        (child_id,) = parent.children
+        ended(cloud, child_id)
+
+        # When its usage is asked
+        usage = meter.usage_for(parent_id)
+
+        # Then its state transitions are both machines' (the child's is a mission of its own)
+        entered = [
+            event
+            for mission in (parent_id, child_id)
+            for event in cloud.history(mission, segments=False)
+            if event["type"].endswith("StateEntered")
+        ]
+        assert usage.state_transitions == len(entered) > 0
+        assert all(cloud.history(mission, segments=False) for mission in (parent_id, child_id))
+
+        # When a mission that is not below it runs under the same meter
+        stranger = start(cloud, "t_child", "Arles", "grace")
+        ended(cloud, stranger)
+
+        # Then the meter refuses to blame the parent for it
+        with pytest.raises(ValueError, match="one mission at a time"):
+            meter.usage_for(parent_id)

@@ -36,7 +36,8 @@ How each line is counted (priced by missions.core.cost.infrastructure):
   (missions.core.cost.figures).
 
 One mission at a time: the meter sums everything since it started (or `reset()`), and
-`usage_for` refuses a mission if the meter saw another one start.
+`usage_for` refuses a mission if the meter saw another one start, but for its sub-missions (a stage
+that delegates, missions.service.delegation): what they use is the mission's cost, counted with it.
 """
 
 from __future__ import annotations
@@ -197,13 +198,18 @@ class Meter:
             }
 
     def usage_for(self, mission_id: str) -> Usage:
-        others = self._started - {mission_id}
+        """What the mission used, its sub-missions' share included (each one's machine and segments)."""
+        missions = self._with_sub_missions(mission_id)
+        others = self._started - missions
         if others:
             raise ValueError(f"the meter also saw {sorted(others)} start: meter one mission at a time")
         transitions = sum(
-            1 for event in self.cloud.history(mission_id, segments=False) if event["type"].endswith("StateEntered")
+            1
+            for mission in sorted(missions)
+            for event in self.cloud.history(mission, segments=False)
+            if event["type"].endswith("StateEntered")
         )
-        segments = self.cloud.segments(mission_id)
+        segments = [segment for mission in sorted(missions) for segment in self.cloud.segments(mission)]
         express = Usage(
             express_requests=len(segments),
             express_gb_seconds=sum(
@@ -219,6 +225,21 @@ class Meter:
             ),
         )
         return replace(self.usage() + express, state_transitions=transitions)
+
+    def _with_sub_missions(self, mission_id: str) -> set[str]:
+        """The mission and the started missions below it (a sub-mission's record names its parent)."""
+        parents: dict[str, str | None] = {}
+        for started in self._started - {mission_id}:
+            parent = self.cloud.runtime.missions.get(started).parent
+            parents[started] = parent.get("mission_id") if parent else None
+
+        def below(mission: str, seen: frozenset[str] = frozenset()) -> bool:
+            parent = parents.get(mission)
+            if parent is None or mission in seen:
+                return False
+            return parent == mission_id or below(parent, seen | {mission})
+
+        return {mission_id} | {started for started in parents if below(started)}
 
     # -- counting ----------------------------------------------------------------------------
 
