@@ -26,22 +26,22 @@ class MemoryEventStore:
                 sequence = batches.pop()[0]
             else:
                 sequence = batches[-1][0] + 1 if batches else 1
-            placed = [
-                event.model_copy(update={"mission_id": mission_id, "position": event_position(sequence, index)})
-                for index, event in enumerate(events)
-            ]
-            batches.append((sequence, batch_id, placed))
+            # kept as given (the list copied): each read hands out copies that carry their place
+            batches.append((sequence, batch_id, list(events)))
 
     def read(self, mission_id: str, after: str | None = None, limit: int = 100) -> tuple[list[Event], str | None]:
         cursor = parse_position(after) if after is not None else (0, 0)
         if limit <= 0:
             return [], after
-        found: list[Event] = []
+        found: list[tuple[int, int, Event]] = []
         for sequence, _, events in list(self._batches.get(mission_id, [])):
             if sequence < cursor[0]:
                 continue
-            found += [e for i, e in enumerate(events) if (sequence, i) > cursor]
+            found += [(sequence, i, e) for i, e in enumerate(events) if (sequence, i) > cursor]
             if len(found) >= limit:
                 break
-        found = [e.model_copy() for e in found[:limit]]
-        return found, (found[-1].position if found else after)
+        placed = [
+            e.model_copy(update={"mission_id": mission_id, "position": event_position(batch, i)})
+            for batch, i, e in found[:limit]
+        ]
+        return placed, (placed[-1].position if placed else after)

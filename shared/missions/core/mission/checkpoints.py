@@ -34,6 +34,7 @@ merely compares equal.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pydantic_core
@@ -72,15 +73,20 @@ def diff(before: dict[str, Any], after: dict[str, Any], always: tuple[str, ...] 
     changed: dict[str, Any] = {}
     keyed: dict[str, Any] = {}
     extended: dict[str, Any] = {}
+    forced = _as_set(always)
     for name, value in after.items():
         old = before.get(name, _MISSING)
-        if name in always:
+        kind = type(value)
+        if name in forced:
             changed[name] = value
-        elif type(value) is dict and type(old) is dict:
+        elif kind in _SCALARS and type(old) is kind:  # most fields: compared here, without a call
+            if old != value:
+                changed[name] = value
+        elif kind is dict and type(old) is dict:
             part = _keyed(old, value)
             if part:
                 keyed[name] = part
-        elif type(value) is list and type(old) is list and len(value) > len(old) and same(old, value[: len(old)]):
+        elif kind is list and type(old) is list and len(value) > len(old) and same(old, value[: len(old)]):
             extended[name] = value[len(old) :]
         elif not same(old, value):
             changed[name] = value
@@ -96,6 +102,14 @@ def diff(before: dict[str, Any], after: dict[str, Any], always: tuple[str, ...] 
     if extended:
         delta["extend"] = extended
     return delta
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _as_set(names: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(names)
 
 
 def fold(state: dict[str, Any], delta: dict[str, Any]) -> dict[str, Any]:
@@ -162,8 +176,16 @@ def _same_inside(a: Any, b: Any) -> bool:
 
 
 def _keyed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-    changed = {key: value for key, value in after.items() if not same(before.get(key, _MISSING), value)}
-    removed = [key for key in before if key not in after]
+    if not before and not after:
+        return {}
+    changed = {}
+    for key, value in after.items():
+        old = before.get(key, _MISSING)
+        kind = type(value)
+        if kind is type(old) and (old == value if kind in _SCALARS else _same_inside(old, value)):
+            continue
+        changed[key] = value
+    removed = [key for key in before if key not in after] if len(before) > len(after) - len(changed) else []
     part: dict[str, Any] = {}
     if changed:
         part["set"] = changed

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import pydantic_core
 
+from missions.core.mission.checkpoints import detached
 from missions.core.mission.envelope import INLINE_FIELDS, Envelope
 
 DEFAULT_THRESHOLD = 24 * 1024
@@ -123,7 +124,16 @@ class EnvelopeCodec:
         self._known.add(key)
         return raw
 
-    def decode(self, data: dict[str, Any]) -> Envelope:
+    def decode(self, data: dict[str, Any], detach: bool = False) -> Envelope:
+        """The envelope `data` encodes; with `detach` it shares nothing with `data` (what the stage changes
+        in place cannot change `data`). Most envelopes offload nothing: those are validated straight from
+        their JSON, which makes fresh values without a copy first."""
+        if detach:
+            if not data.get("refs") and not any(retired in data for retired in RETIRED_FIELDS):
+                return Envelope.model_validate_json(
+                    pydantic_core.to_json({k: v for k, v in data.items() if k != "refs"}, inf_nan_mode="constants")
+                )
+            data = detached(data)
         data = dict(data)
         refs = data.pop("refs", None) or {}
         for retired in RETIRED_FIELDS:

@@ -10,7 +10,6 @@ from missions.core.capability.liveness import OutputLiveness
 from missions.core.capability.registry import Capability
 from missions.core.cost.usage import UsageRecord
 from missions.core.errors import StageRequestError
-from missions.core.mission.checkpoints import detached
 from missions.core.pipeline.config import PipelineConfig
 from missions.service.runner._agents import PinnedAgents
 from missions.service.runner._base import MODES, Invocation, StageReport, StageServices, StageTimings
@@ -86,7 +85,7 @@ class StageRunner:
         if mode in ("run", "join", "finalize"):
             # the stage gets a copy: values it changes in place must not change `given`, which its
             # checkpoint's delta is taken against
-            envelope = self.services.codec.decode(detached(given))
+            envelope = self.services.codec.decode(given, detach=True)
         else:
             envelope = self.services.codec.decode(given)
         if envelope.capability != self.capability.name:
