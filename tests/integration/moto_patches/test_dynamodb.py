@@ -55,17 +55,22 @@ def test_a_cancelled_transaction_undoes_no_other_threads_write(aws: Aws) -> None
     assert (kept, errors) == (400, [])
 
 
+def _keyed_table(client: Any, name: str) -> None:
+    """A table keyed by a string `pk` alone."""
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
 def test_dynamodb_transactions_and_writes_from_many_threads_do_not_collide(aws: Aws) -> None:
     # Given a table that transactions and plain writes hit at once, from several threads (patch 11)
     import boto3
 
     client = boto3.client("dynamodb", region_name=REGION)
-    client.create_table(
-        TableName="race",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    _keyed_table(client, "race")
     for batch in range(40):  # a table big enough that copying it takes a while
         items = [{"PutRequest": {"Item": {"pk": {"S": f"old-{batch}-{n}"}}}} for n in range(25)]
         client.batch_write_item(RequestItems={"race": items})
@@ -431,12 +436,7 @@ def test_an_update_expression_is_parsed_once_and_each_update_applies_it_to_its_o
 
     # Given a table, and moto's tokenizer counted (each parse starts with it)
     dynamodb = boto3.client("dynamodb", region_name=REGION)
-    dynamodb.create_table(
-        TableName="counters",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    _keyed_table(dynamodb, "counters")
     tokenized: list[str] = []
     real = expressions.ExpressionTokenizer.make_list
 
@@ -477,3 +477,63 @@ def test_an_update_expression_is_parsed_once_and_each_update_applies_it_to_its_o
         assert items[pk]["tags"] == {"L": [{"S": f"{pk}{n}"} for n in range(4)]}
     assert tokenized.count(expression) == 1
     assert refusals == ["ValidationException"] * 2
+
+
+def test_an_update_expression_is_checked_once_and_what_moto_refused_is_still_refused(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Patches 29 and 30: the clause count and the overlapping paths are checked on the whole tree once
+    (the node kinds each validator processes taken once), refusing what moto refused."""
+    import boto3
+    from botocore.exceptions import ClientError
+    from moto.dynamodb.parsing.validators import ActionCountValidator
+
+    # Given a table with an item (moto validates an update of a new item twice), and moto's clause check counted
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    _keyed_table(dynamodb, "records")
+    dynamodb.put_item(TableName="records", Item={"pk": {"S": "a"}, "gone": {"S": "soon"}})
+    checks: list[str] = []
+    real = ActionCountValidator.verify_action_counts
+
+    def counted(self: Any, node: Any) -> Any:
+        checks.append(type(node).__name__)
+        return real(self, node)
+
+    monkeypatch.setattr(ActionCountValidator, "verify_action_counts", counted)
+    names = [f"f{i}" for i in range(12)]
+    sets = ", ".join(f"#{n} = :{n}" for n in names)
+
+    # When one update sets twelve fields, adds to one and removes one; two updates name a clause twice, and
+    # two name one path twice (the second time deep in a long expression)
+    dynamodb.update_item(
+        TableName="records",
+        Key={"pk": {"S": "a"}},
+        UpdateExpression=f"SET {sets} ADD #c :one REMOVE #gone",
+        ExpressionAttributeNames={**{f"#{n}": n for n in names}, "#c": "c", "#gone": "gone"},
+        ExpressionAttributeValues={**{f":{n}": {"S": n} for n in names}, ":one": {"N": "1"}},
+    )
+    once = len(checks)
+    refusals = []
+    overlapping = "SET " + ", ".join(f"#a{i} = :v" for i in range(8)) + ", #a = :v, #b = :v, #a = :v"
+    for expression in ("SET #a = :v SET #b = :v", "REMOVE #a REMOVE #b", "SET #a = :v REMOVE #a", overlapping):
+        try:
+            dynamodb.update_item(
+                TableName="records",
+                Key={"pk": {"S": "a"}},
+                UpdateExpression=expression,
+                ExpressionAttributeNames={
+                    n: n[1:] for n in ("#a", "#b", *(f"#a{i}" for i in range(8))) if n in expression
+                },
+                **({"ExpressionAttributeValues": {":v": {"S": "v"}}} if ":v" in expression else {}),
+            )
+        except ClientError as error:
+            refusals.append(error.response["Error"]["Message"])
+
+    # Then the first wrote all it said after one check, and the others were refused as moto refuses them
+    item = dynamodb.get_item(TableName="records", Key={"pk": {"S": "a"}})["Item"]
+    assert {n: item[n]["S"] for n in names} == {n: n for n in names} and item["c"] == {"N": "1"}
+    assert "gone" not in item
+    assert once == 1
+    assert len(refusals) == 4
+    assert "SET" in refusals[0] and "REMOVE" in refusals[1]
+    assert all("Two document paths overlap" in refusal for refusal in refusals[2:]), refusals

@@ -438,3 +438,23 @@ def test_a_cache_directory_others_may_write_to_is_not_used(aws: Aws, parse_cache
     assert list(parse_cache.iterdir()) == []
     run = aws.sfn.start_execution(stateMachineArn=machine)["executionArn"]
     assert json.loads(aws.finished(run)["output"]) == {"added": 1}
+
+
+def test_json_data_is_copied_whole_with_its_types_and_what_pickle_refuses_is_walked() -> None:
+    """Patch 19: a state's data is copied through pickle, every type kept; what pickle refuses is walked."""
+    from missions.local.moto.stepfunctions import _copy_json
+
+    # Given JSON data with 1, 1.0 and True side by side, and data holding a function (pickle refuses it)
+    data = {"values": [1, 1.0, True, None, "x", 10**30], "nested": {"deep": [{"k": 2}]}}
+    step = lambda: 1  # noqa: E731
+    odd = {"call": [step], "nested": {"k": [1]}}
+
+    # When both are copied
+    copied, odd_copied = _copy_json(data), _copy_json(odd)
+
+    # Then each copy equals its source with the very same types, and shares no container with it
+    assert copied == data
+    assert [type(v) for v in copied["values"]] == [type(v) for v in data["values"]]
+    assert copied["nested"]["deep"][0] is not data["nested"]["deep"][0]
+    assert odd_copied == odd and odd_copied["call"][0] is step
+    assert odd_copied["nested"]["k"] is not odd["nested"]["k"]

@@ -47,7 +47,8 @@
 19. moto's interpreter copies a state's data (its input, its result, the context, the value stack) with
    `copy.deepcopy` several times per state, which keeps a memo of every node it copies: about a
    fifth of the CPU a mission costs here. That data is JSON (dicts, lists, strings, numbers, booleans,
-   None), which these modules now copy with a plain recursive copy; anything else is deepcopy's.
+   None), which these modules now copy through pickle (a round trip in C keeps every type; a dict or
+   list holding something pickle refuses is walked by a plain recursive copy); anything else is deepcopy's.
 27. moto's interpreter imports its AWS Batch integration, which imports `moto.batch.utils` for one enum,
    and so `moto.batch`, whose `__init__` imports Batch's models and with them EC2's and ECS's: about
    0.45 s of each process that starts the emulation, for an integration no mission uses. `moto.batch`'s
@@ -60,6 +61,7 @@ import copy
 import functools
 import json
 import logging
+import pickle
 import threading
 import types
 from collections import deque
@@ -501,13 +503,26 @@ _JSON_ATOMS = frozenset({str, int, float, bool, type(None)})
 
 
 def _copy_json(value: Any, memo: Any = None) -> Any:
-    """A deep copy of JSON data, by plain recursion (no memo: JSON has no cycles, and a value met twice
-    is copied twice, equal); whatever is not JSON is copied by `copy.deepcopy`."""
+    """A deep copy of JSON data: a state's whole dict or list through pickle (in C, about 2.5 times as fast
+    as walking it in Python; the types are kept exactly), else by plain recursion (no memo: JSON has no
+    cycles, and a value met twice is copied twice, equal); whatever is not JSON is copied by `copy.deepcopy`."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        try:
+            return pickle.loads(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception:  # something in it pickle cannot copy: walked, as before
+            return _walked_copy(value, memo)
+    if kind in _JSON_ATOMS:
+        return value
+    return copy.deepcopy(value, memo)
+
+
+def _walked_copy(value: Any, memo: Any = None) -> Any:
     kind = type(value)
     if kind is dict:
-        return {key: _copy_json(item) for key, item in value.items()}
+        return {key: _walked_copy(item) for key, item in value.items()}
     if kind is list:
-        return [_copy_json(item) for item in value]
+        return [_walked_copy(item) for item in value]
     if kind in _JSON_ATOMS:
         return value
     return copy.deepcopy(value, memo)
