@@ -67,9 +67,11 @@ class MemoryMissionStore(KeyedRecords[MissionRecord]):
     def _set(self, mission_id: str, fields: dict[str, Any]) -> None:
         if mission_id not in self._items:
             raise NotFound(f"mission {mission_id}")
-        current = self._items[mission_id].model_dump()
-        current.update(fields, updated_at=utcnow())
-        self._items[mission_id] = MissionRecord.model_validate(current)
+        # validated whole, as the record it becomes (the old one is replaced, never changed: the new one may
+        # share its values)
+        self._items[mission_id] = MissionRecord.model_validate(
+            {**self._items[mission_id].__dict__, **fields, "updated_at": utcnow()}
+        )
 
     def set_feedback(self, mission_id: str, feedback: dict[str, Any]) -> None:
         with self._lock:
