@@ -116,9 +116,10 @@ ACCESS: dict[str, Access] = {
             # a mission that is a turn of a conversation folds its turn into the working memory (final stage)
             "conversations": TableAccess((GET, PUT)),
             "agents": TableAccess((GET,)),  # the agent version its mission pinned (never a write)
-            # each model call, and its totals and its user's day (ADD); the final stage reads the mission's
-            # calls back, to count what a failed stage's attempts spent (its envelope was lost with it); a
-            # stage that sees its user's daily budget reached reads that budget afresh
+            # each model call and its user's day (ADD); the final stage reads the mission's calls back, to
+            # count what a failed stage's attempts spent (its envelope was lost with it), and adds them to the
+            # totals (ADD) as it ends the mission; a stage that sees its user's daily budget reached reads that
+            # budget afresh
             "usage": TableAccess((GET, PUT, UPDATE, QUERY)),
         },
         blobs=_BLOBS_RW,
@@ -161,8 +162,9 @@ ACCESS: dict[str, Access] = {
             "dispatch": TableAccess((*_DRAINS["dispatch"].actions, BATCH_WRITE)),
             # operators' versions (a transaction: the version, the state on its revision, the audit entry)
             "agents": TableAccess((GET, PUT, QUERY)),
-            # a mission's calls, the totals, today's spend; operators set budgets; DELETE /me erases them
-            "usage": TableAccess((GET, PUT, DELETE, QUERY, BATCH_WRITE)),
+            # a mission's calls, the totals, today's spend; operators set budgets; DELETE /me erases them; a
+            # cancel that ends a mission adds its calls to the totals (ADD)
+            "usage": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, BATCH_WRITE)),
             # users' schedules and their count (transactions of puts, updates and deletes); DELETE /me erases them
             "schedules": TableAccess((GET, PUT, UPDATE, DELETE, QUERY, BATCH_WRITE)),
         },
@@ -228,6 +230,9 @@ ACCESS: dict[str, Access] = {
     "status": Access(
         tables={
             **_DRAINS,
+            # a mission whose execution's end ends it (its cancel finished, or a failure no stage recorded) has
+            # its model calls read and added to the totals (ADD)
+            "usage": TableAccess((GET, QUERY, UPDATE)),
             "interrupts": TableAccess((GET, UPDATE, QUERY)),
             "memory": TableAccess((GET,)),
             "events": TableAccess(_APPEND_EVENTS),

@@ -9,6 +9,7 @@ from missions.core.cost.usage import UsageRecord
 from missions.core.errors import ConflictError
 from missions.core.llm.agents import AgentState, AgentVersion, AuditEntry
 from missions.core.specs import AGENTS, USAGE
+from missions.ports.agents import count_ended_mission
 
 REGION = "us-east-1"
 
@@ -85,7 +86,7 @@ def test_a_write_on_a_stale_revision_or_an_existing_version_changes_nothing(stor
     assert agents.state("cap", "assess").enabled is False  # type: ignore[union-attr]
 
 
-def test_usage_is_listed_per_mission_and_summed_per_user_and_for_everyone(stores):
+def test_usage_is_listed_per_mission_and_summed_per_user_and_for_everyone_once_its_mission_ended(stores):
     # Given three calls: two of alice's mission (one failed), one of bob's
     _, usage = stores
     calls = [
@@ -100,9 +101,13 @@ def test_usage_is_listed_per_mission_and_summed_per_user_and_for_everyone(stores
     ]  # fmt: skip
     for call in calls:
         usage.record(call)
-    # When they are read / Then a mission's calls come back in order, whole
+    # When they are read / Then a mission's calls come back in order, whole, and no totals count them yet
     assert usage.for_mission("m1") == calls[:2]
-    # and the totals are per (agent, version, model): the user's own, or everyone's
+    assert usage.totals("cap", "alice") == [] and usage.totals("cap") == []
+    # When both missions ended and their calls were added to the totals
+    count_ended_mission(usage, "m1")
+    usage.add_to_totals(usage.for_mission("m2"))
+    # Then the totals are per (agent, version, model): the user's own, or everyone's
     mine = usage.totals("cap", "alice")
     assert [(t.version, t.calls, t.errors, t.tokens_in, t.cost_usd, t.latency_ms) for t in mine] == [
         (2, 2, 1, 100, 0.0001, 20.0)
@@ -145,3 +150,36 @@ def test_a_users_own_budget_is_kept_until_dropped(stores):
     assert usage.budget_of("alice") == 2.5 and usage.budget_of("bob") == 0.0
     usage.set_budget("alice", None)
     assert usage.budget_of("alice") is None and usage.budget_of("bob") == 0.0
+
+
+def test_an_ended_missions_calls_take_one_totals_write_per_version_model_and_owner(monkeypatch):
+    """DynamoDB: the totals cost a write per (agent, version, model) and owner, not per call."""
+    import boto3
+    from moto import mock_aws
+
+    from missions.adapters.dynamodb.agents import DynamoUsageStore
+    from missions.adapters.dynamodb.tables import table_definition
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "testing"), ("AWS_SECRET_ACCESS_KEY", "testing")):
+        monkeypatch.setenv(name, value)
+    with mock_aws():
+        # Given alice's mission of five calls to one agent version and model, and the store's updates counted
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        ddb.create_table(**table_definition(USAGE, "t-usage"))
+        usage = DynamoUsageStore("t-usage", client=ddb)
+        for n in range(5):
+            usage.record(call("alice", 0.001, f"2026-11-01T10:00:0{n}+00:00"))
+        updated: list[str] = []
+        real = ddb.update_item
+
+        def counted(**request):
+            updated.append(request["Key"]["pk"]["S"])
+            return real(**request)
+
+        monkeypatch.setattr(ddb, "update_item", counted)
+        # When the mission ended and its calls were added to the totals
+        count_ended_mission(usage, "m1")
+        # Then two writes did it, alice's totals and everyone's, each counting all five calls
+        assert sorted(updated) == ["totals#*", "totals#alice"]
+        assert [(t.calls, t.cost_usd) for t in usage.totals("cap", "alice")] == [(5, 0.005)]
+        assert [t.calls for t in usage.totals("cap")] == [5]

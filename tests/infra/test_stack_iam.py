@@ -247,7 +247,9 @@ def test_email_notices_go_through_one_encrypted_topic_only_the_right_functions_t
     }, grants
 
 
-def test_only_the_api_and_the_deploy_write_agent_versions_and_only_stages_write_usage(assembly: Assembly):
+def test_only_the_api_and_the_deploy_write_agent_versions_and_only_who_ends_a_mission_writes_usage(
+    assembly: Assembly,
+):
     # Given every function's grants on the agents and usage tables (moto enforces no IAM: the template does)
     policies = assembly.resources("dev", "AWS::IAM::Policy")
     writes = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}
@@ -267,17 +269,19 @@ def test_only_the_api_and_the_deploy_write_agent_versions_and_only_stages_write_
     assert {service for service, actions in on["agents"].items() if actions & writes} == {"api", "deploy"}
     assert on["agents"]["interrupt"] == {"dynamodb:Query"}  # drains start queued missions: they pin
     # and only stages record model calls and their users' daily spend (and read their mission's back: the final
-    # stage counts what a failed stage spent; a budget seen reached is read afresh); the api reads them, sets
-    # users' daily budgets (operators) and erases a user's (DELETE /me); every function that starts missions
-    # reads the user's budget and today's spend, never more; nobody scans
+    # stage counts what a failed stage spent; a budget seen reached is read afresh); whoever ends a mission adds
+    # its calls to the totals (the final stage, a cancel over the api, the status function); the api reads them,
+    # sets users' daily budgets (operators) and erases a user's (DELETE /me); every other function that starts
+    # missions reads the user's budget and today's spend, never more; nobody scans
     starts = {"dynamodb:GetItem"}
     assert on["usage"] == {
         "stage": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"},
         "api": {
-            *("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"),
+            *("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
             *("dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:DescribeTable"),  # + GET /ready
         },
-        **{service: starts for service in ("interrupt", "stream", "trigger", "schedule", "reconcile", "status")},
+        "status": {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"},
+        **{service: starts for service in ("interrupt", "stream", "trigger", "schedule", "reconcile")},
     }
     assert not any("dynamodb:Scan" in a for table in on.values() for a in table.values())
 

@@ -102,6 +102,7 @@ def test_a_short_policy_prunes_an_archived_missions_bulky_items_and_keeps_its_re
         before = _items_of(cloud, old)
         assert before["events"] and before["model calls"], before
         totals = runtime.usage.totals("code_analysis", "ada")
+        assert sum(total.calls for total in totals) == before["model calls"]  # its end added its calls
 
         # When retention runs under the dev server's short policy 9 minutes after it ended, then 11
         early = runtime.retention.run(now=lambda: ended + timedelta(minutes=9))

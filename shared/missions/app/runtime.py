@@ -201,6 +201,7 @@ class Runtime(Bindings):
             launcher=self.launcher,
             delegations=lambda: self.delegations,
             notifications=lambda: self.notifications,
+            usage=(lambda: self.usage) if self.settings.usage_table else None,
         )
 
     @cached_property

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from missions.core.cost.usage import UsageRecord, UsageTotal
@@ -40,9 +41,13 @@ class UsageStore(Protocol):
     version and model."""
 
     def record(self, record: UsageRecord, day: str | None = None) -> float | None:
-        """Keep the call and count it in its user's totals and everyone's, and its dollars in its user's
-        spend of `day` (default: the UTC day of the call; missions.core.cost.budget); returns that day's spend
-        after it (None for a call that cost nothing: the spend is neither written nor read)."""
+        """Keep the call, and its dollars in its user's spend of `day` (default: the UTC day of the call;
+        missions.core.cost.budget); returns that day's spend after it (None for a call that cost nothing: the
+        spend is neither written nor read). Its totals wait for its mission's end (`add_to_totals`)."""
+
+    def add_to_totals(self, records: Sequence[UsageRecord]) -> None:
+        """Count these calls (an ended mission's, once: by whoever wrote its end) in their users' totals and
+        everyone's: one write per (capability, agent, version, model) and owner, however many calls."""
 
     def spent(self, user_id: str, day: str) -> float:
         """What the user's model calls of that UTC day cost (0.0 when none was made)."""
@@ -58,3 +63,9 @@ class UsageStore(Protocol):
 
     def totals(self, capability: str, user_id: str | None = None) -> list[UsageTotal]:
         """The capability's totals per (agent, version, model): the user's, or everyone's (None)."""
+
+
+def count_ended_mission(usage: UsageStore, mission_id: str) -> None:
+    """An ended mission's model calls into the usage totals: called once, by the one writer of its end (the
+    final stage, or the cancel or the execution's end that ended it)."""
+    usage.add_to_totals(usage.for_mission(mission_id))

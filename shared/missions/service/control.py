@@ -20,6 +20,7 @@ from missions.core.mission.envelope import new_id, utcnow
 from missions.core.mission.events import Event, EventType
 from missions.core.mission.notes import MAX_NOTES, Note
 from missions.core.mission.status import NOT_STARTED, NOTEABLE, TERMINAL, MissionStatus
+from missions.ports.agents import UsageStore, count_ended_mission
 from missions.ports.dispatch import ResumeTicket
 from missions.ports.events import EventStore
 from missions.ports.executions import Executions
@@ -55,9 +56,11 @@ class MissionControl:
         launcher: Launcher,
         notifications: Callable[[], NotificationService] | None = None,
         delegations: Callable[[], Delegations] | None = None,
+        usage: Callable[[], UsageStore] | None = None,
     ):
         """`notifications`: made on first use, by the status function only (notices of missions that ended).
-        `delegations`: made on first use, for missions that have a parent or children."""
+        `delegations`: made on first use, for missions that have a parent or children. `usage`: where a
+        mission this service ends (cancelled, or failed when its execution ended) has its calls counted."""
         self._missions = missions
         self._notifications = notifications
         self._events = events
@@ -66,6 +69,7 @@ class MissionControl:
         self._launcher = launcher
         self._lifecycle = Lifecycle(missions)
         self._delegations = delegations
+        self._usage = usage
 
     def cancel(self, record: MissionRecord, reason: str = "cancelled") -> None:
         """Cancel a queued, running or waiting mission; TransitionRefused when it already ended.
@@ -104,6 +108,8 @@ class MissionControl:
         except TransitionRefused as refused:  # the stopped execution's end was reported first: it finished the cancel
             if refused.current != MissionStatus.CANCELLED:
                 raise
+        else:
+            self._count_usage(record.mission_id)
         self._announce(record.mission_id, reason)
         self._launcher.finished(record.mission_id, record.user_id, record.flow_key)
         self._cancel_children(record, reason)
@@ -228,6 +234,7 @@ class MissionControl:
         try:
             if record.status == MissionStatus.CANCELLING:  # its cancel stopped it: finish the cancel
                 record = self._lifecycle.cancelled(mission_id, record.terminal_reason or "cancelled")
+                self._count_usage(mission_id)
             elif record.status not in TERMINAL:
                 # a succeeded execution's last stage records the end before the execution ends; a mission
                 # still open after it (a bug on the way) would otherwise show as running for ever
@@ -239,6 +246,7 @@ class MissionControl:
                     terminal_reason=reason,
                     pending_interrupt=None,
                 )
+                self._count_usage(mission_id)
         except TransitionRefused:  # it ended (or was cancelled) in the meantime: that writer's status stands
             record = self._missions.get(mission_id)
         if record.status in TERMINAL and not record.completed_at:
@@ -249,6 +257,17 @@ class MissionControl:
         if record.parent is not None and self._delegations is not None:
             self._delegations().ended(record)  # its parent resumes with its outcome
         return record
+
+    def _count_usage(self, mission_id: str) -> None:
+        """This call wrote the mission's end: its model calls go into the usage totals, once (as the final
+        stage does for a mission that ends through it). A store that fails is logged: the calls stay in the
+        mission's usage."""
+        if self._usage is None:
+            return
+        try:
+            count_ended_mission(self._usage(), mission_id)
+        except Exception:
+            log.exception("the model calls of mission %s were not added to the usage totals", mission_id)
 
     def _announce_event(self, mission_id: str, kind: EventType, stage: str | None = None, **payload: object) -> None:
         self._events.append(mission_id, f"{kind.value}-{new_id()}", [self._event(mission_id, kind, stage, **payload)])

@@ -11,6 +11,7 @@ import pytest
 from missions.adapters.memory.agents import InMemoryUsageStore
 from missions.app.runtime import Runtime
 from missions.core.cost.usage import UsageRecord
+from missions.ports.agents import count_ended_mission
 from tests.support.api import call
 from tests.support.fakes import memory_runtime
 
@@ -130,8 +131,12 @@ def test_a_missions_usage_is_its_owners_and_totals_are_per_version(runtime):
     assert listed["total"]["cost_usd"] == 0.004 and listed["total"]["calls"] == 2
     # and bob, another user, gets 404 for it
     assert call(runtime, "GET", f"/missions/{mission_id}/usage", user="bob")[0] == 404
-    # When ann reads the totals / Then per version, so version 2 compares with version 1
+    # When ann reads the totals while it runs / Then they count none of its calls yet
+    assert call(runtime, "GET", f"/metrics/usage?capability={FITNESS}", user="ann")[1]["totals"] == []
+    # When it ended (whoever writes its end adds its calls to the totals) and ann reads the totals
+    count_ended_mission(usage, mission_id)
     status, metrics = call(runtime, "GET", f"/metrics/usage?capability={FITNESS}", user="ann")
+    # Then per version, so version 2 compares with version 1
     assert status == 200 and [(t["version"], t["average_cost_usd"]) for t in metrics["totals"]] == [
         (1, 0.001),
         (2, 0.003),

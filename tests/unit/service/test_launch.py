@@ -14,8 +14,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, note, settings
 from hypothesis import strategies as st
 
+from missions.adapters.memory.agents import InMemoryUsageStore
 from missions.adapters.memory.interrupts import MemoryInterruptStore
 from missions.core.capability import registry as registry
+from missions.core.cost.usage import UsageRecord
 from missions.core.errors import ConflictError, MissionRequestError, NotFound
 from missions.core.mission.checkpoints import diff
 from missions.core.mission.envelope import InterruptKind
@@ -117,6 +119,18 @@ def test_an_execution_that_succeeded_without_recording_the_end_fails_its_mission
     assert world.status(world.submit()) == "running"
 
 
+def _control(world: World, **collaborators: Any) -> MissionControl:
+    """A mission control over the world's stores, with these collaborators of its own."""
+    return MissionControl(
+        missions=world.missions,
+        events=world.events,
+        interrupts=MemoryInterruptStore(),
+        executions=world.executions,
+        launcher=world.launcher,
+        **collaborators,
+    )
+
+
 class _Told:
     """Notifications that keep what they were told (missions.service.notifications.NotificationService)."""
 
@@ -132,14 +146,7 @@ def test_an_ended_execution_reads_its_mission_once_and_tells_the_user_how_it_end
 ):
     # Given a user's one running mission whose last stage recorded its end, notifications, and reads counted
     world, told = World(limit=1), _Told()
-    control = MissionControl(
-        missions=world.missions,
-        events=world.events,
-        interrupts=MemoryInterruptStore(),
-        executions=world.executions,
-        launcher=world.launcher,
-        notifications=lambda: told,  # type: ignore[arg-type,return-value]
-    )
+    control = _control(world, notifications=lambda: told)
     mission_id = world.submit()
     arn = world.missions.get(mission_id).execution_arn or f"x:{mission_id}"
     Lifecycle(world.missions).end(mission_id, MissionStatus.COMPLETED, terminal_reason="completed")
@@ -388,3 +395,25 @@ def test_property_never_over_the_limit_nothing_cancelled_starts_the_rest_start_o
     assert set(world.executions.started) == set(owner) - cancelled_before_start
     assert not world.launcher.dispatcher.queued("a") and not world.launcher.dispatcher.queued("b")
     assert all(world.status(m) in TERMINAL for m in owner), {m: world.status(m) for m in owner}
+
+
+def test_whoever_ends_a_mission_adds_its_calls_to_the_usage_totals_once():
+    # Given a world whose control keeps usage, and three running missions, each with two model calls
+    world = World(limit=3)
+    usage = InMemoryUsageStore()
+    control = _control(world, usage=lambda: usage)
+    cancelled, timed_out, ended_by_stage = (world.submit() for _ in range(3))
+    for mission_id in (cancelled, timed_out, ended_by_stage):
+        for _ in range(2):
+            usage.record(UsageRecord(mission_id=mission_id, user_id="ann", capability="cap", stage="s", agent="s",
+                                     provider="scripted", model="scripted"))  # fmt: skip
+    # When one is cancelled (its stopped execution's end reported after), one's execution times out, and one
+    # was ended by its final stage before its execution's end came
+    control.cancel(world.missions.get(cancelled))
+    control.execution_ended(world.missions.get(cancelled).execution_arn or f"x:{cancelled}", "ABORTED")
+    control.execution_ended(world.missions.get(timed_out).execution_arn or f"x:{timed_out}", "TIMED_OUT")
+    Lifecycle(world.missions).end(ended_by_stage, MissionStatus.COMPLETED, terminal_reason="completed")
+    control.execution_ended(world.missions.get(ended_by_stage).execution_arn or f"x:{ended_by_stage}", "SUCCEEDED")
+    # Then the two this control ended are counted, once each; the stage's own end is the stage's to count
+    assert [(t.agent, t.calls) for t in usage.totals("cap", "ann")] == [("s", 4)]
+    assert world.status(cancelled) == MissionStatus.CANCELLED and world.status(timed_out) == MissionStatus.FAILED

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from missions.adapters.dynamodb._items import DynamoTable
@@ -169,28 +170,40 @@ class DynamoUsageStore:
                 "expires_at": {"N": str(int(time.time()) + self.ttl_days * 86400)},
             },
         )
-        sk = f"{record.capability}#{record.agent}#{record.version or 0:06d}#{record.model}"
-        for owner in (record.user_id, EVERYONE):
+        return self._add_spend(record, day or day_of(record.at)) if units(record.cost_usd) else None
+
+    def add_to_totals(self, records: Sequence[UsageRecord]) -> None:
+        """One ADD per (capability, agent, version, model) and owner: the calls' sums, each call's dollars and
+        latency in the units a single call would have added."""
+        sums: dict[tuple[str, str], dict[str, int]] = {}
+        named: dict[str, UsageRecord] = {}
+        for record in records:
+            sk = f"{record.capability}#{record.agent}#{record.version or 0:06d}#{record.model}"
+            named.setdefault(sk, record)
+            for owner in (record.user_id, EVERYONE):
+                total = sums.setdefault((owner, sk), dict.fromkeys(("calls", "errors", "ti", "to", "c", "l"), 0))
+                total["calls"] += 1
+                total["errors"] += 0 if record.outcome == "ok" else 1
+                total["ti"] += record.tokens_in
+                total["to"] += record.tokens_out
+                total["c"] += units(record.cost_usd)
+                total["l"] += round(record.latency_ms * LATENCY_UNITS)
+        for (owner, sk), total in sums.items():
+            first = named[sk]
             self._client.update_item(
                 TableName=self.table_name,
                 Key={"pk": {"S": f"totals#{owner}"}, "sk": {"S": sk}},
-                UpdateExpression="ADD #calls :one, #errors :err, #ti :ti, #to :to, #cost :c, #lat :l "
+                UpdateExpression="ADD #calls :calls, #errors :errors, #ti :ti, #to :to, #cost :c, #lat :l "
                 "SET #cap = :cap, #agent = :agent, #version = :v, #model = :m",
                 ExpressionAttributeNames={f"#{short}": name for short, name in _TOTAL_NAMES.items()},
                 ExpressionAttributeValues={
-                    ":one": {"N": "1"},
-                    ":err": {"N": "0" if record.outcome == "ok" else "1"},
-                    ":ti": {"N": str(record.tokens_in)},
-                    ":to": {"N": str(record.tokens_out)},
-                    ":c": {"N": str(units(record.cost_usd))},
-                    ":l": {"N": str(round(record.latency_ms * LATENCY_UNITS))},
-                    ":cap": {"S": record.capability},
-                    ":agent": {"S": record.agent},
-                    ":v": {"S": json.dumps(record.version)},
-                    ":m": {"S": record.model},
+                    **{f":{name}": {"N": str(value)} for name, value in total.items()},
+                    ":cap": {"S": first.capability},
+                    ":agent": {"S": first.agent},
+                    ":v": {"S": json.dumps(first.version)},
+                    ":m": {"S": first.model},
                 },
             )
-        return self._add_spend(record, day or day_of(record.at)) if units(record.cost_usd) else None
 
     def _add_spend(self, record: UsageRecord, day: str) -> float:
         """The call's dollars onto its user's day, and the day's total as that one write left it."""

@@ -4,6 +4,7 @@ conform to): the AgentStore and UsageStore ports."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 
 from missions.core.cost.budget import day_of, dollars, units
 from missions.core.cost.usage import UsageRecord, UsageTotal, total_key
@@ -72,6 +73,7 @@ class InMemoryAgentStore:
 class InMemoryUsageStore:
     def __init__(self) -> None:
         self._records: list[UsageRecord] = []
+        self._counted: list[UsageRecord] = []  # the calls in the totals: ended missions'
         self._spend: dict[tuple[str, str], int] = {}  # (user, day) -> cost units
         self._budgets: dict[str, float] = {}
         self._lock = threading.Lock()
@@ -104,10 +106,14 @@ class InMemoryUsageStore:
         with self._lock:
             return [r.model_copy(deep=True) for r in self._records if r.mission_id == mission_id]
 
+    def add_to_totals(self, records: Sequence[UsageRecord]) -> None:
+        with self._lock:
+            self._counted += [r.model_copy(deep=True) for r in records]
+
     def totals(self, capability: str, user_id: str | None = None) -> list[UsageTotal]:
         sums: dict[tuple[str, str, int | None, str], UsageTotal] = {}
         with self._lock:
-            for record in self._records:
+            for record in self._counted:
                 if record.capability != capability or (user_id is not None and record.user_id != user_id):
                     continue
                 key = total_key(record)

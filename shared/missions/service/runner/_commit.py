@@ -16,6 +16,7 @@ from missions.core.mission.envelope import Envelope, StageRecord
 from missions.core.mission.events import Event, EventType
 from missions.core.mission.status import MissionStatus
 from missions.core.pipeline.config import PipelineConfig
+from missions.ports.agents import count_ended_mission
 from missions.ports.checkpoints import Checkpoint
 from missions.service.checkpoints import state_at
 from missions.service.lifecycle import Lifecycle
@@ -119,6 +120,7 @@ class StageCommit:
                     result=self.result(envelope),
                     **fields,
                 )
+                self._count_usage(envelope.mission_id)
                 return []
             try:
                 return lifecycle.progress(envelope.mission_id, **fields).notes
@@ -132,6 +134,16 @@ class StageCommit:
             # cancelled while this stage ran: its execution is being stopped; the user's choice stands
             log.info("stage %s of %s did not record its progress: %s", stage, envelope.mission_id, refused)
             return None
+
+    def _count_usage(self, mission_id: str) -> None:
+        """This stage wrote its mission's end (no other write can): the mission's calls go into the usage
+        totals, once. A store that fails is logged: the calls stay in the mission's usage."""
+        if self._services.usage is None:
+            return
+        try:
+            count_ended_mission(self._services.usage(), mission_id)
+        except Exception:
+            log.exception("the model calls of mission %s were not added to the usage totals", mission_id)
 
     def result(self, envelope: Envelope) -> dict[str, Any]:
         """The ended mission's result, as its record keeps it."""
