@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from bench import ratio_rows
@@ -99,7 +100,9 @@ def _stage_overhead(configs: AgentConfigs) -> float:
     return statistics.median(overheads)
 
 
-def _median_ms(action: Any, before: Any = None, runs: int = RESOLUTIONS) -> float:
+def _median_ms(
+    action: Callable[[], object], before: Callable[[], object] | None = None, runs: int = RESOLUTIONS
+) -> float:
     samples = []
     for _ in range(runs):
         if before is not None:
@@ -138,11 +141,11 @@ def run() -> dict[str, Any]:
                     agents=configs.pinned,
                 ),
             )
-            resolve = lambda: pinned.configured(envelope, STAGE)  # noqa: E731  what each stage does
+            resolve: Callable[[], object] = lambda: pinned.configured(envelope, STAGE)  # noqa: E731  what each stage does
             resolve()
             cached = _median_ms(resolve)
             uncached = _median_ms(resolve, before=configs._pinned.clear, runs=RESOLUTIONS // 10)
-            pins = lambda: configs.pins(CAPABILITY)  # noqa: E731
+            pins: Callable[[], object] = lambda: configs.pins(CAPABILITY)  # noqa: E731
             pins()
             pins_cached = _median_ms(pins)
             pins_uncached = _median_ms(pins, before=lambda: configs.forget(CAPABILITY), runs=RESOLUTIONS // 10)

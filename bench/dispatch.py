@@ -27,7 +27,10 @@ from typing import Any
 
 from missions.adapters.memory.dispatch import InMemoryDispatchStore
 from missions.adapters.memory.missions import MemoryMissionStore
+from missions.core.mission.envelope import Envelope
 from missions.core.mission.requests import MissionRequest
+from missions.core.triggers.declared import Priority, TriggerSource
+from missions.ports.dispatch import QueueEntry
 from missions.ports.missions import MissionStore
 from missions.service.dispatch import Dispatcher, DispatchResult, mission_id_for
 from missions.service.lifecycle import Lifecycle
@@ -44,7 +47,8 @@ REGION = "us-east-1"
 def trigger_events(seed: int = 7) -> list[MissionRequest]:
     """EVENTS requests; REPEATED of them repeat an earlier request's (user, key), later on."""
     rng = random.Random(seed)
-    priorities = ["urgent", "high", "medium", "low"]
+    priorities = [Priority.URGENT, Priority.HIGH, Priority.MEDIUM, Priority.LOW]
+    triggers = [TriggerSource.WEBHOOK, TriggerSource.SCHEDULE, TriggerSource.MEMORY, TriggerSource.API]
     unique = []
     for n in range(EVENTS - REPEATED):
         unique.append(
@@ -54,7 +58,7 @@ def trigger_events(seed: int = 7) -> list[MissionRequest]:
                 user_id=f"user-{rng.randrange(USERS):02d}",
                 priority=rng.choices(priorities, weights=[1, 2, 5, 2])[0],
                 deadline=f"2030-01-{rng.randint(1, 28):02d}T12:00:00Z" if rng.random() < 0.3 else None,
-                trigger=rng.choice(["webhook", "schedule", "memory", "api"]),
+                trigger=rng.choice(triggers),
                 idempotency_key=f"event-{n}",
             )
         )
@@ -102,7 +106,7 @@ class Executions:
         for thread in self._threads:
             thread.start()
 
-    def start(self, request: MissionRequest, prepared: object = None) -> None:  # the dispatcher's Starter
+    def start(self, request: MissionRequest, prepared: Envelope | None = None) -> None:  # the dispatcher's Starter
         assert request.mission_id is not None
         with self.lock:
             live = self.live.setdefault(request.user_id, set())
@@ -111,6 +115,12 @@ class Executions:
             self.max_live = max(self.max_live, len(live))
             self.starts[request.mission_id] += 1
         self._ending.put(request.mission_id)
+
+    def resume(self, entry: QueueEntry) -> None:  # the Starter's: these events queue no answers to hand over
+        raise NotImplementedError("the bench dispatches new missions only")
+
+    def redeliver(self, entry: QueueEntry) -> None:  # the Starter's: these events queue no answers to hand over
+        raise NotImplementedError("the bench dispatches new missions only")
 
     def _complete(self) -> None:
         while (mission_id := self._ending.get()) is not None:

@@ -13,6 +13,7 @@ import tempfile
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 LAMBDA_UNZIPPED_LIMIT_MB = 250
@@ -40,10 +41,10 @@ def _timed(command: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def run() -> dict:
+def run() -> dict[str, Any]:
     from layers.build import build
 
-    results: dict = {}
+    results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         try:
@@ -78,7 +79,7 @@ def run() -> dict:
     return results
 
 
-def checks(results: dict) -> dict[str, bool]:
+def checks(results: dict[str, Any]) -> dict[str, bool]:
     total = results["largest_function_with_layer_mb"]
     return {
         f"function + layer < {LAMBDA_UNZIPPED_LIMIT_MB} MB unzipped (Lambda's limit)": total < LAMBDA_UNZIPPED_LIMIT_MB,
@@ -86,7 +87,7 @@ def checks(results: dict) -> dict[str, bool]:
     }
 
 
-def rows(results: dict) -> list[tuple[str, str]]:
+def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     layer = results["layer"]
     out = []
     if "unzipped_mb" in layer:

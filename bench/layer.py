@@ -12,11 +12,29 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any, TypedDict
 
 from bench.infra import folder_bytes, zipped_bytes
 
 
-def figures(layer: Path) -> dict:
+class LayerFigures(TypedDict):
+    """A built layer's size (`figures`)."""
+
+    unzipped_mb: float
+    zipped_mb: float
+    files: int
+
+
+class LayerComparison(TypedDict):
+    """Two layers' figures, and after as a fraction of before (`compared`)."""
+
+    before: LayerFigures
+    after: LayerFigures
+    unzipped_ratio: float
+    files_ratio: float
+
+
+def figures(layer: Path) -> LayerFigures:
     """A built layer's size: MB unzipped and zipped (what Lambda stores), and how many files."""
     return {
         "unzipped_mb": round(folder_bytes(layer) / 1e6, 2),
@@ -25,7 +43,7 @@ def figures(layer: Path) -> dict:
     }
 
 
-def compared(before: Path, after: Path) -> dict:
+def compared(before: Path, after: Path) -> LayerComparison:
     """Both layers' figures, and after as a fraction of before."""
     was, now = figures(before), figures(after)
     return {
@@ -49,7 +67,7 @@ def with_development(layer: Path, into: Path) -> Path:
     return into
 
 
-def run() -> dict:
+def run() -> LayerComparison:
     """The sources-only layers, before and after."""
     from layers.build import build
 
@@ -60,8 +78,8 @@ def run() -> dict:
         return compared(before, after)
 
 
-def rows(sources_only: dict, imports: dict) -> list[tuple[str, str]]:
-    def size(figures: dict) -> str:
+def rows(sources_only: LayerComparison, imports: dict[str, Any]) -> list[tuple[str, str]]:
+    def size(figures: LayerFigures) -> str:
         return f"{figures['unzipped_mb']} MB ({figures['zipped_mb']} MB zipped), {figures['files']} files"
 
     out = [

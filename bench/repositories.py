@@ -16,13 +16,14 @@ import subprocess
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = 3
 
 
-def _median_seconds(action, runs: int = RUNS) -> float:
+def _median_seconds(action: Callable[[], object], runs: int = RUNS) -> float:
     times = []
     for _ in range(runs):
         started = time.perf_counter()
@@ -31,25 +32,25 @@ def _median_seconds(action, runs: int = RUNS) -> float:
     return statistics.median(times)
 
 
-def run() -> dict:
+def run() -> dict[str, float]:
     from missions.adapters.memory.repositories import MemorySnapshotStore
     from missions.core.mission.refs import RepositoryRef, snapshot_key
     from missions.core.roots import AllowedRoots
-    from missions.service.repositories.archive import extract_snapshot, snapshot_from_git
+    from missions.service.repositories.archive import GitSnapshot, extract_snapshot, snapshot_from_git
     from missions.service.repositories.workspace import RepositoryWorkspaces
 
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         counter = iter(range(1_000))
 
-        def import_once():
+        def import_once() -> GitSnapshot:
             n = next(counter)
             return snapshot_from_git(f"file://{ROOT}", None, work / f"s{n}.tar.gz", work / f"clone{n}")
 
         made = import_once()
         import_s = _median_seconds(import_once)
 
-        def git_archive():
+        def git_archive() -> None:
             with open(work / "git-archive.tar.gz", "wb") as out:
                 archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", "HEAD"], stdout=subprocess.PIPE)
                 subprocess.run(["gzip", "-c"], stdin=archive.stdout, stdout=out, check=True)
@@ -63,7 +64,7 @@ def run() -> dict:
         )
         snapshots.upload(snapshot_key("bench", "r_bench", made.snapshot.sha256), made.snapshot.path)
 
-        def cold():
+        def cold() -> None:
             cache = work / f"cache{next(counter)}"
             RepositoryWorkspaces(AllowedRoots(), cache, snapshots=snapshots, extract=extract_snapshot).root_for(
                 ref, "bench"
@@ -76,7 +77,7 @@ def run() -> dict:
         warm_workspaces.root_for(ref, "bench")
         warm_s = _median_seconds(lambda: warm_workspaces.root_for(ref, "bench"), runs=50)
 
-        def plain_extract():
+        def plain_extract() -> None:
             target = work / f"plain{next(counter)}"
             with tarfile.open(made.snapshot.path) as archive:
                 archive.extractall(target, filter="data")
@@ -97,7 +98,7 @@ def run() -> dict:
     }
 
 
-def rows(figures: dict) -> list[tuple[str, str]]:
+def rows(figures: dict[str, float]) -> list[tuple[str, str]]:
     return [
         (
             "repository import (this repo, dulwich + checks)",

@@ -23,6 +23,7 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -41,15 +42,16 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def missions_on_emulation() -> dict:
+def missions_on_emulation() -> dict[str, Any]:
     from bench import bulky
     from missions.core.capability import registry as registry
     from missions.local.emulation import LocalCloud
+    from missions.service.runner import StageTimings
 
     known = registry.Registry().including(bulky.CAPABILITY)
     timings: list[tuple[str, float, float, float]] = []
 
-    def record(stage, t):
+    def record(stage: str, t: StageTimings) -> None:
         timings.append((stage, t.total_ms, t.overhead_ms, t.llm_ms + t.tools_ms))
 
     with LocalCloud(["code_analysis", "bench_bulky"], on_timings=record, registry=known) as cloud:
@@ -59,6 +61,7 @@ def missions_on_emulation() -> dict:
         demo_timings = list(timings)
         bulky_run = cloud.run("bench_bulky", "fetch a big document")
         assert demo.status == "SUCCEEDED" and bulky_run.status == "SUCCEEDED"
+        assert demo.envelope is not None and bulky_run.envelope is not None
         overheads = [t[2] for t in demo_timings]
         return {
             "demo": {
@@ -165,7 +168,7 @@ def lambda_layout(into: Path) -> dict[str, list[Path]]:
     }
 
 
-def import_times() -> dict:
+def import_times() -> dict[str, Any]:
     """Medians of fresh processes, the statements interleaved so background noise hits all alike."""
     measured = [(name, "runtime" if name == "boto3" else "shipped") for name in IMPORTS]
     measured += [(name, variant) for name in STAGES for variant in ("sources_only", "before")]
@@ -290,7 +293,10 @@ def peak_memory_mb() -> float:
 
 def main() -> None:
     console = Console()
-    results = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "python": sys.version.split()[0]}
+    results: dict[str, Any] = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "python": sys.version.split()[0],
+    }
     results["emulation"] = missions_on_emulation()
     results["imports"] = import_times()
     results["layer"] = layer_bench.run()

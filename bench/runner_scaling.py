@@ -178,6 +178,7 @@ def mission(capability: Capability, stores: Stores) -> Mission:
             mission_id=envelope.mission_id, user_id="u", capability=capability.name, goal="go", status="running"
         )
     )
+    stage: str | None
     encoded, stage, hop = codec.encode(envelope), capability.pipeline.agents[0].name, 0
     timings: list[float] = []
     clock = time.perf_counter

@@ -96,6 +96,7 @@ def ours(stages: int) -> float:
     missions.create(
         MissionRecord(mission_id="m_bench", user_id="u", capability=capability.name, goal="go", status="running")
     )
+    stage: str | None
     encoded, stage, hop = codec.encode(envelope), capability.pipeline.agents[0].name, 0
     started = time.perf_counter()
     while stage is not None:
@@ -106,6 +107,7 @@ def ours(stages: int) -> float:
 
 def langgraph(stages: int) -> float:
     """Seconds for the same chain in LangGraph, checkpointed after every node."""
+    from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.graph import END, START, StateGraph
 
@@ -124,9 +126,9 @@ def langgraph(stages: int) -> float:
         graph.add_edge(a, b)
     graph.add_edge(names[-1], END)
     app = graph.compile(checkpointer=InMemorySaver())
-    config = {"configurable": {"thread_id": "bench"}, "recursion_limit": stages + 10}
+    config: RunnableConfig = {"configurable": {"thread_id": "bench"}, "recursion_limit": stages + 10}
     started = time.perf_counter()
-    app.invoke({"goal": "go", "outputs": {}}, config)
+    app.invoke(_State(goal="go", outputs={}), config)
     return time.perf_counter() - started
 
 
