@@ -1,5 +1,5 @@
-"""The reconciler on the emulation (DynamoDB and Step Functions in moto): a start whose function
-died after its claim, or after the execution began but before its claim settled, is finished once."""
+"""The reconciler on the emulation (DynamoDB and Step Functions in moto): a start whose function died after
+it took the mission's slot, or after the execution began but before its note was forgotten, is finished once."""
 
 from __future__ import annotations
 
@@ -31,15 +31,15 @@ def dead(*args: Any) -> None:
     raise Died("dead already")
 
 
-@pytest.mark.parametrize("dies_after", ["claim", "start"])
+@pytest.mark.parametrize("dies_after", ["take_slot", "start"])
 def test_a_start_cut_short_by_a_crash_is_finished_by_the_reconciler(dies_after, monkeypatch):
     with LocalCloud(["shopping"]) as cloud:
         runtime = cloud.runtime
-        # Given a submit whose function dies right after claiming the mission, or right after its
-        # execution began (its claim never settled)
-        port = runtime.dispatch_store if dies_after == "claim" else runtime.executions
+        # Given a submit whose function dies right after taking the mission's slot, or right after its
+        # execution began (its note never forgotten)
+        port = runtime.dispatch_store if dies_after == "take_slot" else runtime.executions
         monkeypatch.setattr(port, dies_after, dying_after(getattr(port, dies_after)))
-        monkeypatch.setattr(runtime.dispatch_store, "settle", dead)  # a dead process settles nothing
+        monkeypatch.setattr(runtime.dispatch_store, "forget", dead)  # a dead process forgets nothing
         with pytest.raises(Died):
             cloud.start("shopping", "a kettle under 40 euros", user_id="ann", mission_id="m_cut_short")
         monkeypatch.undo()
@@ -49,12 +49,13 @@ def test_a_start_cut_short_by_a_crash_is_finished_by_the_reconciler(dies_after, 
         assert early["started"] == [] and early["dropped"] == []
         # and when it runs once the start is stale
         report = runtime.launcher.reconcile(now=lambda: time.time_ns() + LATER)
-        # Then the mission runs in one execution, to its end (or its question), and the journal is empty (a claim
-        # cut short is started now; an execution that began already is started again, which keeps the
-        # one that exists, or, when it already went on or ended, only its claim is settled)
+        # Then the mission runs in one execution, to its end (or its question), and the journal is empty (a
+        # mission that holds its slot but never started is queued and started by the drain that follows; an
+        # execution that began already is started again, which keeps the one that exists, or, when it already
+        # went on or ended, only its note is forgotten)
         assert report["failures"] == {}
-        if dies_after == "claim":
-            assert report["started"] == ["m_cut_short"]
+        if dies_after == "take_slot":
+            assert report["queued"] == ["m_cut_short"]
         else:
             assert report["started"] + report["dropped"] + report["released"] == ["m_cut_short"]
         deadline = time.monotonic() + 60

@@ -89,6 +89,11 @@ class DispatchStore(Protocol):
         mission id to the user's running set, only if the entry is queued and the set holds fewer
         than `limit` ids or already holds this one. GONE wins over FULL when both conditions fail."""
 
+    def take_slot(self, user_id: str, mission_id: str, limit: int) -> bool:
+        """Add the id to the user's running set if the set holds fewer than `limit` ids (or already holds
+        it), in one conditional write; False (nothing written) when it is full. For a mission that has no
+        queue entry: nobody else can start it, so it needs no claim."""
+
     def settle(self, entry: QueueEntry) -> None:
         """The claimed entry was started, or will never be: drop its claim (idempotent)."""
 

@@ -19,6 +19,11 @@ leaks slots: a drainer holding a stale head can acquire a slot for a mission tha
 already started and that has since finished; its remove then fails and nobody releases that
 slot. One atomic claim has no such window (DynamoDB: one TransactWriteItems).
 
+A new mission with nothing of its user's queued ahead of it skips the queue: its submit adds its id to the
+running set itself (one conditional write, the same size condition) and starts it. No claim is needed:
+a mission without a queue entry can be started by nobody else. That is 4 writes of this store per mission
+(note, slot, forget, release) instead of 11 (a claim is a transaction: 2 units an item).
+
 Waiting for a human holds no slot (as in Inngest): when a mission asks a question its slot is
 released (`waiting`), and the answer does not resume it directly but is queued as a *resume* entry
 (`resume`), which a claim starts like any other, so a user's running missions never exceed the limit,
@@ -33,7 +38,8 @@ id in the set under the size condition, and its id leaves the set only when its 
 whose size a claim never pushes past `limit`.
 
 Exactly once. A mission has one queue entry (only the submit that created its record enqueues
-it), the entry is deleted by exactly one successful claim, and only the claimer starts it.
+it), the entry is deleted by exactly one successful claim, and only the claimer starts it; or it has none,
+and only its submit starts it.
 
 Liveness (no request is stranded while a slot is free). Every enqueue and every release is
 followed by a drain, and a drain stops only when
@@ -55,7 +61,9 @@ by a mission that never started). So the store keeps a journal: `submit` notes t
 entry (as a claim) until `settle`, after the start. Whatever is still in the journal long after it
 was written (`reconcile`, run on a schedule; longer than any function runs) was left by a process
 that died, and the reconciler finishes it: it queues the recorded request, starts (or resumes) the
-claimed mission, or frees the slot of one that can no longer start. Starting is idempotent by name
+claimed mission, or frees the slot of one that can no longer start. A submit that took its slot itself
+leaves its note: a mission still queued is queued (its claim finds its id in the set already), one marked
+running without an execution is started, and one that ended or never was frees its slot. Starting is idempotent by name
 (the execution is named after the mission), so a start that did happen is not made twice.
 """
 
@@ -227,6 +235,21 @@ class Dispatcher:
         except ConflictError:
             self._store.forget(entry)
             return DispatchResult(mission_id, "duplicate")
+        try:
+            # nothing of its user's waits ahead of it: it takes a free slot itself, without a queue entry or a
+            # claim (nobody else can start a mission that has no entry; its note covers a crash before its start)
+            took = hold is None and not self._store.front(request.user_id, 1)
+            took = took and self._store.take_slot(request.user_id, mission_id, self.limit_for(request.user_id))
+        except Exception:
+            self._missions.discard(mission_id)  # no record without its slot or its queue entry
+            self._store.forget(entry)
+            raise
+        if took:
+            try:
+                launched = self._launch(entry, own=True, prepared=prepared)
+            finally:
+                self._store.forget(entry)
+            return DispatchResult(mission_id, "started" if launched else "queued")
         try:
             if hold is not None:
                 self._store.hold(entry)
@@ -414,6 +437,24 @@ class Dispatcher:
             record = self._missions.get(entry.mission_id)
         except NotFound:  # its submit died before recording it: the caller was never told it exists
             record = None
+        if entry.resume is None and (record is None or record.status in TERMINAL):
+            # a submit that took its slot itself (no queue entry, no claim) died, and the mission never started
+            # or was cancelled since: a terminal mission holds no slot
+            if entry.mission_id in self._store.running(entry.user_id):
+                self._store.release(entry.user_id, entry.mission_id)
+                report.released.append(entry.mission_id)
+            else:
+                report.dropped.append(entry.mission_id)
+            self._store.forget(entry)
+            return
+        if entry.resume is None and record is not None and record.status == MissionStatus.RUNNING:
+            if not record.execution_arn:  # ... or died around its start, which is idempotent by name
+                self._starter.start(entry.request)
+                report.started.append(entry.mission_id)
+            else:
+                report.dropped.append(entry.mission_id)
+            self._store.forget(entry)
+            return
         if entry.resume is None:
             waits = record is not None and record.status == MissionStatus.QUEUED
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -179,17 +180,24 @@ def test_a_failing_start_on_submit_keeps_nothing_and_tells_the_submitter():
     assert store.running("u1") == set() and store.queued("u1") == []
 
 
-def test_a_failing_enqueue_keeps_no_record():
+@pytest.mark.parametrize(("failing", "limit"), [("enqueue", 0), ("take_slot", 3)])
+def test_a_failing_enqueue_or_slot_keeps_no_record(failing, limit):
+    # Given a store whose queue (the user has no free slot) or whose running set refuses writes
     class Refusing(InMemoryDispatchStore):
-        def enqueue(self, entry):
-            raise RuntimeError("throttled")
+        pass
 
-    missions = MemoryMissionStore()
-    dispatcher = Dispatcher(Refusing(), missions, FakeStart(), limit=3)
+    def refuse(*args):
+        raise RuntimeError("throttled")
+
+    setattr(Refusing, failing, refuse)
+    missions, store = MemoryMissionStore(), Refusing()
+    dispatcher = Dispatcher(store, missions, FakeStart(), limit=limit)
+    # When a mission is submitted / Then the failure reaches the caller, and neither its record nor its note is kept
     with pytest.raises(RuntimeError, match="throttled"):
         dispatcher.submit(req(mission_id="m1"))
     with pytest.raises(NotFound):
         missions.get("m1")
+    assert store.stranded(time.time_ns() + 1) == []
 
 
 def test_a_mission_that_ends_during_its_own_start():

@@ -206,19 +206,39 @@ def test_a_resume_that_dies_anywhere_hands_the_answer_over_once(die_at):
     assert_journal_empty(survivor)
 
 
-def test_a_claimed_mission_cancelled_before_the_reconciler_frees_its_slot():
-    # Given a process that died right after claiming a mission (before marking it running)
+def test_a_mission_that_took_its_slot_and_was_cancelled_before_the_reconciler_frees_it():
+    # Given a process that died right after its submit took the mission's slot (before marking it running)
     runtime, survivor, process = runtime_dying_at(None)
-    process.die_after = "claim"
+    process.die_after = "take_slot"
     with pytest.raises(Died):
         runtime.launcher.submit(request().model_copy(update={"mission_id": "m_gone"}))
     assert survivor.dispatch_store.running("ann") == {"m_gone"}
+    _cancelled_then_reconciled_frees_its_slot(survivor, "m_gone")
+
+
+def test_a_claimed_mission_cancelled_before_the_reconciler_frees_its_slot():
+    # Given one running mission at a limit of 1 and a second queued, and a process that died right after
+    # claiming the second (before marking it running) as the first ended
+    runtime, survivor, process = runtime_dying_at(None, limit=1)
+    runtime.launcher.submit(request("first").model_copy(update={"mission_id": "m_first"}))
+    runtime.launcher.submit(request("second").model_copy(update={"mission_id": "m_gone"}))
+    queued_behind_one(runtime)
+    process.die_after = "claim"
+    with pytest.raises(Died):
+        finish_first(runtime)
+    assert survivor.dispatch_store.running("ann") == {"m_gone"}
+    _cancelled_then_reconciled_frees_its_slot(survivor, "m_gone", started_before=["m_first"])
+
+
+def _cancelled_then_reconciled_frees_its_slot(
+    survivor: Runtime, mission_id: str, started_before: list[str] | None = None
+) -> None:
     # When the user cancels it, then the reconciler runs
-    survivor.control.cancel(survivor.missions.get("m_gone"))
+    survivor.control.cancel(survivor.missions.get(mission_id))
     report = reconcile(survivor)
     # Then it never starts and its slot is free
-    assert report["released"] == ["m_gone"]
-    assert survivor.executions.started == []
+    assert report["released"] == [mission_id]
+    assert survivor.executions.started == (started_before or [])
     assert survivor.dispatch_store.running("ann") == set()
     assert_journal_empty(survivor)
 

@@ -56,6 +56,16 @@ def _reasons(exc: ClientError) -> list[str]:
     return [reason.get("Code", "") for reason in exc.response.get("CancellationReasons") or []]
 
 
+def _room(mission_id: str, limit: int) -> tuple[str, dict[str, Any]]:
+    """The running set's condition for adding `mission_id` (fewer than `limit` ids, or it holds it already),
+    with the values of the ADD and of the condition."""
+    values: dict[str, Any] = {":id": {"SS": [mission_id]}, ":idv": {"S": mission_id}}
+    if limit < 1:  # no room at all: only a mission already holding a slot
+        return "contains(#r, :idv)", values
+    values[":limit"] = {"N": str(limit)}
+    return "attribute_not_exists(#r) OR size(#r) < :limit OR contains(#r, :idv)", values
+
+
 class _Conflict(Exception):
     """A write raced a transaction on the same item: nothing was written, try again."""
 
@@ -226,12 +236,7 @@ class DynamoDispatchStore:
     # ----------------------------------------------------------------------- running set
 
     def claim(self, entry: QueueEntry, limit: int) -> Claim:
-        room = "attribute_not_exists(#r) OR size(#r) < :limit OR contains(#r, :idv)"
-        values: dict[str, Any] = {":id": {"SS": [entry.mission_id]}, ":idv": {"S": entry.mission_id}}
-        if limit >= 1:
-            values[":limit"] = {"N": str(limit)}
-        else:  # no room at all: only a mission already holding a slot may claim
-            room = "contains(#r, :idv)"
+        room, values = _room(entry.mission_id, limit)
 
         def transact() -> Claim:
             try:
@@ -271,6 +276,19 @@ class DynamoDispatchStore:
                 raise
 
         return _retrying(transact)
+
+    def take_slot(self, user_id: str, mission_id: str, limit: int) -> bool:
+        room, values = _room(mission_id, limit)
+        return self._conditional(
+            lambda: self._client.update_item(
+                TableName=self.table_name,
+                Key=_running_key(user_id),
+                UpdateExpression="ADD #r :id",
+                ConditionExpression=room,
+                ExpressionAttributeNames={"#r": "running"},
+                ExpressionAttributeValues=values,
+            )
+        )
 
     def release(self, user_id: str, mission_id: str) -> None:
         def delete() -> None:

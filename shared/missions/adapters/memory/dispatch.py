@@ -52,6 +52,14 @@ class InMemoryDispatchStore:
             self._note("claimed", entry)
             return Claim.CLAIMED
 
+    def take_slot(self, user_id: str, mission_id: str, limit: int) -> bool:
+        with self._lock:
+            running = self._running.setdefault(user_id, set())
+            if mission_id not in running and len(running) >= limit:
+                return False
+            running.add(mission_id)
+            return True
+
     def intend(self, entry: QueueEntry) -> None:
         with self._lock:
             self._note("pending", entry)
