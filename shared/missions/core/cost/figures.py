@@ -55,7 +55,7 @@ FIGURES = Figures(
     stages={
         "llm": StageFigures(
             lambda_ms=31.0,
-            writes={"checkpoints": 1.29, "events": 1.0, "missions": 1.0, "usage": 3.0},
+            writes={"checkpoints": 1.29, "events": 1.0, "missions": 1.0, "usage": 1.0},
             reads={"agents": 0.57, "checkpoints": 2.0},
         ),
         "tools": StageFigures(
@@ -65,14 +65,15 @@ FIGURES = Figures(
         ),
         "final": StageFigures(
             lambda_ms=31.0,
-            writes={"checkpoints": 4.0, "events": 1.0, "missions": 7.0},
-            reads={"agents": 1.0, "checkpoints": 3.0, "usage": 0.5},
+            # the mission's usage totals: 2 per (agent, version, model) its calls used (4 in the demo)
+            writes={"checkpoints": 4.0, "events": 1.0, "missions": 7.0, "usage": 8.0},
+            reads={"agents": 1.0, "checkpoints": 3.0, "usage": 1.0},
         ),
     },
     start=StageFigures(
         lambda_requests=0.0,
-        writes={"dispatch": 10.0, "missions": 7.0},
-        reads={"agents": 1.0, "dispatch": 2.0, "memory": 1.0, "usage": 1.0},
+        writes={"dispatch": 3.0, "missions": 7.0},  # the note, the slot, forgetting the note (nothing queued ahead)
+        reads={"agents": 1.0, "dispatch": 1.0, "memory": 1.0, "usage": 1.0},
     ),
     end=StageFigures(lambda_ms=19.0, writes={"dispatch": 1.0}, reads={"dispatch": 1.0, "memory": 1.0, "missions": 1.0}),
     end_memory_mb=256,
