@@ -223,6 +223,8 @@ def test_a_missions_metered_usage_counts_its_sub_missions_and_still_refuses_a_st
         parent = ended(cloud, parent_id)
         (child_id,) = parent.children
         ended(cloud, child_id)
+        # both executions end a moment after their records do (the last segment hands back)
+        assert {cloud.wait(mission) for mission in (parent_id, child_id)} == {"SUCCEEDED"}
 
         # When its usage is asked
         usage = meter.usage_for(parent_id)
