@@ -14,6 +14,7 @@ ships (see `IMPORTS`).
 from __future__ import annotations
 
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -29,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import layer as layer_bench
+from missions.core.settings import LIBRARY_ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / ".bench" / "results.json"
@@ -86,8 +88,9 @@ def missions_on_emulation() -> dict[str, Any]:
 # as Lambda's: the stage function's code (/var/task: functions/stage as deployed, without __pycache__), the
 # layer layers/build.py builds for this machine's architecture (/opt/python), and boto3 with what it needs as
 # the runtime provides it, compiled (/var/runtime: the suite's boto3, copied from the venv with the pycs pip
-# wrote). The stages are measured with the layer as shipped (its bytecode) and with its sources only (the
-# same layer without __pycache__: what a layer without bytecode costs at every cold start).
+# wrote), under the libraries' switches the stack sets (missions.core.settings.LIBRARY_ENVIRONMENT). The
+# stages are measured with the layer as shipped (its bytecode) and with its sources only (the same layer
+# without __pycache__: what a layer without bytecode costs at every cold start).
 IMPORTS = {
     "boto3": "import boto3",  # the baseline: the runtime's directory alone on the path
     # what the runtime needs whatever its own code does: the AWS SDK (at a stage's first invocation, when it
@@ -173,6 +176,7 @@ def import_times() -> dict[str, Any]:
     measured = [(name, "runtime" if name == "boto3" else "shipped") for name in IMPORTS]
     measured += [(name, variant) for name in STAGES for variant in ("sources_only", "before")]
     runs: dict[tuple[str, str], list[float]] = {key: [] for key in measured}
+    lambda_env = {**os.environ, **LIBRARY_ENVIRONMENT}  # the libraries' switches every function has
     with tempfile.TemporaryDirectory(prefix="missions-bench-") as scratch:
         paths = lambda_layout(Path(scratch))
         layers = layer_bench.compared(paths["before"][1], paths["shipped"][1])
@@ -184,7 +188,9 @@ def import_times() -> dict[str, Any]:
                     f"import time\nt = time.perf_counter()\n{IMPORTS[name]}\nprint(time.perf_counter() - t)"
                 )
                 command = [sys.executable, "-I", "-S", "-B", "-c", code]
-                result = subprocess.run(command, cwd=scratch, capture_output=True, text=True, check=True)
+                result = subprocess.run(
+                    command, cwd=scratch, env=lambda_env, capture_output=True, text=True, check=True
+                )
                 runs[(name, variant)].append(float(result.stdout.strip()))
     median = {key: statistics.median(values) for key, values in runs.items()}
     base = median[("boto3", "runtime")]

@@ -32,7 +32,7 @@ from infra.components.user_schedules import UserSchedules, user_schedule_group
 from infra.config import EnvironmentConfig
 from missions.core.capability import registry as registry
 from missions.core.capability.registry import Capability
-from missions.core.settings import environment_of
+from missions.core.settings import LIBRARY_ENVIRONMENT, environment_of
 from missions.core.specs import INTERRUPT_FUNCTION, SCHEDULE_FUNCTION, TABLES, TRIGGER_FUNCTION, state_machine_name
 
 
@@ -84,8 +84,7 @@ class MissionsStack(Stack):
                 local_git_sources=config.local_git_sources or None,
                 checkpoint_ttl_days=config.checkpoint_ttl_days,
             ),
-            "POWERTOOLS_METRICS_NAMESPACE": "Missions",
-            "POWERTOOLS_LOG_LEVEL": "INFO",
+            **LIBRARY_ENVIRONMENT,
         }
         functions = FunctionFactory(config=config, layer=layer, environment=environment)
         # analysis scripts run only in the sandbox functions: every function made after them knows their

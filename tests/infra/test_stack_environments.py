@@ -181,6 +181,21 @@ def test_every_function_gets_its_environments_llm_settings(assembly: Assembly):
         assert names <= set(RuntimeSettings.model_fields)
 
 
+def test_every_function_starts_under_the_libraries_switches_the_bench_measures(assembly: Assembly):
+    # Given the libraries' switches the bench's cold imports run under
+    from importlib.metadata import entry_points
+
+    from missions.core.settings import LIBRARY_ENVIRONMENT
+
+    # (skipping the plugin scan loses nothing: nothing installed here, the layer's packages among it, has one)
+    assert LIBRARY_ENVIRONMENT["PYDANTIC_DISABLE_PLUGINS"] == "__all__" and not entry_points(group="pydantic")
+    for env in ("dev", "prod"):
+        for function in assembly.resources(env, "AWS::Lambda::Function").values():
+            variables = function["Properties"]["Environment"]["Variables"]
+            # Then every function has them, as set there
+            assert {name: variables.get(name) for name in LIBRARY_ENVIRONMENT} == LIBRARY_ENVIRONMENT
+
+
 @pytest.mark.parametrize(("env", "usd"), [("dev", 1.0), ("staging", 5.0), ("prod", 20.0)])
 def test_each_environments_daily_budget_reaches_every_function_as_the_runtime_reads_it(assembly: Assembly, env, usd):
     # Given cdk.json's default daily budget per user for the environment
