@@ -36,6 +36,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from layers.elf import strip_debug_files
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = "3.11"  # the suite's Python; infra/components/functions.py RUNTIME must match
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
@@ -146,6 +148,7 @@ def build(
             ],
             check=True,
         )
+        strip_debug_files(target)  # DWARF sections some wheels ship (layers/elf.py): a fifth of the layer
     copy_sources(target, include_development)
     compile_bytecode(target)
     return out
