@@ -11,7 +11,7 @@ from missions.core.mission.envelope import Model, utcnow
 from missions.core.redaction import redact
 
 # payload fields that carry error text from elsewhere (an exception, a server, a Cause)
-ERROR_FIELDS = ("error", "message", "cause", "reason")
+ERROR_FIELDS = frozenset({"error", "message", "cause", "reason"})
 
 
 class EventType(StrEnum):
@@ -58,6 +58,6 @@ class Event(Model):
     @classmethod
     def _no_credentials(cls, payload: dict[str, Any]) -> dict[str, Any]:
         """Every event is made through here before it is stored or shown: error text loses its credentials."""
-        if not any(isinstance(payload.get(name), str) for name in ERROR_FIELDS):
+        if ERROR_FIELDS.isdisjoint(payload) or not any(isinstance(payload.get(name), str) for name in ERROR_FIELDS):
             return payload
         return {k: redact(v) if k in ERROR_FIELDS and isinstance(v, str) else v for k, v in payload.items()}

@@ -135,7 +135,7 @@ class StageModes:
         if agent.counts_iteration:
             envelope.counters.iterations += 1
         emit(EventType.AGENT_STARTED, hop=hop, iteration=envelope.counters.iterations, **pinned(version, envelope))
-        before = envelope.counters.model_copy()
+        calls_before = envelope.counters.llm_calls, envelope.counters.tool_calls  # this stage's own, below
         started_at = utcnow()
         t0 = self._services.clock()
         status = "ok"
@@ -185,7 +185,6 @@ class StageModes:
             self._commit.fail(envelope, stage, checkpoint_id, exc, events)
             raise
 
-        delta = envelope.counters.model_copy()
         elapsed = (self._services.clock() - t0) * 1000
         records.append(
             StageRecord(
@@ -194,8 +193,8 @@ class StageModes:
                 duration_ms=round(elapsed, 3),
                 status=status,
                 next_stage=envelope.next_stage,
-                llm_calls=delta.llm_calls - before.llm_calls,
-                tool_calls=delta.tool_calls - before.tool_calls,
+                llm_calls=envelope.counters.llm_calls - calls_before[0],
+                tool_calls=envelope.counters.tool_calls - calls_before[1],
             )
         )
         emit(EventType.AGENT_COMPLETED, status=status, duration_ms=round(elapsed, 3), next_stage=envelope.next_stage)
