@@ -37,11 +37,14 @@ Emit = Callable[..., None]  # emit(event_type, /, **payload): an event of the st
 
 @dataclass
 class StageTimings:
-    """Where a stage's time went; the overhead is what the runtime itself costs."""
+    """Where a stage's time went; the overhead is what the runtime itself costs, and `commit_ms` the part
+    of it that commits what the stage did (its envelope encoded, its events, its checkpoint, the mission's
+    progress)."""
 
     total_ms: float = 0.0
     llm_ms: float = 0.0
     tools_ms: float = 0.0
+    commit_ms: float = 0.0
 
     @property
     def overhead_ms(self) -> float:

@@ -212,9 +212,13 @@ class StageModes:
         self._invocation.report = StageReport(
             self._capability.name, stage, before_stage, envelope.counters.model_copy(), ended
         )
-        return self._commit.commit(
-            envelope, given, stage, checkpoint_id, events, status, records, before_stage.agent_hops
-        )
+        committing = self._services.clock()
+        try:
+            return self._commit.commit(
+                envelope, given, stage, checkpoint_id, events, status, records, before_stage.agent_hops
+            )
+        finally:
+            self._invocation.timings.commit_ms += (self._services.clock() - committing) * 1000
 
     def _fold_into_conversation(self, envelope: Envelope, ended: str) -> None:
         """A mission that is a turn of a conversation leaves its result there (the conversations service)."""

@@ -149,3 +149,27 @@ def test_the_state_machines_hop_count_names_the_checkpoint(started):
     # Then its checkpoint is named after that count, not after the envelope's counters
     assert result["checkpoint_id"] == "0042-think"
     assert driver.stores.checkpoints.get(envelope["mission_id"], "0042-think").parent_id == envelope["checkpoint_id"]
+
+
+def test_a_stages_timings_say_how_long_writing_what_it_did_took():
+    # Given a clock that moves only while a checkpoint is written, 30 ms each time
+    driver = DirectDriver(gather_think_done([]))
+    now = [0.0]
+    driver.services.clock = lambda: now[0]
+    put = driver.stores.checkpoints.put
+
+    def slow_put(checkpoint: Any) -> Any:
+        now[0] += 0.030
+        return put(checkpoint)
+
+    driver.stores.checkpoints.put = slow_put  # type: ignore[method-assign]
+    seen: list[tuple[str, float, float, float]] = []
+    driver.services.on_timings = lambda stage, t: seen.append((stage, t.total_ms, t.commit_ms, t.overhead_ms))
+    # When the mission runs
+    driver.run("time me")
+    # Then each stage's commit took the write's 30 ms, all of its time, and all of it is the runtime's overhead
+    assert [(stage, round(total), round(commit), round(overhead)) for stage, total, commit, overhead in seen] == [
+        ("gather", 30, 30, 30),
+        ("think", 30, 30, 30),
+        ("done", 30, 30, 30),
+    ]
