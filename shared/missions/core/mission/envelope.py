@@ -6,8 +6,8 @@ JSON-plain and small (see `missions.core.mission.offload` for how bulky fields l
 
 from __future__ import annotations
 
+import time
 import uuid
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -17,7 +17,23 @@ from missions.core.redaction import redact
 
 
 def utcnow() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    """Now, as `datetime.now(UTC).isoformat(timespec="milliseconds")` writes it."""
+    return iso_millis(time.time_ns())
+
+
+_second: tuple[int, str] = (-1, "")  # the last second formatted, replaced whole (threads read it whole)
+
+
+def iso_millis(ns: int) -> str:
+    """A time in nanoseconds since the epoch as ISO 8601 UTC to the millisecond, truncated as datetime's
+    isoformat truncates. A stage takes several timestamps within one second: the second's text is made
+    once (a third of the cost of building a datetime each time)."""
+    global _second
+    second, rest = divmod(ns, 1_000_000_000)
+    cached = _second
+    if cached[0] != second:
+        cached = _second = (second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)))
+    return f"{cached[1]}.{rest // 1_000_000:03d}+00:00"
 
 
 def new_id(prefix: str = "") -> str:
