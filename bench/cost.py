@@ -38,7 +38,9 @@ UNITS = {
 }
 
 
-def _metered(single_level: bool) -> tuple[Any, dict[str, dict[str, int]], int, dict[str, Any]]:
+def _metered(
+    single_level: bool,
+) -> tuple[Any, dict[str, dict[str, int]], int, dict[str, Any], dict[str, dict[str, float]]]:
     from bench.run import DEMO, ROOT
     from missions.local.emulation import LocalCloud
     from missions.local.metering import Meter
@@ -55,7 +57,7 @@ def _metered(single_level: bool) -> tuple[Any, dict[str, dict[str, int]], int, d
         )
         segments = cloud.segments(outcome.mission_id)
         segment_ms = sum((s["stopDate"] - s["startDate"]).total_seconds() * 1000 for s in segments if s.get("stopDate"))
-        return usage, writes, stages, stage_figures(meter.by_source(), segment_ms)
+        return usage, writes, stages, stage_figures(meter.by_source(), segment_ms), meter.write_floor_by_table()
 
 
 def stage_figures(sources: dict[str, Any], segment_ms: float) -> dict[str, Any]:
@@ -117,9 +119,12 @@ def run() -> dict[str, Any]:
     from missions.core.capability import registry
     from missions.core.cost.prediction import predict
 
-    usage, writes, stages, measured = _metered(single_level=False)
+    usage, writes, stages, measured, floor = _metered(single_level=False)
     single = estimate(_metered(single_level=True)[0])
     cost = estimate(usage)
+    floor_units = sum(f["units"] for f in floor.values())
+    # the same mission with every write at its unrounded units: the floor of what it writes
+    floor_dollars = cost.total - cost.lines["dynamodb_writes"] * (1 - floor_units / usage.dynamodb_write_units)
     predicted = predict(registry.load("code_analysis").pipeline)
     return {
         "mission": "code_analysis demo (offline model: no LLM cost)",
@@ -137,6 +142,15 @@ def run() -> dict[str, Any]:
             for table, parts in writes.items()
         },
         "dynamodb_writes_per_stage": round(usage.dynamodb_write_units / stages, 2),
+        "dynamodb_write_floor": {
+            "items": int(sum(f["items"] for f in floor.values())),
+            "units": round(floor_units, 1),
+            "units_per_stage": round(floor_units / stages, 2),
+            "by_table": {
+                table: {"items": int(f["items"]), "units": round(f["units"], 1)} for table, f in floor.items()
+            },
+        },
+        "floor_dollars_per_mission": round(floor_dollars, 9),
         "total_dollars_per_mission": round(cost.total, 9),
         "total_dollars_per_1000_missions": round(cost.total * 1000, 6),
         "single_level_dollars_per_mission": round(single.total, 9),
@@ -179,7 +193,14 @@ def table(result: dict[str, Any]) -> Table:
     rows.add_row(
         f"  dynamodb writes per stage ({result['stages']} stages)", f"{result['dynamodb_writes_per_stage']}", ""
     )
+    floor = result["dynamodb_write_floor"]
+    rows.add_row(
+        "  the same writes, none rounded up to a whole KB",
+        f"{floor['units']} ({floor['units_per_stage']}/stage) in {floor['items']} item writes",
+        "",
+    )
     rows.add_row("total per mission", "", f"${result['total_dollars_per_mission']:.6f}")
+    rows.add_row("  ... with those writes unrounded (its floor)", "", f"${result['floor_dollars_per_mission']:.6f}")
     rows.add_row(
         "single-level layout, same run",
         f"{result['single_level_transitions']:g} Standard transitions",

@@ -365,6 +365,10 @@ def main() -> None:
         },
     }
     results["checks"] = checks
+    from bench import goals
+
+    reached = goals.goals(results, checks)
+    results["goals"] = goals.as_json(reached)
     table = Table("measure", "value")
     table.add_row("demo: stages / wall", f"{demo['stages']} / {demo['wall_s']} s")
     table.add_row(
@@ -455,6 +459,7 @@ def main() -> None:
         table.add_row(name, "[green]yes[/]" if ok else "[red]NO[/]")
     console.print(table)
     console.print(cost.table(results["infra_cost"]))
+    console.print(goals.table(reached))
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text(json.dumps(results, indent=2))
     console.print(f"wrote {OUT.relative_to(ROOT)}")

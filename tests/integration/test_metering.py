@@ -213,6 +213,22 @@ def test_a_put_item_of_known_size_is_counted_exactly(cloud: LocalCloud) -> None:
     assert meter.usage() == Usage(dynamodb_write_units=2, dynamodb_read_units=1.5)
 
 
+def test_the_floor_is_what_the_same_writes_cost_unrounded(cloud: LocalCloud) -> None:
+    # Given a meter, an item of 1 KB + 1 byte, one of 100 bytes, and a mission item two indexes hold
+    big, small = _delivery(1025 - len("delivery_id") - len("d-1") - len("body")), _delivery(50, "d-3")
+    with Meter(cloud) as meter, meter.billed():
+        # When each is put
+        cloud.dynamodb.put_item(TableName=cloud.settings.deliveries_table, Item=big)
+        cloud.dynamodb.put_item(TableName=cloud.settings.deliveries_table, Item=small)
+        cloud.dynamodb.put_item(TableName=cloud.settings.missions_table, Item=_mission_item("m-floor"))
+    # Then the big item is 2 units rounded and 1025/1024 unrounded, the small one 1 either way (a write
+    # is never less), and the mission's record 1 with an index entry each (3 item writes)
+    floor = meter.write_floor_by_table()
+    assert meter.write_units_by_table()["deliveries"] == {"table": 3}
+    assert floor["deliveries"] == {"items": 2, "units": pytest.approx(1025 / 1024 + 1)}
+    assert floor["missions"] == {"items": 3, "units": 3.0}
+
+
 def test_updates_and_deletes_cost_the_larger_item_before_or_after(cloud: LocalCloud) -> None:
     # Given a 100-byte item
     table, key = cloud.settings.deliveries_table, {"delivery_id": {"S": "d-2"}}

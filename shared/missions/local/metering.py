@@ -30,7 +30,8 @@ How each line is counted (priced by missions.core.cost.infrastructure):
   cost the summed size of the items returned (an index's entries, on an index), which
   undercounts filtered or projected ones (AWS bills what it read). moto processes every item of
   a batch, so there are no unprocessed items to leave out.
-- Write units are also kept per table and index (`write_units_by_table`), for the bench's split, and
+- Write units are also kept per table and index (`write_units_by_table`), for the bench's split, with
+  what the same writes would cost if nothing were rounded up to a whole KB (`write_floor_by_table`), and
   everything is also kept per source (`by_source`: the function whose handler made the call, or
   "harness" for `billed()` ones), so the bench can measure the cost model's per-stage figures
   (missions.core.cost.figures).
@@ -50,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from missions.core.cost.infrastructure import (
+    WRITE_UNIT_BYTES,
     Usage,
     billed_events,
     express_gb_seconds,
@@ -155,6 +157,7 @@ class Meter:
         with self._lock:
             self._usage = Usage()
             self._table_writes: dict[str, dict[str, int]] = {}
+            self._table_floor: dict[str, dict[str, float]] = {}
             self._sources: dict[str, SourceUsage] = {}
             self.invocations: list[Invocation] = []
             self._started: set[str] = set()
@@ -187,6 +190,13 @@ class Meter:
         the table's own items, an index's name for that index's entries."""
         with self._lock:
             return {table: dict(parts) for table, parts in sorted(self._table_writes.items())}
+
+    def write_floor_by_table(self) -> dict[str, dict[str, float]]:
+        """Per table: the item writes it took ("items", an index's entries included) and the units they
+        would cost unrounded ("units": each at least one, else its bytes over 1 KB; an index entry as
+        written). Against `write_units_by_table`, what rounding up to whole KBs adds to these writes."""
+        with self._lock:
+            return {table: dict(floor) for table, floor in sorted(self._table_floor.items())}
 
     def by_source(self) -> dict[str, SourceUsage]:
         """What was counted so far per source: a function's name, or "harness" (the `billed()` calls).
@@ -324,10 +334,15 @@ class Meter:
         parts = {"table": write_units(size, transactional=write.transactional)}
         for index in indexes:
             parts[index.name] = index_write_units(index, table_keys, write.before, after)
+        unrounded = max(1.0, size / WRITE_UNIT_BYTES) * (2 if write.transactional else 1)
+        entries = [units for part, units in parts.items() if part != "table" and units]
         with self._lock:
             counted = self._table_writes.setdefault(name, {})
             for part, units in parts.items():
                 counted[part] = counted.get(part, 0) + units
+            floor = self._table_floor.setdefault(name, {"items": 0, "units": 0.0})
+            floor["items"] += 1 + len(entries)
+            floor["units"] += unrounded + sum(entries)
             by_source = self._source(moto_patches.invoking() or "harness").writes
             by_source[name] = by_source.get(name, 0) + sum(parts.values())
         return sum(parts.values())
