@@ -129,10 +129,13 @@ ACCESS: dict[str, Access] = {
     # a paused mission's wait is kept on its record, and its timeline says it paused (mission.paused)
     # a delegation starts its sub-mission (a submit: the record, the user's preferences, the drain), and a
     # refused one answers its own interrupt at once (missions.service.delegation)
+    # the write that makes its mission wait (or paused) folds in where its stages got to: their newest
+    # checkpoint (missions.service.progress)
     "interrupt": Access(
         tables={
             **_STARTS,
             "interrupts": TableAccess((PUT, GET, UPDATE)),
+            "checkpoints": TableAccess((GET, PUT, QUERY)),
         },
         blobs=_BLOBS_RW,
         start_missions=True,
@@ -236,6 +239,8 @@ ACCESS: dict[str, Access] = {
             "interrupts": TableAccess((GET, UPDATE, QUERY)),
             "memory": TableAccess((GET,)),
             "events": TableAccess(_APPEND_EVENTS),
+            # and the write that ends it folds in where its stages got to: their newest checkpoint
+            "checkpoints": TableAccess((GET, PUT, QUERY)),
         },
         blobs=_BLOBS_RW,
         start_missions=True,

@@ -99,6 +99,23 @@ def test_checkpoint_list_latest_oldest_first(backend):
     assert backend.checkpoints.get("t1", "0002").parent_id == "0001"
 
 
+def test_a_stages_progress_comes_back_with_its_checkpoint_and_as_the_latest(backend):
+    # Given two stages' checkpoints, each with the mission's progress after it (the newest one asking)
+    counters = {"agent_hops": 2, "cost_usd": 0.1 + 0.2, "llm_calls": 1}
+    first = checkpoint("t1", "0001").model_copy(update={"progress": {"stage": "plan", "counters": {"agent_hops": 1}}})
+    asking = {"stage": "ask", "next_stage": "await:clarification", "phase": "planning", "counters": counters}
+    second = checkpoint("t1", "0002", parent_id="0001").model_copy(update={"progress": {**asking, "asking": "i_1"}})
+    for c in (second, first):
+        backend.checkpoints.put(c)
+    # Then each comes back with its progress exactly (a float's digits too), and the latest is the newest
+    assert backend.checkpoints.get("t1", "0001") == first
+    assert backend.checkpoints.latest("t1") == second
+    assert backend.checkpoints.latest("t1").progress["counters"]["cost_usd"] == 0.1 + 0.2
+    # and one written before checkpoints kept progress reads as having none
+    assert backend.checkpoints.put(checkpoint("t2", "0001")).progress is None
+    assert backend.checkpoints.latest("t2").progress is None
+
+
 def test_checkpoint_get_missing(backend):
     with pytest.raises(NotFound):
         backend.checkpoints.get("t1", "0001")

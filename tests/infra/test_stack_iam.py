@@ -286,6 +286,25 @@ def test_only_the_api_and_the_deploy_write_agent_versions_and_only_who_ends_a_mi
     assert not any("dynamodb:Scan" in a for table in on.values() for a in table.values())
 
 
+def test_whoever_shows_or_ends_a_running_mission_may_read_its_newest_checkpoint(assembly: Assembly):
+    # Given every function's grants on the checkpoints table
+    policies = assembly.resources("dev", "AWS::IAM::Policy")
+    queries: set[str] = set()
+    for function in assembly.resources("dev", "AWS::Lambda::Function").values():
+        role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+        for policy in policies.values():
+            if {"Ref": role} not in policy["Properties"]["Roles"]:
+                continue
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                if "checkpoints" in _tables_referenced(statement) and "dynamodb:Query" in _actions(statement):
+                    queries.add(_function_service(function).removeprefix("missions-"))
+    # Then the stages (a retry, a join), the API (a running mission's status, a cancel), the interrupt function
+    # (a wait, a pause) and the status function (an end from outside) query it: a running mission's progress
+    # is there (missions.service.progress); besides them only retention (deleting a mission's) and the
+    # stream function (a mission's history) do
+    assert queries == {"stage", "api", "interrupt", "status", "retention", "stream"}, queries
+
+
 def test_only_the_api_erases_users_and_only_their_prefixes(assembly: Assembly):
     # Given the synthesized dev stack
     listings: dict[str, list[dict[str, Any]]] = {}

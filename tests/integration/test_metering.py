@@ -47,6 +47,7 @@ class Metered:
     invocations: list[Invocation]
     history: list[dict[str, Any]]
     states: list[str]  # the states entered, in order
+    sources: dict[str, Any]  # what each function (or the harness) used
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +65,7 @@ def demo(cloud: LocalCloud) -> Metered:
         list(meter.invocations),
         history,
         list(cloud.iter_states(outcome.mission_id)),
+        meter.by_source(),
     )
 
 
@@ -125,6 +127,21 @@ def test_a_stage_writes_one_event_item_and_no_index_of_the_missions_table(demo: 
     missions = demo.writes["missions"]
     assert missions["by_user"] == missions["by_capability"] <= 4 < stages
     assert missions["by_status"] == 1  # it entered the index of ended missions once
+
+
+def test_only_the_final_stage_writes_the_missions_record(demo: Metered, cloud: LocalCloud) -> None:
+    # Given the demo's stage functions, by what each wrote
+    final = registry.load("code_analysis").pipeline.final
+    stages = {
+        source: found for source, found in demo.sources.items() if source.startswith(f"{cloud.prefix}-code-analysis-")
+    }
+    assert len(stages) >= 5
+    # Then a stage that is not the last wrote its checkpoint and its events, and nothing of the record (its
+    # progress is in its checkpoint), and the final stage wrote the record's end
+    for source, found in stages.items():
+        wrote_record = found.writes.get("missions", 0)
+        assert found.writes["checkpoints"] >= 1 and found.writes["events"] >= 1
+        assert (wrote_record > 0) == source.endswith(final.replace("_", "-")), (source, found.writes)
 
 
 def test_the_mission_costs_something_and_less_than_a_cent(demo: Metered) -> None:

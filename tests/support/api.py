@@ -10,7 +10,7 @@ from missions.app import api
 from missions.app.runtime import Runtime
 from missions.local.devserver import http_event
 from missions.local.moto import LocalContext
-from missions.service.lifecycle import Lifecycle
+from missions.ports.checkpoints import Checkpoint
 from tests.support.fakes import FakeExecutions
 
 GOAL = "find the cheapest USB-C charger"
@@ -57,8 +57,11 @@ def executions(runtime: Runtime) -> FakeExecutions:
 
 
 def _ask(runtime: Runtime, mission_id: str) -> str:
-    """A stage asks (the runner records that the mission is asking), not yet answerable."""
-    Lifecycle(runtime.missions).progress(mission_id, asking="i_1")
+    """A stage asks (its checkpoint says the mission is asking, after the execution's first), not yet
+    answerable."""
+    progress = {"stage": "present", "counters": {"agent_hops": 2}, "asking": "i_1"}
+    asked = Checkpoint(thread_id=mission_id, checkpoint_id="0002-present", parent_id=None, stage="present", envelope={})
+    runtime.checkpoints.put(asked.model_copy(update={"progress": progress}))
     return "i_1"
 
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from missions.service.lifecycle import Lifecycle
     from missions.service.missions import MissionService
     from missions.service.notifications import NotificationService
+    from missions.service.progress import MissionProgress
     from missions.service.repositories.service import RepositoryService
     from missions.service.retention import Retention
     from missions.service.runner import StageTimings
@@ -139,7 +140,14 @@ class Runtime(Bindings):
     def lifecycle(self) -> Lifecycle:
         from missions.service.lifecycle import Lifecycle
 
-        return Lifecycle(self.missions)
+        return Lifecycle(self.missions, progress=self.progress.latest)
+
+    @cached_property
+    def progress(self) -> MissionProgress:
+        """Where a running mission is: its newest checkpoint's progress, over its record."""
+        from missions.service.progress import MissionProgress
+
+        return MissionProgress(self.checkpoints)
 
     @cached_property
     def launcher(self) -> Launcher:
@@ -195,6 +203,7 @@ class Runtime(Bindings):
 
         return MissionControl(
             missions=self.missions,
+            progress=self.progress,
             events=self.events,
             interrupts=self.interrupts,
             executions=self.executions,
@@ -312,6 +321,7 @@ class Runtime(Bindings):
             raise DependencyUnavailable("the chat needs the conversations table, which is not configured")
         return ChatService(
             missions=self.missions,
+            progress=self.progress,
             events=self.events,
             interrupts=self.interrupts,
             conversations=self.conversations,
@@ -428,6 +438,7 @@ class Runtime(Bindings):
             interrupts=self.interrupts,
             events=self.events,
             missions=self.missions,
+            progress=self.progress,
             launcher=lambda: self.launcher,
             notifications=lambda: self.notifications,
             sla_hours=self.settings.interrupt_sla_hours,

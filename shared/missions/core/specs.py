@@ -81,8 +81,8 @@ class TableSpec:
 
 # What listings show of a mission (missions.ports.missions.MissionSummary): the user's list and inbox (by_user),
 # metrics and the nightly evaluation (by_capability). None of it changes while a mission runs (its stage and
-# cost are copied into `listed_stage` and `listed_cost_usd` when it stops running), so a stage's update of the
-# record writes no index; listings read a running mission's record itself.
+# cost are copied into `listed_stage` and `listed_cost_usd` when it stops running); a running mission's
+# listing reads its record and its newest checkpoint (missions.service.progress).
 MISSION_SUMMARY = (
     "user_id",
     "capability",

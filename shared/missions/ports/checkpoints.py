@@ -29,6 +29,10 @@ class Checkpoint(Model):
     delta: dict[str, Any] | None = None
     # the stages this checkpoint records, in the order they ran: a join's parallel branches, then itself
     records: list[StageRecord] = Field(default_factory=list)
+    # where the mission stands after this stage, as its record shows a running mission (stage, next_stage,
+    # phase, counters, asking): kept here, in the write the stage makes anyway, and read by
+    # missions.service.progress (a mission's record is written when its status changes, not per stage)
+    progress: dict[str, Any] | None = None
 
     @model_validator(mode="after")
     def _one_state(self) -> Checkpoint:

@@ -72,8 +72,8 @@ class MissionRecord(Model):
     pause_id: str | None = None
     pause_token: str | None = None
     paused_at: str | None = None
-    # what the user told the mission while it ran (missions.core.mission.notes), oldest first: each stage that
-    # records its progress gets them back, and the next stage receives the ones it has not seen
+    # what the user told the mission while it ran (missions.core.mission.notes), oldest first: each stage reads
+    # them after its checkpoint, and the next stage receives the ones it has not seen
     notes: list[dict[str, Any]] = Field(default_factory=list)
     # a fork's source: {"mission_id", "checkpoint_id"} and the edit it started with, if any
     forked_from: dict[str, Any] | None = None
@@ -167,8 +167,7 @@ class MissionStore(Protocol):
     def transition(self, mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> MissionRecord:
         """Set `status` (and fields) only if the current status is in `allowed_from`, in one conditional
         write; TransitionRefused otherwise, NotFound if missing. Only missions.service.lifecycle calls it.
-        Returns the record as written (what the write returns, no read of its own): a stage learns the
-        notes its user sent with the write that records its progress."""
+        Returns the record as written (what the write returns, no read of its own)."""
 
     def drop_pending(self, mission_id: str, interrupt_id: str) -> MissionRecord:
         """Remove an answered question from `pending_interrupts` while the mission is interrupted, in one

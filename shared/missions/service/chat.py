@@ -52,6 +52,7 @@ from missions.ports.events import EventStore
 from missions.ports.interrupts import InterruptRecord, InterruptStore
 from missions.ports.missions import MissionRecord, MissionStore, running_stage
 from missions.service.interrupts import waiting_question, waiting_questions
+from missions.service.progress import MissionProgress
 
 POLL_SECONDS = 0.25
 _UPDATE_ATTEMPTS = 8
@@ -126,8 +127,11 @@ class ChatService:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         poll_seconds: float = POLL_SECONDS,
+        progress: MissionProgress | None = None,
     ):
+        """`progress`: where a running mission's stages got to (missions.service.progress)."""
         self.missions, self.events, self.interrupts, self.conversations = missions, events, interrupts, conversations
+        self._progress = progress
         self._submit, self._answer, self._choose = submit, answer, choose_capability
         self._capabilities, self._first_stage = capabilities, first_stage
         self._monotonic, self._sleep, self.poll_seconds = monotonic, sleep, poll_seconds
@@ -297,6 +301,8 @@ class ChatService:
             record = self.missions.get(mission_id)
             if record.status in TERMINAL:
                 return self._ended(record)
+            if self._progress is not None:
+                record = self._progress.current(record)
             if held is not None and record.status == MissionStatus.QUEUED:  # it will not start while you wait
                 content = f"Not started yet (mission {mission_id}): {held}."
                 return Reply(content, mission_id, record.status, usage_of(record.counters))

@@ -28,6 +28,7 @@ from missions.ports.interrupts import InterruptStore
 from missions.ports.missions import MissionRecord, MissionStore
 from missions.service.launcher import Launcher
 from missions.service.lifecycle import Lifecycle
+from missions.service.progress import MissionProgress
 
 if TYPE_CHECKING:
     from missions.service.delegation import Delegations
@@ -57,17 +58,20 @@ class MissionControl:
         notifications: Callable[[], NotificationService] | None = None,
         delegations: Callable[[], Delegations] | None = None,
         usage: Callable[[], UsageStore] | None = None,
+        progress: MissionProgress | None = None,
     ):
         """`notifications`: made on first use, by the status function only (notices of missions that ended).
         `delegations`: made on first use, for missions that have a parent or children. `usage`: where a
-        mission this service ends (cancelled, or failed when its execution ended) has its calls counted."""
+        mission this service ends (cancelled, or failed when its execution ended) has its calls counted.
+        `progress`: where its stages got to, folded into the write that ends it (missions.service.progress)."""
         self._missions = missions
         self._notifications = notifications
         self._events = events
         self._interrupts = interrupts
         self._executions = executions
         self._launcher = launcher
-        self._lifecycle = Lifecycle(missions)
+        self._progress = progress
+        self._lifecycle = Lifecycle(missions, progress=progress.latest if progress is not None else None)
         self._delegations = delegations
         self._usage = usage
 
@@ -140,6 +144,8 @@ class MissionControl:
         if record.status != MissionStatus.RUNNING:
             raise ConflictError(_why_not("paused", record.status))
         self._lifecycle.pause(record.mission_id)  # TransitionRefused when it moved on meanwhile
+        if self._progress is not None:
+            record = self._progress.current(record)
         self._announce_event(record.mission_id, EventType.MISSION_PAUSING, stage=record.next_stage or record.stage)
 
     def resume(self, record: MissionRecord) -> bool:

@@ -21,6 +21,7 @@ from missions.ports.events import EventStore
 from missions.ports.interrupts import InterruptRecord, InterruptStore
 from missions.ports.missions import MissionRecord, MissionStore, MissionSummary
 from missions.service.lifecycle import Lifecycle
+from missions.service.progress import MissionProgress
 
 if TYPE_CHECKING:
     from missions.service.delegation import Delegations
@@ -214,11 +215,14 @@ class InterruptService:
         sla_hours: int = 24,
         count: Callable[[str, int], None] = lambda name, value: None,
         delegations: Callable[[], Delegations] | None = None,
+        progress: MissionProgress | None = None,
     ):
+        """`progress`: where the mission's stages got to, folded into the write that makes it wait
+        (missions.service.progress)."""
         self._interrupts = interrupts
         self._events = events
         self._missions = missions
-        self._lifecycle = Lifecycle(missions)
+        self._lifecycle = Lifecycle(missions, progress=progress.latest if progress is not None else None)
         self._launcher = launcher
         self._notifications = notifications
         self._sla_hours = sla_hours

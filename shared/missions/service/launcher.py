@@ -455,7 +455,7 @@ class ExecutionStarter:
             self._state_machine_arn(envelope.capability), envelope.mission_id, json.dumps(state)
         )
         try:
-            self._lifecycle.progress(envelope.mission_id, execution_arn=arn)
+            self._lifecycle.execution_started(envelope.mission_id, arn)
         except TransitionRefused:  # cancelled between its claim and this start: stop what just began
             self._executions.stop(arn, "cancelled before it started")
 

@@ -8,7 +8,7 @@ leaves a terminal status, a stage that finishes after its mission was cancelled 
 to running, and a queued mission cancelled before its claim can never start. Pure: it speaks only to
 the MissionStore port.
 
-Pausing is the user's; the stage in flight finishes (its progress keeps the mission pausing), its
+Pausing is the user's; the stage in flight finishes (it finds the mission pausing), its
 segment hands back and the mission's machine waits on a task token, as for a question: `paused`
 then holds no running slot. A question asked by that last stage, or its end, wins over the pause
 (a mission waiting for an answer holds no slot either). A paused mission whose wait times out ends
@@ -17,6 +17,7 @@ through its final stage (`pause_expired`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from missions.core.mission.envelope import utcnow
@@ -25,10 +26,19 @@ from missions.core.mission.status import MissionStatus as S
 from missions.core.redaction import redact
 from missions.ports.missions import MissionRecord, MissionStore
 
+# the statuses a mission reaches by leaving the stages' hands (a wait, a pause, its end from outside): their
+# write folds in where its stages got to, which the record no longer hears of while it runs
+_FOLDS_PROGRESS = frozenset({S.INTERRUPTED, S.PAUSED, S.CANCELLED, S.FAILED, S.COMPLETED})
+
 
 class Lifecycle:
-    def __init__(self, missions: MissionStore):
+    """`progress`: a mission's newest stage's progress (missions.service.progress.MissionProgress.latest),
+    folded into every write that moves it out of its stages' hands, unless the write names the stage
+    itself (the final stage's end does)."""
+
+    def __init__(self, missions: MissionStore, progress: Callable[[str], dict[str, Any]] | None = None):
         self.missions = missions
+        self._progress = progress
 
     def queued(self, record: MissionRecord) -> None:
         """A new mission's first status: its record written once, queued (ConflictError when a mission
@@ -43,6 +53,8 @@ class Lifecycle:
         """Every write of a status: a terminal reason may quote an exception, so it loses its credentials here."""
         if isinstance(fields.get("terminal_reason"), str):
             fields["terminal_reason"] = redact(fields["terminal_reason"])
+        if self._progress is not None and status in _FOLDS_PROGRESS and "stage" not in fields:
+            fields = {**self._progress(mission_id), **fields}
         return self.missions.transition(mission_id, str(status), allowed_from, **fields)  # its plain string
 
     # the named transitions, as their writers think of them -----------------------------------------
@@ -51,13 +63,10 @@ class Lifecycle:
         """The dispatcher claimed it (only from created or queued: a cancelled one never starts)."""
         self._transition(mission_id, S.RUNNING, NOT_STARTED, **fields)
 
-    def progress(self, mission_id: str, **fields: Any) -> MissionRecord:
-        """A stage ran (or an answer resumed it): only while the mission is active."""
-        return self._transition(mission_id, S.RUNNING, ACTIVE, **fields)
-
-    def progress_while_pausing(self, mission_id: str, **fields: Any) -> MissionRecord:
-        """The stage in flight when the user paused ran: its progress is recorded, the mission stays pausing."""
-        return self._transition(mission_id, S.PAUSING, frozenset({S.PAUSING}), **fields)
+    def execution_started(self, mission_id: str, execution_arn: str) -> None:
+        """Its execution began (refused once it was cancelled). A stage's progress is not written here: it
+        is kept in the stage's checkpoint (missions.service.progress)."""
+        self._transition(mission_id, S.RUNNING, ACTIVE, execution_arn=execution_arn)
 
     def pause(self, mission_id: str) -> MissionRecord:
         """The user paused it (only a running mission): its stage in flight finishes, then it waits."""

@@ -9,6 +9,7 @@ import base64
 from missions.app.runtime import Runtime
 from missions.core.mission.events import Event, EventType
 from missions.core.mission.status import MissionStatus
+from missions.ports.checkpoints import Checkpoint
 from missions.service.interrupts import record_interrupt
 from missions.service.lifecycle import Lifecycle
 from tests.support.api import GOAL, _ask, _question, call, exchange, executions, start
@@ -32,6 +33,26 @@ def test_feedback_waits_for_the_end_then_is_taken_once(runtime: Runtime):
     Lifecycle(runtime.missions).end(mission_id, MissionStatus.COMPLETED, terminal_reason="completed")
     assert call(runtime, "POST", f"/missions/{mission_id}/feedback", {"completed": True, "quality": 4})[0] == 200
     assert call(runtime, "POST", f"/missions/{mission_id}/feedback", {"completed": False})[0] == 409
+
+
+def test_a_running_mission_is_shown_where_its_last_stage_sent_it_and_cancelling_keeps_that(runtime: Runtime):
+    # Given a running mission whose stage `present` committed (its checkpoint holds the progress)
+    mission_id = start(runtime)
+    progress = {"stage": "present", "next_stage": "checkout", "phase": "executing", "counters": {"agent_hops": 2}}
+    runtime.checkpoints.put(
+        Checkpoint(
+            thread_id=mission_id, checkpoint_id="0002-present", parent_id=None, stage="present", envelope={}
+        ).model_copy(update={"progress": {**progress, "counters": {"agent_hops": 2, "cost_usd": 0.004}}})
+    )
+    # When it is read and listed, Then both show the stage that ran, the one running now and the cost so far
+    mission = call(runtime, "GET", f"/missions/{mission_id}")[1]
+    assert (mission["stage"], mission["running_stage"], mission["cost_usd"]) == ("present", "checkout", 0.004)
+    listed = call(runtime, "GET", "/missions")[1]["missions"][0]
+    assert (listed["stage"], listed["running_stage"]) == ("present", "checkout")
+    # and once cancelled, its record keeps where it got to
+    assert call(runtime, "POST", f"/missions/{mission_id}/cancel")[0] == 200
+    record = runtime.missions.get(mission_id)
+    assert (record.status, record.stage, record.cost_usd) == (MissionStatus.CANCELLED, "present", 0.004)
 
 
 def test_a_fork_from_a_checkpoint_is_dispatched(runtime: Runtime):

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from missions.adapters.memory.checkpoints import MemoryCheckpointStore
 from missions.adapters.memory.conversations import InMemoryConversationStore
 from missions.adapters.memory.events import MemoryEventStore
 from missions.adapters.memory.interrupts import MemoryInterruptStore
@@ -23,10 +24,12 @@ from missions.core.mission.envelope import InterruptKind, InterruptResponse
 from missions.core.mission.events import Event, EventType
 from missions.core.mission.requests import MissionRequest
 from missions.core.mission.status import TERMINAL, MissionStatus
+from missions.ports.checkpoints import Checkpoint
 from missions.ports.interrupts import InterruptRecord
 from missions.ports.missions import MissionRecord
 from missions.service.chat import ChatService, Progress, Reply
 from missions.service.lifecycle import Lifecycle
+from missions.service.progress import MissionProgress
 
 # -- the wire format -----------------------------------------------------------------------------
 
@@ -161,6 +164,7 @@ class World:
 
     def __init__(self) -> None:
         self.missions, self.events = MemoryMissionStore(), MemoryEventStore()
+        self.checkpoints = MemoryCheckpointStore()
         self.interrupts, self.conversations = MemoryInterruptStore(), InMemoryConversationStore()
         self.started: list[MissionRequest] = []
         self.answers: list[tuple[str, str, InterruptResponse]] = []
@@ -177,6 +181,7 @@ class World:
             first_stage=lambda capability: "plan",
             monotonic=self.clock.monotonic,
             sleep=self.clock.sleep,
+            progress=MissionProgress(self.checkpoints),
         )
         self.on_poll: list[Any] = []
 
@@ -329,15 +334,25 @@ def test_a_new_message_is_kept_behind_the_open_one_and_the_chat_follows_the_new_
     assert memory.awaiting == "m2"
 
 
-def test_a_stage_is_told_as_it_begins_from_the_missions_record_once():
+def test_a_stage_is_told_as_it_begins_from_its_checkpoints_progress_once():
     # Given a mission whose first stage ran and whose routing sent it on to `search`
     world = World()
     calls = {"n": 0}
 
     def route_on() -> None:
         calls["n"] += 1
-        if calls["n"] == 1:  # the first stage commits: its events, and where it goes next, in its update
-            Lifecycle(world.missions).progress("m1", stage="plan", next_stage="search", counters={"agent_hops": 1})
+        if calls["n"] == 1:  # the first stage commits: its events, and where it goes next, in its checkpoint
+            progress = {"stage": "plan", "next_stage": "search", "counters": {"agent_hops": 1}}
+            world.checkpoints.put(
+                Checkpoint(
+                    thread_id="m1",
+                    checkpoint_id="0001-plan",
+                    parent_id=None,
+                    stage="plan",
+                    envelope={},
+                    progress=progress,
+                )
+            )
         elif calls["n"] == 4:
             world.finish("m1", "found")
 

@@ -44,13 +44,12 @@ def test_code_analysis_stages_name_the_phases_users_see():
 
 
 STATUSES = sorted({s for allowed in ALLOWED_FROM.values() for s in allowed} | set(ALLOWED_FROM))
-PAUSE_STEPS = ("pause", "progress", "paused", "unpaused", "end", "cancel")
+PAUSE_STEPS = ("pause", "paused", "unpaused", "end", "cancel")
 
 
 def _step(lifecycle: Lifecycle, step: str) -> None:
     actions = {
         "pause": lambda: lifecycle.pause("m"),
-        "progress": lambda: lifecycle.progress_while_pausing("m", stage="s"),
         "paused": lambda: lifecycle.paused("m", "pause-0001", "token"),
         "unpaused": lambda: lifecycle.unpaused("m"),
         "end": lambda: lifecycle.end("m", "completed"),

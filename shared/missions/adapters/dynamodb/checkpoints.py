@@ -94,4 +94,4 @@ class DynamoCheckpointStore(DynamoTable):
         return Checkpoint.model_validate(item)
 
 
-_JSON_ATTRIBUTES = ("envelope", "delta", "records")  # a checkpoint's attributes kept as JSON text
+_JSON_ATTRIBUTES = ("envelope", "delta", "records", "progress")  # a checkpoint's attributes kept as JSON text

@@ -41,10 +41,10 @@ class DynamoMissionStore(DynamoTable):
     created_at), which hold a mission's summary (specs.MISSION_SUMMARY), and by_status (status,
     completed_at), which holds its keys. Unset fields are absent, not NULL: an index key may not be NULL.
 
-    Nothing an index holds changes while a mission runs, so the update each stage makes (its stage,
-    counters, next stage) writes the table alone. What listings show of a stage and a cost is copied
-    into `listed_stage` and `listed_cost_usd` by the writes that move a mission to a status other than
-    running (and by any plain update of them); listings read a running mission's record itself. The
+    Nothing an index holds changes while a mission runs (its stages' progress is in their checkpoints,
+    missions.service.progress). What listings show of a stage and a cost is copied into `listed_stage` and
+    `listed_cost_usd` by the writes that move a mission to a status other than running (and by any plain
+    update of them); listings read a running mission's record itself, and its newest checkpoint. The
     `result` is stored compressed (zlib of its JSON): it is most of a finished mission's item, and every
     later write of the item (feedback, archiving) costs its size again."""
 
@@ -204,7 +204,7 @@ class DynamoMissionStore(DynamoTable):
     def _listed(values: dict[str, Any], sets: list[str], names: dict[str, str], attr_values: dict[str, Any]) -> None:
         """What listings show of the stage and the cost, kept by the writes that can change it for them: a
         move to any status but running (from this write's values, else from the stored ones), or a plain
-        update of them. A running mission's stage reports write neither, so they write no index."""
+        update of them. A write that keeps a mission running writes neither, so it writes no index."""
         if values.get("status") == MissionStatus.RUNNING:
             return
         moving = "status" in values

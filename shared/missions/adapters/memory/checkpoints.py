@@ -16,6 +16,7 @@ class MemoryCheckpointStore:
 
     def __init__(self) -> None:
         self._items: dict[tuple[str, str], str] = {}
+        self._latest: dict[str, str] = {}  # each thread's newest checkpoint id: a status read asks for it
         self._lock = threading.Lock()
 
     def put(self, checkpoint: Checkpoint) -> Checkpoint:
@@ -25,6 +26,9 @@ class MemoryCheckpointStore:
             if existing is not None:
                 return Checkpoint.model_validate_json(existing)
             self._items[key] = checkpoint.model_dump_json()
+            newest = self._latest.get(checkpoint.thread_id)
+            if newest is None or checkpoint.checkpoint_id > newest:
+                self._latest[checkpoint.thread_id] = checkpoint.checkpoint_id
             return checkpoint
 
     def get(self, thread_id: str, checkpoint_id: str) -> Checkpoint:
@@ -42,8 +46,9 @@ class MemoryCheckpointStore:
             keys = [key for key in self._items if key[0] == thread_id]
             for key in keys:
                 del self._items[key]
+            self._latest.pop(thread_id, None)
             return len(keys)
 
     def latest(self, thread_id: str) -> Checkpoint | None:
-        found = self.list(thread_id)
-        return found[-1] if found else None
+        newest = self._latest.get(thread_id)
+        return None if newest is None else self.get(thread_id, newest)

@@ -102,7 +102,7 @@ def list_missions(
         r for r in records if (not status or r.status == status) and (not capability or r.capability == capability)
     ]
     start = _decode_cursor(cursor)
-    page = records[start : start + limit]
+    page = [runtime().progress.summary(r) for r in records[start : start + limit]]
     next_cursor = _encode_cursor(start + limit) if start + limit < len(records) else None
     return {"missions": [_summary(r) for r in page], "cursor": next_cursor}
 
@@ -151,7 +151,7 @@ def get_mission(mission_id: str) -> dict[str, Any]:
     """Status, lifecycle, the question waiting for you (once it can be answered), why it is queued, the
     result, counters and cost."""
     user = current_user()
-    record = owned_mission(mission_id, user)
+    record = runtime().progress.current(owned_mission(mission_id, user))
     counters = record.counters or {}
     questions = _answerable_questions(record)
     return {
@@ -409,7 +409,7 @@ def answer(mission_id: str, interrupt_id: str, body: AnswerBody) -> dict[str, An
     except NotAnswerableYet as exc:  # its token is stored, the mission not yet marked waiting
         return error(409, str(exc), headers={"Retry-After": "1"})
     except NotFound:
-        if record.asking == interrupt_id:  # asked, but its token is not stored yet
+        if runtime().progress.current(record).asking == interrupt_id:  # asked, its token not stored yet
             return error(409, f"question {interrupt_id} is not answerable yet", headers={"Retry-After": "1"})
         raise NotFoundError(f"no interrupt {interrupt_id} in mission {mission_id}") from None
     status = "waiting" if now is None else "answered" if now else "queued"

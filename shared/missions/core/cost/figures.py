@@ -53,15 +53,17 @@ class Figures:
 FIGURES = Figures(
     measured="make bench (bench/cost.py), code_analysis demo on the emulation, 11 stages",
     stages={
+        # a stage's progress is in its checkpoint (missions.service.progress): it reads the mission's record
+        # (a cancel, a pause, the user's notes) and writes none of it
         "llm": StageFigures(
             lambda_ms=31.0,
-            writes={"checkpoints": 1.29, "events": 1.0, "missions": 1.0, "usage": 1.0},
-            reads={"agents": 0.57, "checkpoints": 2.0},
+            writes={"checkpoints": 1.29, "events": 1.0, "usage": 1.0},
+            reads={"agents": 0.57, "checkpoints": 2.0, "missions": 1.0},
         ),
         "tools": StageFigures(
             lambda_ms=800.0,
-            writes={"checkpoints": 4.67, "events": 1.0, "missions": 1.0},
-            reads={"agents": 1.0, "checkpoints": 1.33, "events": 0.33},
+            writes={"checkpoints": 4.67, "events": 1.0},
+            reads={"agents": 1.0, "checkpoints": 1.33, "events": 0.33, "missions": 1.0},
         ),
         "final": StageFigures(
             lambda_ms=31.0,

@@ -42,7 +42,7 @@ import pydantic_core
 # what is written into the envelope between two stages, outside the stage: the compiled state machine's
 # ResultPaths under $.envelope other than the stage's own result (an answer, a failure, branch results,
 # the stage a resumed mission goes to, the notes a resume hands over) and the stage's word to its
-# segment and its mission's machine (segment_yield, pause, mission_ended) with the notes its progress write returned.
+# segment and its mission's machine (segment_yield, pause, mission_ended) with the notes its record held.
 # The delta always names them, so the parent's state with the delta is the stage's, whatever they held.
 MACHINE_FIELDS = (
     "resume",

@@ -221,7 +221,7 @@ class Envelope(Model):
     # set by a stage of an Express segment that found its mission ended meanwhile (cancelled): the segment
     # hands back without starting the next one (missions.core.pipeline.compiler); said afresh by each stage
     mission_ended: bool = False
-    # the user's notes the mission's record held when the last stage recorded its progress (or that the
+    # the user's notes the mission's record held when the last stage read it after its checkpoint (or that the
     # resume handed over): the next stage receives those it has not seen (missions.core.mission.notes)
     notes: list[dict[str, Any]] | None = None
 

@@ -102,7 +102,7 @@ class Invocation:
     timings: StageTimings = field(default_factory=StageTimings)
     usage: list[UsageRecord] = field(default_factory=list)  # its model calls
     report: StageReport | None = None
-    # the stage found its mission ended (cancelled) when it went to record its progress
+    # the stage found its mission ended (cancelled) when it read its record after its checkpoint
     mission_ended_meanwhile: bool = False
     # the stage found its user paused the mission: the mission's machine waits after it
     pausing: bool = False

@@ -1,6 +1,6 @@
-"""What a stage writes when it is done: its events and its write-once checkpoint, then the mission's
-progress through the lifecycle (the one writer of a mission's status). A failing attempt writes only its
-events, under a name of its own."""
+"""What a stage writes when it is done: its events and its write-once checkpoint, which holds the mission's
+progress (missions.service.progress); the final stage then writes the mission's end through the lifecycle
+(the one writer of a mission's status). A failing attempt writes only its events, under a name of its own."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from missions.core.errors import NON_RETRYABLE, NotFound, TransitionRefused
 from missions.core.mission.checkpoints import diff, snapshot_due
 from missions.core.mission.envelope import Envelope, StageRecord
 from missions.core.mission.events import Event, EventType
-from missions.core.mission.status import MissionStatus
+from missions.core.mission.status import ACTIVE, MissionStatus
 from missions.core.pipeline.config import PipelineConfig
 from missions.ports.agents import count_ended_mission
 from missions.ports.checkpoints import Checkpoint
@@ -59,6 +59,7 @@ class StageCommit:
         # this one rewrites them in place
         self._services.events.append(envelope.mission_id, checkpoint_id, events)
         whole = snapshot_due(parent, hops_before, envelope.counters.agent_hops)
+        progress = self._progress(envelope, stage)
         checkpoint = Checkpoint(
             thread_id=envelope.mission_id,
             checkpoint_id=checkpoint_id,
@@ -67,12 +68,13 @@ class StageCommit:
             envelope=encoded if whole else None,
             delta=None if whole else diff(given, encoded),
             records=records,
+            progress=progress,
         )
         stored = checkpoints.put(checkpoint)
         if (stored.envelope, stored.delta) != (checkpoint.envelope, checkpoint.delta):
             # an earlier attempt of this very stage committed meanwhile: its state stands
             return state_at(checkpoints, envelope.mission_id, stored)
-        notes = self._update_mission(envelope, stage, status)
+        notes = self._update_mission(envelope, stage, status, progress)
         if notes is None:
             # the mission ended meanwhile (cancelled): an Express segment cannot be stopped from outside,
             # so the app tells it to hand back now instead of running the stages after this one
@@ -95,13 +97,10 @@ class StageCommit:
         for key in self._liveness.dead(envelope.next_stage, older):
             del envelope.outputs[key]
 
-    def _update_mission(self, envelope: Envelope, stage: str, status: str) -> list[dict[str, Any]] | None:
-        """Record the stage on the mission: the notes its record holds (the write returns them), None when
-        the lifecycle refused (the mission ended meanwhile). A mission its user is pausing stays pausing,
-        and this stage says so (`pausing`)."""
-        if self._services.missions is None:
-            return []
-        fields: dict[str, Any] = {
+    def _progress(self, envelope: Envelope, stage: str) -> dict[str, Any]:
+        """Where the mission stands after this stage, as a running mission's record shows it
+        (missions.service.progress): kept in the stage's checkpoint."""
+        return {
             "stage": stage,
             "next_stage": envelope.next_stage,
             "phase": self._pipeline.agent(stage).phase or "executing",
@@ -110,30 +109,38 @@ class StageCommit:
             # interrupted) once its answer can be delivered, so no client sees a question it cannot answer
             "asking": envelope.interrupt.id if envelope.interrupt else None,
         }
-        lifecycle = Lifecycle(self._services.missions)
-        try:
-            if envelope.next_stage is None:  # the final stage ran: the mission is over
-                lifecycle.end(
+
+    def _update_mission(
+        self, envelope: Envelope, stage: str, status: str, progress: dict[str, Any]
+    ) -> list[dict[str, Any]] | None:
+        """The final stage writes the mission's end; any other reads its record: the notes it holds, None
+        when the mission ended meanwhile (cancelled). A mission its user is pausing stays pausing, and
+        this stage says so (`pausing`). Its progress is in its checkpoint: the record is not written."""
+        missions = self._services.missions
+        if missions is None:
+            return []
+        if envelope.next_stage is None:  # the final stage ran: the mission is over
+            try:
+                Lifecycle(missions).end(
                     envelope.mission_id,
                     "failed" if status == "failed" else "completed",
                     terminal_reason=envelope.terminal_reason,
                     result=self.result(envelope),
-                    **fields,
+                    **progress,
                 )
-                self._count_usage(envelope.mission_id)
-                return []
-            try:
-                return lifecycle.progress(envelope.mission_id, **fields).notes
             except TransitionRefused as refused:
-                if refused.current != MissionStatus.PAUSING:
-                    raise
-                recorded = lifecycle.progress_while_pausing(envelope.mission_id, **fields)
-                self._invocation.pausing = True
-                return recorded.notes
-        except TransitionRefused as refused:
-            # cancelled while this stage ran: its execution is being stopped; the user's choice stands
-            log.info("stage %s of %s did not record its progress: %s", stage, envelope.mission_id, refused)
+                # cancelled while this stage ran: its execution is being stopped; the user's choice stands
+                log.info("stage %s of %s did not record the end: %s", stage, envelope.mission_id, refused)
+                return None
+            self._count_usage(envelope.mission_id)
+            return []
+        record = missions.get(envelope.mission_id)
+        if record.status == MissionStatus.PAUSING:
+            self._invocation.pausing = True
+        elif record.status not in ACTIVE:  # cancelled (or cancelling) while this stage ran
+            log.info("stage %s of %s ran after its mission became %s", stage, envelope.mission_id, record.status)
             return None
+        return record.notes
 
     def _count_usage(self, mission_id: str) -> None:
         """This stage wrote its mission's end (no other write can): the mission's calls go into the usage

@@ -58,7 +58,7 @@ class StageRunner:
 
     @property
     def mission_ended_meanwhile(self) -> bool:
-        """The last stage found its mission ended (cancelled) when it went to record its progress."""
+        """The last stage found its mission ended (cancelled) when it read its record after its checkpoint."""
         return self._invocation.mission_ended_meanwhile
 
     @property

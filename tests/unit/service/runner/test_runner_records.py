@@ -38,6 +38,33 @@ def test_one_checkpoint_per_stage_chained_to_its_parent():
     assert [[r.stage for r in c.records] for c in checkpoints] == [["gather"], ["think"], ["done"]]
 
 
+def test_a_stage_keeps_the_missions_progress_in_its_checkpoint_and_only_the_end_writes_the_record():
+    # Given a mission of three stages, started, whose record is watched for writes
+    driver = DirectDriver(gather_think_done([]))
+    missions = driver.stores.missions
+    written: list[str] = []
+    transition = missions.transition
+
+    def watched(mission_id: str, status: str, allowed_from: frozenset[str], **fields: Any) -> Any:
+        written.append(status)
+        return transition(mission_id, status, allowed_from, **fields)
+
+    missions.transition = watched  # type: ignore[method-assign]
+    # When it runs
+    env = driver.run("where am I")
+    # Then each stage's checkpoint says where the mission stood after it
+    progress = [c.progress or {} for c in driver.stores.checkpoints.list(env.mission_id)]
+    assert [(p["stage"], p["next_stage"], p["counters"]["agent_hops"]) for p in progress] == [
+        ("gather", "think", 1),
+        ("think", "done", 2),
+        ("done", None, 3),
+    ]
+    # and of the three stages only the last wrote the record (its end), which says where it ended
+    assert written == ["completed"]
+    record = missions.get(env.mission_id)
+    assert (record.stage, record.agent_hops, record.next_stage) == ("done", 3, None)
+
+
 def test_rerunning_a_stage_with_the_same_input_returns_the_stored_checkpoint():
     # Given a finished mission
     ran: list[str] = []
