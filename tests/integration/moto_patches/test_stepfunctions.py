@@ -69,7 +69,8 @@ def test_a_task_token_is_answered_while_another_execution_is_still_starting(aws:
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.stepfunctions.responses import get_backend  # the backend that executes
 
-    worker = get_backend(DEFAULT_ACCOUNT_ID, REGION).describe_execution(starting).exec_worker
+    execution = get_backend(DEFAULT_ACCOUNT_ID, REGION).describe_execution(starting)
+    worker = execution.exec_worker
     environment, worker.env = worker.env, None
     try:
         # When the other one's token is answered, and an unknown token failed
@@ -78,6 +79,14 @@ def test_a_task_token_is_answered_while_another_execution_is_still_starting(aws:
             aws.sfn.send_task_failure(taskToken="no-such-token", error="Refused", cause="unknown token")
     finally:
         worker.env = environment
+    # and while it is made but not started yet (no status: moto's own filter read it and failed the task
+    # that sent a token), a token is still looked up: an unknown one is refused as such
+    status, execution.exec_status = execution.exec_status, None
+    try:
+        with pytest.raises(aws.sfn.exceptions.InvalidToken):
+            aws.sfn.send_task_success(taskToken="no-such-token", output="{}")
+    finally:
+        execution.exec_status = status
 
     # Then the answered one resumed with its answer, and the starting one still takes its own token
     assert json.loads(aws.finished(waiting)["output"]) == {"answer": "the blue one"}

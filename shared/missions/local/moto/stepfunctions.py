@@ -282,13 +282,17 @@ class _SharedClients:
 
 
 def _executions_with_environment(self: Any, execution_status: Any = None) -> list[Any]:
-    """moto's own list of executions (which it searches for a task token or a map run), without those
-    whose worker has not built its environment yet: they hold neither, and moto would read it."""
-    return [
-        execution
-        for execution in WITH_ENVIRONMENT.original(self, execution_status)
-        if execution.exec_worker is not None and execution.exec_worker.env is not None
-    ]
+    """moto's list of executions (which it searches for a task token or a map run), without those still
+    starting: one made but not started has no status yet (moto's own filter would read it, and fail the
+    task that sent a token), and one whose worker has not built its environment holds no token."""
+    found = []
+    for machine in self.state_machines:
+        for execution in machine.executions:
+            if execution.exec_status is None or execution.exec_worker is None or execution.exec_worker.env is None:
+                continue
+            if execution_status is None or execution_status == execution.status:
+                found.append(execution)
+    return found
 
 
 # -- patch 14: the Step Functions startExecution integration ------------------------------------------------
@@ -399,7 +403,7 @@ WITH_ENVIRONMENT = Patch(
     "moto.stepfunctions.parser.models:StepFunctionsParserBackend",
     "_get_executions",
     _executions_with_environment,
-    "10: moto reads the environment of an execution still starting (it has none) for each task token",
+    "10: moto reads the status and the environment of an execution still starting (it has neither) for each task token",
 )
 SFN_PARAMETERS = Patch(
     _SFN_SERVICE,
