@@ -109,9 +109,10 @@ class MissionSummary(Model):
     """A mission as listings show it: what the user's list, the inbox, metrics and the nightly evaluation
     read. The missions table's by_user and by_capability indexes hold exactly this (specs.MISSION_SUMMARY),
     none of which changes while a mission runs; so a running mission's summary is made from its record
-    (where it is: `stage`, `next_stage`, `phase`, `agent_hops`, its cost so far), and any other's from the
-    index (its last stage and its cost as they were when it stopped running; `next_stage`, `phase` and
-    `agent_hops` only matter while it runs, and are left empty)."""
+    and its newest checkpoint (missions.service.progress: where it is, `stage`, `next_stage`, `phase`,
+    `agent_hops`, its cost so far), and any other's from the index (its last stage and its cost as they
+    were when it stopped running; `next_stage`, `phase` and `agent_hops` only matter while it runs, and
+    are left empty)."""
 
     mission_id: str
     user_id: str

@@ -35,19 +35,29 @@ class MissionProgress:
 
     def latest(self, mission_id: str) -> dict[str, Any]:
         """The newest stage's progress ({} when no stage has committed yet)."""
+        found = self._newest(mission_id)
+        return found[0] if found else {}
+
+    def _newest(self, mission_id: str) -> tuple[dict[str, Any], str] | None:
+        """The newest stage's progress, and when its checkpoint was written."""
         checkpoint = self._checkpoints.latest(mission_id)
         if checkpoint is None or not checkpoint.progress:
-            return {}
-        return {name: checkpoint.progress.get(name) for name in PROGRESS_FIELDS}
+            return None
+        return {name: checkpoint.progress.get(name) for name in PROGRESS_FIELDS}, checkpoint.created_at
 
     def _newer(self, mission_id: str, status: str, hops: int) -> dict[str, Any]:
+        """The newest stage's progress (and `updated_at`, its time) when a stage ran since the record was
+        written; {} when none did."""
         if status not in MAY_HAVE_MOVED:
             return {}
-        found = self.latest(mission_id)
-        return found if found and _hops(found.get("counters")) > hops else {}
+        found = self._newest(mission_id)
+        if found is None or _hops(found[0].get("counters")) <= hops:
+            return {}
+        return {**found[0], "updated_at": found[1]}
 
     def current(self, record: MissionRecord) -> MissionRecord:
-        """The record, with the progress of any stage that ran since it was written."""
+        """The record, with the progress of any stage that ran since it was written (and that stage's time
+        as its `updated_at`)."""
         newer = self._newer(record.mission_id, record.status, record.agent_hops)
         return record.model_copy(update=newer) if newer else record
 

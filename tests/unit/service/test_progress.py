@@ -58,8 +58,10 @@ def test_a_running_missions_record_shows_where_its_last_stage_sent_it():
     _stage(checkpoints, 2, "search", "write")
     # When it is read through its progress
     shown = MissionProgress(checkpoints).current(record)
-    # Then it is at the second stage, the third running, with the cost so far, and its record is unchanged
+    # Then it is at the second stage, the third running, with the cost so far, changed when that stage
+    # committed, and its record is unchanged
     assert (shown.stage, shown.next_stage, shown.agent_hops, shown.cost_usd) == ("search", "write", 2, 0.02)
+    assert shown.updated_at == checkpoints.latest("m").created_at >= record.updated_at
     assert running_stage(shown) == "write" and lifecycle_of(shown) == "executing"
     assert missions.get("m").stage is None
 
