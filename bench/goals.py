@@ -61,8 +61,8 @@ def goals(results: dict[str, Any], checks: dict[str, bool]) -> list[Goal]:
             f"{writes_per_stage} ({cost['usage']['dynamodb_write_units']:g} for {cost['stages']} stages)",
             writes_per_stage <= WRITE_UNITS_PER_STAGE,
             f"{floor['units_per_stage']} a stage: the same {floor['items']} item writes, none rounded up to a "
-            f"whole KB ({floor['items'] / cost['stages']:.1f} a stage: each stage's checkpoint, its events, its "
-            "progress on the record, each model call's record; the record's start and end, the dispatch, "
+            f"whole KB ({floor['items'] / cost['stages']:.1f} a stage: each stage's checkpoint with the mission's "
+            "progress, its events, each model call's record; the record's create, start and end, the dispatch, "
             "the usage totals), each read by someone",
         ),
         Goal(
@@ -87,7 +87,8 @@ def goals(results: dict[str, Any], checks: dict[str, bool]) -> list[Goal]:
             + ", ".join(f"{r['boundary_ms_per_stage']} ms" for r in runner.values())
             + " (the rest "
             + ", ".join(f"{r['in_process_ratio']}x" for r in runner.values())
-            + "); the record's progress and the events are what clients read a running mission by",
+            + "); the rest is the stage's read of the mission's record (a cancel, a pause, the user's notes) and "
+            "its events, which LangGraph does not keep",
         ),
         Goal(
             4,
