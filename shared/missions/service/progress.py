@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from missions.core.mission.status import ACTIVE, HELD, MissionStatus
+from missions.core.mission.status import MissionStatus
 from missions.ports.checkpoints import CheckpointStore
 from missions.ports.missions import MissionRecord, MissionSummary, cost_of
 
 PROGRESS_FIELDS = ("stage", "next_stage", "phase", "counters", "asking")
-# the statuses whose record may be behind its checkpoints (a stage may have run since it was written)
-MAY_HAVE_MOVED = ACTIVE | HELD
+# the statuses whose record may be behind its checkpoints: a stage may have run since it was written (a
+# mission waiting for an answer or paused runs none until the write that resumes it)
+MAY_HAVE_MOVED = frozenset({MissionStatus.RUNNING, MissionStatus.PAUSING})
 
 
 def _hops(counters: dict[str, Any] | None) -> int:

@@ -92,10 +92,12 @@ def test_a_record_written_at_or_after_the_last_stage_is_not_overlaid():
     assert shown.status == MissionStatus.RUNNING and shown.asking is None and shown.stage == "ask"
 
 
-def test_an_ended_missions_record_is_read_alone():
-    # Given a completed mission (its end wrote where it ended)
+@pytest.mark.parametrize("status", [MissionStatus.COMPLETED, MissionStatus.INTERRUPTED, MissionStatus.PAUSED])
+def test_a_mission_no_stage_can_move_is_read_from_its_record_alone(status):
+    # Given a mission that ended, waits for an answer or is paused (the write that got it there says where
+    # its stages got to, and no stage runs until the one that resumes it)
     missions = MemoryMissionStore()
-    record = _running(missions, status=MissionStatus.COMPLETED)
+    record = _running(missions, status=status)
     # When it is read through its progress, Then no checkpoint is read
     assert MissionProgress(_Unread()).current(record) == record
 
