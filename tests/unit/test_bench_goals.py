@@ -14,8 +14,14 @@ RESULTS: dict[str, Any] = {
         "lines": {"step_functions": {"dollars": 0.000075}},
         "total_dollars_per_mission": 0.0001,
         "floor_dollars_per_mission": 0.000095,
+        "resume_floor_dollars_per_mission": 0.000091,
         "dynamodb_writes_per_stage": 4.0,
         "dynamodb_write_floor": {"items": 40, "units": 42.0, "units_per_stage": 3.82},
+        "dynamodb_writes_by_table": {
+            "checkpoints": {"total": 22, "per_stage": 2.0},
+            "events": {"total": 11, "per_stage": 1.0},
+            "missions": {"total": 11, "per_stage": 1.0},
+        },
         "stages": 11,
         "prediction_ratio": 1.09,
     },
@@ -57,6 +63,10 @@ def test_a_figure_past_its_target_misses_its_goal_and_says_its_floor():
     missed = [goal for goal in found.values() if not goal.met]
     assert len(missed) == 6 and [goal.number for goal in found.values() if goal.met] == [4]
     dollars, writes, runner = (next(g for g in missed if text in g.goal) for text in ("$", "write units", "runner"))
-    assert dollars.floor.startswith("$0.000095") and "$0.000075" in dollars.floor
+    assert (
+        dollars.floor.startswith("$0.000091 keeping nothing but what a resume needs") and "$0.000075" in dollars.floor
+    )
+    assert "$0.000095 with all its writes" in dollars.floor
     assert writes.floor.startswith("3.82 a stage") and "40 item writes" in writes.floor
+    assert "checkpoints 2.0 (a resume" in writes.floor and "events 1.0 (the event stream" in writes.floor
     assert "0.2x at 10, 0.2x at 100" in runner.floor and "0.15x, 0.15x" in runner.floor
