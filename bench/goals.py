@@ -49,7 +49,8 @@ def goals(results: dict[str, Any], checks: dict[str, bool]) -> list[Goal]:
             f"${cost['resume_floor_dollars_per_mission']:.6f} keeping nothing but what a resume needs (its "
             f"{transitions} Standard transitions, ${standard_dollars:.6f}: the start, the one wait on its chain of "
             "Express segments, the end; its Lambda and Express charges; its checkpoints and its record, no index "
-            f"copy, no other write and no read); ${cost['floor_dollars_per_mission']:.6f} with all its writes, none rounded up to a whole KB",
+            f"copy, no other write and no read); ${cost['floor_dollars_per_mission']:.6f} with all its writes, "
+            "none rounded up to a whole KB",
         ),
         Goal(
             1,
