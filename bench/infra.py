@@ -1,5 +1,8 @@
 """Deployment figures: layer and function package sizes, and synth wall time.
 
+An environment's layer carries its provider's model SDK alone (layers/build.py): each is measured, and the
+largest is the one the size checks read; "every" is the layer with both SDKs, measured in the same run.
+
 Synth time is compared with synthesizing an empty CDK app in the same run (the jsii/Node
 start-up every CDK app pays), so the ratio says what our stack adds on this machine.
 """
@@ -41,6 +44,23 @@ def _timed(command: list[str]) -> float:
     return time.perf_counter() - started
 
 
+# a layer per model SDK an environment may carry (layers/build.py): openai's, anthropic's, none (the offline
+# model, Bedrock); "every" is the layer with both, as one layer for every environment was
+PROVIDER_LAYERS = {"every": None, "openai": ["openai"], "anthropic": ["anthropic"], "none": ["scripted"]}
+
+
+def _layer_figures(layer: Path) -> dict[str, Any]:
+    return {
+        "unzipped_mb": round(folder_bytes(layer) / 1e6, 1),
+        "zipped_mb": round(zipped_bytes(layer) / 1e6, 1),
+        "largest_packages_mb": {
+            p.name: round(folder_bytes(p) / 1e6, 1)
+            for p in sorted((layer / "python").iterdir(), key=folder_bytes, reverse=True)[:4]
+            if p.is_dir()
+        },
+    }
+
+
 def run() -> dict[str, Any]:
     from layers.build import build
 
@@ -48,16 +68,15 @@ def run() -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch)
         try:
-            layer = build(work / "layer", arch="arm64")
-            results["layer"] = {
-                "unzipped_mb": round(folder_bytes(layer) / 1e6, 1),
-                "zipped_mb": round(zipped_bytes(layer) / 1e6, 1),
-                "largest_packages_mb": {
-                    p.name: round(folder_bytes(p) / 1e6, 1)
-                    for p in sorted((layer / "python").iterdir(), key=folder_bytes, reverse=True)[:4]
-                    if p.is_dir()
-                },
+            by_sdk = {
+                sdk: _layer_figures(build(work / f"layer-{sdk}", arch="arm64", providers=providers))
+                for sdk, providers in PROVIDER_LAYERS.items()
             }
+            largest = max((sdk for sdk in by_sdk if sdk != "every"), key=lambda sdk: by_sdk[sdk]["unzipped_mb"])
+            # the largest layer an environment deploys
+            results["layer"] = {"model_sdk": largest, **by_sdk[largest]}
+            results["layer_unzipped_mb_by_model_sdk"] = {sdk: figures["unzipped_mb"] for sdk, figures in by_sdk.items()}
+            layer = work / "layer-none"
         except subprocess.CalledProcessError as exc:  # pip needs PyPI: say so rather than fail the bench
             layer = build(work / "layer", sources_only=True)
             results["layer"] = {"error": f"pip could not fetch the dependencies ({exc}); sizes exclude them"}
@@ -68,6 +87,7 @@ def run() -> dict[str, Any]:
             results["layer"].get("unzipped_mb", folder_bytes(layer) / 1e6) + largest_function_mb, 1
         )
 
+        # dev's model is the offline one: its layer carries no model SDK
         synth = [sys.executable, "infra/app.py", "--env", "dev", "--layer-dir", str(layer)]
         empty = [sys.executable, "-c", EMPTY_APP.format(out=str(work / "empty.out"))]
         _timed(empty)  # warm the jsii cache so neither figure pays for filling it
@@ -92,8 +112,15 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     if "unzipped_mb" in layer:
         biggest = ", ".join(f"{name} {mb}" for name, mb in layer["largest_packages_mb"].items())
-        out.append(("layer (arm64, python3.11)", f"{layer['unzipped_mb']} MB unzipped, {layer['zipped_mb']} MB zipped"))
+        out.append(
+            (
+                f"layer (arm64, python3.11; the largest: {layer['model_sdk']}'s)",
+                f"{layer['unzipped_mb']} MB unzipped, {layer['zipped_mb']} MB zipped",
+            )
+        )
         out.append(("  largest packages (MB)", biggest))
+        sizes = results["layer_unzipped_mb_by_model_sdk"]
+        out.append(("  by model SDK (MB unzipped)", ", ".join(f"{sdk} {mb}" for sdk, mb in sizes.items())))
     else:
         out.append(("layer", layer["error"]))
     code = results["function_code_kb"]

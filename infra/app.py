@@ -24,8 +24,9 @@ from infra.config import ConfigError, load_environments  # noqa: E402
 from infra.stack import MissionsStack  # noqa: E402
 
 
-def default_layer_dir(arch: str) -> Path:
-    return ROOT / "build" / f"layer-{arch}"
+def default_layer_dir(env: str, arch: str) -> Path:
+    """Where `layers/build.py --env ENV --arch ARCH` (make layer) builds an environment's layer."""
+    return ROOT / "build" / f"layer-{env}-{arch}"
 
 
 def build_app(
@@ -52,7 +53,7 @@ def build_app(
             app,
             f"missions-{name}",
             config=config,
-            layer_dir=layer_dir or default_layer_dir(config.architecture),
+            layer_dir=layer_dir or default_layer_dir(name, config.architecture),
             env=Environment(
                 account=config.account or os.environ.get("CDK_DEFAULT_ACCOUNT"),
                 region=config.region or os.environ.get("CDK_DEFAULT_REGION"),
@@ -65,7 +66,7 @@ def build_app(
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Synthesize the missions runtime's stacks.")
     parser.add_argument("--env", action="append", help="environment from cdk.json (repeatable; default: all)")
-    parser.add_argument("--layer-dir", type=Path, help="built runtime layer (default: build/layer-<arch>)")
+    parser.add_argument("--layer-dir", type=Path, help="built runtime layer (default: build/layer-<env>-<arch>)")
     args = parser.parse_args(argv)
     probe = App()  # the CDK CLI passes `-c env=...` through its context
     environments = args.env or ([probe.node.try_get_context("env")] if probe.node.try_get_context("env") else None)

@@ -11,6 +11,12 @@ module of a built layer with the development code made unimportable.
 
 pydantic-core is compiled, so wheels are chosen for the Lambda runtime's Python and
 architecture, not this machine's. Usage: python layers/build.py [--arch arm64|x86_64] [--out DIR] [--sources-only]
+[--provider NAME | --env NAME]
+
+A layer carries the model SDK of one provider, its environment's (`--env` reads it from cdk.json; `--provider`
+names it; default: every provider's), and none of another's: the openai and anthropic SDKs are a sixth of
+the layer each. What only a left-out SDK needs is left out with it (`kept_requirements`); the stack refuses
+a layer without its environment's SDK (infra/components/functions.py).
 
 Lambda cannot write `.pyc` into /opt (read-only), so a layer without bytecode compiles every module it
 imports at every cold start. The layer therefore ships `__pycache__/*.cpython-311.pyc` next to its
@@ -31,9 +37,11 @@ from __future__ import annotations
 import argparse
 import compileall
 import py_compile
+import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Collection
 from pathlib import Path
 
 from layers.elf import strip_debug_files
@@ -42,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTHON = "3.11"  # the suite's Python; infra/components/functions.py RUNTIME must match
 PLATFORMS = {"arm64": "manylinux2014_aarch64", "x86_64": "manylinux2014_x86_64"}
 LAMBDA_LAYER_PATH = "/opt/python"  # where Lambda puts a layer's python/ folder (on sys.path)
+LOCK = ROOT / "layers" / "requirements.lock"
+EVERY_PROVIDER = "all"
 
 
 # Development code, by folder: relative to shared/missions (the layer's `missions`), and the name of a
@@ -87,6 +97,41 @@ def copy_sources(target: Path, include_development: bool = False) -> None:
     )
 
 
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def kept_requirements(lock: str, providers: Collection[str]) -> tuple[list[str], set[str]]:
+    """The lock's requirement lines a layer for `providers` installs, and the distributions it leaves out:
+    the other providers' SDKs and what only they need (by the lock's `# via` notes, which name each
+    distribution's dependents; `-r` marks one the layer asks for itself)."""
+    from missions.core.settings import PROVIDER_SDKS
+
+    unknown = set(providers) - set(PROVIDER_SDKS)
+    if unknown:
+        raise ValueError(f"no such provider: {sorted(unknown)} (known: {sorted(PROVIDER_SDKS)})")
+    wanted = {_normalized(sdk) for provider in providers for sdk in PROVIDER_SDKS[provider]}
+    unwanted = {_normalized(sdk) for sdks in PROVIDER_SDKS.values() for sdk in sdks} - wanted
+    lines: dict[str, str] = {}
+    dependents: dict[str, set[str]] = {}
+    current = ""
+    for line in lock.splitlines():
+        if line and not line.startswith((" ", "#")):
+            current = _normalized(re.split(r"[=<>!~ ;\[]", line, maxsplit=1)[0])
+            lines[current], dependents[current] = line, set()
+        elif current and (via := line.strip().removeprefix("#").strip().removeprefix("via").strip()):
+            dependents[current].add("-r" if via.startswith("-r ") else _normalized(via))
+    kept: set[str] = set()
+    changed = True
+    while changed:  # kept: asked for by the layer (an unwanted SDK aside), or needed by something kept
+        changed = False
+        for name, by in dependents.items():
+            if name not in kept and name not in unwanted and ("-r" in by or by & kept):
+                kept.add(name)
+                changed = True
+    return [line for name, line in lines.items() if name in kept], set(lines) - kept
+
+
 def folder_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
 
@@ -118,14 +163,26 @@ def compile_bytecode(target: Path) -> None:
 
 
 def build(
-    out: Path, arch: str = "arm64", python: str = PYTHON, sources_only: bool = False, include_development: bool = False
+    out: Path,
+    arch: str = "arm64",
+    python: str = PYTHON,
+    sources_only: bool = False,
+    include_development: bool = False,
+    providers: Collection[str] | None = None,
 ) -> Path:
-    """The layer in `out` (emptied first). `include_development` is for the bench's before/after only."""
+    """The layer in `out` (emptied first), with the model SDKs of `providers` (None: every provider's).
+    `include_development` is for the bench's before/after only."""
+    from missions.core.settings import PROVIDER_SDKS
+
     check_interpreter(python)
     target = out / "python"
     shutil.rmtree(out, ignore_errors=True)
     target.mkdir(parents=True)
     if not sources_only:
+        requirements, left_out = kept_requirements(
+            LOCK.read_text(), list(PROVIDER_SDKS) if providers is None else providers
+        )
+        (out / "requirements.txt").write_text("\n".join(requirements) + "\n")
         subprocess.run(
             [
                 sys.executable,
@@ -144,10 +201,14 @@ def build(
                 "--target",
                 str(target),
                 "-r",
-                str(ROOT / "layers" / "requirements.lock"),
+                str(out / "requirements.txt"),
             ],
             check=True,
         )
+        (out / "requirements.txt").unlink()  # not part of the layer
+        installed = {_normalized(p.name.split("-")[0]) for p in target.glob("*.dist-info")}
+        if installed & left_out:  # pip resolved it back in: something kept needs it after all
+            raise RuntimeError(f"the layer was to leave out {sorted(installed & left_out)}, but pip installed them")
         saved = strip_debug_files(target)  # DWARF sections some wheels ship (layers/elf.py): a fifth of the layer
         print(f"layer: {saved / 1e6:.1f} MB of debug sections left out of its native binaries")
     copy_sources(target, include_development)
@@ -155,18 +216,41 @@ def build(
     return out
 
 
+def provider_of(env: str) -> str:
+    """The model provider cdk.json names for an environment."""
+    import json
+
+    from infra.config import load_environments
+
+    environments = load_environments(json.loads((ROOT / "cdk.json").read_text())["context"]["environments"])
+    if env not in environments:
+        raise ValueError(f"no environment '{env}' in cdk.json (it has {sorted(environments)})")
+    return environments[env].llm.provider
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--arch", choices=sorted(PLATFORMS), default="arm64")
     parser.add_argument("--python", default=PYTHON)
-    parser.add_argument("--out", type=Path, help="default: build/layer-<arch>")
+    parser.add_argument(
+        "--out", type=Path, help="default: build/layer-<env>-<arch> with --env, else build/layer-<arch>"
+    )
     parser.add_argument("--sources-only", action="store_true", help="skip the dependencies (no network)")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--provider", default=EVERY_PROVIDER, help="the model SDK to carry (default: every provider's)")
+    which.add_argument("--env", help="the environment of cdk.json whose provider's SDK to carry")
     args = parser.parse_args()
     try:
         check_interpreter(args.python)
-    except WrongPython as wrong:
+        providers = (
+            [provider_of(args.env)] if args.env else None if args.provider == EVERY_PROVIDER else [args.provider]
+        )
+        if providers:
+            kept_requirements("", providers)  # an unknown provider is refused before anything is built
+    except (WrongPython, ValueError) as wrong:
         parser.exit(2, f"layers/build.py: {wrong}\n")
-    out = build(args.out or ROOT / "build" / f"layer-{args.arch}", args.arch, args.python, args.sources_only)
+    default_out = ROOT / "build" / (f"layer-{args.env}-{args.arch}" if args.env else f"layer-{args.arch}")
+    out = build(args.out or default_out, args.arch, args.python, args.sources_only, providers=providers)
     print(f"layer: {out} ({folder_mb(out):.1f} MB unzipped; Lambda allows 250 MB)")
 
 

@@ -22,6 +22,7 @@ from constructs import Construct
 from infra.components.nag import acknowledge
 from infra.components.storage import removal_policy
 from infra.config import LOG_RETENTION_DAYS, EnvironmentConfig
+from missions.core.settings import PROVIDER_SDKS
 from missions.core.specs import FunctionSpec
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,14 +34,20 @@ ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Archite
 
 
 class RuntimeLayer(Construct):
-    """The layer built by layers/build.py: dependencies for the Lambda platform + shared/ + capabilities/."""
+    """The layer built by layers/build.py: dependencies for the Lambda platform + shared/ + capabilities/, with
+    the model SDK of the environment's provider."""
 
     def __init__(self, scope: Construct, id: str, *, layer_dir: Path, config: EnvironmentConfig) -> None:
         super().__init__(scope, id)
+        build = f"`python layers/build.py --arch {config.architecture} --env {config.name} --out {layer_dir}`"
         if not (layer_dir / "python" / "missions").is_dir():
+            raise FileNotFoundError(f"no runtime layer in {layer_dir}: build it first with {build} (or `make layer`)")
+        sdks = PROVIDER_SDKS[config.llm.provider]
+        missing = [sdk for sdk in sdks if not (layer_dir / "python" / sdk).is_dir()]
+        if missing and has_dependencies(layer_dir):  # a sources-only layer (synth tests) carries no SDK at all
             raise FileNotFoundError(
-                f"no runtime layer in {layer_dir}: build it first with "
-                f"`python layers/build.py --arch {config.architecture} --out {layer_dir}` (or `make layer`)"
+                f"the runtime layer in {layer_dir} has no {', '.join(missing)} SDK, which environment "
+                f"'{config.name}' calls its models with (llm.provider {config.llm.provider}): build it with {build}"
             )
         self.layer = lambda_.LayerVersion(
             self,
@@ -48,9 +55,15 @@ class RuntimeLayer(Construct):
             code=lambda_.Code.from_asset(str(layer_dir)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURES[config.architecture]],
-            description="missions runtime: pydantic, Powertools, openai, shared/missions, capabilities",
+            description="missions runtime: pydantic, Powertools, shared/missions, capabilities"
+            + "".join(f", {sdk}" for sdk in sdks),
             removal_policy=removal_policy(config),
         )
+
+
+def has_dependencies(layer_dir: Path) -> bool:
+    """Whether layers/build.py installed the dependencies (not `--sources-only`)."""
+    return (layer_dir / "python" / "pydantic").is_dir()
 
 
 @dataclass(frozen=True)

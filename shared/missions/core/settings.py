@@ -40,6 +40,14 @@ LIBRARY_ENVIRONMENT = {
     "POWERTOOLS_LOG_LEVEL": "INFO",
     "PYDANTIC_DISABLE_PLUGINS": "__all__",
 }
+# the model SDK each provider's adapter imports at its first model call (missions.adapters.llm: Bedrock's is
+# boto3, which Lambda's runtime has; the offline model needs none): a layer carries its environment's alone
+PROVIDER_SDKS: dict[str, tuple[str, ...]] = {
+    "scripted": (),
+    "openai": ("openai",),
+    "bedrock": (),
+    "anthropic": ("anthropic",),
+}
 JSON_FIELDS = (
     "openai_models",
     "bedrock_models",
